@@ -1,0 +1,51 @@
+# drover — run `make demo` and `make test` on a fresh machine; nothing else is needed.
+SHELL := /bin/bash
+GO ?= go
+TOOLS := $(GO) tool -modfile=hack/tools/go.mod
+K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
+
+.PHONY: demo test unit integration testbin lint proto docs bench build clean
+
+## build: the drover CLI into bin/
+build:
+	$(GO) build -o bin/drover ./cmd/drover
+
+## demo: Monte Carlo Pi on executors that are separate processes (local-cluster mode)
+demo:
+	@echo "drover: building examples/pi"
+	@$(GO) build -o bin/pi ./examples/pi
+	./bin/pi --master 'local-cluster[2,1,512]' 100
+
+## testbin: etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl and kwok from Go modules
+testbin:
+	@echo "drover: making sure the Kubernetes test binaries are built (minutes the first time, cached in ~/.cache/drover)"
+	@./hack/build-testbin.sh
+
+## test: lint, then every test (unit, race on the core packages, integration on a real control plane)
+test: lint testbin
+	@echo "drover: unit and integration tests"
+	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" $(GO) test -count=1 -timeout 25m ./...
+	@echo "drover: race detector on the core packages"
+	$(GO) test -count=1 -race -timeout 15m ./internal/config/... ./internal/master/... ./internal/scheduler/... ./internal/backend/... ./internal/executor/... ./internal/rpc/... ./internal/local/... ./internal/codec/...
+
+## lint: gofmt, go vet, staticcheck (pinned in hack/tools)
+lint:
+	@echo "drover: gofmt, go vet, staticcheck"
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+	$(TOOLS) staticcheck ./...
+
+## proto: regenerate the gRPC code (needs protoc; committed output)
+proto:
+	./hack/update-proto.sh
+
+## docs: regenerate docs/configuration.md from the configuration registry
+docs:
+	$(GO) run ./internal/config/gendocs > docs/configuration.md
+
+## bench: benchmarks
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/local/...
+
+clean:
+	rm -rf bin

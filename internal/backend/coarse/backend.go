@@ -1,0 +1,669 @@
+package coarse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/utils/clock"
+
+	"github.com/drover-project/drover/internal/backend"
+	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/pb"
+	"github.com/drover-project/drover/internal/scheduler"
+)
+
+// Options configures a Backend.
+type Options struct {
+	AppID string
+	// Conf is the application's explicitly set configuration, sent to each
+	// executor when it registers.
+	Conf map[string]string
+	Auth rpc.Auth
+	// BindAddress and Port are where the driver listens (spark.driver.bindAddress,
+	// spark.driver.port; 0 picks a free port); AdvertiseHost is the host
+	// executors dial (spark.driver.host).
+	BindAddress   string
+	Port          int
+	AdvertiseHost string
+
+	// InitialExecutors and MinRegisteredRatio decide when enough executors
+	// have registered; MaxRegisteredWait bounds that wait.
+	InitialExecutors   int
+	MinRegisteredRatio float64
+	MaxRegisteredWait  time.Duration
+	// DefaultParallelism overrides the total-cores default when > 0.
+	DefaultParallelism int
+
+	// NetworkTimeout removes an executor not heard from for that long,
+	// checked every TimeoutInterval.
+	NetworkTimeout  time.Duration
+	TimeoutInterval time.Duration
+
+	Clock  clock.WithTicker
+	Logger *slog.Logger
+}
+
+// ClusterManager is the part of a cluster manager the backend consults.
+type ClusterManager interface {
+	// ExitReason blocks until the cluster manager knows why an executor's
+	// connection ended (its process exited, its pod failed) or ctx ends.
+	ExitReason(ctx context.Context, executorID string) (scheduler.LossReason, bool)
+	// ExecutorRemoved tells the cluster manager the driver stopped using an
+	// executor, so it can release or replace it.
+	ExecutorRemoved(executorID string, reason scheduler.LossReason)
+}
+
+// ExecutorInfo describes a registered executor.
+type ExecutorInfo struct {
+	ID         string
+	Address    string
+	PodName    string
+	TotalCores int
+	FreeCores  int
+}
+
+type executorData struct {
+	ExecutorInfo
+	out             *outbox
+	lastSeen        atomic.Int64
+	decommissioning bool
+	disabled        bool
+	fetchConn       *grpc.ClientConn
+}
+
+// Backend is the coarse-grained scheduler backend.
+type Backend struct {
+	opts    Options
+	sched   *scheduler.Scheduler
+	log     *slog.Logger
+	cluster ClusterManager
+
+	server   *grpc.Server
+	listener net.Listener
+	revive   chan struct{}
+	stopCh   chan struct{}
+	wg       sync.WaitGroup
+
+	mu         sync.Mutex
+	executors  map[string]*executorData
+	excluded   map[string]bool // killed or lost: may not register again
+	registered chan struct{}   // closed and replaced whenever an executor registers
+	stopped    bool
+	totalCores int
+
+	pb.UnimplementedDriverServer
+}
+
+var _ backend.SchedulerBackend = (*Backend)(nil)
+
+// New returns a backend for sched. The cluster manager may be nil.
+func New(sched *scheduler.Scheduler, cluster ClusterManager, opts Options) *Backend {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.NetworkTimeout <= 0 {
+		opts.NetworkTimeout = 120 * time.Second
+	}
+	if opts.TimeoutInterval <= 0 {
+		opts.TimeoutInterval = 60 * time.Second
+	}
+	if opts.BindAddress == "" {
+		opts.BindAddress = "127.0.0.1"
+	}
+	if opts.AdvertiseHost == "" {
+		opts.AdvertiseHost = opts.BindAddress
+	}
+	return &Backend{
+		opts:       opts,
+		sched:      sched,
+		cluster:    cluster,
+		log:        opts.Logger,
+		revive:     make(chan struct{}, 1),
+		stopCh:     make(chan struct{}),
+		executors:  map[string]*executorData{},
+		excluded:   map[string]bool{},
+		registered: make(chan struct{}),
+	}
+}
+
+// Start listens for executors.
+func (b *Backend) Start(context.Context) error {
+	lis, err := net.Listen("tcp", net.JoinHostPort(b.opts.BindAddress, strconv.Itoa(b.opts.Port)))
+	if err != nil {
+		return fmt.Errorf("listening on spark.driver.bindAddress %s port %d: %w", b.opts.BindAddress, b.opts.Port, err)
+	}
+	b.listener = lis
+	b.server = grpc.NewServer(rpc.ServerOptions(b.opts.Auth)...)
+	pb.RegisterDriverServer(b.server, b)
+	b.wg.Add(3)
+	go func() { defer b.wg.Done(); _ = b.server.Serve(lis) }()
+	go func() { defer b.wg.Done(); b.reviveLoop() }()
+	go func() { defer b.wg.Done(); b.expiryLoop() }()
+	return nil
+}
+
+// URL is the address executors dial: spark.driver.host and the bound port.
+func (b *Backend) URL() string {
+	_, port, _ := net.SplitHostPort(b.listener.Addr().String())
+	return net.JoinHostPort(b.opts.AdvertiseHost, port)
+}
+
+// Stop tells every executor to shut down and stops serving.
+func (b *Backend) Stop(ctx context.Context) error {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		return nil
+	}
+	b.stopped = true
+	for _, ex := range b.executors {
+		ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_Shutdown{Shutdown: &pb.Shutdown{Reason: "application finished"}}})
+		ex.out.close()
+	}
+	b.mu.Unlock()
+	close(b.stopCh)
+	if b.server != nil {
+		done := make(chan struct{})
+		go func() { b.server.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			b.server.Stop()
+		case <-time.After(5 * time.Second):
+			b.server.Stop()
+		}
+	}
+	b.wg.Wait()
+	b.mu.Lock()
+	for _, ex := range b.executors {
+		if ex.fetchConn != nil {
+			_ = ex.fetchConn.Close()
+		}
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+// ReviveOffers makes offers for every executor's free cores soon.
+func (b *Backend) ReviveOffers() {
+	select {
+	case b.revive <- struct{}{}:
+	default:
+	}
+}
+
+func (b *Backend) reviveLoop() {
+	for {
+		select {
+		case <-b.stopCh:
+			return
+		case <-b.revive:
+			b.makeOffers("")
+		}
+	}
+}
+
+// makeOffers offers the free cores of one executor, or of all when id is
+// empty, and sends the resulting launches.
+func (b *Backend) makeOffers(id string) {
+	cpus := b.sched.CPUsPerTask()
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		return
+	}
+	var offers []scheduler.Offer
+	add := func(ex *executorData) {
+		if !ex.disabled && !ex.decommissioning && ex.FreeCores >= cpus {
+			offers = append(offers, scheduler.Offer{ExecutorID: ex.ID, Cores: ex.FreeCores})
+		}
+	}
+	if id != "" {
+		if ex := b.executors[id]; ex != nil {
+			add(ex)
+		}
+	} else {
+		for _, ex := range b.executors {
+			add(ex)
+		}
+	}
+	if len(offers) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	tasks := b.sched.ResourceOffers(offers)
+	batches := map[*executorData]*pb.LaunchBatch{}
+	for i := range tasks {
+		t := &tasks[i]
+		ex := b.executors[t.ExecutorID]
+		ex.FreeCores -= t.CPUs
+		lb := batches[ex]
+		if lb == nil {
+			lb = &pb.LaunchBatch{}
+			batches[ex] = lb
+		}
+		lb.Tasks = append(lb.Tasks, &pb.TaskDescription{
+			TaskId:       t.TaskID,
+			JobId:        t.JobID,
+			StageId:      int32(t.StageID),
+			StageAttempt: int32(t.StageAttempt),
+			Partition:    int32(t.Partition),
+			Attempt:      int32(t.Attempt),
+			Func:         t.Func,
+			Payload:      t.Payload,
+			Cpus:         int32(t.CPUs),
+		})
+	}
+	b.mu.Unlock()
+	for ex, lb := range batches {
+		ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_Launch{Launch: lb}})
+	}
+}
+
+// KillTask asks an executor to stop a task.
+func (b *Backend) KillTask(taskID int64, executorID, reason string) {
+	b.mu.Lock()
+	ex := b.executors[executorID]
+	b.mu.Unlock()
+	if ex != nil {
+		ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_Kill{Kill: &pb.KillTask{TaskId: taskID, Reason: reason}}})
+	}
+}
+
+// Control serves one executor's control stream.
+func (b *Backend) Control(stream pb.Driver_ControlServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	reg := first.GetRegister()
+	if reg == nil {
+		return status.Error(codes.InvalidArgument, "the first message on the control stream must be Register")
+	}
+	ex, err := b.register(reg)
+	if err != nil {
+		b.log.Warn("executor registration refused", "executor", reg.GetExecutorId(), "err", err)
+		return err
+	}
+	if err := stream.Send(&pb.DriverMessage{Msg: &pb.DriverMessage_Registered{Registered: &pb.Registered{Conf: b.opts.Conf}}}); err != nil {
+		b.disconnected(ex, err)
+		return err
+	}
+	b.log.Info("executor registered", "executor", ex.ID, "address", ex.Address, "cores", ex.TotalCores, "pod", ex.PodName)
+
+	sendDone := make(chan error, 1)
+	go func() { sendDone <- b.sendLoop(stream, ex) }()
+	b.makeOffers(ex.ID)
+
+	recvErr := b.receiveLoop(stream, ex)
+	ex.out.close()
+	select {
+	case <-sendDone:
+	case <-time.After(time.Second):
+	}
+	b.disconnected(ex, recvErr)
+	return nil
+}
+
+func (b *Backend) register(reg *pb.Register) (*executorData, error) {
+	id := reg.GetExecutorId()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.stopped:
+		return nil, status.Error(codes.FailedPrecondition, "the application is shutting down")
+	case reg.GetAppId() != b.opts.AppID:
+		return nil, status.Errorf(codes.PermissionDenied, "executor belongs to application %q, not %q", reg.GetAppId(), b.opts.AppID)
+	case id == "":
+		return nil, status.Error(codes.InvalidArgument, "empty executor id")
+	case b.excluded[id]:
+		return nil, status.Errorf(codes.FailedPrecondition, "executor %s was removed and may not register again", id)
+	case b.executors[id] != nil:
+		return nil, status.Errorf(codes.AlreadyExists, "executor %s is already registered", id)
+	case reg.GetCores() < 1:
+		return nil, status.Errorf(codes.InvalidArgument, "executor %s offers %d cores", id, reg.GetCores())
+	}
+	ex := &executorData{
+		ExecutorInfo: ExecutorInfo{
+			ID:         id,
+			Address:    reg.GetAddress(),
+			PodName:    reg.GetPodName(),
+			TotalCores: int(reg.GetCores()),
+			FreeCores:  int(reg.GetCores()),
+		},
+		out: newOutbox(),
+	}
+	ex.lastSeen.Store(b.opts.Clock.Now().UnixNano())
+	b.executors[id] = ex
+	b.totalCores += ex.TotalCores
+	close(b.registered)
+	b.registered = make(chan struct{})
+	return ex, nil
+}
+
+func (b *Backend) sendLoop(stream pb.Driver_ControlServer, ex *executorData) error {
+	for range ex.out.notify {
+		for _, m := range ex.out.take() {
+			if err := stream.Send(m); err != nil {
+				return err
+			}
+		}
+	}
+	for _, m := range ex.out.take() {
+		if err := stream.Send(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Backend) receiveLoop(stream pb.Driver_ControlServer, ex *executorData) error {
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		ex.lastSeen.Store(b.opts.Clock.Now().UnixNano())
+		switch m := msg.GetMsg().(type) {
+		case *pb.ExecutorMessage_Status:
+			b.statusUpdate(ex, m.Status.GetStatuses())
+		case *pb.ExecutorMessage_Heartbeat:
+			b.mu.Lock()
+			known := b.executors[ex.ID] == ex
+			b.mu.Unlock()
+			ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_HeartbeatAck{HeartbeatAck: &pb.HeartbeatAck{Reregister: !known}}})
+		case *pb.ExecutorMessage_Decommission:
+			b.log.Info("executor decommissioning", "executor", ex.ID, "reason", m.Decommission.GetReason())
+			b.mu.Lock()
+			ex.decommissioning = true
+			b.mu.Unlock()
+		}
+	}
+}
+
+func (b *Backend) statusUpdate(ex *executorData, statuses []*pb.TaskStatus) {
+	out := make([]scheduler.Status, 0, len(statuses))
+	terminal := 0
+	for _, s := range statuses {
+		st := fromProto(ex.ID, s)
+		if st.State == scheduler.Running {
+			continue
+		}
+		terminal++
+		if s.GetIndirect() && st.State == scheduler.Finished {
+			go b.fetchResult(ex, st, s.GetResultSize())
+			continue
+		}
+		out = append(out, st)
+	}
+	if terminal > 0 {
+		b.mu.Lock()
+		if b.executors[ex.ID] == ex {
+			ex.FreeCores += terminal * b.sched.CPUsPerTask()
+		}
+		b.mu.Unlock()
+	}
+	b.sched.StatusUpdates(out)
+	b.makeOffers(ex.ID)
+}
+
+func fromProto(executorID string, s *pb.TaskStatus) scheduler.Status {
+	st := scheduler.Status{
+		TaskID:     s.GetTaskId(),
+		ExecutorID: executorID,
+		Result:     s.GetResult(),
+		Err:        s.GetError(),
+		Stack:      s.GetStack(),
+		Panicked:   s.GetPanicked(),
+		Duration:   time.Duration(s.GetDurationNanos()),
+	}
+	switch s.GetState() {
+	case pb.TaskState_TASK_STATE_FINISHED:
+		st.State = scheduler.Finished
+	case pb.TaskState_TASK_STATE_FAILED:
+		st.State = scheduler.Failed
+	case pb.TaskState_TASK_STATE_KILLED:
+		st.State = scheduler.Killed
+	default:
+		st.State = scheduler.Running
+	}
+	return st
+}
+
+// fetchResult pulls a result the executor kept because it was too large for
+// the control stream, then reports the task.
+func (b *Backend) fetchResult(ex *executorData, st scheduler.Status, size int64) {
+	data, err := b.fetch(ex, st.TaskID, size)
+	if err != nil {
+		st.State, st.Err = scheduler.Failed, fmt.Sprintf("fetching the task's result from executor %s: %v", ex.ID, err)
+	} else {
+		st.Result = data
+	}
+	b.sched.StatusUpdates([]scheduler.Status{st})
+}
+
+func (b *Backend) fetch(ex *executorData, taskID, size int64) ([]byte, error) {
+	b.mu.Lock()
+	conn := ex.fetchConn
+	if conn == nil {
+		var err error
+		conn, err = grpc.NewClient(ex.Address, rpc.DialOptions(b.opts.Auth)...)
+		if err != nil {
+			b.mu.Unlock()
+			return nil, err
+		}
+		ex.fetchConn = conn
+	}
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), b.opts.NetworkTimeout)
+	defer cancel()
+	stream, err := pb.NewExecutorClient(conn).FetchResult(ctx, &pb.FetchResultRequest{TaskId: taskID})
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, 0, size)
+	for {
+		c, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		data = append(data, c.GetData()...)
+	}
+	if int64(len(data)) != size {
+		return nil, fmt.Errorf("got %d bytes of a %d-byte result", len(data), size)
+	}
+	return data, nil
+}
+
+// disconnected handles the end of an executor's control stream. The cluster
+// manager, if it can, says why the executor went away; that decides whether
+// its running tasks count as failed.
+func (b *Backend) disconnected(ex *executorData, err error) {
+	b.mu.Lock()
+	current := b.executors[ex.ID] == ex
+	stopped := b.stopped
+	decom := ex.decommissioning
+	ex.disabled = true
+	b.mu.Unlock()
+	if !current || stopped {
+		return
+	}
+	reason := scheduler.LossReason{Message: "executor disconnected"}
+	if err != nil {
+		reason.Message = fmt.Sprintf("executor disconnected: %v", err)
+	}
+	if decom {
+		reason = scheduler.LossReason{Message: "executor decommissioned"}
+	}
+	if b.cluster == nil || decom {
+		b.RemoveExecutor(ex.ID, reason)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if r, ok := b.cluster.ExitReason(ctx, ex.ID); ok {
+			reason = r
+		}
+		b.RemoveExecutor(ex.ID, reason)
+	}()
+}
+
+// RemoveExecutor forgets an executor, resubmits its running tasks and keeps
+// it from registering again.
+func (b *Backend) RemoveExecutor(id string, reason scheduler.LossReason) {
+	b.mu.Lock()
+	ex := b.executors[id]
+	b.excluded[id] = true
+	if ex != nil {
+		delete(b.executors, id)
+		b.totalCores -= ex.TotalCores
+		ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_Shutdown{Shutdown: &pb.Shutdown{Reason: reason.String()}}})
+		ex.out.close()
+		if ex.fetchConn != nil {
+			_ = ex.fetchConn.Close()
+		}
+	}
+	b.mu.Unlock()
+	if ex == nil {
+		return
+	}
+	b.log.Info("executor removed", "executor", id, "reason", reason.String(), "caused_by_app", reason.CausedByApp)
+	b.sched.ExecutorLost(id, reason)
+	if b.cluster != nil {
+		b.cluster.ExecutorRemoved(id, reason)
+	}
+}
+
+// ExcludeExecutor keeps an executor id from registering, for executors whose
+// pod or process the cluster manager deleted before they registered.
+func (b *Backend) ExcludeExecutor(id string) {
+	b.mu.Lock()
+	b.excluded[id] = true
+	b.mu.Unlock()
+}
+
+// expiryLoop removes executors the driver has not heard from for
+// spark.network.timeout, checking every spark.network.timeoutInterval.
+func (b *Backend) expiryLoop() {
+	t := b.opts.Clock.NewTicker(b.opts.TimeoutInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stopCh:
+			return
+		case <-t.C():
+		}
+		b.ExpireDeadExecutors()
+	}
+}
+
+// ExpireDeadExecutors removes the executors whose last message is older
+// than spark.network.timeout.
+func (b *Backend) ExpireDeadExecutors() {
+	now := b.opts.Clock.Now()
+	b.mu.Lock()
+	last := make(map[string]time.Time, len(b.executors))
+	for id, ex := range b.executors {
+		last[id] = time.Unix(0, ex.lastSeen.Load())
+	}
+	b.mu.Unlock()
+	for _, id := range Expired(last, now, b.opts.NetworkTimeout) {
+		b.RemoveExecutor(id, scheduler.LossReason{
+			Message: fmt.Sprintf("executor heartbeat timed out after %s (spark.network.timeout)", b.opts.NetworkTimeout),
+		})
+	}
+}
+
+// Expired returns, sorted, the executors last heard from more than timeout
+// before now.
+func Expired(lastSeen map[string]time.Time, now time.Time, timeout time.Duration) []string {
+	var ids []string
+	for id, t := range lastSeen {
+		if now.Sub(t) > timeout {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// SufficientResourcesRegistered reports whether registered executors reach
+// spark.scheduler.minRegisteredResourcesRatio of the initial target.
+func (b *Backend) SufficientResourcesRegistered() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return sufficient(len(b.executors), b.opts.InitialExecutors, b.opts.MinRegisteredRatio)
+}
+
+func sufficient(registered, initial int, ratio float64) bool {
+	return float64(registered) >= float64(initial)*ratio
+}
+
+// WaitReady blocks until SufficientResourcesRegistered or until
+// spark.scheduler.maxRegisteredResourcesWaitingTime has passed.
+func (b *Backend) WaitReady(ctx context.Context) error {
+	timeout := b.opts.Clock.After(b.opts.MaxRegisteredWait)
+	for {
+		b.mu.Lock()
+		ok := sufficient(len(b.executors), b.opts.InitialExecutors, b.opts.MinRegisteredRatio)
+		ch := b.registered
+		n := len(b.executors)
+		b.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			b.log.Info("starting without all executors: spark.scheduler.maxRegisteredResourcesWaitingTime passed",
+				"registered", n, "wanted", b.opts.InitialExecutors)
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// DefaultParallelism is spark.default.parallelism or the registered cores.
+func (b *Backend) DefaultParallelism() int {
+	if b.opts.DefaultParallelism > 0 {
+		return b.opts.DefaultParallelism
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return max(b.totalCores, 2)
+}
+
+// Executors lists the registered executors, sorted by id.
+func (b *Backend) Executors() []ExecutorInfo {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]ExecutorInfo, 0, len(b.executors))
+	for _, ex := range b.executors {
+		out = append(out, ex.ExecutorInfo)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

@@ -1,0 +1,385 @@
+package coarse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/funcs"
+	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/pb"
+	"github.com/drover-project/drover/internal/scheduler"
+)
+
+const appID = "drover-test"
+
+var quiet = slog.New(slog.DiscardHandler)
+
+var (
+	blocker   = make(chan struct{})
+	bigResult = 3 << 20
+)
+
+func init() {
+	must := func(err error) {
+		if err != nil {
+			panic(err)
+		}
+	}
+	must(funcs.Register("coarse.echo", func(_ context.Context, t funcs.Task, p []byte) ([]byte, error) {
+		return fmt.Appendf(nil, "%d:%s", t.Partition, p), nil
+	}))
+	must(funcs.Register("coarse.big", func(context.Context, funcs.Task, []byte) ([]byte, error) {
+		b := make([]byte, bigResult)
+		for i := range b {
+			b[i] = byte(i)
+		}
+		return b, nil
+	}))
+	must(funcs.Register("coarse.block", func(ctx context.Context, _ funcs.Task, _ []byte) ([]byte, error) {
+		select {
+		case <-blocker:
+		case <-ctx.Done():
+		}
+		return []byte("done"), nil
+	}))
+}
+
+type harness struct {
+	sched *scheduler.Scheduler
+	b     *Backend
+}
+
+func startBackend(t *testing.T, opts Options) *harness {
+	t.Helper()
+	opts.AppID = appID
+	opts.Logger = quiet
+	s := scheduler.New(scheduler.Options{MaxFailures: 4})
+	b := New(s, nil, opts)
+	s.SetBackend(b)
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Stop(context.Background()) })
+	return &harness{sched: s, b: b}
+}
+
+// startExecutor runs an in-process executor against the backend.
+// The returned channel yields the executor's exit error once.
+func startExecutor(t *testing.T, h *harness, id string, cores int, auth rpc.Auth) (cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		ch <- executor.Run(ctx, executor.Options{
+			DriverURL: h.b.URL(), AppID: appID, ExecutorID: id, Cores: cores, Auth: auth,
+			NetworkTimeout: 5 * time.Second, Logger: quiet,
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			t.Errorf("executor %s did not stop", id)
+		}
+	})
+	return cancel, ch
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func run(t *testing.T, h *harness, fn string, n int) ([]string, error) {
+	t.Helper()
+	tasks := make([]scheduler.TaskSpec, n)
+	for i := range tasks {
+		tasks[i] = scheduler.TaskSpec{Partition: i, Payload: []byte("x")}
+	}
+	out := make([]string, n)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	err := h.sched.Run(ctx, scheduler.TaskSetSpec{JobID: 1, StageID: 1, Func: fn, Tasks: tasks, OnSuccess: func(p int, r []byte) {
+		if len(r) > 64 {
+			out[p] = fmt.Sprintf("%d bytes", len(r))
+			return
+		}
+		out[p] = string(r)
+	}})
+	return out, err
+}
+
+func TestTasksRunOnRegisteredExecutors(t *testing.T) {
+	h := startBackend(t, Options{InitialExecutors: 2, MinRegisteredRatio: 1, MaxRegisteredWait: time.Minute})
+	startExecutor(t, h, "1", 2, rpc.Auth{})
+	startExecutor(t, h, "2", 1, rpc.Auth{})
+	if err := h.b.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.b.DefaultParallelism(); got != 3 {
+		t.Errorf("DefaultParallelism = %d, want the 3 registered cores", got)
+	}
+	out, err := run(t, h, "coarse.echo", 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range out {
+		if want := fmt.Sprintf("%d:x", i); s != want {
+			t.Fatalf("partition %d = %q, want %q", i, s, want)
+		}
+	}
+	// Every core is free again.
+	for _, ex := range h.b.Executors() {
+		if ex.FreeCores != ex.TotalCores {
+			t.Errorf("executor %s: %d of %d cores free after the job", ex.ID, ex.FreeCores, ex.TotalCores)
+		}
+	}
+}
+
+func TestLargeResultsAreFetchedFromTheExecutor(t *testing.T) {
+	h := startBackend(t, Options{})
+	startExecutor(t, h, "1", 1, rpc.Auth{})
+	out, err := run(t, h, "coarse.big", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d bytes", bigResult)
+	if diff := cmp.Diff([]string{want, want}, out); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	good := rpc.Auth{AppID: appID, Secret: "s3cret"}
+	tests := map[string]struct {
+		client rpc.Auth
+		want   codes.Code
+	}{
+		"right secret": {client: good, want: codes.OK},
+		"no secret":    {client: rpc.Auth{}, want: codes.Unauthenticated},
+		"wrong secret": {client: rpc.Auth{AppID: appID, Secret: "guess"}, want: codes.Unauthenticated},
+	}
+	h := startBackend(t, Options{Auth: good})
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := rawRegister(t, h.b.URL(), tc.client, name)
+			if got := status.Code(err); got != tc.want {
+				t.Fatalf("registration: code %v (%v), want %v", got, err, tc.want)
+			}
+		})
+	}
+	t.Run("executor with the secret runs tasks; without it, it gives up", func(t *testing.T) {
+		startExecutor(t, h, "good", 1, good)
+		if _, err := run(t, h, "coarse.echo", 3); err != nil {
+			t.Fatal(err)
+		}
+		_, done := startExecutor(t, h, "bad", 1, rpc.Auth{AppID: appID, Secret: "nope"})
+		select {
+		case err := <-done:
+			if status.Code(errors.Unwrap(err)) != codes.Unauthenticated && !strings.Contains(err.Error(), "Unauthenticated") {
+				t.Fatalf("executor with the wrong secret: %v, want Unauthenticated", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("executor with the wrong secret kept trying")
+		}
+	})
+}
+
+// rawRegister opens a control stream and registers like an executor would,
+// so a test controls every message.
+func rawRegister(t *testing.T, url string, auth rpc.Auth, id string) (pb.Driver_ControlClient, error) {
+	t.Helper()
+	conn, err := grpc.NewClient(url, rpc.DialOptions(auth)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	stream, err := pb.NewDriverClient(conn).Control(t.Context())
+	if err != nil {
+		return nil, err
+	}
+	if err := stream.Send(&pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Register{Register: &pb.Register{
+		AppId: appID, ExecutorId: id, Address: "127.0.0.1:1", Cores: 1,
+	}}}); err != nil {
+		return nil, err
+	}
+	msg, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	if msg.GetRegistered() == nil {
+		return nil, fmt.Errorf("unexpected reply %v", msg)
+	}
+	return stream, nil
+}
+
+func TestRegistrationRules(t *testing.T) {
+	h := startBackend(t, Options{})
+	if _, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "1"); status.Code(err) != codes.AlreadyExists {
+		t.Errorf("duplicate id: %v, want AlreadyExists", err)
+	}
+	h.b.RemoveExecutor("1", scheduler.LossReason{Message: "killed by the driver"})
+	if _, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "1"); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("removed executor registering again: %v, want FailedPrecondition", err)
+	}
+	h.b.ExcludeExecutor("7")
+	if _, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "7"); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("excluded executor: %v, want FailedPrecondition", err)
+	}
+}
+
+func TestHeartbeatExpiryWithFakeClock(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	h := startBackend(t, Options{Clock: clk, NetworkTimeout: 120 * time.Second, TimeoutInterval: 60 * time.Second})
+	stream, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "2"); err != nil {
+		t.Fatal(err)
+	}
+	// A task runs on executor 1 or 2; whichever dies, it is resubmitted.
+	ts := h.sched.Submit(scheduler.TaskSetSpec{JobID: 1, StageID: 1, Func: "coarse.echo", Tasks: []scheduler.TaskSpec{{Partition: 0}}})
+
+	clk.Step(100 * time.Second)
+	// Executor 1 heartbeats; executor 2 stays silent.
+	if err := stream.Send(&pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "heartbeat ack", func() bool {
+		msg, err := stream.Recv()
+		return err == nil && msg.GetHeartbeatAck() != nil
+	})
+	clk.Step(30 * time.Second) // executor 2: 130 s silent; executor 1: 30 s
+	h.b.ExpireDeadExecutors()
+	var ids []string
+	for _, ex := range h.b.Executors() {
+		ids = append(ids, ex.ID)
+	}
+	if diff := cmp.Diff([]string{"1"}, ids); diff != "" {
+		t.Errorf("executors after expiry (-want +got):\n%s", diff)
+	}
+	// The ticker drives the same check: step past executor 1's timeout.
+	clk.Step(121 * time.Second)
+	waitFor(t, "expiry by the ticker", func() bool { return len(h.b.Executors()) == 0 })
+	h.sched.Cancel(ts, errors.New("test over"))
+}
+
+func TestExpired(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tests := map[string]struct {
+		last map[string]time.Time
+		want []string
+	}{
+		"none":            {last: map[string]time.Time{"1": now}},
+		"exactly timeout": {last: map[string]time.Time{"1": now.Add(-120 * time.Second)}},
+		"past timeout":    {last: map[string]time.Time{"2": now.Add(-121 * time.Second), "1": now.Add(-500 * time.Second), "3": now}, want: []string{"1", "2"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Expired(tc.last, now, 120*time.Second)); diff != "" {
+				t.Errorf("Expired (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSufficientResources(t *testing.T) {
+	tests := map[string]struct {
+		registered, initial int
+		ratio               float64
+		want                bool
+	}{
+		"k8s default 0.8 of 5, 4 registered": {4, 5, 0.8, true},
+		"k8s default 0.8 of 5, 3 registered": {3, 5, 0.8, false},
+		"ratio 0":                            {0, 5, 0, true},
+		"ratio 1 all registered":             {2, 2, 1, true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := sufficient(tc.registered, tc.initial, tc.ratio); got != tc.want {
+				t.Errorf("sufficient = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWaitReadyGivesUpAfterMaxWait(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	h := startBackend(t, Options{Clock: clk, InitialExecutors: 3, MinRegisteredRatio: 1, MaxRegisteredWait: 30 * time.Second})
+	done := make(chan error, 1)
+	go func() { done <- h.b.WaitReady(t.Context()) }()
+	waitFor(t, "WaitReady to wait on the clock", func() bool { return clk.HasWaiters() })
+	select {
+	case <-done:
+		t.Fatal("WaitReady returned before the wait time")
+	default:
+	}
+	clk.Step(30 * time.Second)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitReady did not return after spark.scheduler.maxRegisteredResourcesWaitingTime")
+	}
+}
+
+func TestDecommissionFinishesRunningTasks(t *testing.T) {
+	h := startBackend(t, Options{})
+	cancel, done := startExecutor(t, h, "1", 2, rpc.Auth{})
+	waitFor(t, "registration", func() bool { return len(h.b.Executors()) == 1 })
+	var finished atomic.Int32
+	tasks := []scheduler.TaskSpec{{Partition: 0}, {Partition: 1}}
+	ts := h.sched.Submit(scheduler.TaskSetSpec{JobID: 1, StageID: 1, Func: "coarse.block", Tasks: tasks, OnSuccess: func(int, []byte) { finished.Add(1) }})
+	waitFor(t, "both tasks running", func() bool { return h.sched.RunningTasks() == 2 })
+	cancel() // SIGTERM
+	waitFor(t, "decommission noticed", func() bool {
+		h.b.mu.Lock()
+		defer h.b.mu.Unlock()
+		ex := h.b.executors["1"]
+		return ex != nil && ex.decommissioning
+	})
+	close(blocker)
+	if err := ts.Err(); err != nil {
+		t.Fatalf("task set: %v", err)
+	}
+	if finished.Load() != 2 {
+		t.Errorf("finished %d tasks, want 2", finished.Load())
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("executor exited with %v, want a clean exit", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("decommissioned executor did not exit")
+	}
+	waitFor(t, "executor removed", func() bool { return len(h.b.Executors()) == 0 })
+}

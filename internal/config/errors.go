@@ -1,0 +1,69 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ValueError reports a value that is not valid for a registered key.
+type ValueError struct {
+	Key   string
+	Value string // the value as given; "(redacted)" for secret keys
+	// Expected describes the valid values, such as "an integer ≥ 0".
+	Expected string
+	// Detail, when set, says more precisely what is wrong, such as
+	// "fractional values are not supported".
+	Detail string
+	// Source, when set, names where the value came from when that is not
+	// the command line, such as "environment variable MASTER" or
+	// "properties file /etc/drover/spark-defaults.conf".
+	Source string
+}
+
+func (e *ValueError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid value %q for %s", e.Value, e.Key)
+	if e.Source != "" {
+		fmt.Fprintf(&b, " (from %s)", e.Source)
+	}
+	fmt.Fprintf(&b, ": expected %s", e.Expected)
+	if e.Detail != "" {
+		b.WriteString("; ")
+		b.WriteString(e.Detail)
+	}
+	return b.String()
+}
+
+// UnknownKeyError reports a drover.* key that no entry registers: drover
+// owns that namespace, so an unknown key there is a typo, not a setting for
+// some other component.
+type UnknownKeyError struct {
+	Key string
+	// Suggestion is the closest registered key, or "" when none is close.
+	Suggestion string
+	Source     string
+}
+
+func (e *UnknownKeyError) Error() string {
+	return unknownKeyMessage(e.Key, e.Suggestion, e.Source)
+}
+
+func unknownKeyMessage(key, suggestion, source string) string {
+	msg := "unknown configuration key " + key
+	if source != "" {
+		msg += " (from " + source + ")"
+	}
+	if suggestion != "" {
+		msg += " (did you mean " + suggestion + "?)"
+	}
+	return msg
+}
+
+// PairError reports a --conf argument that is not of the form key=value.
+type PairError struct {
+	Pair string
+}
+
+func (e *PairError) Error() string {
+	return fmt.Sprintf("invalid configuration pair %q: expected key=value with a non-empty key", e.Pair)
+}

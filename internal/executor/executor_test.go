@@ -1,0 +1,224 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/drover-project/drover/internal/funcs"
+	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/pb"
+)
+
+func init() {
+	if err := funcs.Register("executor.panics", func(context.Context, funcs.Task, []byte) ([]byte, error) {
+		var xs []int
+		return []byte{byte(xs[3])}, nil // index out of range
+	}); err != nil {
+		panic(err)
+	}
+}
+
+func TestRunTaskRecoversPanics(t *testing.T) {
+	o := RunTask(context.Background(), funcs.Task{}, "executor.panics", nil)
+	if !o.Panicked || o.Err == nil || !strings.Contains(o.Err.Error(), "index out of range") {
+		t.Fatalf("outcome = %+v, want a recovered panic with its message", o)
+	}
+	if !strings.Contains(o.Stack, "executor_test.go") {
+		t.Errorf("stack does not point at the panicking function:\n%s", o.Stack)
+	}
+}
+
+func TestRunTaskUnknownFunction(t *testing.T) {
+	o := RunTask(context.Background(), funcs.Task{}, "no.such.func", nil)
+	if o.Err == nil || !strings.Contains(o.Err.Error(), `"no.such.func" is not registered`) {
+		t.Fatalf("outcome = %+v", o)
+	}
+}
+
+// silentDriver accepts registration and then never says anything again.
+type silentDriver struct {
+	pb.UnimplementedDriverServer
+	conf       map[string]string
+	heartbeats chan struct{}
+}
+
+func (d *silentDriver) Control(stream pb.Driver_ControlServer) error {
+	if _, err := stream.Recv(); err != nil {
+		return err
+	}
+	if err := stream.Send(&pb.DriverMessage{Msg: &pb.DriverMessage_Registered{Registered: &pb.Registered{Conf: d.conf}}}); err != nil {
+		return err
+	}
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			return nil
+		}
+		if msg.GetHeartbeat() != nil {
+			select {
+			case d.heartbeats <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func serve(t *testing.T, srv pb.DriverServer, auth rpc.Auth) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(rpc.ServerOptions(auth)...)
+	pb.RegisterDriverServer(s, srv)
+	go func() { _ = s.Serve(lis) }()
+	t.Cleanup(s.Stop)
+	return lis.Addr().String()
+}
+
+func TestExecutorExitsWhenDriverIsSilentForNetworkTimeout(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	d := &silentDriver{
+		conf:       map[string]string{"spark.network.timeout": "30s", "spark.executor.heartbeatInterval": "10s"},
+		heartbeats: make(chan struct{}, 1),
+	}
+	url := serve(t, d, rpc.Auth{})
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(t.Context(), Options{DriverURL: url, AppID: "a", ExecutorID: "1", Clock: clk})
+	}()
+	waitFor := func(what string, cond func() bool) {
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor("the heartbeat ticker", clk.HasWaiters)
+	for elapsed := 10 * time.Second; elapsed <= 60*time.Second; elapsed += 10 * time.Second {
+		clk.Step(10 * time.Second)
+		select {
+		case <-d.heartbeats:
+			if elapsed > 30*time.Second {
+				t.Fatalf("executor still heartbeating after %s of driver silence (spark.network.timeout is 30s)", elapsed)
+			}
+		case err := <-done:
+			if elapsed <= 30*time.Second {
+				t.Fatalf("executor exited after %s of silence, before spark.network.timeout (30s): %v", elapsed, err)
+			}
+			if !errors.Is(err, ErrDriverLost) || !strings.Contains(err.Error(), "spark.network.timeout") {
+				t.Fatalf("exit error = %v, want ErrDriverLost naming spark.network.timeout", err)
+			}
+			return
+		case <-time.After(10 * time.Second):
+			t.Fatalf("neither a heartbeat nor an exit after %s", elapsed)
+		}
+	}
+	t.Fatal("executor still running after 60s of driver silence")
+}
+
+func TestDriverUnreachable(t *testing.T) {
+	base := time.Unix(1000, 0)
+	tests := map[string]struct {
+		since time.Duration
+		want  bool
+	}{
+		"just heard":     {0, false},
+		"at the timeout": {120 * time.Second, false},
+		"past it":        {121 * time.Second, true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := driverUnreachable(base, base.Add(tc.since), 120*time.Second); got != tc.want {
+				t.Errorf("driverUnreachable after %s = %v, want %v", tc.since, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestResultServerRequiresTheSecret(t *testing.T) {
+	auth := rpc.Auth{AppID: "a", Secret: "s"}
+	e, err := newExecutor(Options{DriverURL: "x", ExecutorID: "1", Auth: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.results[7] = []byte("result")
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(rpc.ServerOptions(auth)...)
+	pb.RegisterExecutorServer(s, e)
+	go func() { _ = s.Serve(lis) }()
+	defer s.Stop()
+	fetch := func(a rpc.Auth) (string, error) {
+		conn, err := grpc.NewClient(lis.Addr().String(), rpc.DialOptions(a)...)
+		if err != nil {
+			return "", err
+		}
+		defer conn.Close()
+		stream, err := pb.NewExecutorClient(conn).FetchResult(t.Context(), &pb.FetchResultRequest{TaskId: 7})
+		if err != nil {
+			return "", err
+		}
+		c, err := stream.Recv()
+		if err != nil {
+			return "", err
+		}
+		return string(c.GetData()), nil
+	}
+	if _, err := fetch(rpc.Auth{}); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("fetch without the secret: %v, want Unauthenticated", err)
+	}
+	if _, err := fetch(rpc.Auth{AppID: "a", Secret: "wrong"}); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("fetch with a wrong secret: %v, want Unauthenticated", err)
+	}
+	got, err := fetch(auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("result", got); diff != "" {
+		t.Errorf("fetched (-want +got):\n%s", diff)
+	}
+}
+
+func TestOptionsFromEnv(t *testing.T) {
+	good := Options{DriverURL: "10.0.0.1:7078", AppID: "app", ExecutorID: "3", BindHost: "10.0.0.9", Cores: 2, MemoryBytes: 512 << 20,
+		Auth: rpc.Auth{AppID: "app", Secret: "k"}, PodName: "p-exec-3"}
+	env := map[string]string{}
+	for _, kv := range good.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	got, err := OptionsFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(good, got, cmp.Comparer(func(a, b Options) bool {
+		return a.DriverURL == b.DriverURL && a.AppID == b.AppID && a.ExecutorID == b.ExecutorID && a.BindHost == b.BindHost &&
+			a.Cores == b.Cores && a.MemoryBytes == b.MemoryBytes && a.Auth == b.Auth && a.PodName == b.PodName
+	})); diff != "" {
+		t.Errorf("options round trip (-want +got):\n%s", diff)
+	}
+	delete(env, EnvDriverURL)
+	if _, err := OptionsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), EnvDriverURL) {
+		t.Errorf("missing driver URL: %v", err)
+	}
+	env[EnvDriverURL] = "x"
+	env[EnvCores] = "two"
+	if _, err := OptionsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), EnvCores) {
+		t.Errorf("bad cores: %v", err)
+	}
+}

@@ -1,0 +1,66 @@
+package funcs
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Task identifies the running attempt of a task to its function.
+type Task struct {
+	TaskID    int64
+	JobID     int64
+	StageID   int
+	Partition int
+	Attempt   int
+}
+
+// Func is the serialized form of a registered function: it maps one
+// partition's encoded input to its encoded output.
+type Func func(ctx context.Context, t Task, payload []byte) ([]byte, error)
+
+var (
+	mu       sync.RWMutex
+	registry = map[string]Func{}
+	frozen   bool
+)
+
+// ErrFrozen is returned for registrations after the program started running
+// its job: an executor process would never see them.
+var ErrFrozen = fmt.Errorf("registration after drover.Main started; register functions in package-level var declarations")
+
+// Register adds fn under name. Names are unique per binary.
+func Register(name string, fn Func) error {
+	if name == "" {
+		return fmt.Errorf("registering function: empty name")
+	}
+	if fn == nil {
+		return fmt.Errorf("registering function %q: nil function", name)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if frozen {
+		return fmt.Errorf("registering function %q: %w", name, ErrFrozen)
+	}
+	if _, dup := registry[name]; dup {
+		return fmt.Errorf("registering function %q: name already registered", name)
+	}
+	registry[name] = fn
+	return nil
+}
+
+// Lookup returns the function registered under name.
+func Lookup(name string) (Func, bool) {
+	mu.RLock()
+	fn, ok := registry[name]
+	mu.RUnlock()
+	return fn, ok
+}
+
+// Freeze ends registration. drover.Main calls it before it runs anything, so
+// the driver and the executors agree on the set of functions.
+func Freeze() {
+	mu.Lock()
+	frozen = true
+	mu.Unlock()
+}

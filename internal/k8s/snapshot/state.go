@@ -1,0 +1,132 @@
+package snapshot
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Labels drover puts on the pods it creates; Spark's names, so tools that
+// know Spark on Kubernetes recognise drover's pods.
+const (
+	LabelAppID      = "spark-app-selector"
+	LabelRole       = "spark-role"
+	LabelExecutorID = "spark-exec-id"
+	LabelAppName    = "spark-app-name"
+	LabelInactive   = "spark-exec-inactive"
+	RoleExecutor    = "executor"
+	RoleDriver      = "driver"
+)
+
+// State is an executor pod's state as the driver sees it.
+type State int
+
+const (
+	Pending State = iota
+	Running
+	Succeeded
+	Failed
+	Deleted
+	Unknown
+)
+
+func (s State) String() string {
+	switch s {
+	case Pending:
+		return "Pending"
+	case Running:
+		return "Running"
+	case Succeeded:
+		return "Succeeded"
+	case Failed:
+		return "Failed"
+	case Deleted:
+		return "Deleted"
+	case Unknown:
+		return "Unknown"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Final reports whether the pod's executor is gone for good.
+func (s State) Final() bool { return s == Succeeded || s == Failed || s == Deleted }
+
+// ExecutorPod is one executor's pod and its classified state.
+type ExecutorPod struct {
+	ID    int64
+	Pod   *corev1.Pod
+	State State
+}
+
+// Snapshot is the set of the application's executor pods at one moment.
+type Snapshot struct {
+	Pods map[int64]ExecutorPod
+	// Time is when the snapshot was taken.
+	Time time.Time
+}
+
+// IDs returns the executor ids in the snapshot, sorted.
+func (s Snapshot) IDs() []int64 {
+	ids := make([]int64, 0, len(s.Pods))
+	for id := range s.Pods {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// New classifies pods into a snapshot. Pods without a numeric executor id
+// label, or labelled inactive, are not executors the driver tracks.
+func New(pods []*corev1.Pod, container string, now time.Time) Snapshot {
+	s := Snapshot{Pods: make(map[int64]ExecutorPod, len(pods)), Time: now}
+	for _, p := range pods {
+		if p.Labels[LabelInactive] == "true" {
+			continue
+		}
+		id, err := strconv.ParseInt(p.Labels[LabelExecutorID], 10, 64)
+		if err != nil {
+			continue
+		}
+		s.Pods[id] = ExecutorPod{ID: id, Pod: p, State: Classify(p, container)}
+	}
+	return s
+}
+
+// Classify maps a pod to its executor state with Spark's rules: a pod being
+// deleted is Deleted unless it still runs, so a graceful termination keeps
+// the executor until its container ends.
+func Classify(p *corev1.Pod, container string) State {
+	phase := p.Status.Phase
+	if p.DeletionTimestamp != nil && phase != corev1.PodRunning {
+		return Deleted
+	}
+	switch phase {
+	case corev1.PodPending:
+		return Pending
+	case corev1.PodRunning:
+		// With restartPolicy Never, any container that ended with a
+		// non-zero code fails the executor (sidecars included).
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil {
+				if t.ExitCode != 0 && p.Spec.RestartPolicy == corev1.RestartPolicyNever {
+					return Failed
+				}
+				if cs.Name == container || container == "" {
+					if t.ExitCode == 0 {
+						return Succeeded
+					}
+					return Failed
+				}
+			}
+		}
+		return Running
+	case corev1.PodSucceeded:
+		return Succeeded
+	case corev1.PodFailed:
+		return Failed
+	}
+	return Unknown
+}

@@ -1,0 +1,94 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/drover-project/drover/internal/backend"
+	"github.com/drover-project/drover/internal/backend/coarse"
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/master"
+)
+
+func init() {
+	master.RegisterClusterManager(master.Local, newLocal)
+	master.RegisterClusterManager(master.LocalCluster, newLocalCluster)
+}
+
+type localCluster struct{ b *Backend }
+
+func newLocal(app master.App) (master.Cluster, error) {
+	cores := app.Master.Threads
+	return &localCluster{b: NewBackend(app.Scheduler, cores, config.DefaultParallelism.Get(app.Conf))}, nil
+}
+
+func (l *localCluster) Backend() backend.SchedulerBackend            { return l.b }
+func (l *localCluster) Allocation() backend.ExecutorAllocationClient { return nil }
+func (l *localCluster) Start(ctx context.Context) error              { return l.b.Start(ctx) }
+func (l *localCluster) Stop(ctx context.Context) error               { return l.b.Stop(ctx) }
+
+type processCluster struct {
+	b *coarse.Backend
+	c *Cluster
+}
+
+func newLocalCluster(app master.App) (master.Cluster, error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the application binary for executor processes: %w", err)
+	}
+	m := app.Master
+	c := NewCluster(ClusterOptions{
+		Binary:      bin,
+		AppID:       app.ID,
+		Executors:   m.Executors,
+		Cores:       m.CoresPerExecutor,
+		MemoryBytes: int64(m.MemoryMiB) << 20,
+		Auth:        app.Auth,
+		WorkDir:     filepath.Join(config.LocalDirs(app.Conf)[0], "drover-"+app.ID),
+		Env:         config.LogEnv(app.Conf),
+		Logger:      app.Logger,
+	})
+	// local-cluster starts all its executors at once; unless told
+	// otherwise, wait for all of them so the first job is spread over every
+	// process.
+	ratio := 1.0
+	if config.MinRegisteredResourcesRatio.IsSet(app.Conf) {
+		ratio = config.MinRegisteredResourcesRatio.Get(app.Conf)
+	}
+	b := coarse.New(app.Scheduler, c, coarse.Options{
+		AppID:              app.ID,
+		Conf:               app.Conf.Explicit(),
+		Auth:               app.Auth,
+		BindAddress:        "127.0.0.1",
+		InitialExecutors:   m.Executors,
+		MinRegisteredRatio: ratio,
+		MaxRegisteredWait:  config.MaxRegisteredResourcesWaitingTime.Get(app.Conf),
+		DefaultParallelism: config.DefaultParallelism.Get(app.Conf),
+		NetworkTimeout:     config.NetworkTimeout.Get(app.Conf),
+		TimeoutInterval:    config.NetworkTimeoutInterval.Get(app.Conf),
+		Logger:             app.Logger,
+	})
+	return &processCluster{b: b, c: c}, nil
+}
+
+func (p *processCluster) Backend() backend.SchedulerBackend            { return p.b }
+func (p *processCluster) Allocation() backend.ExecutorAllocationClient { return p.c }
+
+func (p *processCluster) Start(ctx context.Context) error {
+	if err := p.b.Start(ctx); err != nil {
+		return err
+	}
+	return p.c.Start(p.b)
+}
+
+func (p *processCluster) Stop(ctx context.Context) error {
+	p.c.Stopping()
+	err := p.b.Stop(ctx)
+	if cerr := p.c.Stop(ctx); err == nil {
+		err = cerr
+	}
+	return err
+}

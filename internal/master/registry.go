@@ -1,0 +1,63 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/drover-project/drover/internal/backend"
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/scheduler"
+)
+
+// App is what a cluster manager needs to build an application's backend.
+type App struct {
+	ID        string
+	Conf      *config.Conf
+	Master    URL
+	Scheduler *scheduler.Scheduler
+	Auth      rpc.Auth
+	Logger    *slog.Logger
+}
+
+// Cluster is a running cluster manager for one application.
+type Cluster interface {
+	// Backend is the scheduler backend, not yet started.
+	Backend() backend.SchedulerBackend
+	// Allocation changes the number of executors; nil when the cluster
+	// manager has a fixed set (local mode).
+	Allocation() backend.ExecutorAllocationClient
+	// Start starts the backend and the executors.
+	Start(ctx context.Context) error
+	// Stop stops the executors and the backend and releases what the
+	// cluster manager created.
+	Stop(ctx context.Context) error
+}
+
+// Factory creates the cluster manager of one master URL kind.
+type Factory func(app App) (Cluster, error)
+
+var (
+	mu        sync.RWMutex
+	factories = map[Kind]Factory{}
+)
+
+// RegisterClusterManager makes a kind of master URL available.
+func RegisterClusterManager(k Kind, f Factory) {
+	mu.Lock()
+	defer mu.Unlock()
+	factories[k] = f
+}
+
+// NewCluster creates the cluster manager for app.Master.
+func NewCluster(app App) (Cluster, error) {
+	mu.RLock()
+	f := factories[app.Master.Kind]
+	mu.RUnlock()
+	if f == nil {
+		return nil, fmt.Errorf("master URL %q: %s cluster manager is not available in this build", app.Master.Raw, app.Master.Kind)
+	}
+	return f(app)
+}

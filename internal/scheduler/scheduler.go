@@ -1,0 +1,420 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+)
+
+// TaskSpec is one partition's task of a task set.
+type TaskSpec struct {
+	Partition int
+	Payload   []byte
+}
+
+// TaskSetSpec describes the tasks of one stage attempt.
+type TaskSetSpec struct {
+	JobID        int64
+	StageID      int
+	StageAttempt int
+	Func         string
+	Tasks        []TaskSpec
+	// OnSuccess receives each partition's first successful result. It runs
+	// under the scheduler's lock, so it must be quick and must not call the
+	// scheduler.
+	OnSuccess func(partition int, result []byte)
+}
+
+// Options configures a Scheduler.
+type Options struct {
+	// MaxFailures is spark.task.maxFailures: how many times one task may fail
+	// before its task set is aborted.
+	MaxFailures int
+	// CPUsPerTask is spark.task.cpus.
+	CPUsPerTask int
+	// MaxResultSize is spark.driver.maxResultSize; 0 means no limit.
+	MaxResultSize int64
+	Logger        *slog.Logger
+}
+
+// Scheduler assigns tasks of active task sets to resource offers, first in
+// first out across task sets.
+type Scheduler struct {
+	opts    Options
+	backend Backend
+	log     *slog.Logger
+
+	mu         sync.Mutex
+	nextTaskID int64
+	active     []*TaskSet
+	running    map[int64]*attempt
+	byExecutor map[string]map[int64]struct{}
+}
+
+// attempt is a launched task attempt.
+type attempt struct {
+	set      *TaskSet
+	index    int
+	executor string
+}
+
+// New returns a scheduler; SetBackend must be called before tasks are
+// submitted, because backend and scheduler refer to each other.
+func New(opts Options) *Scheduler {
+	if opts.MaxFailures < 1 {
+		opts.MaxFailures = 1
+	}
+	if opts.CPUsPerTask < 1 {
+		opts.CPUsPerTask = 1
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Scheduler{
+		opts:       opts,
+		log:        opts.Logger,
+		running:    map[int64]*attempt{},
+		byExecutor: map[string]map[int64]struct{}{},
+	}
+}
+
+// SetBackend sets the backend that carries out launches and kills.
+func (s *Scheduler) SetBackend(b Backend) { s.backend = b }
+
+// CPUsPerTask is the number of cores each task occupies.
+func (s *Scheduler) CPUsPerTask() int { return s.opts.CPUsPerTask }
+
+// TaskSet is a submitted task set: a handle to wait for or cancel it.
+type TaskSet struct {
+	spec TaskSetSpec
+	done chan struct{}
+	err  error
+
+	// Guarded by the scheduler's mutex.
+	pending     []int // indexes not yet launched, in order
+	retry       []int // indexes to relaunch first (failed or lost)
+	failures    []int
+	succeeded   []bool
+	numSucceded int
+	resultBytes int64
+	finished    bool
+	lastFailure []*TaskFailedError
+}
+
+// Done is closed when the task set has finished, successfully or not.
+func (ts *TaskSet) Done() <-chan struct{} { return ts.done }
+
+// Err is the task set's outcome once Done is closed: nil on success.
+func (ts *TaskSet) Err() error {
+	<-ts.done
+	return ts.err
+}
+
+// Submit queues a task set and asks the backend for offers.
+func (s *Scheduler) Submit(spec TaskSetSpec) *TaskSet {
+	ts := &TaskSet{
+		spec:        spec,
+		done:        make(chan struct{}),
+		pending:     make([]int, len(spec.Tasks)),
+		failures:    make([]int, len(spec.Tasks)),
+		succeeded:   make([]bool, len(spec.Tasks)),
+		lastFailure: make([]*TaskFailedError, len(spec.Tasks)),
+	}
+	for i := range ts.pending {
+		ts.pending[i] = i
+	}
+	if len(spec.Tasks) == 0 {
+		ts.finished = true
+		close(ts.done)
+		return ts
+	}
+	s.mu.Lock()
+	s.active = append(s.active, ts)
+	s.mu.Unlock()
+	s.backend.ReviveOffers()
+	return ts
+}
+
+// Run submits a task set and waits for it; cancelling ctx cancels the task
+// set and kills its running tasks.
+func (s *Scheduler) Run(ctx context.Context, spec TaskSetSpec) error {
+	ts := s.Submit(spec)
+	select {
+	case <-ts.done:
+		return ts.err
+	case <-ctx.Done():
+		s.Cancel(ts, fmt.Errorf("job cancelled: %w", context.Cause(ctx)))
+		<-ts.done
+		return ts.err
+	}
+}
+
+// Cancel aborts a task set with err and kills its running tasks.
+func (s *Scheduler) Cancel(ts *TaskSet, err error) {
+	s.mu.Lock()
+	kills := s.abortLocked(ts, err)
+	s.mu.Unlock()
+	s.kill(kills, "job cancelled")
+}
+
+// ResourceOffers assigns pending tasks to the offered cores, spreading them
+// round-robin across the offers.
+func (s *Scheduler) ResourceOffers(offers []Offer) []TaskDescription {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.active) == 0 {
+		return nil
+	}
+	cpus := s.opts.CPUsPerTask
+	free := make([]int, len(offers))
+	for i, o := range offers {
+		free[i] = o.Cores
+	}
+	var out []TaskDescription
+	for launched := true; launched; {
+		launched = false
+		for i := range offers {
+			if free[i] < cpus {
+				continue
+			}
+			ts, index, ok := s.nextTaskLocked()
+			if !ok {
+				return out
+			}
+			free[i] -= cpus
+			launched = true
+			out = append(out, s.launchLocked(ts, index, offers[i].ExecutorID))
+		}
+	}
+	return out
+}
+
+// nextTaskLocked pops the next task to run, retries first, oldest task set
+// first.
+func (s *Scheduler) nextTaskLocked() (*TaskSet, int, bool) {
+	for _, ts := range s.active {
+		for len(ts.retry) > 0 {
+			i := ts.retry[0]
+			ts.retry = ts.retry[1:]
+			if !ts.succeeded[i] {
+				return ts, i, true
+			}
+		}
+		for len(ts.pending) > 0 {
+			i := ts.pending[0]
+			ts.pending = ts.pending[1:]
+			if !ts.succeeded[i] {
+				return ts, i, true
+			}
+		}
+	}
+	return nil, 0, false
+}
+
+func (s *Scheduler) launchLocked(ts *TaskSet, index int, executor string) TaskDescription {
+	s.nextTaskID++
+	tid := s.nextTaskID
+	s.running[tid] = &attempt{set: ts, index: index, executor: executor}
+	tasks := s.byExecutor[executor]
+	if tasks == nil {
+		tasks = map[int64]struct{}{}
+		s.byExecutor[executor] = tasks
+	}
+	tasks[tid] = struct{}{}
+	t := ts.spec.Tasks[index]
+	return TaskDescription{
+		TaskID:       tid,
+		JobID:        ts.spec.JobID,
+		StageID:      ts.spec.StageID,
+		StageAttempt: ts.spec.StageAttempt,
+		Partition:    t.Partition,
+		Attempt:      ts.failures[index],
+		Func:         ts.spec.Func,
+		Payload:      t.Payload,
+		CPUs:         s.opts.CPUsPerTask,
+		ExecutorID:   executor,
+	}
+}
+
+func (s *Scheduler) forgetLocked(tid int64) *attempt {
+	a := s.running[tid]
+	if a == nil {
+		return nil
+	}
+	delete(s.running, tid)
+	if tasks := s.byExecutor[a.executor]; tasks != nil {
+		delete(tasks, tid)
+	}
+	return a
+}
+
+// StatusUpdates records terminal task reports.
+func (s *Scheduler) StatusUpdates(statuses []Status) {
+	revive := false
+	var kills []killOrder
+	s.mu.Lock()
+	for i := range statuses {
+		st := &statuses[i]
+		if st.State == Running {
+			continue
+		}
+		a := s.forgetLocked(st.TaskID)
+		if a == nil || a.set.finished {
+			continue // a late report for an attempt we stopped caring about
+		}
+		ts := a.set
+		switch st.State {
+		case Finished:
+			if ts.succeeded[a.index] {
+				continue
+			}
+			ts.succeeded[a.index] = true
+			ts.numSucceded++
+			ts.resultBytes += int64(len(st.Result))
+			if max := s.opts.MaxResultSize; max > 0 && ts.resultBytes > max {
+				kills = append(kills, s.abortLocked(ts, fmt.Errorf(
+					"total size of results of %d tasks (%d bytes) is bigger than spark.driver.maxResultSize (%d bytes)",
+					ts.numSucceded, ts.resultBytes, max))...)
+				continue
+			}
+			if ts.spec.OnSuccess != nil {
+				ts.spec.OnSuccess(ts.spec.Tasks[a.index].Partition, st.Result)
+			}
+			if ts.numSucceded == len(ts.spec.Tasks) {
+				s.finishLocked(ts, nil)
+			}
+		case Failed:
+			k, r := s.taskFailedLocked(ts, a, st.Err, st.Stack)
+			kills = append(kills, k...)
+			revive = revive || r
+		case Killed:
+			// Killed without the scheduler asking (an executor that is
+			// leaving refused it): run it elsewhere, not a failure.
+			ts.retry = append(ts.retry, a.index)
+			revive = true
+		}
+	}
+	s.mu.Unlock()
+	s.kill(kills, "task set aborted")
+	if revive {
+		s.backend.ReviveOffers()
+	}
+}
+
+// taskFailedLocked counts a failure and either requeues the task or aborts
+// its task set when the task has failed spark.task.maxFailures times.
+func (s *Scheduler) taskFailedLocked(ts *TaskSet, a *attempt, reason, stack string) ([]killOrder, bool) {
+	ts.failures[a.index]++
+	n := ts.failures[a.index]
+	fe := &TaskFailedError{
+		StageID:   ts.spec.StageID,
+		Partition: ts.spec.Tasks[a.index].Partition,
+		Attempts:  n,
+		Executor:  a.executor,
+		Reason:    reason,
+		Stack:     stack,
+	}
+	ts.lastFailure[a.index] = fe
+	s.log.Warn("task failed", "stage", ts.spec.StageID, "partition", fe.Partition, "attempt", n,
+		"executor", a.executor, "reason", reason)
+	if n >= s.opts.MaxFailures {
+		return s.abortLocked(ts, fe), false
+	}
+	ts.retry = append(ts.retry, a.index)
+	return nil, true
+}
+
+// ExecutorLost resubmits the tasks that were running on a lost executor. They
+// count as failed only when the application caused the loss.
+func (s *Scheduler) ExecutorLost(executor string, reason LossReason) {
+	revive := false
+	var kills []killOrder
+	s.mu.Lock()
+	tids := s.byExecutor[executor]
+	delete(s.byExecutor, executor)
+	for tid := range tids {
+		a := s.forgetLocked(tid)
+		if a == nil || a.set.finished {
+			continue
+		}
+		if reason.CausedByApp {
+			k, r := s.taskFailedLocked(a.set, a, "executor lost: "+reason.String(), "")
+			kills = append(kills, k...)
+			revive = revive || r
+			continue
+		}
+		a.set.retry = append(a.set.retry, a.index)
+		revive = true
+	}
+	s.mu.Unlock()
+	if len(tids) > 0 {
+		s.log.Info("executor lost", "executor", executor, "reason", reason.String(),
+			"resubmitted", len(tids), "counted_as_failure", reason.CausedByApp)
+	}
+	s.kill(kills, "task set aborted")
+	if revive {
+		s.backend.ReviveOffers()
+	}
+}
+
+type killOrder struct {
+	taskID   int64
+	executor string
+}
+
+// abortLocked finishes ts with err and returns the attempts to kill.
+func (s *Scheduler) abortLocked(ts *TaskSet, err error) []killOrder {
+	if ts.finished {
+		return nil
+	}
+	var kills []killOrder
+	for tid, a := range s.running {
+		if a.set == ts {
+			kills = append(kills, killOrder{tid, a.executor})
+			s.forgetLocked(tid)
+		}
+	}
+	s.finishLocked(ts, err)
+	return kills
+}
+
+func (s *Scheduler) finishLocked(ts *TaskSet, err error) {
+	ts.finished = true
+	ts.err = err
+	for i, a := range s.active {
+		if a == ts {
+			s.active = append(s.active[:i], s.active[i+1:]...)
+			break
+		}
+	}
+	close(ts.done)
+}
+
+func (s *Scheduler) kill(kills []killOrder, reason string) {
+	for _, k := range kills {
+		s.backend.KillTask(k.taskID, k.executor, reason)
+	}
+}
+
+// RunningTasks reports how many task attempts are running.
+func (s *Scheduler) RunningTasks() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.running)
+}
+
+// PendingTasks reports how many tasks wait for a core.
+func (s *Scheduler) PendingTasks() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ts := range s.active {
+		n += len(ts.pending) + len(ts.retry)
+	}
+	return n
+}
+
+// ErrNoBackend is returned when work is submitted before SetBackend.
+var ErrNoBackend = errors.New("scheduler has no backend")

@@ -1,0 +1,294 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type fakeBackend struct {
+	mu      sync.Mutex
+	revives int
+	kills   []int64
+}
+
+func (f *fakeBackend) ReviveOffers() { f.mu.Lock(); f.revives++; f.mu.Unlock() }
+func (f *fakeBackend) KillTask(id int64, _, _ string) {
+	f.mu.Lock()
+	f.kills = append(f.kills, id)
+	f.mu.Unlock()
+}
+
+func newTestScheduler(maxFailures int) (*Scheduler, *fakeBackend) {
+	s := New(Options{MaxFailures: maxFailures, CPUsPerTask: 1})
+	b := &fakeBackend{}
+	s.SetBackend(b)
+	return s, b
+}
+
+func specOf(n int, results map[int]string) TaskSetSpec {
+	tasks := make([]TaskSpec, n)
+	for i := range tasks {
+		tasks[i] = TaskSpec{Partition: i}
+	}
+	return TaskSetSpec{JobID: 1, StageID: 1, Func: "f", Tasks: tasks, OnSuccess: func(p int, r []byte) {
+		if results != nil {
+			results[p] = string(r)
+		}
+	}}
+}
+
+type launched struct {
+	Exec      string
+	Partition int
+	Attempt   int
+}
+
+func summarize(ds []TaskDescription) []launched {
+	var out []launched
+	for _, d := range ds {
+		out = append(out, launched{d.ExecutorID, d.Partition, d.Attempt})
+	}
+	return out
+}
+
+func TestResourceOffersSpreadsRoundRobin(t *testing.T) {
+	tests := map[string]struct {
+		tasks  int
+		cpus   int
+		offers []Offer
+		want   []launched
+	}{
+		"one task per offer per pass": {
+			tasks:  3,
+			cpus:   1,
+			offers: []Offer{{ExecutorID: "1", Cores: 2}, {ExecutorID: "2", Cores: 2}},
+			want:   []launched{{"1", 0, 0}, {"2", 1, 0}, {"1", 2, 0}},
+		},
+		"task.cpus larger than an offer": {
+			tasks:  3,
+			cpus:   2,
+			offers: []Offer{{ExecutorID: "1", Cores: 1}, {ExecutorID: "2", Cores: 4}},
+			want:   []launched{{"2", 0, 0}, {"2", 1, 0}},
+		},
+		"more cores than tasks": {
+			tasks:  1,
+			cpus:   1,
+			offers: []Offer{{ExecutorID: "1", Cores: 8}},
+			want:   []launched{{"1", 0, 0}},
+		},
+		"no offers": {tasks: 2, cpus: 1},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := New(Options{MaxFailures: 4, CPUsPerTask: tc.cpus})
+			s.SetBackend(&fakeBackend{})
+			s.Submit(specOf(tc.tasks, nil))
+			got := summarize(s.ResourceOffers(tc.offers))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("launches (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTaskSetSucceedsWithResultsInPartitionOrder(t *testing.T) {
+	s, _ := newTestScheduler(4)
+	results := map[int]string{}
+	ts := s.Submit(specOf(3, results))
+	ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 3}})
+	// Finish in reverse order.
+	for i := len(ds) - 1; i >= 0; i-- {
+		s.StatusUpdates([]Status{{TaskID: ds[i].TaskID, State: Finished, Result: []byte{byte('a' + ds[i].Partition)}}})
+	}
+	if err := ts.Err(); err != nil {
+		t.Fatalf("task set failed: %v", err)
+	}
+	if diff := cmp.Diff(map[int]string{0: "a", 1: "b", 2: "c"}, results); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if n := s.RunningTasks(); n != 0 {
+		t.Errorf("running tasks after success = %d, want 0", n)
+	}
+}
+
+func TestRetriesUpToMaxFailuresKeepingTheReason(t *testing.T) {
+	tests := map[string]struct {
+		maxFailures int
+		failures    int // failures of partition 0 before it succeeds
+		wantErr     string
+		wantTries   int
+	}{
+		"succeeds on the last allowed attempt": {maxFailures: 4, failures: 3, wantTries: 4},
+		"fails after maxFailures":              {maxFailures: 4, failures: 4, wantErr: "task 0 in stage 1 failed 4 times", wantTries: 4},
+		"maxFailures 1 fails at once":          {maxFailures: 1, failures: 1, wantErr: "failed 1 times", wantTries: 1},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, _ := newTestScheduler(tc.maxFailures)
+			ts := s.Submit(specOf(1, nil))
+			tries := 0
+			var attempts []int
+			for {
+				ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 1}})
+				if len(ds) == 0 {
+					break
+				}
+				tries++
+				attempts = append(attempts, ds[0].Attempt)
+				if tries <= tc.failures {
+					s.StatusUpdates([]Status{{TaskID: ds[0].TaskID, State: Failed, Err: "bad record 42", Stack: "goroutine 1"}})
+				} else {
+					s.StatusUpdates([]Status{{TaskID: ds[0].TaskID, State: Finished}})
+				}
+			}
+			if tries != tc.wantTries {
+				t.Errorf("attempts launched = %d, want %d", tries, tc.wantTries)
+			}
+			for i, a := range attempts {
+				if a != i {
+					t.Errorf("attempt number of launch %d = %d, want %d", i, a, i)
+				}
+			}
+			err := ts.Err()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "bad record 42") {
+				t.Fatalf("error = %v, want it to contain %q and the task's reason", err, tc.wantErr)
+			}
+			var tfe *TaskFailedError
+			if !errors.As(err, &tfe) || tfe.Stack != "goroutine 1" {
+				t.Errorf("error %v is not a TaskFailedError with the stack", err)
+			}
+		})
+	}
+}
+
+func TestExecutorLoss(t *testing.T) {
+	tests := map[string]struct {
+		causedByApp  bool
+		wantAttempt  int
+		wantFailures int
+	}{
+		"not caused by the application: resubmitted, not counted": {causedByApp: false, wantAttempt: 0},
+		"caused by the application: counted as a failure":         {causedByApp: true, wantAttempt: 1},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, b := newTestScheduler(2)
+			ts := s.Submit(specOf(2, nil))
+			first := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 1}, {ExecutorID: "2", Cores: 1}})
+			if len(first) != 2 {
+				t.Fatalf("launched %d tasks, want 2", len(first))
+			}
+			revives := b.revives
+			s.ExecutorLost("1", LossReason{Message: "pod deleted", CausedByApp: tc.causedByApp})
+			if b.revives == revives {
+				t.Error("executor loss did not revive offers")
+			}
+			// A late status from the lost executor is ignored.
+			s.StatusUpdates([]Status{{TaskID: first[0].TaskID, State: Finished, Result: []byte("stale")}})
+			again := s.ResourceOffers([]Offer{{ExecutorID: "2", Cores: 1}, {ExecutorID: "3", Cores: 1}})
+			want := []launched{{"2", first[0].Partition, tc.wantAttempt}}
+			if diff := cmp.Diff(want, summarize(again)); diff != "" {
+				t.Fatalf("relaunch (-want +got):\n%s", diff)
+			}
+			s.StatusUpdates([]Status{{TaskID: first[1].TaskID, State: Finished}, {TaskID: again[0].TaskID, State: Finished}})
+			if err := ts.Err(); err != nil {
+				t.Fatalf("task set failed: %v", err)
+			}
+		})
+	}
+}
+
+func TestLossCausedByAppExhaustsAttempts(t *testing.T) {
+	s, _ := newTestScheduler(2)
+	ts := s.Submit(specOf(1, nil))
+	for i := range 2 {
+		ds := s.ResourceOffers([]Offer{{ExecutorID: "e", Cores: 1}})
+		if len(ds) != 1 {
+			t.Fatalf("round %d: launched %d", i, len(ds))
+		}
+		s.ExecutorLost("e", LossReason{Message: "executor process exited", ExitCode: 3, CausedByApp: true})
+	}
+	err := ts.Err()
+	if err == nil || !strings.Contains(err.Error(), "exit code 3") {
+		t.Fatalf("error = %v, want the executor's exit reason", err)
+	}
+}
+
+func TestCancelKillsRunningTasks(t *testing.T) {
+	s, b := newTestScheduler(4)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, specOf(3, nil)) }()
+	var ds []TaskDescription
+	for len(ds) == 0 {
+		ds = s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 2}})
+	}
+	cancel()
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "job cancelled") {
+		t.Fatalf("error = %v, want job cancelled", err)
+	}
+	b.mu.Lock()
+	kills := len(b.kills)
+	b.mu.Unlock()
+	if kills != 2 {
+		t.Errorf("killed %d tasks, want the 2 running", kills)
+	}
+	if got := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 2}}); len(got) != 0 {
+		t.Errorf("cancelled task set still launches %d tasks", len(got))
+	}
+}
+
+func TestKilledByExecutorIsRequeuedWithoutFailure(t *testing.T) {
+	s, _ := newTestScheduler(1)
+	ts := s.Submit(specOf(1, nil))
+	ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 1}})
+	s.StatusUpdates([]Status{{TaskID: ds[0].TaskID, State: Killed, Err: "executor is decommissioning"}})
+	again := s.ResourceOffers([]Offer{{ExecutorID: "2", Cores: 1}})
+	if diff := cmp.Diff([]launched{{"2", 0, 0}}, summarize(again)); diff != "" {
+		t.Fatalf("relaunch (-want +got):\n%s", diff)
+	}
+	s.StatusUpdates([]Status{{TaskID: again[0].TaskID, State: Finished}})
+	if err := ts.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMaxResultSizeAbortsTheTaskSet(t *testing.T) {
+	s := New(Options{MaxFailures: 4, MaxResultSize: 10})
+	s.SetBackend(&fakeBackend{})
+	ts := s.Submit(specOf(2, nil))
+	ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 2}})
+	s.StatusUpdates([]Status{{TaskID: ds[0].TaskID, State: Finished, Result: make([]byte, 6)}, {TaskID: ds[1].TaskID, State: Finished, Result: make([]byte, 6)}})
+	if err := ts.Err(); err == nil || !strings.Contains(err.Error(), "spark.driver.maxResultSize") {
+		t.Fatalf("error = %v, want maxResultSize", err)
+	}
+}
+
+func TestFIFOAcrossTaskSets(t *testing.T) {
+	s, _ := newTestScheduler(4)
+	a := specOf(1, nil)
+	a.StageID = 1
+	b := specOf(1, nil)
+	b.StageID = 2
+	s.Submit(a)
+	s.Submit(b)
+	ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 1}})
+	if len(ds) != 1 || ds[0].StageID != 1 {
+		t.Fatalf("first launch = %+v, want stage 1 first", ds)
+	}
+	if n := s.PendingTasks(); n != 1 {
+		t.Errorf("pending = %d, want 1", n)
+	}
+}

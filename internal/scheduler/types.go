@@ -1,0 +1,110 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+)
+
+// Offer is an executor's free capacity.
+type Offer struct {
+	ExecutorID string
+	Host       string
+	Cores      int
+}
+
+// TaskDescription is one task attempt assigned to an executor.
+type TaskDescription struct {
+	TaskID       int64
+	JobID        int64
+	StageID      int
+	StageAttempt int
+	Partition    int
+	Attempt      int
+	Func         string
+	Payload      []byte
+	CPUs         int
+	ExecutorID   string
+}
+
+// State is a task's state as reported by the executor.
+type State int
+
+const (
+	Running State = iota
+	Finished
+	Failed
+	Killed
+)
+
+func (s State) String() string {
+	switch s {
+	case Running:
+		return "RUNNING"
+	case Finished:
+		return "FINISHED"
+	case Failed:
+		return "FAILED"
+	case Killed:
+		return "KILLED"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Status is a task attempt's terminal report, with its result already
+// fetched when it was too large to travel inline.
+type Status struct {
+	TaskID     int64
+	ExecutorID string
+	State      State
+	Result     []byte
+	Err        string
+	Stack      string
+	Panicked   bool
+	Duration   time.Duration
+}
+
+// LossReason says why an executor went away. Only a loss the application
+// caused (its code crashed the process) counts as a failure of the tasks that
+// were running there; a node lost, a pod evicted or an executor killed by the
+// cluster manager does not.
+type LossReason struct {
+	Message     string
+	ExitCode    int
+	CausedByApp bool
+}
+
+func (r LossReason) String() string {
+	if r.ExitCode != 0 {
+		return fmt.Sprintf("%s (exit code %d)", r.Message, r.ExitCode)
+	}
+	return r.Message
+}
+
+// Backend carries out the scheduler's decisions. Implementations must not
+// call back into the scheduler synchronously from these methods.
+type Backend interface {
+	// ReviveOffers asks the backend to offer its free resources soon.
+	ReviveOffers()
+	// KillTask asks the executor running a task to stop it.
+	KillTask(taskID int64, executorID, reason string)
+}
+
+// TaskFailedError is the root cause of a failed task set: the last failure
+// of the task that exhausted its attempts.
+type TaskFailedError struct {
+	StageID   int
+	Partition int
+	Attempts  int
+	Executor  string
+	Reason    string
+	Stack     string
+}
+
+func (e *TaskFailedError) Error() string {
+	msg := fmt.Sprintf("task %d in stage %d failed %d times, most recent failure on executor %s: %s",
+		e.Partition, e.StageID, e.Attempts, e.Executor, e.Reason)
+	if e.Stack != "" {
+		msg += "\n" + e.Stack
+	}
+	return msg
+}

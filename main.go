@@ -1,0 +1,278 @@
+package drover
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/drover-project/drover/internal/codec"
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/funcs"
+	"github.com/drover-project/drover/internal/logging"
+	"github.com/drover-project/drover/internal/master"
+	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/scheduler"
+
+	// Cluster managers register themselves.
+	_ "github.com/drover-project/drover/internal/local"
+)
+
+// Context is the driver's handle on the running application. It is also a
+// context.Context, cancelled on SIGINT or SIGTERM.
+type Context struct {
+	context.Context
+	appID   string
+	conf    *config.Conf
+	args    []string
+	log     *slog.Logger
+	sched   *scheduler.Scheduler
+	cluster master.Cluster
+	jobs    atomic.Int64
+}
+
+// AppID is the application's id.
+func (c *Context) AppID() string { return c.appID }
+
+// Args are the program's arguments after drover's own flags.
+func (c *Context) Args() []string { return c.args }
+
+// Conf returns a configuration value (explicit or default).
+func (c *Context) Conf(key string) string { return c.conf.Get(key) }
+
+// Logger is the driver's logger.
+func (c *Context) Logger() *slog.Logger { return c.log }
+
+// DefaultParallelism is spark.default.parallelism, or the executors' cores.
+func (c *Context) DefaultParallelism() int { return c.cluster.Backend().DefaultParallelism() }
+
+// RunPartitions runs f once per input, each as a task on an executor, and
+// returns the outputs in input order. A task that fails
+// spark.task.maxFailures times fails the job with the task's error (a
+// panic's message and stack included).
+func RunPartitions[In, Out any](c *Context, f *Func[In, Out], inputs []In) ([]Out, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	if _, ok := funcs.Lookup(f.name); !ok {
+		return nil, fmt.Errorf("function %q is not registered", f.name)
+	}
+	tasks := make([]scheduler.TaskSpec, len(inputs))
+	for i, in := range inputs {
+		b, err := codec.Encode(in)
+		if err != nil {
+			return nil, fmt.Errorf("encoding input of partition %d: %w", i, err)
+		}
+		tasks[i] = scheduler.TaskSpec{Partition: i, Payload: b}
+	}
+	raw := make([][]byte, len(inputs))
+	job := c.jobs.Add(1)
+	err := c.sched.Run(c, scheduler.TaskSetSpec{
+		JobID:     job,
+		StageID:   int(job),
+		Func:      f.name,
+		Tasks:     tasks,
+		OnSuccess: func(p int, r []byte) { raw[p] = r },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job %d (%s): %w", job, f.name, err)
+	}
+	out := make([]Out, len(inputs))
+	for i, b := range raw {
+		if out[i], err = codec.Decode[Out](b); err != nil {
+			return nil, fmt.Errorf("decoding result of partition %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// Main runs the program in the role its environment gives it: as an
+// executor when a cluster manager started it as one, otherwise as the
+// driver of run. It does not return: the process exits with run's outcome.
+//
+// As the driver, Main reads drover's flags before the program's own
+// arguments, the way spark-submit does: --master, --name, --conf key=value
+// (repeatable), --properties-file and --deploy-mode.
+func Main(run func(ctx *Context) error) {
+	funcs.Freeze()
+	if os.Getenv(executor.EnvRole) == executor.RoleExecutor {
+		os.Exit(runExecutor())
+	}
+	os.Exit(runDriver(os.Args[1:], os.Stderr, run))
+}
+
+func runExecutor() int {
+	log, err := logging.New(os.Stderr, os.Getenv(logging.EnvLevel), os.Getenv(logging.EnvFormat))
+	if err != nil {
+		log = slog.Default()
+	}
+	opts, err := executor.OptionsFromEnv(os.Getenv)
+	if err != nil {
+		log.Error(err.Error())
+		return 2
+	}
+	opts.Logger = log
+	// The Go counterpart of -Xmx and --cores: near its memory setting the
+	// collector works harder instead of the pod being OOM-killed.
+	if opts.MemoryBytes > 0 {
+		debug.SetMemoryLimit(opts.MemoryBytes)
+	}
+	if opts.Cores > 0 {
+		runtime.GOMAXPROCS(opts.Cores)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := executor.Run(ctx, opts); err != nil {
+		log.Error("executor exiting", "err", err)
+		return 1
+	}
+	return 0
+}
+
+type pairs []string
+
+func (p *pairs) String() string     { return strings.Join(*p, ",") }
+func (p *pairs) Set(v string) error { *p = append(*p, v); return nil }
+
+// driverFlags are drover's flags before the program's arguments.
+type driverFlags struct {
+	conf           pairs
+	propertiesFile string
+	overrides      map[string]string
+	args           []string
+}
+
+func parseDriverFlags(args []string, stderr io.Writer) (*driverFlags, error) {
+	df := &driverFlags{overrides: map[string]string{}}
+	fs := flag.NewFlagSet("drover", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var masterURL, name, deployMode string
+	fs.StringVar(&masterURL, "master", "", "master URL: local, local[N], local[*], local[N,F], local-cluster[N,C,M] or k8s://https://host:port")
+	fs.StringVar(&name, "name", "", "application name (spark.app.name)")
+	fs.StringVar(&deployMode, "deploy-mode", "", "client or cluster (spark.submit.deployMode)")
+	fs.Var(&df.conf, "conf", "configuration key=value; repeatable")
+	fs.StringVar(&df.propertiesFile, "properties-file", "", "file of configuration properties (key value per line)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: %s [drover flags] [program arguments]\n\ndrover flags:\n", os.Args[0])
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	for k, v := range map[string]string{"spark.master": masterURL, "spark.app.name": name, "spark.submit.deployMode": deployMode} {
+		if v != "" {
+			df.overrides[k] = v
+		}
+	}
+	df.args = fs.Args()
+	return df, nil
+}
+
+func runDriver(args []string, stderr io.Writer, run func(*Context) error) int {
+	df, err := parseDriverFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	conf, warnings, err := config.Load(config.Sources{PropertiesFile: df.propertiesFile, Pairs: df.conf, Overrides: df.overrides})
+	if err != nil {
+		fmt.Fprintf(stderr, "drover: %v\n", err)
+		return 2
+	}
+	log, err := logging.New(stderr, config.LogLevel.Get(conf), config.LogFormat.Get(conf))
+	if err != nil {
+		fmt.Fprintf(stderr, "drover: %v\n", err)
+		return 2
+	}
+	for _, w := range warnings {
+		log.Warn(w)
+	}
+	m, err := master.Parse(masterOrDefault(conf))
+	if err != nil {
+		fmt.Fprintf(stderr, "drover: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := drive(ctx, conf, m, df.args, log, run); err != nil {
+		fmt.Fprintf(stderr, "drover: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// masterOrDefault is spark.master, or local[*] as with spark-submit.
+func masterOrDefault(c *config.Conf) string {
+	if m := config.Master.Get(c); m != "" {
+		return m
+	}
+	return "local[*]"
+}
+
+func newAppID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "drover-" + hex.EncodeToString(b)
+}
+
+func drive(ctx context.Context, conf *config.Conf, m master.URL, args []string, log *slog.Logger, run func(*Context) error) error {
+	appID := newAppID()
+	log = log.With("app", appID)
+	var auth rpc.Auth
+	if config.Authenticate.Get(conf) {
+		secret := config.AuthenticateSecret.Get(conf)
+		if secret == "" {
+			secret = rpc.NewSecret()
+		}
+		auth = rpc.Auth{AppID: appID, Secret: secret}
+	}
+	maxFailures := config.TaskMaxFailures.Get(conf)
+	if m.Kind == master.Local {
+		maxFailures = m.MaxFailures
+	}
+	sched := scheduler.New(scheduler.Options{
+		MaxFailures:   maxFailures,
+		CPUsPerTask:   config.TaskCPUs.Get(conf),
+		MaxResultSize: config.DriverMaxResultSize.Get(conf),
+		Logger:        log,
+	})
+	cluster, err := master.NewCluster(master.App{ID: appID, Conf: conf, Master: m, Scheduler: sched, Auth: auth, Logger: log})
+	if err != nil {
+		return err
+	}
+	sched.SetBackend(cluster.Backend())
+	start := time.Now()
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cluster.Stop(stopCtx); err != nil {
+			log.Warn("stopping the cluster manager", "err", err)
+		}
+	}()
+	if err := cluster.Start(ctx); err != nil {
+		return fmt.Errorf("starting %s: %w", m.Raw, err)
+	}
+	if err := cluster.Backend().WaitReady(ctx); err != nil {
+		return fmt.Errorf("waiting for executors: %w", err)
+	}
+	log.Info("application started", "master", m.Raw, "name", config.AppName.Get(conf), "startup", time.Since(start).Round(time.Millisecond))
+	c := &Context{Context: ctx, appID: appID, conf: conf, args: args, log: log, sched: sched, cluster: cluster}
+	return run(c)
+}
+
+func isFrozen(err error) bool { return errors.Is(err, funcs.ErrFrozen) }
