@@ -239,6 +239,12 @@ var (
 	LogFormat = Enum("drover.log.format", "text", []string{"text", "json"},
 		"Log format of the driver and its executors: `text` (logfmt) or `json`.",
 		Env("DROVER_LOG_FORMAT"))
+
+	SchedulerPrefetch = Int("drover.scheduler.prefetch", 2,
+		"Tasks per executor core the driver may queue on an executor ahead of its free cores, only while more tasks "+
+			"wait than all executors have free cores. Queued tasks start the moment a core frees, so executors never "+
+			"idle for a driver round trip between short tasks; 0 disables queueing (Spark's behaviour).",
+		AtLeast(0))
 )
 
 func init() {

@@ -148,7 +148,8 @@ func (e *Executor) run(ctx context.Context) error {
 	ended := make(chan error, 3)
 	stop := make(chan struct{})
 	defer close(stop)
-	go func() { ended <- e.receive(stream) }()
+	received := make(chan struct{}) // the driver ended the stream
+	go func() { defer close(received); ended <- e.receive(stream) }()
 	go func() { ended <- e.send(stream, stop) }()
 	go func() { ended <- e.heartbeat(stop) }()
 
@@ -172,8 +173,15 @@ func (e *Executor) run(ctx context.Context) error {
 	case err := <-ended:
 		return err
 	}
-	e.flush()
-	_ = stream.CloseSend()
+	// The sender delivers the last statuses, then half-closes the stream;
+	// the driver ends it once it has read everything. Cancelling the stream
+	// before that could drop statuses still in gRPC's buffers.
+	e.out.closeAfterFlush()
+	select {
+	case <-received:
+	case <-time.After(5 * time.Second):
+		e.log.Warn("the driver did not acknowledge the last task statuses")
+	}
 	return nil
 }
 
@@ -277,20 +285,15 @@ func (e *Executor) send(stream pb.Driver_ControlClient, stop <-chan struct{}) er
 			return nil
 		case <-e.out.notify:
 		}
-		for _, m := range e.out.take() {
+		msgs, closing := e.out.take()
+		for _, m := range msgs {
 			if err := stream.Send(m); err != nil {
 				return fmt.Errorf("%w: sending to driver: %v", ErrDriverLost, err)
 			}
 		}
-	}
-}
-
-// flush sends what is still queued, for a graceful exit.
-func (e *Executor) flush() {
-	deadline := time.Now().Add(5 * time.Second)
-	for !e.out.empty() && time.Now().Before(deadline) {
-		e.out.wake()
-		time.Sleep(5 * time.Millisecond)
+		if closing {
+			return stream.CloseSend()
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ type outbox struct {
 	mu       sync.Mutex
 	statuses []*pb.TaskStatus
 	other    []*pb.ExecutorMessage
+	closing  bool // send what is queued, then close the stream
 	notify   chan struct{}
 }
 
@@ -43,10 +44,20 @@ func (o *outbox) wake() {
 	}
 }
 
-// take returns everything queued, statuses split into batches of bounded size.
-func (o *outbox) take() []*pb.ExecutorMessage {
+// closeAfterFlush asks the sender to close the stream once everything
+// queued so far has been sent.
+func (o *outbox) closeAfterFlush() {
 	o.mu.Lock()
-	statuses, other := o.statuses, o.other
+	o.closing = true
+	o.mu.Unlock()
+	o.wake()
+}
+
+// take returns everything queued, statuses split into batches of bounded
+// size, and whether the stream should be closed after sending them.
+func (o *outbox) take() ([]*pb.ExecutorMessage, bool) {
+	o.mu.Lock()
+	statuses, other, closing := o.statuses, o.other, o.closing
 	o.statuses, o.other = nil, nil
 	o.mu.Unlock()
 	msgs := other
@@ -67,11 +78,5 @@ func (o *outbox) take() []*pb.ExecutorMessage {
 		size += n
 	}
 	flush()
-	return msgs
-}
-
-func (o *outbox) empty() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.statuses) == 0 && len(o.other) == 0
+	return msgs, closing
 }

@@ -18,6 +18,15 @@ func BenchmarkNoopTasksLocalCluster(b *testing.B) {
 	benchmarkNoop(b, func(b *testing.B) *testCluster { return startCluster(b, 4, 1, 4, rpc.Auth{}) })
 }
 
+// BenchmarkNoopTasksLocalClusterNoPrefetch is the same with
+// drover.scheduler.prefetch=0: one task per core at a time, as in Spark.
+func BenchmarkNoopTasksLocalClusterNoPrefetch(b *testing.B) {
+	old := prefetch
+	prefetch = 0
+	defer func() { prefetch = old }()
+	BenchmarkNoopTasksLocalCluster(b)
+}
+
 // BenchmarkNoopTasksLocal is the same job in local[4]: goroutines, no RPC.
 func BenchmarkNoopTasksLocal(b *testing.B) {
 	benchmarkNoop(b, func(b *testing.B) *testCluster {

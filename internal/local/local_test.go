@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/backend/coarse"
+	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/rpc"
@@ -109,6 +110,10 @@ func startCluster(t testing.TB, executors, cores, maxFailures int, auth rpc.Auth
 	return tc
 }
 
+// prefetch is the drover.scheduler.prefetch the test clusters use: the
+// default, unless a benchmark changes it.
+var prefetch = config.SchedulerPrefetch.Get(config.New())
+
 func newTestCluster(dir string, executors, cores, maxFailures int, auth rpc.Auth) (*testCluster, error) {
 	log := slog.New(slog.DiscardHandler)
 	if testing.Verbose() {
@@ -117,7 +122,7 @@ func newTestCluster(dir string, executors, cores, maxFailures int, auth rpc.Auth
 	s := scheduler.New(scheduler.Options{MaxFailures: maxFailures, Logger: log})
 	c := NewCluster(ClusterOptions{Binary: os.Args[0], AppID: testApp, Executors: executors, Cores: cores, Auth: auth, WorkDir: dir + "/work", Logger: log})
 	b := coarse.New(s, c, coarse.Options{AppID: testApp, Auth: auth, InitialExecutors: executors, MinRegisteredRatio: 1,
-		MaxRegisteredWait: time.Minute, Logger: log})
+		MaxRegisteredWait: time.Minute, Prefetch: prefetch, Logger: log})
 	s.SetBackend(b)
 	if err := b.Start(context.Background()); err != nil {
 		return nil, err

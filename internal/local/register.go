@@ -67,6 +67,7 @@ func newLocalCluster(app master.App) (master.Cluster, error) {
 		MinRegisteredRatio: ratio,
 		MaxRegisteredWait:  config.MaxRegisteredResourcesWaitingTime.Get(app.Conf),
 		DefaultParallelism: config.DefaultParallelism.Get(app.Conf),
+		Prefetch:           config.SchedulerPrefetch.Get(app.Conf),
 		NetworkTimeout:     config.NetworkTimeout.Get(app.Conf),
 		TimeoutInterval:    config.NetworkTimeoutInterval.Get(app.Conf),
 		Logger:             app.Logger,

@@ -45,6 +45,9 @@ type Options struct {
 	MaxRegisteredWait  time.Duration
 	// DefaultParallelism overrides the total-cores default when > 0.
 	DefaultParallelism int
+	// Prefetch is drover.scheduler.prefetch: tasks per core queued ahead
+	// of free cores while the backlog exceeds every free core.
+	Prefetch int
 
 	// NetworkTimeout removes an executor not heard from for that long,
 	// checked every TimeoutInterval.
@@ -227,10 +230,11 @@ func (b *Backend) makeOffers(id string) {
 		b.mu.Unlock()
 		return
 	}
+	extra := b.prefetchLocked()
 	var offers []scheduler.Offer
 	add := func(ex *executorData) {
-		if !ex.disabled && !ex.decommissioning && ex.FreeCores >= cpus {
-			offers = append(offers, scheduler.Offer{ExecutorID: ex.ID, Cores: ex.FreeCores})
+		if n := ex.FreeCores + extra*ex.TotalCores; !ex.disabled && !ex.decommissioning && n >= cpus {
+			offers = append(offers, scheduler.Offer{ExecutorID: ex.ID, Cores: n})
 		}
 	}
 	if id != "" {
@@ -273,6 +277,26 @@ func (b *Backend) makeOffers(id string) {
 	for ex, lb := range batches {
 		ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_Launch{Launch: lb}})
 	}
+}
+
+// prefetchLocked is how many tasks per core to queue ahead of free cores:
+// Options.Prefetch while more tasks wait than all executors have free cores
+// (every executor will be busy anyway, so queueing cannot starve one), else
+// none, so a short job spreads over every executor.
+func (b *Backend) prefetchLocked() int {
+	if b.opts.Prefetch <= 0 {
+		return 0
+	}
+	free := 0
+	for _, ex := range b.executors {
+		if !ex.disabled && !ex.decommissioning && ex.FreeCores > 0 {
+			free += ex.FreeCores
+		}
+	}
+	if b.sched.PendingTasks() <= free {
+		return 0
+	}
+	return b.opts.Prefetch
 }
 
 // KillTask asks an executor to stop a task.
@@ -404,6 +428,7 @@ func (b *Backend) statusUpdate(ex *executorData, statuses []*pb.TaskStatus) {
 	terminal := 0
 	for _, s := range statuses {
 		st := fromProto(ex.ID, s)
+		b.log.Debug("task status", "executor", ex.ID, "task", st.TaskID, "state", st.State.String(), "err", st.Err)
 		if st.State == scheduler.Running {
 			continue
 		}

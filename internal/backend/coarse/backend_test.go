@@ -28,7 +28,8 @@ const appID = "drover-test"
 var quiet = slog.New(slog.DiscardHandler)
 
 var (
-	blocker   = make(chan struct{})
+	blocker   atomic.Pointer[chan struct{}] // coarse.block tasks wait for it to close
+	blocked   atomic.Int32                  // coarse.block tasks started
 	bigResult = 3 << 20
 )
 
@@ -49,8 +50,9 @@ func init() {
 		return b, nil
 	}))
 	must(funcs.Register("coarse.block", func(ctx context.Context, _ funcs.Task, _ []byte) ([]byte, error) {
+		blocked.Add(1)
 		select {
-		case <-blocker:
+		case <-*blocker.Load():
 		case <-ctx.Done():
 		}
 		return []byte("done"), nil
@@ -356,9 +358,12 @@ func TestDecommissionFinishesRunningTasks(t *testing.T) {
 	cancel, done := startExecutor(t, h, "1", 2, rpc.Auth{})
 	waitFor(t, "registration", func() bool { return len(h.b.Executors()) == 1 })
 	var finished atomic.Int32
+	release := make(chan struct{})
+	blocker.Store(&release)
+	blocked.Store(0)
 	tasks := []scheduler.TaskSpec{{Partition: 0}, {Partition: 1}}
 	ts := h.sched.Submit(scheduler.TaskSetSpec{JobID: 1, StageID: 1, Func: "coarse.block", Tasks: tasks, OnSuccess: func(int, []byte) { finished.Add(1) }})
-	waitFor(t, "both tasks running", func() bool { return h.sched.RunningTasks() == 2 })
+	waitFor(t, "both tasks running on the executor", func() bool { return blocked.Load() == 2 })
 	cancel() // SIGTERM
 	waitFor(t, "decommission noticed", func() bool {
 		h.b.mu.Lock()
@@ -366,7 +371,7 @@ func TestDecommissionFinishesRunningTasks(t *testing.T) {
 		ex := h.b.executors["1"]
 		return ex != nil && ex.decommissioning
 	})
-	close(blocker)
+	close(release)
 	if err := ts.Err(); err != nil {
 		t.Fatalf("task set: %v", err)
 	}

@@ -32,11 +32,12 @@ func (o *outbox) add(m *pb.DriverMessage) {
 		}
 	}
 	o.msgs = append(o.msgs, m)
-	o.mu.Unlock()
+	// Signal under the lock, so close cannot race with the send.
 	select {
 	case o.notify <- struct{}{}:
 	default:
 	}
+	o.mu.Unlock()
 }
 
 func (o *outbox) take() []*pb.DriverMessage {
