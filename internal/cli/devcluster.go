@@ -1,0 +1,564 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/drover-project/drover/internal/logging"
+	"github.com/drover-project/drover/internal/testenv"
+)
+
+func init() {
+	extraCommands = append(extraCommands, newDevClusterCommand)
+}
+
+// Files in the dev cluster's state directory. The daemon holds an exclusive
+// flock on lockFile for its whole life: that, not the PID (which can be
+// reused), is what says the cluster is up.
+const (
+	lockFile      = "lock"
+	pidFile       = "daemon.pid"
+	stateFile     = "state.json"
+	kubeconfigOut = "kubeconfig"
+	daemonLog     = "daemon.log"
+	clusterDir    = "cluster"
+	readyFDEnv    = "DROVER_DEV_CLUSTER_READY_FD"
+)
+
+// devClusterState is what the daemon tells the other verbs about itself.
+type devClusterState struct {
+	PID           int       `json:"pid"`
+	URL           string    `json:"url"`
+	Kubeconfig    string    `json:"kubeconfig"`
+	Kubectl       string    `json:"kubectl"`
+	ProcessNodes  []string  `json:"processNodes"`
+	KwokNodes     []string  `json:"kwokNodes,omitempty"`
+	ComponentPIDs []int     `json:"componentPIDs"`
+	Started       time.Time `json:"started"`
+	StartSeconds  float64   `json:"startSeconds"`
+}
+
+type devClusterOptions struct {
+	stateDir   string
+	kwokNodes  int
+	kwokStages string
+	build      bool
+	timeout    time.Duration
+	ttl        time.Duration
+}
+
+// Complete fills the state directory's default: $XDG_STATE_HOME/drover/
+// dev-cluster, else ~/.cache/drover/dev-cluster next to the binaries.
+func (o *devClusterOptions) Complete() error {
+	if o.stateDir != "" {
+		abs, err := filepath.Abs(o.stateDir)
+		o.stateDir = abs
+		return err
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		o.stateDir = filepath.Join(x, "drover", "dev-cluster")
+		return nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return fmt.Errorf("finding the dev cluster's state directory (set --state-dir): %w", err)
+	}
+	o.stateDir = filepath.Join(home, ".cache", "drover", "dev-cluster")
+	return nil
+}
+
+// Validate rejects bad flags before anything starts.
+func (o *devClusterOptions) Validate() error {
+	if o.kwokNodes < 0 {
+		return fmt.Errorf("--kwok-nodes must not be negative, got %d", o.kwokNodes)
+	}
+	if o.kwokStages != "fast" && o.kwokStages != "general" {
+		return fmt.Errorf("--kwok-stages must be fast or general, got %q", o.kwokStages)
+	}
+	return nil
+}
+
+func (o *devClusterOptions) path(name string) string { return filepath.Join(o.stateDir, name) }
+
+func newDevClusterCommand() *cobra.Command {
+	o := &devClusterOptions{}
+	cmd := &cobra.Command{
+		Use:   "dev-cluster",
+		Short: "Run a local Kubernetes cluster whose pods are processes on this machine",
+		Long: `dev-cluster runs a real Kubernetes control plane on loopback (etcd, kube-apiserver, kube-scheduler,
+kube-controller-manager) with one process node, which runs each pod's command as a local process with
+its own 127.x.y.z pod IP, and optionally kwok nodes that simulate pods. It is for trying drover's
+Kubernetes mode without a cluster. The binaries come from ` + "`make testbin`" + ` (cached in ~/.cache/drover).`,
+	}
+	cmd.PersistentFlags().StringVar(&o.stateDir, "state-dir", "", "directory for the cluster's kubeconfig, logs and data (default $XDG_STATE_HOME/drover/dev-cluster or ~/.cache/drover/dev-cluster)")
+	run := func(f func(*cobra.Command, *devClusterOptions) error) func(*cobra.Command, []string) error {
+		return func(c *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return f(c, o)
+		}
+	}
+
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Start the dev cluster in the background (does nothing if it is up)",
+		Args:  cobra.NoArgs,
+		RunE:  run(runUp),
+	}
+	serve := &cobra.Command{
+		Use:    "serve",
+		Short:  "Run the dev cluster in the foreground (what up starts in the background)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE:   run(runServe),
+	}
+	for _, c := range []*cobra.Command{up, serve} {
+		c.Flags().IntVar(&o.kwokNodes, "kwok-nodes", 0, "simulated kwok nodes to add; pods tolerating kwok.x-k8s.io/node=fake:NoSchedule land there")
+		c.Flags().StringVar(&o.kwokStages, "kwok-stages", "fast", "kwok pod behaviour: fast or general (start-up latency like real nodes)")
+		c.Flags().DurationVar(&o.ttl, "ttl", 0, "stop the cluster by itself after this long (0: never)")
+		_ = c.Flags().MarkHidden("ttl") // for tests, so a killed test can't leave a cluster running
+	}
+	up.Flags().BoolVar(&o.build, "build", false, "build missing Kubernetes binaries first with hack/build-testbin.sh (inside a drover checkout; takes minutes)")
+	up.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the cluster to be ready")
+
+	cmd.AddCommand(up, serve,
+		&cobra.Command{Use: "down", Short: "Stop the dev cluster and remove its files", Args: cobra.NoArgs, RunE: run(runDown)},
+		&cobra.Command{Use: "status", Short: "Say whether the dev cluster is up, and where", Args: cobra.NoArgs, RunE: run(runStatus)},
+		&cobra.Command{Use: "env", Short: "Print the shell command that points kubectl at the dev cluster", Args: cobra.NoArgs, RunE: run(runEnv),
+			Example: `  eval "$(drover dev-cluster env)"`},
+	)
+	return cmd
+}
+
+// daemonUp reports whether a dev cluster daemon holds the state directory's
+// lock.
+func daemonUp(o *devClusterOptions) bool {
+	f, err := os.Open(o.path(lockFile))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return errors.Is(err, syscall.EWOULDBLOCK)
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+func readState(o *devClusterOptions) (*devClusterState, error) {
+	b, err := os.ReadFile(o.path(stateFile))
+	if err != nil {
+		return nil, err
+	}
+	var st devClusterState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", o.path(stateFile), err)
+	}
+	return &st, nil
+}
+
+func runUp(cmd *cobra.Command, o *devClusterOptions) error {
+	out := cmd.OutOrStdout()
+	if daemonUp(o) {
+		st, err := readState(o)
+		if err != nil {
+			return fmt.Errorf("the dev cluster in %s is starting or broken (no state yet); see %s or run drover dev-cluster down: %w", o.stateDir, o.path(daemonLog), err)
+		}
+		fmt.Fprintf(out, "drover dev-cluster is already up (pid %d).\n\n", st.PID)
+		printUsage(out, st)
+		return nil
+	}
+	need := []string{testenv.Etcd, testenv.KubeAPIServer, testenv.KubeScheduler, testenv.KubeControllerManager, testenv.Kubectl}
+	if o.kwokNodes > 0 {
+		need = append(need, testenv.Kwok)
+	}
+	if _, err := testenv.FindBinaries(need...); err != nil {
+		if !o.build {
+			return fmt.Errorf("%w\n(or run `drover dev-cluster up --build` inside a drover checkout)", err)
+		}
+		if err := buildTestbin(cmd.Context(), cmd.ErrOrStderr()); err != nil {
+			return err
+		}
+		if _, err := testenv.FindBinaries(need...); err != nil {
+			return err
+		}
+	}
+	// Whatever a dead daemon left is stale.
+	if err := removeState(o); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.stateDir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", o.stateDir, err)
+	}
+	logf, err := os.Create(o.path(daemonLog))
+	if err != nil {
+		return fmt.Errorf("creating the daemon log: %w", err)
+	}
+	defer logf.Close()
+	readR, readyW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("creating the readiness pipe: %w", err)
+	}
+	defer readR.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the drover executable: %w", err)
+	}
+	args := []string{"dev-cluster", "serve", "--state-dir", o.stateDir,
+		"--kwok-nodes", strconv.Itoa(o.kwokNodes), "--kwok-stages", o.kwokStages, "--ttl", o.ttl.String()}
+	daemon := exec.Command(self, args...)
+	daemon.Stdout, daemon.Stderr = logf, logf
+	daemon.ExtraFiles = []*os.File{readyW} // fd 3
+	daemon.Env = append(os.Environ(), readyFDEnv+"=3")
+	// Its own session: the daemon outlives this command and the terminal.
+	daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := daemon.Start(); err != nil {
+		readyW.Close()
+		return fmt.Errorf("starting the dev cluster daemon: %w", err)
+	}
+	readyW.Close()
+	fmt.Fprintf(cmd.ErrOrStderr(), "drover: starting the dev cluster (log: %s)...\n", o.path(daemonLog))
+
+	// The daemon writes one line when it is ready or has failed; EOF means
+	// it died.
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(readR).ReadString('\n')
+		lines <- strings.TrimSpace(line)
+	}()
+	var line string
+	select {
+	case line = <-lines:
+	case <-time.After(o.timeout):
+		_ = daemon.Process.Signal(syscall.SIGTERM)
+		line = "error: not ready after " + o.timeout.String()
+	case <-cmd.Context().Done():
+		_ = daemon.Process.Signal(syscall.SIGTERM)
+		line = "error: interrupted"
+	}
+	_ = daemon.Process.Release()
+	if line != "ready" {
+		if line == "" {
+			line = "error: the daemon exited"
+		}
+		return fmt.Errorf("starting the dev cluster: %s\n--- last lines of %s ---\n%s", strings.TrimPrefix(line, "error: "), o.path(daemonLog), tailFile(o.path(daemonLog), 40))
+	}
+	st, err := readState(o)
+	if err != nil {
+		return fmt.Errorf("reading the dev cluster state: %w", err)
+	}
+	fmt.Fprintf(out, "drover dev-cluster is up in %.1fs: API server %s, process node %s",
+		st.StartSeconds, st.URL, strings.Join(st.ProcessNodes, ", "))
+	if len(st.KwokNodes) > 0 {
+		fmt.Fprintf(out, ", %d kwok nodes", len(st.KwokNodes))
+	}
+	fmt.Fprint(out, ".\n\n")
+	printUsage(out, st)
+	return nil
+}
+
+func printUsage(out io.Writer, st *devClusterState) {
+	fmt.Fprintf(out, "  export KUBECONFIG=%s\n", st.Kubeconfig)
+	fmt.Fprintf(out, "  %s get nodes\n", st.Kubectl)
+	fmt.Fprintf(out, "  drover submit --master k8s://%s ...\n\n", st.URL)
+	fmt.Fprint(out, "Pods run as processes on this machine: a container's command must name a program here (images are\n"+
+		"ignored); each pod gets its own 127.x.y.z address. `kubectl logs` works.\n")
+	fmt.Fprint(out, "Stop it with: drover dev-cluster down\n")
+}
+
+// buildTestbin runs hack/build-testbin.sh of the drover checkout around the
+// working directory.
+func buildTestbin(ctx context.Context, progress io.Writer) error {
+	dir, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	for {
+		script := filepath.Join(dir, "hack", "build-testbin.sh")
+		if gomod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(gomod), "module github.com/drover-project/drover\n") {
+			if _, err := os.Stat(script); err == nil {
+				fmt.Fprintf(progress, "drover: building the Kubernetes binaries with %s (minutes, once)...\n", script)
+				c := exec.CommandContext(ctx, "bash", script)
+				c.Stdout, c.Stderr = progress, progress
+				if err := c.Run(); err != nil {
+					return fmt.Errorf("building the Kubernetes binaries: %w", err)
+				}
+				return nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return errors.New("--build needs a drover checkout: run it inside one (hack/build-testbin.sh is not shipped with the binary)")
+		}
+		dir = parent
+	}
+}
+
+func runServe(cmd *cobra.Command, o *devClusterOptions) error {
+	logger, err := logging.New(cmd.OutOrStdout(), "info", "text")
+	if err != nil {
+		return err
+	}
+	var ready *os.File
+	if fd, err := strconv.Atoi(os.Getenv(readyFDEnv)); err == nil {
+		ready = os.NewFile(uintptr(fd), "ready")
+		defer ready.Close()
+	}
+	report := func(msg string) {
+		if ready != nil {
+			fmt.Fprintln(ready, msg)
+			ready.Close()
+			ready = nil
+		}
+	}
+	err = serve(cmd.Context(), o, logger, report)
+	if err != nil {
+		report("error: " + strings.ReplaceAll(err.Error(), "\n", " "))
+		logger.Error("dev cluster failed", "err", err)
+	}
+	return err
+}
+
+func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, report func(string)) error {
+	if err := os.MkdirAll(o.stateDir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", o.stateDir, err)
+	}
+	lock, err := os.OpenFile(o.path(lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening the lock file: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("another dev cluster runs in %s: %w", o.stateDir, err)
+	}
+	if err := os.WriteFile(o.path(pidFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return fmt.Errorf("writing the pid file: %w", err)
+	}
+	// Whatever stops the daemon, it takes its files with it; down removes
+	// the rest (this log, the lock).
+	defer func() {
+		for _, f := range []string{kubeconfigOut, stateFile, pidFile, clusterDir} {
+			_ = os.RemoveAll(o.path(f))
+		}
+	}()
+
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	if o.ttl > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.ttl)
+		defer cancel()
+	}
+	env, err := testenv.Start(ctx, testenv.Options{
+		Scheduler:         true,
+		ControllerManager: true,
+		ProcessNodes:      1,
+		KwokNodes:         o.kwokNodes,
+		KwokStages:        o.kwokStages,
+		Dir:               o.path(clusterDir),
+		PodCIDR:           netip.MustParsePrefix("127.1.0.0/16"),
+		Logf:              func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) },
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		logger.Info("stopping the dev cluster")
+		if err := env.Stop(); err != nil {
+			logger.Error("stopping the dev cluster", "err", err)
+		}
+	}()
+	if err := waitDefaultServiceAccount(ctx, env.Client); err != nil {
+		return err
+	}
+	kubeconfig, err := os.ReadFile(env.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	if err := os.WriteFile(o.path(kubeconfigOut), kubeconfig, 0o600); err != nil {
+		return fmt.Errorf("writing the kubeconfig: %w", err)
+	}
+	st := devClusterState{
+		PID:           os.Getpid(),
+		URL:           env.URL,
+		Kubeconfig:    o.path(kubeconfigOut),
+		Kubectl:       filepath.Join(env.BinDir, testenv.Kubectl),
+		ProcessNodes:  env.ProcessNodeNames,
+		KwokNodes:     env.KwokNodeNames,
+		ComponentPIDs: env.PIDs(),
+		Started:       time.Now(),
+		StartSeconds:  env.StartDuration.Seconds(),
+	}
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(o.path(stateFile), b, 0o644); err != nil {
+		return fmt.Errorf("writing the state file: %w", err)
+	}
+	logger.Info("dev cluster ready", "url", env.URL, "kubeconfig", st.Kubeconfig)
+	report("ready")
+	<-ctx.Done()
+	return nil
+}
+
+// waitDefaultServiceAccount waits for the service account controller to
+// create default/default, so `kubectl run` right after up works.
+func waitDefaultServiceAccount(ctx context.Context, client kubernetes.Interface) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		_, err := client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("waiting for the default service account: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the default service account: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func runDown(cmd *cobra.Command, o *devClusterOptions) error {
+	out := cmd.OutOrStdout()
+	if _, err := os.Stat(o.stateDir); errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintln(out, "drover dev-cluster is not up.")
+		return nil
+	}
+	if daemonUp(o) {
+		b, err := os.ReadFile(o.path(pidFile))
+		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || perr != nil || pid <= 0 {
+			return fmt.Errorf("the dev cluster is up but its pid file %s is unreadable: %v %v", o.path(pidFile), err, perr)
+		}
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		if !waitDown(o, time.Minute) {
+			// Its components and pods die with it (Pdeathsig).
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if !waitDown(o, 10*time.Second) {
+				return fmt.Errorf("the dev cluster daemon (pid %d) does not stop", pid)
+			}
+		}
+	}
+	if err := removeState(o); err != nil {
+		return err
+	}
+	// The directory goes too unless something else was put there.
+	_ = os.Remove(o.stateDir)
+	fmt.Fprintln(out, "drover dev-cluster is down; its files are removed.")
+	return nil
+}
+
+// removeState removes the files a dev cluster keeps in its state directory,
+// and only those: --state-dir may name a directory that holds other things.
+func removeState(o *devClusterOptions) error {
+	for _, f := range []string{clusterDir, kubeconfigOut, stateFile, pidFile, daemonLog, lockFile} {
+		if err := os.RemoveAll(o.path(f)); err != nil {
+			return fmt.Errorf("removing the dev cluster's files: %w", err)
+		}
+	}
+	return nil
+}
+
+func waitDown(o *devClusterOptions, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for daemonUp(o) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
+}
+
+func runStatus(cmd *cobra.Command, o *devClusterOptions) error {
+	out := cmd.OutOrStdout()
+	if !daemonUp(o) {
+		fmt.Fprintln(out, "down")
+		if _, err := os.Stat(o.stateDir); err == nil {
+			fmt.Fprintf(out, "(files of a stopped cluster remain in %s; `drover dev-cluster down` removes them)\n", o.stateDir)
+		}
+		return nil
+	}
+	st, err := readState(o)
+	if err != nil {
+		fmt.Fprintf(out, "starting (see %s)\n", o.path(daemonLog))
+		return nil
+	}
+	health := "responding"
+	if err := ping(cmd.Context(), st.Kubeconfig); err != nil {
+		health = "NOT responding: " + err.Error()
+	}
+	fmt.Fprintf(out, "up: API server %s (%s)\n", st.URL, health)
+	fmt.Fprintf(out, "  kubeconfig: %s\n  daemon pid: %d, up since %s\n  nodes: %s",
+		st.Kubeconfig, st.PID, st.Started.Format(time.RFC3339), strings.Join(st.ProcessNodes, ", "))
+	if len(st.KwokNodes) > 0 {
+		fmt.Fprintf(out, " and %d kwok nodes", len(st.KwokNodes))
+	}
+	fmt.Fprintln(out)
+	return nil
+}
+
+func ping(ctx context.Context, kubeconfig string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.Timeout = 3 * time.Second
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	return err
+}
+
+func runEnv(cmd *cobra.Command, o *devClusterOptions) error {
+	st, err := readState(o)
+	if !daemonUp(o) || err != nil {
+		return errors.New("the dev cluster is not up; start it with: drover dev-cluster up")
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "export KUBECONFIG=%s\n", st.Kubeconfig)
+	return nil
+}
+
+// tailFile returns the last n lines of a file, for error messages.
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

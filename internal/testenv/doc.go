@@ -1,0 +1,15 @@
+// Package testenv runs a real Kubernetes control plane on loopback for
+// drover's integration tests and dev cluster: etcd and kube-apiserver, and on
+// request kube-scheduler, kube-controller-manager (garbage collection,
+// namespaces, service accounts, node lifecycle), kwok with simulated nodes,
+// and process nodes (package procnode) that run pods as local processes.
+//
+// The components are binaries built from their Go modules by
+// hack/build-testbin.sh (make testbin) into ~/.cache/drover/k8s/<version>/,
+// or found in $DROVER_TESTBIN. Each runs in its own process group with its log
+// in the environment's directory, and dies with the process that started it
+// (Pdeathsig on Linux), so a failed or timed-out test leaves nothing running.
+//
+// Tests use New (skips locally when the binaries are missing, fails under
+// CI=true) or share one environment per package with Shared.
+package testenv

@@ -1,0 +1,631 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/drover-project/drover/internal/testenv/procnode"
+)
+
+// Options says which components to run besides etcd and kube-apiserver.
+type Options struct {
+	// Scheduler runs kube-scheduler; without it pods need spec.nodeName.
+	Scheduler bool
+	// ControllerManager runs kube-controller-manager: garbage collection of
+	// owned objects, namespace deletion, service accounts and their tokens,
+	// node lifecycle, workload controllers.
+	ControllerManager bool
+	// KwokNodes simulated nodes, managed by kwok. They carry KwokTaint, so
+	// only pods with KwokToleration land on them.
+	KwokNodes int
+	// KwokStages is the kwok pod behaviour: "fast" (default: Running at once)
+	// or "general" (start-up latency and jitter like real nodes).
+	KwokStages string
+	// ProcessNodes nodes run their pods as local processes (package procnode).
+	ProcessNodes int
+	// StartTimeout bounds Start; default 90s (a busy 2-core machine needs
+	// well over the 20s envtest assumes).
+	StartTimeout time.Duration
+	// Dir is where the environment's directory is created; default
+	// os.TempDir().
+	Dir string
+	// PodCIDR is the process nodes' loopback pod range; default a random
+	// 127.X.0.0/16, so environments on one machine rarely share addresses.
+	PodCIDR netip.Prefix
+	// Logf receives progress messages during Start; default none.
+	Logf func(format string, args ...any)
+}
+
+// Env is a running control plane. Stop it with Stop.
+type Env struct {
+	// Config is an admin (system:masters) client configuration, without
+	// client-side rate limits.
+	Config *rest.Config
+	// Kubeconfig is the path of a kubeconfig file with the same credentials.
+	Kubeconfig string
+	// Client is a clientset built from Config.
+	Client kubernetes.Interface
+	// Dir holds every file of the environment: data, certificates, component
+	// logs (<component>.log), process node pod logs. Stop removes it.
+	Dir string
+	// URL of the API server: https://127.0.0.1:<port>.
+	URL string
+	// BinDir holds the binaries, kubectl included.
+	BinDir string
+	// ProcessNode runs the process nodes' pods; nil when Options.ProcessNodes
+	// is 0. Its Logs method returns a pod's output.
+	ProcessNode *procnode.Agent
+	// ProcessNodeNames and KwokNodeNames name the nodes.
+	ProcessNodeNames []string
+	KwokNodeNames    []string
+	// StartDuration is how long Start took.
+	StartDuration time.Duration
+
+	opts      Options
+	comps     []*component
+	agentStop context.CancelFunc
+	agentDone chan struct{}
+	agentLog  *os.File
+	stopOnce  sync.Once
+	stopped   atomic.Bool
+	stopErr   error
+}
+
+// Kwok nodes carry KwokTaint; pods meant for them tolerate it with
+// KwokToleration (kwok's own convention), so that pods meant to run as
+// processes never land on a simulated node.
+var (
+	KwokTaint      = corev1.Taint{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}
+	KwokToleration = corev1.Toleration{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpEqual, Value: "fake", Effect: corev1.TaintEffectNoSchedule}
+)
+
+// KwokNodeLabel is "true" on kwok nodes; procnode.NodeLabel marks process nodes.
+const KwokNodeLabel = "drover.dev/kwok-node"
+
+// Start starts the control plane opts describes and returns once every
+// component is ready and every node is Ready. On failure nothing is left
+// running and the error ends with the failing component's log.
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 90 * time.Second
+	}
+	if opts.KwokStages == "" {
+		opts.KwokStages = "fast"
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.Dir == "" {
+		opts.Dir = os.TempDir()
+	}
+	bin, err := binDirPath()
+	if err != nil {
+		return nil, err
+	}
+	need := []string{Etcd, KubeAPIServer}
+	if opts.Scheduler {
+		need = append(need, KubeScheduler)
+	}
+	if opts.ControllerManager {
+		need = append(need, KubeControllerManager)
+	}
+	if opts.KwokNodes > 0 {
+		need = append(need, Kwok, kwokStagesDir)
+	}
+	if err := requireBinaries(bin, need...); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
+	}
+	removeStale(opts.Dir)
+	// Free ports are found by binding and releasing them, so another process
+	// can take one before our component does: retry with new ports then.
+	for attempt := 1; ; attempt++ {
+		e, err := start(ctx, opts, bin)
+		if err == nil || attempt == 3 || ctx.Err() != nil || !strings.Contains(err.Error(), "address already in use") {
+			return e, err
+		}
+		opts.Logf("testenv: a port was taken meanwhile, starting again: %v", err)
+	}
+}
+
+func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
+	began := time.Now()
+	dir, err := os.MkdirTemp(opts.Dir, stalePrefix)
+	if err != nil {
+		return nil, fmt.Errorf("creating the environment directory: %w", err)
+	}
+	e := &Env{Dir: dir, BinDir: bin, opts: opts}
+	defer func() {
+		if err != nil {
+			_ = e.Stop()
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return nil, fmt.Errorf("writing owner file: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+
+	ports, err := freePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	etcdPort, peerPort, apiPort, schedPort, cmPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+	e.URL = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+
+	files, err := writePKI(dir)
+	if err != nil {
+		return nil, err
+	}
+	childEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+
+	// etcd
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	etcd, err := e.launch(dir, Etcd, []string{
+		"--name=testenv",
+		"--data-dir=" + filepath.Join(dir, "etcd"),
+		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=testenv=" + peerURL,
+		"--unsafe-no-fsync",
+		"--quota-backend-bytes=4294967296",
+		"--log-level=warn",
+	}, childEnv)
+	if err != nil {
+		return nil, err
+	}
+	plain := &http.Client{Timeout: 2 * time.Second}
+	if err := waitReady(ctx, etcd, func(ctx context.Context) error {
+		return httpOK(ctx, plain, etcdURL+"/health", "", `"health":"true"`)
+	}); err != nil {
+		return nil, err
+	}
+	opts.Logf("testenv: etcd ready after %s", time.Since(began).Round(time.Millisecond))
+
+	// kube-apiserver
+	apiArgs := []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--cert-dir=" + filepath.Join(dir, "apiserver"),
+		"--tls-cert-file=" + files.serverCert, "--tls-private-key-file=" + files.serverKey,
+		"--client-ca-file=" + files.caCert,
+		"--token-auth-file=" + files.tokens,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + files.saPub,
+		"--service-account-signing-key-file=" + files.saKey,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+		"--kubelet-client-certificate=" + files.kubeletClientCert, "--kubelet-client-key=" + files.kubeletClientKey,
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		// Priority and fairness queues bursts (1,000 pods at once) and costs
+		// start-up time; a test cluster has a single tenant.
+		"--enable-priority-and-fairness=false",
+		"--max-requests-inflight=1000", "--max-mutating-requests-inflight=500",
+		"--profiling=false",
+		// The endpoint of the "kubernetes" service would be 127.0.0.1, which
+		// Endpoints validation rejects; process nodes give pods the API
+		// server's address in KUBERNETES_SERVICE_HOST/PORT instead.
+		"--endpoint-reconciler-type=none",
+	}
+	if !opts.ControllerManager {
+		// Without the service account controller no namespace gets its
+		// "default" service account, and this plugin would reject every pod.
+		apiArgs = append(apiArgs, "--disable-admission-plugins=ServiceAccount")
+	}
+	apiserver, err := e.launch(dir, KubeAPIServer, apiArgs, childEnv)
+	if err != nil {
+		return nil, err
+	}
+	ca := x509.NewCertPool()
+	ca.AppendCertsFromPEM(files.caPEM)
+	secure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca}}}
+	if err := waitReady(ctx, apiserver, func(ctx context.Context) error {
+		return httpOK(ctx, secure, e.URL+"/readyz", files.adminToken, "")
+	}); err != nil {
+		return nil, err
+	}
+	opts.Logf("testenv: kube-apiserver ready after %s", time.Since(began).Round(time.Millisecond))
+
+	e.Config = &rest.Config{
+		Host:            e.URL,
+		BearerToken:     files.adminToken,
+		TLSClientConfig: rest.TLSClientConfig{CAData: files.caPEM},
+		QPS:             1000,
+		Burst:           2000,
+	}
+	if e.Client, err = kubernetes.NewForConfig(e.Config); err != nil {
+		return nil, fmt.Errorf("creating the admin client: %w", err)
+	}
+	e.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(e.Kubeconfig, e.URL, files.caPEM, "admin", files.adminToken); err != nil {
+		return nil, err
+	}
+
+	// The other components start together; the slow part is each one's
+	// own initialisation, which overlaps on two cores well enough.
+	type readiness struct {
+		c     *component
+		check func(context.Context) error
+	}
+	var waits []readiness
+	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	healthz := func(port int) func(context.Context) error {
+		return func(ctx context.Context) error {
+			return httpOK(ctx, insecure, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz", "", "")
+		}
+	}
+	if opts.Scheduler {
+		kc := filepath.Join(dir, "kube-scheduler.kubeconfig")
+		if err := writeKubeconfig(kc, e.URL, files.caPEM, "system:kube-scheduler", files.schedulerToken); err != nil {
+			return nil, err
+		}
+		c, err := e.launch(dir, KubeScheduler, []string{
+			"--kubeconfig=" + kc, "--leader-elect=false",
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(schedPort),
+			"--cert-dir=" + filepath.Join(dir, "kube-scheduler"),
+		}, childEnv)
+		if err != nil {
+			return nil, err
+		}
+		waits = append(waits, readiness{c, healthz(schedPort)})
+	}
+	if opts.ControllerManager {
+		kc := filepath.Join(dir, "kube-controller-manager.kubeconfig")
+		if err := writeKubeconfig(kc, e.URL, files.caPEM, "system:kube-controller-manager", files.cmToken); err != nil {
+			return nil, err
+		}
+		c, err := e.launch(dir, KubeControllerManager, []string{
+			"--kubeconfig=" + kc, "--leader-elect=false",
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(cmPort),
+			"--cert-dir=" + filepath.Join(dir, "kube-controller-manager"),
+			"--service-account-private-key-file=" + files.saKey,
+			"--root-ca-file=" + files.caCert,
+			"--cluster-signing-cert-file=" + files.caCert, "--cluster-signing-key-file=" + files.caKey,
+			"--controllers=*",
+			// The defaults (20 QPS) make deleting a namespace of 1,000 pods
+			// take a minute.
+			"--kube-api-qps=200", "--kube-api-burst=400",
+		}, childEnv)
+		if err != nil {
+			return nil, err
+		}
+		waits = append(waits, readiness{c, healthz(cmPort)})
+	}
+	if opts.KwokNodes > 0 {
+		c, err := e.startKwok(ctx, dir, bin, files, childEnv)
+		if err != nil {
+			return nil, err
+		}
+		waits = append(waits, readiness{c, e.kwokNodesReady})
+	}
+	if opts.ProcessNodes > 0 {
+		if err := e.startProcessNodes(files, apiPort); err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range waits {
+		if err := waitReady(ctx, w.c, w.check); err != nil {
+			return nil, err
+		}
+		opts.Logf("testenv: %s ready after %s", w.c.name, time.Since(began).Round(time.Millisecond))
+	}
+	if e.ProcessNode != nil {
+		select {
+		case <-e.ProcessNode.Ready():
+		case <-e.agentDone:
+			return nil, fmt.Errorf("process nodes stopped before they were ready\n--- last lines of %s ---\n%s", e.agentLog.Name(), tail(e.agentLog.Name(), 30))
+		case <-ctx.Done():
+			return nil, fmt.Errorf("process nodes not ready after %s: %w\n--- last lines of %s ---\n%s", opts.StartTimeout, ctx.Err(), e.agentLog.Name(), tail(e.agentLog.Name(), 30))
+		}
+		opts.Logf("testenv: %d process node(s) ready after %s", opts.ProcessNodes, time.Since(began).Round(time.Millisecond))
+	}
+	e.StartDuration = time.Since(began)
+	opts.Logf("testenv: control plane at %s ready in %s (dir %s)", e.URL, e.StartDuration.Round(time.Millisecond), dir)
+	return e, nil
+}
+
+func (e *Env) launch(dir, name string, args, env []string) (*component, error) {
+	c, err := startComponent(dir, name, filepath.Join(e.BinDir, name), args, env)
+	if err != nil {
+		return nil, err
+	}
+	e.comps = append(e.comps, c)
+	return c, nil
+}
+
+func (e *Env) startProcessNodes(files *pkiFiles, apiPort int) error {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.BearerToken = files.procnodeToken
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating the process node client: %w", err)
+	}
+	for i := range e.opts.ProcessNodes {
+		e.ProcessNodeNames = append(e.ProcessNodeNames, "procnode-"+strconv.Itoa(i))
+	}
+	logPath := filepath.Join(e.Dir, "procnode.log")
+	if e.agentLog, err = os.Create(logPath); err != nil {
+		return fmt.Errorf("creating the process node log: %w", err)
+	}
+	cidr := e.opts.PodCIDR
+	if !cidr.IsValid() {
+		var b [1]byte
+		_, _ = rand.Read(b[:])
+		cidr = netip.PrefixFrom(netip.AddrFrom4([4]byte{127, 16 + b[0]%224, 0, 0}), 16)
+	}
+	ca := x509.NewCertPool()
+	ca.AppendCertsFromPEM(files.caPEM)
+	agent, err := procnode.New(procnode.Config{
+		Client:    client,
+		NodeNames: e.ProcessNodeNames,
+		Dir:       filepath.Join(e.Dir, "procnode"),
+		PodCIDR:   cidr,
+		APIServer: "127.0.0.1:" + strconv.Itoa(apiPort),
+		ClientCAs: ca,
+		Logger:    slog.New(slog.NewTextHandler(e.agentLog, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.ProcessNode, e.agentStop, e.agentDone = agent, cancel, make(chan struct{})
+	go func() {
+		defer close(e.agentDone)
+		if err := agent.Run(ctx); err != nil {
+			fmt.Fprintf(e.agentLog, "process node agent stopped: %v\n", err)
+		}
+	}()
+	return nil
+}
+
+// PIDs returns the process IDs of the running components (not of pods).
+func (e *Env) PIDs() []int {
+	var pids []int
+	for _, c := range e.comps {
+		pids = append(pids, c.pid())
+	}
+	return pids
+}
+
+// Stop stops the process nodes (killing their pods' processes) and every
+// component, waits for them to exit and removes Dir. It may be called more
+// than once.
+func (e *Env) Stop() error {
+	e.stopOnce.Do(func() {
+		e.stopped.Store(true)
+		if e.agentStop != nil {
+			e.agentStop()
+			<-e.agentDone
+		}
+		if e.agentLog != nil {
+			_ = e.agentLog.Close()
+		}
+		// Clients of the API server first, then the API server, then etcd.
+		var wg sync.WaitGroup
+		var last []*component
+		for _, c := range e.comps {
+			if c.name == KubeAPIServer || c.name == Etcd {
+				last = append(last, c)
+				continue
+			}
+			wg.Go(func() { c.stop(5 * time.Second) })
+		}
+		wg.Wait()
+		for i := len(last) - 1; i >= 0; i-- {
+			last[i].stop(10 * time.Second)
+		}
+		if e.Dir != "" {
+			if err := os.RemoveAll(e.Dir); err != nil {
+				e.stopErr = fmt.Errorf("removing %s: %w", e.Dir, err)
+			}
+		}
+	})
+	return e.stopErr
+}
+
+// waitReady polls check until it succeeds, failing early when c exits and
+// on ctx's end; both failures carry c's log tail.
+func waitReady(ctx context.Context, c *component, check func(context.Context) error) error {
+	delay := 50 * time.Millisecond
+	var last error
+	for {
+		if c.exited() {
+			return c.failure(errExited)
+		}
+		if last = check(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return c.failure(fmt.Errorf("not ready in time: %w (last check: %v)", ctx.Err(), last))
+		case <-c.done:
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 500*time.Millisecond)
+	}
+}
+
+func httpOK(ctx context.Context, client *http.Client, url, token, want string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if want != "" && !strings.Contains(string(body), want) {
+		return fmt.Errorf("GET %s: %s", url, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// freePorts returns n distinct loopback ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func writeKubeconfig(path, server string, caPEM []byte, user, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["drover"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["drover"] = &clientcmdapi.Context{Cluster: "drover", AuthInfo: user, Namespace: metav1.NamespaceDefault}
+	cfg.CurrentContext = "drover"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
+	}
+	return nil
+}
+
+// pkiFiles are the credentials of one environment.
+type pkiFiles struct {
+	caPEM                                              []byte
+	caCert, caKey, serverCert, serverKey, saKey, saPub string
+	kubeletClientCert, kubeletClientKey, tokens        string
+	adminToken, schedulerToken, cmToken, kwokToken     string
+	procnodeToken                                      string
+}
+
+func writePKI(dir string) (*pkiFiles, error) {
+	ca, err := newAuthority()
+	if err != nil {
+		return nil, err
+	}
+	serverCert, serverKey, err := ca.issue("kube-apiserver", nil, []string{
+		"127.0.0.1", "localhost", "10.0.0.1",
+		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The API server presents this to process nodes' kubelet API (kubectl logs).
+	clientCert, clientKey, err := ca.issue("kube-apiserver-kubelet-client", []string{"system:masters"}, nil)
+	if err != nil {
+		return nil, err
+	}
+	saKey, saPub, err := newSigningKey()
+	if err != nil {
+		return nil, err
+	}
+	p := &pkiFiles{caPEM: ca.certPEM}
+	for _, f := range []struct {
+		path *string
+		name string
+		data []byte
+	}{
+		{&p.caCert, "ca.crt", ca.certPEM}, {&p.caKey, "ca.key", ca.keyPEM},
+		{&p.serverCert, "apiserver.crt", serverCert}, {&p.serverKey, "apiserver.key", serverKey},
+		{&p.kubeletClientCert, "kubelet-client.crt", clientCert}, {&p.kubeletClientKey, "kubelet-client.key", clientKey},
+		{&p.saKey, "sa.key", saKey}, {&p.saPub, "sa.pub", saPub},
+	} {
+		*f.path = filepath.Join(dir, f.name)
+		if err := os.WriteFile(*f.path, f.data, 0o600); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", f.name, err)
+		}
+	}
+	// Every component is in system:masters: they are the cluster's own
+	// parts, and their user names show who did what in managed fields.
+	var lines []string
+	for _, u := range []struct {
+		token  *string
+		user   string
+		groups string
+	}{
+		{&p.adminToken, "admin", "system:masters"},
+		{&p.schedulerToken, "system:kube-scheduler", "system:masters"},
+		{&p.cmToken, "system:kube-controller-manager", "system:masters"},
+		{&p.kwokToken, "system:kwok", "system:masters"},
+		{&p.procnodeToken, "system:node:procnode", "system:nodes,system:masters"},
+	} {
+		*u.token = randomToken()
+		lines = append(lines, fmt.Sprintf("%s,%s,%s,%q", *u.token, u.user, u.user, u.groups))
+	}
+	p.tokens = filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(p.tokens, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the token file: %w", err)
+	}
+	return p, nil
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// stalePrefix names environment directories; ownerFile in each holds the PID
+// of the process that created it.
+const (
+	stalePrefix = "drover-testenv-"
+	ownerFile   = "owner.pid"
+)
+
+// removeStale removes environment directories left by processes that died
+// without stopping them (a test binary killed by its timeout). Their
+// components died with them (Pdeathsig); only the files remain.
+func removeStale(parent string) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, ent := range entries {
+		if !ent.IsDir() || !strings.HasPrefix(ent.Name(), stalePrefix) {
+			continue
+		}
+		dir := filepath.Join(parent, ent.Name())
+		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue // being created right now, or not ours
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || processAlive(pid) {
+			continue
+		}
+		_ = os.RemoveAll(dir)
+	}
+}

@@ -1,0 +1,112 @@
+package testenv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// component is one running control-plane binary.
+type component struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{} // closed when the process has exited and been reaped
+	err     error         // Wait's result, set before done closes
+}
+
+// startComponent starts bin with args, its output in dir/<name>.log. The
+// process leads its own process group and gets SIGKILL when this process
+// dies (see sysProcAttr), so no component outlives a crashed test.
+func startComponent(dir, name, bin string, args, env []string) (*component, error) {
+	logPath := filepath.Join(dir, name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("creating log of %s: %w", name, err)
+	}
+	defer f.Close() // the child has its own copy
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	c := &component{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+func (c *component) pid() int { return c.cmd.Process.Pid }
+
+func (c *component) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM to the component's process group, SIGKILL after grace,
+// and waits until it has exited.
+func (c *component) stop(grace time.Duration) {
+	if !c.exited() {
+		_ = syscall.Kill(-c.pid(), syscall.SIGTERM)
+		select {
+		case <-c.done:
+		case <-time.After(grace):
+		}
+	}
+	// Also reaps anything the component left in its group.
+	_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
+	<-c.done
+}
+
+// failure describes a component that did not start: what went wrong, its
+// exit status if it has exited, and the end of its log.
+func (c *component) failure(what error) error {
+	status := ""
+	if c.exited() {
+		status = fmt.Sprintf(" (exited: %v)", c.err)
+		if c.err == nil {
+			status = " (exited with status 0)"
+		}
+	}
+	return fmt.Errorf("%s%s: %w\n--- last lines of %s ---\n%s", c.name, status, what, c.logPath, tail(c.logPath, 30))
+}
+
+// tail returns the last n lines of the file at path.
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	const max = 64 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > max {
+		_, _ = f.Seek(-max, io.SeekEnd)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return err.Error()
+	}
+	b = bytes.TrimRight(b, "\n")
+	lines := bytes.Split(b, []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+var errExited = errors.New("exited before it was ready")

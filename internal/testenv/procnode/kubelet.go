@@ -1,0 +1,213 @@
+package procnode
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Logs returns what the first container of the newest pod namespace/name to
+// run on this agent's nodes wrote to stdout and stderr. Logs outlive the pod
+// object; they go with the agent's directory.
+func (a *Agent) Logs(namespace, pod string) ([]byte, error) {
+	w := a.worker(namespace, pod)
+	if w == nil {
+		return nil, fmt.Errorf("no pod %s/%s has run on process nodes %v", namespace, pod, a.cfg.NodeNames)
+	}
+	return a.ContainerLogs(namespace, pod, w.latest().Spec.Containers[0].Name)
+}
+
+// ContainerLogs is Logs for a named container.
+func (a *Agent) ContainerLogs(namespace, pod, container string) ([]byte, error) {
+	w := a.worker(namespace, pod)
+	if w == nil {
+		return nil, fmt.Errorf("no pod %s/%s has run on process nodes %v", namespace, pod, a.cfg.NodeNames)
+	}
+	b, err := os.ReadFile(w.logPath(container))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil // not started (yet)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading logs of %s/%s container %s: %w", namespace, pod, container, err)
+	}
+	return b, nil
+}
+
+func (a *Agent) worker(namespace, pod string) *podWorker {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.byName[namespace+"/"+pod]
+}
+
+// serveKubelet starts the part of the kubelet API the API server proxies for
+// kubectl logs, over TLS on the node IP with a throw-away self-signed
+// certificate (the API server doesn't verify kubelet certificates unless told
+// to).
+func (a *Agent) serveKubelet() (*http.Server, int, error) {
+	cert, err := selfSignedCert(a.cfg.NodeIP)
+	if err != nil {
+		return nil, 0, err
+	}
+	tlsConf := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if a.cfg.ClientCAs != nil {
+		tlsConf.ClientCAs = a.cfg.ClientCAs
+		tlsConf.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(a.cfg.NodeIP, "0"))
+	if err != nil {
+		return nil, 0, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", a.serveLogs)
+	srv := &http.Server{
+		Handler:           mux,
+		TLSConfig:         tlsConf,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelDebug),
+	}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	return srv, ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// serveLogs answers GET /containerLogs/{namespace}/{pod}/{container} with
+// the follow, tailLines and limitBytes parameters of the kubelet API.
+func (a *Agent) serveLogs(rw http.ResponseWriter, r *http.Request) {
+	ns, name, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	w := a.worker(ns, name)
+	if w == nil {
+		http.Error(rw, fmt.Sprintf("pod %s/%s not found on this node", ns, name), http.StatusNotFound)
+		return
+	}
+	q := r.URL.Query()
+	follow, _ := strconv.ParseBool(q.Get("follow"))
+	limit, _ := strconv.ParseInt(q.Get("limitBytes"), 10, 64)
+	if limit <= 0 {
+		limit = 1 << 62
+	}
+	data, err := os.ReadFile(w.logPath(container))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		http.Error(rw, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if n, err := strconv.Atoi(q.Get("tailLines")); err == nil && n >= 0 {
+		data = tailLines(data, n)
+	}
+	offset, _ := fileSize(w.logPath(container))
+	rw.Header().Set("Content-Type", "text/plain")
+	sent := int64(0)
+	write := func(b []byte) bool {
+		if int64(len(b)) > limit-sent {
+			b = b[:limit-sent]
+		}
+		if _, err := rw.Write(b); err != nil {
+			return false
+		}
+		sent += int64(len(b))
+		if f, ok := rw.(http.Flusher); ok {
+			f.Flush()
+		}
+		return sent < limit
+	}
+	if !write(data) || !follow {
+		return
+	}
+	for {
+		running := w.running(container)
+		b, next, err := readFrom(w.logPath(container), offset)
+		if err == nil && len(b) > 0 {
+			offset = next
+			if !write(b) {
+				return
+			}
+			continue
+		}
+		if !running {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func tailLines(b []byte, n int) []byte {
+	if n <= 0 {
+		return nil
+	}
+	end := len(b)
+	if end > 0 && b[end-1] == '\n' {
+		end--
+	}
+	for i := end - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			n--
+			if n == 0 {
+				return b[i+1:]
+			}
+		}
+	}
+	return b
+}
+
+func fileSize(p string) (int64, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+func readFrom(p string, off int64) ([]byte, int64, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, off, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, off, err
+	}
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(f, 1<<20))
+	return buf.Bytes(), off + n, err
+}
+
+func selfSignedCert(ip string) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: "procnode"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+	}
+	if parsed := net.ParseIP(ip); parsed != nil {
+		tmpl.IPAddresses = []net.IP{parsed}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}

@@ -1,0 +1,259 @@
+package testenv_test
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestPodExitCodes(t *testing.T) {
+	e := cluster.Env(t)
+	ns := e.NewNamespace(t)
+
+	failing := procPod(ns, "fails", "/bin/sh", "-c", "echo hello $POD_NAME; echo to stderr >&2; exit 3")
+	createPod(t, e, failing)
+	ok := procPod(ns, "succeeds", "/bin/sh", "-c", "echo fine")
+	ok.Spec.NodeSelector = nil
+	ok.Spec.NodeName = e.ProcessNodeNames[1] // the agent's second node
+	createPod(t, e, ok)
+
+	p := waitPod(t, e, ns, "fails", "ended", time.Minute, ended)
+	if p.Status.Phase != corev1.PodFailed {
+		t.Errorf("phase = %s, want Failed", p.Status.Phase)
+	}
+	term := p.Status.ContainerStatuses[0].State.Terminated
+	if term == nil || term.ExitCode != 3 || term.Reason != "Error" {
+		t.Errorf("terminated state = %+v, want exit code 3, reason Error", term)
+	}
+	if ip := p.Status.PodIP; !strings.HasPrefix(ip, "127.") || ip == "127.0.0.1" {
+		t.Errorf("pod IP = %q, want a loopback address of its own", ip)
+	}
+	logs, err := e.ProcessNode.Logs(ns, "fails")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("hello fails\nto stderr\n", string(logs)); diff != "" {
+		t.Errorf("logs (-want,+got):\n%s", diff)
+	}
+	// The same through the API server, as kubectl logs reads them.
+	apiLogs, err := e.Client.CoreV1().Pods(ns).GetLogs("fails", &corev1.PodLogOptions{}).DoRaw(t.Context())
+	if err != nil || string(apiLogs) != string(logs) {
+		t.Errorf("logs through the API = %q, %v; want %q", apiLogs, err, logs)
+	}
+
+	p = waitPod(t, e, ns, "succeeds", "ended", time.Minute, ended)
+	term = p.Status.ContainerStatuses[0].State.Terminated
+	if p.Status.Phase != corev1.PodSucceeded || term == nil || term.ExitCode != 0 || term.Reason != "Completed" {
+		t.Errorf("phase %s, terminated %+v; want Succeeded, exit code 0, reason Completed", p.Status.Phase, term)
+	}
+}
+
+func TestPodCommandNotFound(t *testing.T) {
+	e := cluster.Env(t)
+	ns := e.NewNamespace(t)
+	for name, tc := range map[string]struct {
+		cmd  string
+		want string
+	}{
+		"absolute": {cmd: "/no/such/binary", want: "no such file or directory"},
+		"in-path":  {cmd: "no-such-command-drover", want: "executable file not found in $PATH"},
+	} {
+		createPod(t, e, procPod(ns, name, tc.cmd))
+		p := waitPod(t, e, ns, name, "ended", time.Minute, ended)
+		term := p.Status.ContainerStatuses[0].State.Terminated
+		if p.Status.Phase != corev1.PodFailed || term == nil || term.Reason != "StartError" || term.ExitCode != 128 || !strings.Contains(term.Message, tc.want) {
+			t.Errorf("%s: phase %s, terminated %+v; want Failed, StartError, 128, message with %q", name, p.Status.Phase, term, tc.want)
+		}
+	}
+}
+
+func TestPodEnvironmentAndVolumes(t *testing.T) {
+	e := cluster.Env(t)
+	ns := e.NewNamespace(t)
+	ctx := t.Context()
+	if _, err := e.Client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "creds"},
+		Data:       map[string][]byte{"password": []byte("s3cret")},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "conf"},
+		Data:       map[string]string{"A": "from-a", "B": "from-b"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	script := `echo "ns=$POD_NS ip=$POD_IP node=$NODE host=$HOST_IP secret=$PASSWORD cm=$CM a=$CFG_A b=$CFG_B exp=$EXPANDED"
+cat "$DROVER_VOLUME_SECRET_VOL/password"; echo
+cat "$DROVER_VOLUME_CONF_VOL/A"; echo
+v=$DROVER_SERVICEACCOUNT_DIR; test -s "$v/token" && echo token; test -s "$v/ca.crt" && echo ca; cat "$v/namespace"; echo
+echo "k8s=$KUBERNETES_SERVICE_HOST"`
+	pod := procPod(ns, "env", "/bin/sh", "-c", script)
+	c := &pod.Spec.Containers[0]
+	c.Env = append(c.Env,
+		fieldEnv("POD_NS", "metadata.namespace"),
+		fieldEnv("POD_IP", "status.podIP"),
+		fieldEnv("NODE", "spec.nodeName"),
+		fieldEnv("HOST_IP", "status.hostIP"),
+		corev1.EnvVar{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}, Key: "password"}}},
+		corev1.EnvVar{Name: "CM", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}, Key: "B"}}},
+		corev1.EnvVar{Name: "EXPANDED", Value: "$(POD_NAME)-$(CM)"},
+	)
+	c.EnvFrom = []corev1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}}
+	pod.Spec.Volumes = []corev1.Volume{
+		{Name: "secret-vol", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "creds"}}},
+		{Name: "conf-vol", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}},
+	}
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "secret-vol", MountPath: "/etc/creds"}, {Name: "conf-vol", MountPath: "/etc/conf"}}
+	createPod(t, e, pod)
+
+	p := waitPod(t, e, ns, "env", "ended", time.Minute, ended)
+	if p.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("phase = %s, want Succeeded", p.Status.Phase)
+	}
+	logs, err := e.ProcessNode.Logs(ns, "env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "ns=" + ns + " ip=" + p.Status.PodIP + " node=" + p.Spec.NodeName + " host=127.0.0.1 secret=s3cret cm=from-b a=from-a b=from-b exp=env-from-b\n" +
+		"s3cret\nfrom-a\ntoken\nca\n" + ns + "\n" + "k8s=127.0.0.1\n"
+	if diff := cmp.Diff(want, string(logs)); diff != "" {
+		t.Errorf("output (-want,+got):\n%s", diff)
+	}
+}
+
+func TestPodDeletion(t *testing.T) {
+	e := cluster.Env(t)
+	ns := e.NewNamespace(t)
+
+	t.Run("SIGTERM", func(t *testing.T) {
+		pod := procPod(ns, "graceful", "/bin/sh", "-c", `trap 'echo got TERM; exit 0' TERM; echo started; sleep 1000 & wait`)
+		pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+		createPod(t, e, pod)
+		p := waitPod(t, e, ns, "graceful", "Running", time.Minute, running)
+		waitLog(t, e, ns, "graceful", "started")
+		pid := pidOf(t, p)
+		if err := e.Client.CoreV1().Pods(ns).Delete(t.Context(), "graceful", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		took := waitGone(t, e, ns, "graceful", 20*time.Second)
+		t.Logf("pod trapping SIGTERM gone %s after the delete", took.Round(time.Millisecond))
+		if took > 10*time.Second {
+			t.Errorf("deletion took %s; the process exits on SIGTERM at once", took)
+		}
+		waitLog(t, e, ns, "graceful", "got TERM")
+		if alive(pid) {
+			t.Errorf("process %d still alive after the pod is gone", pid)
+		}
+	})
+
+	t.Run("SIGKILL after grace", func(t *testing.T) {
+		pod := procPod(ns, "stubborn", "/bin/sh", "-c", `trap '' TERM; echo started; while :; do sleep 0.2; done`)
+		pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
+		createPod(t, e, pod)
+		p := waitPod(t, e, ns, "stubborn", "Running", time.Minute, running)
+		waitLog(t, e, ns, "stubborn", "started")
+		pid := pidOf(t, p)
+		if err := e.Client.CoreV1().Pods(ns).Delete(t.Context(), "stubborn", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		took := waitGone(t, e, ns, "stubborn", 30*time.Second)
+		t.Logf("pod ignoring SIGTERM gone %s after the delete (grace 2s)", took.Round(time.Millisecond))
+		if took < 2*time.Second {
+			t.Errorf("pod gone after %s, before its 2s grace period", took)
+		}
+		if alive(pid) {
+			t.Errorf("process %d still alive after the pod is gone", pid)
+		}
+	})
+}
+
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func TestPodsListenOnTheSamePort(t *testing.T) {
+	e := cluster.Env(t)
+	ns := e.NewNamespace(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ips []string
+	for _, name := range []string{"server-a", "server-b"} {
+		pod := procPod(ns, name, self)
+		pod.Spec.NodeSelector = nil
+		pod.Spec.NodeName = e.ProcessNodeNames[0]
+		c := &pod.Spec.Containers[0]
+		c.Env = append(c.Env, corev1.EnvVar{Name: helperEnv, Value: "serve"}, corev1.EnvVar{Name: "PORT", Value: "18080"}, fieldEnv("POD_IP", "status.podIP"))
+		createPod(t, e, pod)
+	}
+	for _, name := range []string{"server-a", "server-b"} {
+		p := waitPod(t, e, ns, name, "Running", time.Minute, running)
+		waitLog(t, e, ns, name, "listening")
+		ips = append(ips, p.Status.PodIP)
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(p.Status.PodIP, "18080"), 5*time.Second)
+		if err != nil {
+			t.Fatalf("dialing %s at %s: %v", name, p.Status.PodIP, err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		got, err := bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+		if err != nil || strings.TrimSpace(got) != name {
+			t.Errorf("%s:18080 answered %q, %v; want %s", p.Status.PodIP, got, err, name)
+		}
+	}
+	if ips[0] == ips[1] {
+		t.Errorf("both pods have IP %s", ips[0])
+	}
+}
+
+func TestPodRestartOnFailure(t *testing.T) {
+	e := cluster.Env(t)
+	ns := e.NewNamespace(t)
+	// The working directory is the pod's own and survives restarts.
+	pod := procPod(ns, "flaky", "/bin/sh", "-c", `if [ -e marker ]; then echo second; exit 0; fi; touch marker; echo first; exit 1`)
+	pod.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	createPod(t, e, pod)
+	p := waitPod(t, e, ns, "flaky", "ended", time.Minute, ended)
+	cs := p.Status.ContainerStatuses[0]
+	if p.Status.Phase != corev1.PodSucceeded || cs.RestartCount != 1 || cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 1 {
+		t.Errorf("phase %s, restarts %d, last termination %+v; want Succeeded after 1 restart from exit code 1", p.Status.Phase, cs.RestartCount, cs.LastTerminationState.Terminated)
+	}
+	logs, _ := e.ProcessNode.Logs(ns, "flaky")
+	if string(logs) != "first\nsecond\n" {
+		t.Errorf("logs = %q, want both runs", logs)
+	}
+}
+
+// TestPodServiceAccount runs a pod that builds an in-cluster client from
+// what the process node gives it and asks the API server who it is.
+func TestPodServiceAccount(t *testing.T) {
+	e := cluster.Env(t)
+	ns := e.NewNamespace(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := procPod(ns, "whoami", self)
+	pod.Spec.Containers[0].Env = append(pod.Spec.Containers[0].Env, corev1.EnvVar{Name: helperEnv, Value: "whoami"})
+	createPod(t, e, pod)
+	p := waitPod(t, e, ns, "whoami", "ended", time.Minute, ended)
+	logs, _ := e.ProcessNode.Logs(ns, "whoami")
+	if want := "system:serviceaccount:" + ns + ":default\n"; p.Status.Phase != corev1.PodSucceeded || string(logs) != want {
+		t.Errorf("phase %s, output %q; want Succeeded, %q", p.Status.Phase, logs, want)
+	}
+}
