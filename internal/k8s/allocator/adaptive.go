@@ -1,0 +1,94 @@
+package allocator
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+)
+
+// adaptiveRound is how many executors the adaptive policy requests now. It
+// learns the round size from the cluster: double it after a round whose
+// pods were all observed and scheduled, halve it when pods turn out
+// Unschedulable or creates fail, and start again from BatchSize once the
+// target is reached. Pending pods are capped at MaxPendingPods, or at
+// max(BatchSize, running executors), so a cluster that does not start pods
+// is not flooded with more.
+func (s *State) adaptiveRound(in Input, c Counts, r roundResult, o Options, p *Plan) int {
+	if s.round == 0 {
+		s.round = o.BatchSize
+	}
+	switch {
+	case r.transientN > 0 && r.ok == 0:
+		// Quota rejections wait for a pod to end instead (Decide).
+		s.failStreak++
+		s.notBefore = in.Now.Add(backoff(s.failStreak, o))
+	case r.ok > 0:
+		s.failStreak = 0
+		s.notBefore = in.Now
+	}
+
+	unsched := map[int64]bool{}
+	fresh := false
+	for id, ep := range in.Snapshot.Pods {
+		if ep.State == snapshot.Pending && s.deleted[id] == nil && unschedulable(ep.Pod) {
+			unsched[id] = true
+			fresh = fresh || !s.unsched[id]
+		}
+	}
+	s.unsched = unsched
+
+	need := in.Target - c.Total()
+	switch {
+	case need <= 0:
+		s.round, s.lastRound = o.BatchSize, nil
+		return 0
+	case r.failed > 0 || fresh:
+		s.round, s.lastRound = max(1, s.round/2), nil
+	case len(unsched) == 0 && len(s.lastRound) > 0 && s.admitted(in):
+		s.round, s.lastRound = min(2*s.round, max(need, o.BatchSize)), nil
+	}
+
+	if wait := s.notBefore.Sub(in.Now); wait > 0 {
+		p.NextRound = max(p.NextRound, wait)
+		return 0
+	}
+	// Executors the scheduler backend knows run, whatever the cache says.
+	running := c.Running + c.PendingKnown + c.UnseenKnown
+	pending := c.Pending + c.Unseen
+	limit := o.MaxPendingPods
+	if limit == 0 {
+		limit = max(o.BatchSize, running)
+	}
+	return max(0, min(s.round, need, limit-pending))
+}
+
+// admitted reports whether every pod of the last round is observed and
+// scheduled: bound to a node, past Pending, or registered.
+func (s *State) admitted(in Input) bool {
+	for _, id := range s.lastRound {
+		if s.deleted[id] != nil || in.Registered[id] {
+			continue
+		}
+		ep, ok := in.Snapshot.Pods[id]
+		if !ok {
+			return false
+		}
+		if ep.State == snapshot.Pending && (ep.Pod == nil || ep.Pod.Spec.NodeName == "") {
+			return false
+		}
+	}
+	return true
+}
+
+// unschedulable reports whether the scheduler found no node for the pod.
+func unschedulable(p *corev1.Pod) bool {
+	if p == nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,327 @@
+package allocator
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+)
+
+var errBoom = errors.New("boom")
+
+var podsResource = schema.GroupResource{Resource: "pods"}
+
+func quotaErr(id int64) error {
+	return apierrors.NewForbidden(podsResource, execPod(id, snapshot.Pending).Pod.Name,
+		errors.New("exceeded quota: compute, requested: cpu=1, used: cpu=3, limited: cpu=3"))
+}
+
+func adaptiveOptions(batch, maxPending int) Options {
+	return Options{Policy: PolicyAdaptive, BatchSize: batch, BatchDelay: time.Second, MaxPendingPods: maxPending}
+}
+
+// rampSizes runs rounds until the target is requested and returns the size
+// of each creating round; between rounds, admit shows the last round's pods.
+func rampSizes(t *testing.T, w *world, admit func(w *world)) []int {
+	t.Helper()
+	var sizes []int
+	total := 0
+	for range 50 {
+		p := w.round()
+		if len(p.Create) > 0 {
+			sizes = append(sizes, len(p.Create))
+			total += len(p.Create)
+		}
+		if total > w.target {
+			t.Fatalf("requested %d executors, target %d", total, w.target)
+		}
+		if total == w.target {
+			break
+		}
+		admit(w)
+		w.advance(time.Second)
+	}
+	return sizes
+}
+
+func TestAdaptiveRounds(t *testing.T) {
+	tests := map[string]struct {
+		o     Options
+		admit func(w *world)
+		want  []int
+	}{
+		"rounds double while observed and scheduled, capped by the need": {
+			o:     adaptiveOptions(20, 100000),
+			admit: func(w *world) { w.appearLast(snapshot.Pending, onNode) },
+			want:  []int{20, 40, 80, 160, 320, 380},
+		},
+		"the default pending cap follows the running executors": {
+			o:     adaptiveOptions(20, 0),
+			admit: func(w *world) { w.appearLast(snapshot.Running) },
+			want:  []int{20, 20, 40, 80, 160, 320, 360},
+		},
+		"observed but not scheduled: no doubling": {
+			o:     adaptiveOptions(20, 100000),
+			admit: func(w *world) { w.appearLast(snapshot.Pending) },
+			want:  slices.Repeat([]int{20}, 50),
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, tc.o, 1000)
+			if diff := cmp.Diff(tc.want, rampSizes(t, w, tc.admit)); diff != "" {
+				t.Errorf("round sizes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAdaptiveNoDoublingWhileUnobserved(t *testing.T) {
+	w := newWorld(t, adaptiveOptions(20, 100000), 1000)
+	var sizes []int
+	round := func() { sizes = append(sizes, len(w.round().Create)); w.advance(time.Second) }
+	round() // 1..20
+	round() // stale cache: the first round is unobserved
+	w.appear(snapshot.Pending, ids(1, 40))
+	round() // observed, but not scheduled
+	w.appear(snapshot.Pending, ids(1, 60), onNode)
+	round() // observed and scheduled
+	if diff := cmp.Diff([]int{20, 20, 20, 40}, sizes); diff != "" {
+		t.Errorf("round sizes (-want +got):\n%s", diff)
+	}
+}
+
+func TestAdaptivePendingCap(t *testing.T) {
+	tests := map[string]struct {
+		o       Options
+		running []int64
+		pending []int64
+		known   []int64
+		want    []int64
+	}{
+		"max(batch, running) minus pending": {
+			o: adaptiveOptions(10, 0), running: ids(1, 30), pending: ids(31, 55),
+			want: ids(56, 60),
+		},
+		"batch size is the floor": {
+			o: adaptiveOptions(10, 0), running: ids(1, 3),
+			want: ids(56, 65),
+		},
+		"an explicit maxPendingPods wins": {
+			o: adaptiveOptions(10, 50), running: ids(1, 30), pending: ids(31, 55),
+			want: ids(56, 80),
+		},
+		"registered executors count as running, whatever the cache says": {
+			o: adaptiveOptions(10, 0), running: ids(1, 10), known: ids(11, 30),
+			want: ids(56, 85),
+		},
+		"full": {
+			o: adaptiveOptions(10, 0), running: ids(1, 20), pending: ids(21, 40),
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, tc.o, 100)
+			w.s.lastID, w.s.round = 55, 40
+			w.appear(snapshot.Running, tc.running)
+			w.appear(snapshot.Pending, tc.pending)
+			w.appear(snapshot.Pending, tc.known)
+			for _, id := range tc.known {
+				w.registered[id] = true
+			}
+			if diff := cmp.Diff(tc.want, w.round().Create); diff != "" {
+				t.Errorf("created (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAdaptiveHalvesOnUnschedulable(t *testing.T) {
+	w := newWorld(t, adaptiveOptions(20, 100000), 1000)
+	var sizes []int
+	round := func() { sizes = append(sizes, len(w.round().Create)); w.advance(time.Second) }
+	round() // 1..20
+	w.appear(snapshot.Pending, ids(1, 15), onNode)
+	w.appear(snapshot.Pending, ids(16, 20), unschedulableCond)
+	round() // 21..30: halved
+	w.appear(snapshot.Pending, ids(21, 30), onNode)
+	round() // 31..40: no doubling while pods are unschedulable
+	w.appear(snapshot.Pending, ids(31, 40), unschedulableCond)
+	round() // 41..45: halved again on fresh ones
+	w.appear(snapshot.Pending, ids(16, 45), onNode)
+	round() // all scheduled: doubles
+	if diff := cmp.Diff([]int{20, 10, 10, 5, 10}, sizes); diff != "" {
+		t.Errorf("round sizes (-want +got):\n%s", diff)
+	}
+}
+
+func TestAdaptiveBackoff(t *testing.T) {
+	w := newWorld(t, adaptiveOptions(16, 100000), 1000)
+	failing := func(int64) error { return apierrors.NewInternalError(errBoom) }
+	w.createErr = failing
+	type want struct {
+		create int
+		next   time.Duration
+	}
+	var got []want
+	round := func(d time.Duration) {
+		w.advance(d)
+		p := w.round()
+		got = append(got, want{len(p.Create), p.NextRound})
+	}
+	round(0)           // 16, the first fails
+	round(time.Second) // halved to 8, back off 1s
+	round(time.Second)
+	round(time.Second) // 4, back off 2s
+	round(2 * time.Second)
+	round(time.Second)     // 2, back off 4s
+	round(3 * time.Second) // woken early: still waits
+	round(time.Second)
+	round(time.Second) // 1, back off 8s
+	round(8 * time.Second)
+	round(time.Second) // 16s
+	round(16 * time.Second)
+	round(time.Second) // 30s, not 32s
+	w.createErr = nil
+	round(30 * time.Second) // succeeds
+	w.createErr = failing
+	round(time.Second) // success reset the back-off: creates at once, fails
+	round(time.Second) // back off 1s, not 60s
+	round(time.Second)
+	s := time.Second
+	if diff := cmp.Diff([]want{
+		{16, s}, {0, s}, {8, s}, {0, 2 * s}, {4, s}, {0, 4 * s}, {0, s}, {2, s}, {0, 8 * s}, {1, s}, {0, 16 * s},
+		{1, s}, {0, 30 * s}, {1, s}, {1, s}, {0, s}, {1, s},
+	}, got, cmp.AllowUnexported(want{})); diff != "" {
+		t.Errorf("rounds (-want +got):\n%s", diff)
+	}
+}
+
+func TestAdaptiveHalvesOnPartialFailure(t *testing.T) {
+	w := newWorld(t, adaptiveOptions(20, 100000), 1000)
+	w.createErr = func(id int64) error {
+		if id == 5 {
+			return apierrors.NewTimeoutError("slow", 1)
+		}
+		return nil
+	}
+	w.round()
+	w.advance(time.Second)
+	w.createErr = nil
+	p := w.round()
+	// 1..4 created, 5 failed, 6..20 given back: halved, no back-off.
+	if diff := cmp.Diff(ids(6, 15), p.Create); diff != "" {
+		t.Errorf("created (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(p.Report, "(1 failed); retrying in 1s") {
+		t.Errorf("report %q, want the failure", p.Report)
+	}
+}
+
+func TestQuota(t *testing.T) {
+	for _, policy := range []Policy{PolicyAdaptive, PolicySpark} {
+		t.Run(string(policy), func(t *testing.T) {
+			w := newWorld(t, Options{Policy: policy, BatchSize: 10, BatchDelay: time.Second}, 10)
+			w.createErr = func(id int64) error {
+				if id >= 4 {
+					return quotaErr(id)
+				}
+				return nil
+			}
+			runSteps(t, w, []step{{
+				name: "first round hits the quota after 3 pods",
+				want: Plan{Create: ids(1, 10), Counts: Counts{Target: 10}},
+			}, {
+				name:   "reported, and no retry",
+				do:     later(time.Second),
+				want:   Plan{Counts: Counts{Target: 10, Unseen: 3}},
+				report: "exceeded quota: compute, requested: cpu=1, used: cpu=3, limited: cpu=3; continuing with 3 of 10 executors",
+			}, {
+				name: "still blocked, reported once",
+				do:   later(time.Second, func(w *world) { w.appear(snapshot.Running, ids(1, 3)) }),
+				want: Plan{Counts: Counts{Target: 10, Running: 3}},
+			}, {
+				name: "still blocked many rounds later",
+				do:   later(time.Minute),
+				want: Plan{Counts: Counts{Target: 10, Running: 3}},
+			}, {
+				name: "a pod ends: try again",
+				do:   later(time.Second, func(w *world) { w.appear(snapshot.Failed, ids(2, 2)) }),
+				want: Plan{Create: ids(5, map[Policy]int64{PolicyAdaptive: 9, PolicySpark: 12}[policy]), Counts: Counts{Target: 10, Running: 2}},
+			}, {
+				name: "quota again: blocked, not reported again",
+				do:   later(time.Second),
+				want: Plan{Counts: Counts{Target: 10, Running: 2}},
+			}, {
+				name: "the target changes: try again",
+				do:   later(time.Second, func(w *world) { w.target = 12 }),
+				want: Plan{Create: ids(6, map[Policy]int64{PolicyAdaptive: 7, PolicySpark: 15}[policy]),
+					Counts: Counts{Target: 12, Running: 2}},
+			}})
+		})
+	}
+}
+
+func TestFatalCreateErrors(t *testing.T) {
+	forbidden := apierrors.NewForbidden(podsResource, "app-exec-1",
+		errors.New(`User "system:serviceaccount:default:driver" cannot create resource "pods"`))
+	tests := map[string]struct {
+		err       error
+		wantFatal string // substring of the fatal error; "" for none
+	}{
+		"invalid spec": {
+			err:       invalidPodErr(),
+			wantFatal: `creating executor pod for executor 1: Pod "app-exec-1" is invalid: spec.containers[0].image: Required value`,
+		},
+		"forbidden":             {err: forbidden, wantFatal: `cannot create resource "pods"`},
+		"bad request":           {err: apierrors.NewBadRequest("no kind is registered"), wantFatal: "no kind is registered"},
+		"wrapped invalid":       {err: wrap(invalidPodErr()), wantFatal: "Required value"},
+		"quota is not fatal":    {err: quotaErr(1)},
+		"server error":          {err: apierrors.NewInternalError(errBoom)},
+		"throttled":             {err: apierrors.NewTooManyRequests("slow down", 1)},
+		"namespace terminating": {err: namespaceTerminatingErr()},
+		"already exists":        {err: apierrors.NewAlreadyExists(podsResource, "app-exec-1")},
+	}
+	for name, tc := range tests {
+		for _, policy := range []Policy{PolicyAdaptive, PolicySpark} {
+			t.Run(name+"/"+string(policy), func(t *testing.T) {
+				w := newWorld(t, Options{Policy: policy, BatchSize: 3, BatchDelay: time.Second}, 3)
+				w.createErr = func(id int64) error {
+					if id == 1 {
+						return tc.err
+					}
+					return nil
+				}
+				w.round()
+				w.createErr = nil
+				for range 2 { // and it stays fatal
+					w.advance(time.Second)
+					p := w.round()
+					if tc.wantFatal == "" {
+						if p.Fatal != nil {
+							t.Fatalf("fatal error %v, want none", p.Fatal)
+						}
+						return
+					}
+					var fe *FatalError
+					if !errors.As(p.Fatal, &fe) || fe.ID != 1 || !IsFatal(p.Fatal) {
+						t.Fatalf("fatal error %#v, want a *FatalError for executor 1", p.Fatal)
+					}
+					if !strings.Contains(p.Fatal.Error(), tc.wantFatal) {
+						t.Errorf("fatal error %q, want it to hold %q", p.Fatal, tc.wantFatal)
+					}
+					if len(p.Create)+len(p.DeleteExcess)+len(p.DeleteLost) > 0 {
+						t.Errorf("fatal plan still acts: %+v", p)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,267 @@
+package allocator
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+)
+
+// PodClient creates and deletes executor pods. The Kubernetes backend
+// implements it with the executor pod builder and a clientset; it returns
+// the API server's errors unwrapped or wrapped with %w, so they classify.
+type PodClient interface {
+	// CreateExecutorPod creates the pod of executor id.
+	CreateExecutorPod(ctx context.Context, id int64) error
+	// DeleteExecutorPods deletes the pods of the given executors. With
+	// onlyPending it keeps pods no longer Pending, as Spark's
+	// status.phase=Pending field selector does, so an excess pod that started
+	// meanwhile is not killed.
+	DeleteExecutorPods(ctx context.Context, ids []int64, onlyPending bool) error
+}
+
+// Allocator runs Decide in a loop and applies its plans. The scheduler
+// backend sets the target and the registered executors, the pod informer
+// feeds snapshots, and Run does the rest.
+type Allocator struct {
+	opts   Options
+	client PodClient
+	clock  clock.WithTicker
+	log    *slog.Logger
+	// dirty wakes the loop; one pending wake-up is enough because a round
+	// reads the latest of everything.
+	dirty chan struct{}
+	// observe, if set (by tests), sees every plan.
+	observe func(Plan)
+
+	mu         sync.Mutex
+	state      State
+	target     int
+	snap       snapshot.Snapshot
+	haveSnap   bool
+	seen       map[int64]bool
+	registered map[int64]bool
+	creates    []CreateResult
+	deletes    []DeleteResult
+}
+
+// New returns an allocator; Run starts it. A nil logger discards.
+func New(o Options, client PodClient, clk clock.WithTicker, logger *slog.Logger) *Allocator {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Allocator{
+		opts:   o.withDefaults(),
+		client: client,
+		clock:  clk,
+		log:    logger,
+		dirty:  make(chan struct{}, 1),
+		seen:   map[int64]bool{},
+	}
+}
+
+// SetTarget sets the number of executors the application wants.
+func (a *Allocator) SetTarget(n int) {
+	a.mu.Lock()
+	changed := a.target != n
+	a.target = n
+	a.mu.Unlock()
+	if changed {
+		a.wake()
+	}
+}
+
+// OnSnapshot hands the allocator the current state of the executor pods;
+// the snapshot must not change afterwards. No round runs before the first
+// snapshot, so feed the informer's synced state first: an empty cache must
+// not look like an empty cluster.
+func (a *Allocator) OnSnapshot(s snapshot.Snapshot) {
+	a.mu.Lock()
+	a.snap, a.haveSnap = s, true
+	for id := range s.Pods {
+		a.seen[id] = true
+	}
+	a.mu.Unlock()
+	a.wake()
+}
+
+// SetRegistered replaces the set of executors the scheduler backend knows.
+func (a *Allocator) SetRegistered(ids ...int64) {
+	m := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	a.mu.Lock()
+	a.registered = m
+	a.mu.Unlock()
+}
+
+// IsDeleted reports whether the allocator deleted the executor's pod, so
+// the backend refuses its registration.
+func (a *Allocator) IsDeleted(id int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state.IsDeleted(id)
+}
+
+func (a *Allocator) wake() {
+	select {
+	case a.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// Run allocates until ctx ends (it returns nil) or a create fails for good
+// (it returns the *FatalError). Rounds run on wake-ups from SetTarget and
+// OnSnapshot and at the latest when the previous plan asked, never less
+// than BatchDelay apart.
+func (a *Allocator) Run(ctx context.Context) error {
+	if err := a.opts.Validate(); err != nil {
+		return err
+	}
+	var last time.Time // end of the last round; zero before the first
+	next := a.clock.Now()
+	for {
+		if wait := next.Sub(a.clock.Now()); wait > 0 {
+			t := a.clock.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-a.dirty:
+				t.Stop()
+				if earliest := last.Add(a.opts.BatchDelay); earliest.Before(next) {
+					next = earliest
+				}
+				continue
+			case <-t.C():
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		plan, ran := a.round(ctx)
+		if !ran {
+			next = a.clock.Now().Add(a.opts.BatchDelay)
+			continue
+		}
+		if plan.Fatal != nil {
+			return plan.Fatal
+		}
+		last = a.clock.Now()
+		next = last.Add(max(plan.NextRound, a.opts.BatchDelay))
+	}
+}
+
+// round decides under the lock and applies the plan outside it, so the
+// informer and the backend are never blocked on the API server.
+func (a *Allocator) round(ctx context.Context) (Plan, bool) {
+	a.mu.Lock()
+	if !a.haveSnap {
+		a.mu.Unlock()
+		return Plan{}, false
+	}
+	in := Input{
+		Now:           a.clock.Now(),
+		Target:        a.target,
+		Snapshot:      a.snap,
+		Seen:          a.seen,
+		Registered:    a.registered,
+		CreateResults: a.creates,
+		DeleteResults: a.deletes,
+	}
+	a.seen, a.creates, a.deletes = map[int64]bool{}, nil, nil
+	plan := Decide(&a.state, in, a.opts)
+	a.mu.Unlock()
+
+	if a.observe != nil {
+		a.observe(plan)
+	}
+	if plan.Fatal != nil {
+		return plan, true
+	}
+	a.logPlan(plan)
+	deletes := a.delete(ctx, plan)
+	creates := a.create(ctx, plan.Create)
+	a.mu.Lock()
+	a.creates = append(a.creates, creates...)
+	a.deletes = append(a.deletes, deletes...)
+	a.mu.Unlock()
+	return plan, true
+}
+
+func (a *Allocator) logPlan(p Plan) {
+	c := p.Counts
+	if p.Report != "" {
+		a.log.Warn(p.Report)
+	}
+	if len(p.DeleteLost) > 0 {
+		a.log.Warn("executor pods not seen since their creation; deleting them: the creation or its events may have been lost",
+			"executors", p.DeleteLost, "timeout", a.opts.PodCreationTimeout)
+	}
+	if len(p.DeleteExcess) > 0 {
+		a.log.Info("deleting excess executor pod requests", "executors", p.DeleteExcess, "target", c.Target)
+	}
+	if len(p.Create) > 0 {
+		a.log.Info("requesting executor pods", "count", len(p.Create), "target", c.Target,
+			"running", c.Running, "pending", c.Pending+c.PendingKnown, "unseen", c.Unseen+c.UnseenKnown)
+	}
+}
+
+func (a *Allocator) delete(ctx context.Context, p Plan) []DeleteResult {
+	var rs []DeleteResult
+	for _, d := range []struct {
+		ids         []int64
+		onlyPending bool
+	}{{p.DeleteLost, false}, {p.DeleteExcess, true}} {
+		if len(d.ids) == 0 {
+			continue
+		}
+		err := a.client.DeleteExecutorPods(ctx, d.ids, d.onlyPending)
+		if err != nil {
+			a.log.Warn("deleting executor pods failed; retrying in the next round", "executors", d.ids, "err", err)
+		}
+		rs = append(rs, DeleteResult{IDs: d.ids, Err: err})
+	}
+	return rs
+}
+
+// create creates the pods with at most CreateConcurrency in flight and, like
+// the Job controller's slow start, attempts no more once one has failed.
+func (a *Allocator) create(ctx context.Context, ids []int64) []CreateResult {
+	rs := make([]CreateResult, len(ids))
+	sem := make(chan struct{}, a.opts.CreateConcurrency)
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		rs[i] = CreateResult{ID: id, Err: ErrNotAttempted}
+		if failed.Load() || ctx.Err() != nil {
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			continue
+		}
+		if failed.Load() {
+			<-sem
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			err := a.client.CreateExecutorPod(ctx, id)
+			if classify(err) != classOK {
+				failed.Store(true)
+				a.log.Debug("creating executor pod failed", "executor", id, "err", err)
+			}
+			rs[i].Err = err
+		})
+	}
+	wg.Wait()
+	return rs
+}

@@ -1,0 +1,298 @@
+package allocator
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+)
+
+type deleteCall struct {
+	IDs         []int64
+	OnlyPending bool
+}
+
+// fakePods records calls. Creates wait on gate when it is set, and return
+// err(id) when err is set.
+type fakePods struct {
+	mu          sync.Mutex
+	created     []int64
+	deleted     []deleteCall
+	inflight    int
+	maxInflight int
+	gate        chan struct{}
+	err         func(id int64) error
+}
+
+func (f *fakePods) CreateExecutorPod(ctx context.Context, id int64) error {
+	f.mu.Lock()
+	f.created = append(f.created, id)
+	f.inflight++
+	f.maxInflight = max(f.maxInflight, f.inflight)
+	gate, errf := f.gate, f.err
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.inflight--
+		f.mu.Unlock()
+	}()
+	if errf != nil {
+		if err := errf(id); err != nil {
+			return err
+		}
+	}
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (f *fakePods) DeleteExecutorPods(_ context.Context, ids []int64, onlyPending bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deleted = append(f.deleted, deleteCall{slices.Clone(ids), onlyPending})
+	return nil
+}
+
+func (f *fakePods) snapshot() (created []int64, deleted []deleteCall, inflight, maxInflight int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	created = slices.Clone(f.created)
+	slices.Sort(created)
+	return created, slices.Clone(f.deleted), f.inflight, f.maxInflight
+}
+
+// loop runs an Allocator in a synctest bubble on a fake clock.
+type loop struct {
+	t      *testing.T
+	clk    *clocktesting.FakeClock
+	pods   *fakePods
+	a      *Allocator
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startLoop(t *testing.T, o Options, pods *fakePods) *loop {
+	clk := clocktesting.NewFakeClock(t0)
+	a := New(o, pods, clk, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	l := &loop{t: t, clk: clk, pods: pods, a: a, cancel: cancel, done: make(chan error, 1)}
+	go func() { l.done <- a.Run(ctx) }()
+	synctest.Wait()
+	return l
+}
+
+func (l *loop) step(d time.Duration) {
+	l.clk.Step(d)
+	synctest.Wait()
+}
+
+func (l *loop) snap(pods ...snapshot.ExecutorPod) {
+	s := snapshot.Snapshot{Pods: map[int64]snapshot.ExecutorPod{}, Time: l.clk.Now()}
+	for _, p := range pods {
+		s.Pods[p.ID] = p
+	}
+	l.a.OnSnapshot(s)
+	synctest.Wait()
+}
+
+func (l *loop) created() []int64 {
+	c, _, _, _ := l.pods.snapshot()
+	return c
+}
+
+func (l *loop) stop() error {
+	l.cancel()
+	synctest.Wait()
+	select {
+	case err := <-l.done:
+		return err
+	default:
+		l.t.Fatal("Run did not return after its context ended")
+		return nil
+	}
+}
+
+func pendingPods(from, to int64) []snapshot.ExecutorPod {
+	var out []snapshot.ExecutorPod
+	for id := from; id <= to; id++ {
+		out = append(out, execPod(id, snapshot.Pending))
+	}
+	return out
+}
+
+func TestLoopRounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := startLoop(t, sparkOptions(2), &fakePods{})
+		l.a.SetTarget(4)
+		synctest.Wait()
+		if got := l.created(); len(got) != 0 {
+			t.Fatalf("created %v before the first snapshot", got)
+		}
+		l.snap()
+		if diff := cmp.Diff(ids(1, 2), l.created()); diff != "" {
+			t.Fatalf("first round (-want +got):\n%s", diff)
+		}
+		l.snap(pendingPods(1, 2)...)
+		l.step(999 * time.Millisecond)
+		if diff := cmp.Diff(ids(1, 2), l.created()); diff != "" {
+			t.Fatalf("a wake-up within the batch delay ran a round (-want +got):\n%s", diff)
+		}
+		l.step(time.Millisecond)
+		if diff := cmp.Diff(ids(1, 4), l.created()); diff != "" {
+			t.Fatalf("second round (-want +got):\n%s", diff)
+		}
+		// 3 and 4 show up and vanish before the next round: the loop still
+		// counts them as seen, so the round is not blocked on them.
+		l.snap(pendingPods(1, 4)...)
+		l.snap(pendingPods(1, 2)...)
+		l.step(time.Second)
+		if diff := cmp.Diff(ids(1, 6), l.created()); diff != "" {
+			t.Fatalf("third round (-want +got):\n%s", diff)
+		}
+		// With nothing to wake it, the timer still runs rounds: the excess
+		// unseen pod is deleted once older than the idle timeout.
+		l.a.SetTarget(3)
+		l.step(61 * time.Second)
+		if _, deleted, _, _ := l.pods.snapshot(); !cmp.Equal(deleted, []deleteCall{{IDs: []int64{5}, OnlyPending: true}}) {
+			t.Fatalf("deleted %v, want the excess unseen pod 5", deleted)
+		}
+		if err := l.stop(); err != nil {
+			t.Errorf("Run() = %v, want nil after cancel", err)
+		}
+	})
+}
+
+func TestLoopCreateConcurrency(t *testing.T) {
+	tests := map[string]struct {
+		o    Options
+		want int
+	}{
+		"adaptive: bounded": {o: Options{BatchSize: 40, BatchDelay: time.Second, MaxPendingPods: 1000, CreateConcurrency: 16}, want: 16},
+		"spark: serial":     {o: Options{Policy: PolicySpark, BatchSize: 40, BatchDelay: time.Second, CreateConcurrency: 16}, want: 1},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				pods := &fakePods{gate: make(chan struct{})}
+				l := startLoop(t, tc.o, pods)
+				l.a.SetTarget(40)
+				l.snap()
+				if _, _, inflight, _ := pods.snapshot(); inflight != tc.want {
+					t.Errorf("%d creates in flight, want %d", inflight, tc.want)
+				}
+				close(pods.gate)
+				synctest.Wait()
+				created, _, _, maxInflight := pods.snapshot()
+				if len(created) != 40 || maxInflight != tc.want {
+					t.Errorf("created %d with up to %d in flight, want 40 with up to %d", len(created), maxInflight, tc.want)
+				}
+				if err := l.stop(); err != nil {
+					t.Error(err)
+				}
+			})
+		})
+	}
+}
+
+func TestLoopStopsCreatingAfterAFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pods := &fakePods{gate: make(chan struct{}), err: func(id int64) error {
+			if id == 1 {
+				return apierrors.NewInternalError(errBoom)
+			}
+			return nil
+		}}
+		var plans []Plan
+		var mu sync.Mutex
+		l := startLoop(t, Options{BatchSize: 20, BatchDelay: time.Second, MaxPendingPods: 1000, CreateConcurrency: 4}, pods)
+		l.a.observe = func(p Plan) { mu.Lock(); plans = append(plans, p); mu.Unlock() }
+		l.a.SetTarget(20)
+		l.snap()
+		close(pods.gate)
+		synctest.Wait()
+		if diff := cmp.Diff(ids(1, 4), l.created()); diff != "" {
+			t.Errorf("attempted (-want +got):\n%s", diff)
+		}
+		l.snap(pendingPods(2, 4)...)
+		l.step(time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(plans) != 2 || !slices.Equal(plans[1].Create, ids(5, 14)) {
+			t.Errorf("plans %+v: want a second round of 10 (halved), from id 5", plans)
+		}
+		if err := l.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestLoopFatal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pods := &fakePods{err: func(int64) error { return invalidPodErr() }}
+		l := startLoop(t, Options{BatchSize: 5, BatchDelay: time.Second}, pods)
+		l.a.SetTarget(5)
+		l.snap()
+		l.step(time.Second)
+		select {
+		case err := <-l.done:
+			var fe *FatalError
+			if !errors.As(err, &fe) || !apierrors.IsInvalid(err) {
+				t.Errorf("Run() = %v, want a *FatalError wrapping the Invalid status", err)
+			}
+		default:
+			t.Fatal("Run still runs after an invalid pod spec")
+		}
+		if got := l.created(); len(got) > 5 {
+			t.Errorf("attempted %v, want one round at most", got)
+		}
+		l.cancel()
+	})
+}
+
+func TestLoopDeletes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pods := &fakePods{}
+		o := Options{Policy: PolicySpark, BatchSize: 3, BatchDelay: time.Second,
+			PodCreationTimeout: 10 * time.Second, ExecutorIdleTimeout: 5 * time.Second}
+		l := startLoop(t, o, pods)
+		l.a.SetTarget(3)
+		l.snap()
+		// 1 and 2 show up, 3 never does.
+		l.snap(execPod(1, snapshot.Running), execPod(2, snapshot.Pending, createdAt(t0)))
+		l.step(11 * time.Second)
+		if !l.a.IsDeleted(3) || l.a.IsDeleted(2) {
+			t.Errorf("IsDeleted(3), IsDeleted(2) = %v, %v; want true, false", l.a.IsDeleted(3), l.a.IsDeleted(2))
+		}
+		l.a.SetTarget(1)
+		l.step(time.Second)
+		_, deleted, _, _ := pods.snapshot()
+		want := []deleteCall{{IDs: []int64{3}}, {IDs: []int64{2}, OnlyPending: true}}
+		if diff := cmp.Diff(want, deleted); diff != "" {
+			t.Errorf("deletes (-want +got):\n%s", diff)
+		}
+		if err := l.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestLoopInvalidOptions(t *testing.T) {
+	a := New(Options{BatchDelay: time.Second}, &fakePods{}, clocktesting.NewFakeClock(t0), nil)
+	if err := a.Run(t.Context()); err == nil {
+		t.Error("Run() with batch size 0 = nil, want an error")
+	}
+}

@@ -1,0 +1,435 @@
+package allocator
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+)
+
+// CreateResult is the outcome of one create the loop attempted, or
+// ErrNotAttempted for one it skipped.
+type CreateResult struct {
+	ID  int64
+	Err error
+}
+
+// DeleteResult is the outcome of one delete call covering IDs.
+type DeleteResult struct {
+	IDs []int64
+	Err error
+}
+
+// Input is what one round of Decide looks at.
+type Input struct {
+	Now time.Time
+	// Target is the number of executors the application wants.
+	Target int
+	// Snapshot is the latest state of the application's executor pods.
+	Snapshot snapshot.Snapshot
+	// Seen holds the ids of every snapshot since the previous round, so a
+	// pod that appeared and vanished in between still clears its
+	// expectation (Spark merges its batch of snapshots the same way). The
+	// ids of Snapshot count as seen without being listed here.
+	Seen map[int64]bool
+	// Registered holds the executors the scheduler backend knows now.
+	Registered map[int64]bool
+	// CreateResults and DeleteResults are the outcomes of the previous
+	// round's plan.
+	CreateResults []CreateResult
+	DeleteResults []DeleteResult
+}
+
+// Plan is what one round decided.
+type Plan struct {
+	// Create holds new executor ids to create, in order.
+	Create []int64
+	// DeleteExcess holds pending pods beyond the target; delete them only
+	// while still Pending, so one that started meanwhile keeps running.
+	DeleteExcess []int64
+	// DeleteLost holds created pods never seen within PodCreationTimeout:
+	// the create was lost, or its events were. Delete them unconditionally.
+	DeleteLost []int64
+	// Fatal, once set, is set in every later plan: the application fails.
+	Fatal error
+	// Report is a message for the user; the policy decides how often
+	// (quota and the id cap once, create failures per failing round).
+	Report string
+	// NextRound is when to run again at the latest.
+	NextRound time.Duration
+	// Counts is the state the decision saw, after this round's deletions.
+	Counts Counts
+}
+
+// Counts splits the application's executors as Spark's allocator does. Pods
+// the allocator deleted, and pods in final or unknown states, are not counted.
+type Counts struct {
+	Target int
+	// Running counts Running pods.
+	Running int
+	// Pending and PendingKnown count Pending pods whose executor has not,
+	// and has, registered with the scheduler backend.
+	Pending, PendingKnown int
+	// Unseen and UnseenKnown count pods created but not yet in a snapshot
+	// (Spark's newlyCreatedExecutors and schedulerKnownNewlyCreatedExecs).
+	Unseen, UnseenKnown int
+}
+
+// NotRunning is every counted executor that is not a Running pod.
+func (c Counts) NotRunning() int { return c.Pending + c.PendingKnown + c.Unseen + c.UnseenKnown }
+
+// Total is every counted executor: what the target is compared with.
+func (c Counts) Total() int { return c.Running + c.NotRunning() }
+
+// State is what the policy remembers between rounds. The zero value is
+// ready; it is owned by one loop.
+type State struct {
+	// lastID is the last executor id issued; ids start at 1.
+	lastID int64
+	// expect holds the creates not yet seen in a snapshot.
+	expect map[int64]*expectation
+	// deleted holds the pods deleted by the allocator, not counted even while
+	// the cache still shows them.
+	deleted map[int64]*deletion
+
+	quota         *quotaBlock
+	quotaReported bool
+	capReported   bool
+	fatal         error
+
+	// Adaptive only.
+	round      int     // current round size
+	lastRound  []int64 // created by the last creating round, awaiting a verdict
+	unsched    map[int64]bool
+	failStreak int // consecutive rounds whose creates all failed
+	notBefore  time.Time
+}
+
+type expectation struct {
+	at    time.Time // when the create was decided
+	known bool      // the executor registered before its pod was seen
+}
+
+type deletion struct {
+	at     time.Time
+	excess bool // deleted as excess: only while Pending
+	retry  bool // the delete call failed; issue it again
+}
+
+// quotaBlock stops creation after a quota rejection until the target
+// changes or the live executors drop below live.
+type quotaBlock struct{ target, live int }
+
+// IsDeleted reports whether the allocator deleted the executor's pod; such
+// an executor must not register.
+func (s *State) IsDeleted(id int64) bool { return s.deleted[id] != nil }
+
+// LastID is the last executor id issued.
+func (s *State) LastID() int64 { return s.lastID }
+
+// roundResult sums up the previous round's creates.
+type roundResult struct {
+	ok, failed int
+	transient  error // first transient error
+	transientN int
+	quota      error
+	fatal      error
+}
+
+// Decide runs one allocation round: it absorbs the previous round's
+// outcomes and the new snapshot into s and returns what to do now. It does
+// no IO and reads no clock.
+func Decide(s *State, in Input, o Options) Plan {
+	o = o.withDefaults()
+	in.Target = max(in.Target, 0)
+	if s.expect == nil {
+		s.expect = map[int64]*expectation{}
+		s.deleted = map[int64]*deletion{}
+	}
+	p := Plan{NextRound: o.BatchDelay}
+	if s.fatal != nil {
+		p.Fatal = s.fatal
+		return p
+	}
+	r := s.absorbCreates(in.CreateResults)
+	if r.fatal != nil {
+		s.fatal = r.fatal
+		p.Fatal = r.fatal
+		return p
+	}
+	s.absorbDeletes(in.DeleteResults)
+	s.observe(in)
+	p.DeleteLost = s.expire(in.Now, o)
+	excessRetry, lostRetry := s.reapDeleted(in, o)
+	p.DeleteLost = append(p.DeleteLost, lostRetry...)
+
+	c, pending := s.count(in)
+	p.DeleteExcess = append(s.trimExcess(in, o, &c, pending), excessRetry...)
+	slices.Sort(p.DeleteExcess)
+	slices.Sort(p.DeleteLost)
+	p.Counts = c
+
+	var reports []string
+	live := c.Total()
+	switch {
+	case r.quota != nil:
+		s.quota = &quotaBlock{target: in.Target, live: live}
+		if !s.quotaReported {
+			s.quotaReported = true
+			reports = append(reports, fmt.Sprintf("creating executor pods: %v; continuing with %d of %d executors "+
+				"until an executor pod ends or the target changes", r.quota, live, in.Target))
+		}
+	case s.quota != nil && (in.Target != s.quota.target || live < s.quota.live):
+		s.quota = nil
+	}
+	if live >= in.Target {
+		// A later quota episode is news again.
+		s.quotaReported = false
+	}
+
+	var n int
+	if o.Policy == PolicySpark {
+		n = sparkRound(c, in.Target, o)
+		if r.transient != nil {
+			reports = append(reports, fmt.Sprintf("creating executor pods: %v (%d failed); retrying in the next round",
+				r.transient, r.transientN))
+		}
+	} else {
+		n = s.adaptiveRound(in, c, r, o, &p)
+		if r.transient != nil {
+			reports = append(reports, fmt.Sprintf("creating executor pods: %v (%d failed); retrying in %s",
+				r.transient, r.transientN, p.NextRound))
+		}
+	}
+	if s.quota != nil {
+		n = 0
+	}
+	if n > 0 {
+		var capped bool
+		p.Create, capped = s.issue(n, in.Now, o)
+		if capped && !s.capReported {
+			s.capReported = true
+			reports = append(reports, fmt.Sprintf("Exceed the pod creation limit: %d "+
+				"(spark.kubernetes.allocation.maximum counts every executor id issued); continuing with %d of %d executors",
+				o.AllocationMaximum, live+len(p.Create), in.Target))
+		}
+		if o.Policy != PolicySpark && len(p.Create) > 0 {
+			s.lastRound = slices.Clone(p.Create)
+		}
+	}
+	p.Report = strings.Join(reports, "; ")
+	return p
+}
+
+// absorbCreates forgets the expectations of failed and skipped creates and
+// gives back the ids of skipped ones at the end of the range, so a round cut
+// short leaves no gap (Spark increments its counter only per attempt).
+func (s *State) absorbCreates(rs []CreateResult) roundResult {
+	var r roundResult
+	gone, skipped := map[int64]bool{}, map[int64]bool{}
+	for _, cr := range rs {
+		switch classify(cr.Err) {
+		case classOK:
+			r.ok++
+			continue
+		case classSkipped:
+			skipped[cr.ID] = true
+		case classTransient:
+			r.failed++
+			r.transientN++
+			if r.transient == nil {
+				r.transient = cr.Err
+			}
+		case classQuota:
+			r.failed++
+			if r.quota == nil {
+				r.quota = cr.Err
+			}
+		case classFatal:
+			if r.fatal == nil {
+				r.fatal = &FatalError{ID: cr.ID, Err: cr.Err}
+			}
+		}
+		gone[cr.ID] = true
+		delete(s.expect, cr.ID)
+	}
+	for skipped[s.lastID] {
+		s.lastID--
+	}
+	s.lastRound = slices.DeleteFunc(s.lastRound, func(id int64) bool { return gone[id] })
+	return r
+}
+
+func (s *State) absorbDeletes(rs []DeleteResult) {
+	for _, dr := range rs {
+		if dr.Err == nil || apierrors.IsNotFound(dr.Err) {
+			continue
+		}
+		for _, id := range dr.IDs {
+			if d := s.deleted[id]; d != nil {
+				d.retry = true
+			}
+		}
+	}
+}
+
+// observe clears the expectations of pods seen in a snapshot and notes the
+// ones whose executor registered first (Spark steps 1 and 2). Drover also
+// forgets a registered-first executor that is no longer registered: it ended
+// before its pod was ever seen, and Spark's copy of it would be counted
+// forever (SPARK-44609).
+func (s *State) observe(in Input) {
+	for id, e := range s.expect {
+		if _, ok := in.Snapshot.Pods[id]; ok || in.Seen[id] {
+			delete(s.expect, id)
+			continue
+		}
+		switch registered := in.Registered[id]; {
+		case registered && !e.known:
+			e.known = true
+		case !registered && e.known:
+			delete(s.expect, id)
+		}
+	}
+}
+
+// expire forgets creates unseen for longer than PodCreationTimeout and
+// returns them for deletion (Spark step 3). Unlike Spark, drover also marks
+// them deleted, so a late pod neither counts nor registers.
+func (s *State) expire(now time.Time, o Options) []int64 {
+	var lost []int64
+	for id, e := range s.expect {
+		if !e.known && now.Sub(e.at) > o.PodCreationTimeout {
+			lost = append(lost, id)
+			delete(s.expect, id)
+			s.deleted[id] = &deletion{at: now}
+		}
+	}
+	return lost
+}
+
+// reapDeleted returns the deletes to issue again and forgets deletions that
+// are over: the pod is out of the snapshot and a lost create could no longer
+// surface. Spark forgets them as soon as a snapshot lacks the pod; keeping
+// them for PodCreationTimeout keeps refusing a registration that races with
+// the deletion.
+func (s *State) reapDeleted(in Input, o Options) (excess, lost []int64) {
+	for id, d := range s.deleted {
+		ep, present := in.Snapshot.Pods[id]
+		if d.retry {
+			d.retry = false
+			if !present || !ep.State.Final() {
+				if d.excess {
+					excess = append(excess, id)
+				} else {
+					lost = append(lost, id)
+				}
+				continue
+			}
+		}
+		if !present && in.Now.Sub(d.at) > o.PodCreationTimeout {
+			delete(s.deleted, id)
+		}
+	}
+	return excess, lost
+}
+
+// count splits the executors as in Spark step 5, leaving out deleted pods,
+// and returns the Pending pods unknown to the scheduler backend, the only
+// snapshot pods excess handling may delete.
+func (s *State) count(in Input) (Counts, []snapshot.ExecutorPod) {
+	c := Counts{Target: in.Target}
+	var pending []snapshot.ExecutorPod
+	for id, ep := range in.Snapshot.Pods {
+		if s.deleted[id] != nil {
+			continue
+		}
+		switch ep.State {
+		case snapshot.Running:
+			c.Running++
+		case snapshot.Pending:
+			if in.Registered[id] {
+				c.PendingKnown++
+			} else {
+				c.Pending++
+				pending = append(pending, ep)
+			}
+		}
+	}
+	for _, e := range s.expect {
+		if e.known {
+			c.UnseenKnown++
+		} else {
+			c.Unseen++
+		}
+	}
+	return c, pending
+}
+
+// trimExcess deletes what exceeds the target (Spark's excess handling):
+// first unseen creates, then Pending pods the scheduler backend does not
+// know, each only once older than ExecutorIdleTimeout so a brief dip of the
+// target does not churn pods. Running pods are never deleted here.
+func (s *State) trimExcess(in Input, o Options, c *Counts, pending []snapshot.ExecutorPod) []int64 {
+	excess := c.Total() - in.Target
+	if excess <= 0 {
+		return nil
+	}
+	var unseen []int64
+	for id, e := range s.expect {
+		if !e.known && in.Now.Sub(e.at) > o.ExecutorIdleTimeout {
+			unseen = append(unseen, id)
+		}
+	}
+	slices.Sort(unseen)
+	unseen = unseen[:min(len(unseen), excess)]
+	slices.SortFunc(pending, func(a, b snapshot.ExecutorPod) int { return cmp.Compare(a.ID, b.ID) })
+	var old []int64
+	for _, ep := range pending {
+		if len(unseen)+len(old) == excess {
+			break
+		}
+		if idleTimedOut(ep, in.Now, o.ExecutorIdleTimeout) {
+			old = append(old, ep.ID)
+		}
+	}
+	for _, id := range unseen {
+		delete(s.expect, id)
+		s.deleted[id] = &deletion{at: in.Now, excess: true}
+	}
+	for _, id := range old {
+		s.deleted[id] = &deletion{at: in.Now, excess: true}
+	}
+	c.Unseen -= len(unseen)
+	c.Pending -= len(old)
+	return append(unseen, old...)
+}
+
+// idleTimedOut reports whether a pod is older than the idle timeout; a pod
+// without a creation time counts as old, as in Spark.
+func idleTimedOut(ep snapshot.ExecutorPod, now time.Time, idle time.Duration) bool {
+	if ep.Pod == nil || ep.Pod.CreationTimestamp.IsZero() {
+		return true
+	}
+	return now.Sub(ep.Pod.CreationTimestamp.Time) > idle
+}
+
+// issue hands out up to n new ids and expects their pods from now on. It
+// stops at AllocationMaximum, which Spark checks as id >= maximum.
+func (s *State) issue(n int, now time.Time, o Options) (ids []int64, capped bool) {
+	for range n {
+		id := s.lastID + 1
+		if o.AllocationMaximum > 0 && id >= o.AllocationMaximum {
+			return ids, true
+		}
+		s.lastID = id
+		s.expect[id] = &expectation{at: now}
+		ids = append(ids, id)
+	}
+	return ids, false
+}

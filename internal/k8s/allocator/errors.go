@@ -1,0 +1,72 @@
+package allocator
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// ErrNotAttempted is the result of a create the loop skipped because an
+// earlier create of the same round failed or the context ended, as the Job
+// controller skips the rest of a slow-start batch after a failure.
+var ErrNotAttempted = errors.New("executor pod create not attempted")
+
+// FatalError is a create error that retrying cannot fix: the pod spec is
+// invalid, or the API server forbids it. It fails the application.
+type FatalError struct {
+	ID  int64
+	Err error
+}
+
+func (e *FatalError) Error() string {
+	return fmt.Sprintf("creating executor pod for executor %d: %v", e.ID, e.Err)
+}
+
+func (e *FatalError) Unwrap() error { return e.Err }
+
+// IsFatal reports whether err is, or wraps, a FatalError.
+func IsFatal(err error) bool {
+	var f *FatalError
+	return errors.As(err, &f)
+}
+
+type errClass int
+
+const (
+	classOK errClass = iota
+	classSkipped
+	classTransient
+	classQuota
+	classFatal
+)
+
+// classify sorts a create error by what the allocator does about it.
+func classify(err error) errClass {
+	switch {
+	case err == nil, apierrors.IsAlreadyExists(err):
+		// Ids are never reused, so an existing pod is ours: a retried POST
+		// that had succeeded.
+		return classOK
+	case errors.Is(err, ErrNotAttempted):
+		return classSkipped
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		// The namespace, and with it the driver, is going away; failing the
+		// application with this message would only confuse.
+		return classTransient
+	case apierrors.IsForbidden(err) && isQuotaExceeded(err):
+		return classQuota
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err):
+		return classFatal
+	}
+	return classTransient
+}
+
+// isQuotaExceeded recognises the ResourceQuota admission rejection, which
+// frees up when pods end. "failed quota: ... must specify limits.cpu" is also
+// a quota 403 but a spec error, so only "exceeded quota" qualifies.
+func isQuotaExceeded(err error) bool {
+	return strings.Contains(err.Error(), "exceeded quota")
+}

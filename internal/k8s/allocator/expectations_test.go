@@ -1,0 +1,151 @@
+package allocator
+
+import (
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+)
+
+var policies = []Policy{PolicyAdaptive, PolicySpark}
+
+func TestStaleCacheNeverDoubleCreates(t *testing.T) {
+	for _, policy := range policies {
+		t.Run(string(policy), func(t *testing.T) {
+			w := newWorld(t, Options{Policy: policy, BatchSize: 20, BatchDelay: time.Second, MaxPendingPods: 1000}, 30)
+			var created, lagging []int64
+			for r := range 40 {
+				if r >= 20 {
+					// The cache catches up, one round late.
+					w.appear(snapshot.Running, lagging)
+				}
+				lagging = append([]int64(nil), created...)
+				p := w.round()
+				created = append(created, p.Create...)
+				if len(created) > w.target {
+					t.Fatalf("round %d: %d executors requested, target %d", r+1, len(created), w.target)
+				}
+				w.advance(time.Second)
+			}
+			if len(created) != w.target {
+				t.Errorf("%d executors requested, want %d", len(created), w.target)
+			}
+		})
+	}
+}
+
+func TestLostCreationIsForgotten(t *testing.T) {
+	for _, policy := range policies {
+		t.Run(string(policy), func(t *testing.T) {
+			o := Options{Policy: policy, BatchSize: 2, BatchDelay: time.Second, PodCreationTimeout: 30 * time.Second}
+			w := newWorld(t, o, 2)
+			runSteps(t, w, []step{{
+				name: "batch",
+				want: Plan{Create: ids(1, 2), Counts: Counts{Target: 2}},
+			}, {
+				name: "one pod seen, one never",
+				do:   later(30*time.Second, func(w *world) { w.appear(snapshot.Running, ids(1, 1)) }),
+				want: Plan{Counts: Counts{Target: 2, Running: 1, Unseen: 1}},
+			}, {
+				name: "past the timeout: deleted, not counted, replaced",
+				do:   later(time.Millisecond),
+				want: Plan{DeleteLost: []int64{2}, Create: []int64{3}, Counts: Counts{Target: 2, Running: 1}},
+			}})
+		})
+	}
+}
+
+func TestSeenBetweenRounds(t *testing.T) {
+	for _, policy := range policies {
+		t.Run(string(policy), func(t *testing.T) {
+			w := newWorld(t, Options{Policy: policy, BatchSize: 2, BatchDelay: time.Second}, 2)
+			runSteps(t, w, []step{{
+				name: "batch",
+				want: Plan{Create: ids(1, 2), Counts: Counts{Target: 2}},
+			}, {
+				name: "both pods came and went between two rounds: replaced, not awaited",
+				do:   later(time.Second, func(w *world) { w.seen[1], w.seen[2] = true, true }),
+				want: Plan{Create: ids(3, 4), Counts: Counts{Target: 2}},
+			}})
+		})
+	}
+}
+
+// An executor that registered before its pod was seen, then ended before it
+// ever was, must not be counted forever (SPARK-44609).
+func TestRegisteredThenGone(t *testing.T) {
+	for _, policy := range policies {
+		t.Run(string(policy), func(t *testing.T) {
+			w := newWorld(t, Options{Policy: policy, BatchSize: 2, BatchDelay: time.Second}, 2)
+			runSteps(t, w, []step{{
+				name: "batch",
+				want: Plan{Create: ids(1, 2), Counts: Counts{Target: 2}},
+			}, {
+				name: "both register before their pods are seen",
+				do:   later(time.Second, func(w *world) { w.registered[1], w.registered[2] = true, true }),
+				want: Plan{Counts: Counts{Target: 2, UnseenKnown: 2}},
+			}, {
+				name: "one is removed, its pod never seen: replaced",
+				do:   later(time.Second, func(w *world) { delete(w.registered, 1) }),
+				want: Plan{Create: []int64{3}, Counts: Counts{Target: 2, UnseenKnown: 1}},
+			}})
+		})
+	}
+}
+
+func TestFailedDeleteIsRetried(t *testing.T) {
+	o := Options{Policy: PolicySpark, BatchSize: 1, BatchDelay: time.Second, PodCreationTimeout: 10 * time.Second}
+	w := newWorld(t, o, 1)
+	w.deleteErr = apierrors.NewInternalError(errBoom)
+	runSteps(t, w, []step{{
+		name: "batch",
+		want: Plan{Create: ids(1, 1), Counts: Counts{Target: 1}},
+	}, {
+		name: "lost: delete, which fails",
+		do:   later(11*time.Second, func(w *world) { w.appear(snapshot.Running, ids(2, 2)) }),
+		want: Plan{DeleteLost: []int64{1}, Counts: Counts{Target: 1, Running: 1}},
+	}, {
+		name: "retried",
+		do:   later(time.Second, func(w *world) { w.deleteErr = nil }),
+		want: Plan{DeleteLost: []int64{1}, Counts: Counts{Target: 1, Running: 1}},
+	}, {
+		name: "done",
+		do:   later(time.Second),
+		want: Plan{Counts: Counts{Target: 1, Running: 1}},
+	}})
+	if !w.s.IsDeleted(1) {
+		t.Errorf("IsDeleted(1) = false right after the deletion")
+	}
+	w.advance(11 * time.Second)
+	w.round()
+	if w.s.IsDeleted(1) {
+		t.Errorf("IsDeleted(1) = true after PodCreationTimeout with no pod: the deletion is never forgotten")
+	}
+}
+
+func TestDeletedPodsDoNotCount(t *testing.T) {
+	o := Options{Policy: PolicyAdaptive, BatchSize: 3, BatchDelay: time.Second, ExecutorIdleTimeout: time.Second}
+	w := newWorld(t, o, 3)
+	runSteps(t, w, []step{{
+		name: "batch",
+		want: Plan{Create: ids(1, 3), Counts: Counts{Target: 3}},
+	}, {
+		name: "downscale deletes old pending pods",
+		do: later(2*time.Second, func(w *world) {
+			w.set(execPod(1, snapshot.Pending), execPod(2, snapshot.Pending), execPod(3, snapshot.Pending))
+			w.target = 1
+		}),
+		want: Plan{DeleteExcess: ids(1, 2), Counts: Counts{Target: 1, Pending: 1}},
+	}, {
+		name: "upscale while the cache still shows them: they do not count",
+		do:   later(time.Second, func(w *world) { w.target = 3 }),
+		want: Plan{Create: ids(4, 5), Counts: Counts{Target: 3, Pending: 1}},
+	}})
+	for id, want := range map[int64]bool{1: true, 2: true, 3: false, 4: false} {
+		if got := w.s.IsDeleted(id); got != want {
+			t.Errorf("IsDeleted(%d) = %v, want %v", id, got, want)
+		}
+	}
+}

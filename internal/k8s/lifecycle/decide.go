@@ -1,0 +1,628 @@
+package lifecycle
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+	"github.com/drover-project/drover/internal/scheduler"
+)
+
+// Options configures the lifecycle policy. The zero value is usable but
+// checks nothing time-based; [DefaultOptions] has Spark's and drover's
+// defaults.
+type Options struct {
+	// ContainerName is the executor's container in the pod; "" means the
+	// pod's first container.
+	ContainerName string
+	// DeleteOnTermination deletes the pods of ended executors; false labels
+	// them spark-exec-inactive=true instead, so they stay for inspection and
+	// drop out of the application's watch
+	// (spark.kubernetes.executor.deleteOnTermination). Pods that could not
+	// start are deleted either way: kept, they would hold their node's
+	// resources and their quota for as long as the application runs.
+	DeleteOnTermination bool
+	// MaxExecutorFailures fails the application when more executors than
+	// this fail within FailuresValidityInterval
+	// (spark.executor.maxNumFailures; Spark's default is
+	// max(3, 2 × executors)). 0 or less disables the check.
+	MaxExecutorFailures int
+	// FailuresValidityInterval is how long a failure counts
+	// (spark.executor.failuresValidityInterval); 0 means forever.
+	FailuresValidityInterval time.Duration
+	// MissingPodDetectDelta is how long after its registration an executor
+	// whose pod a full list does not contain is removed
+	// (spark.kubernetes.executor.missingPodDetectDelta).
+	MissingPodDetectDelta time.Duration
+	// DeletedCacheTimeout is how long a removed executor is remembered
+	// after its pod was last seen, so it is removed once
+	// (spark.kubernetes.executor.deletedExecutorsCacheTimeout).
+	DeletedCacheTimeout time.Duration
+	// StartTimeout fails the application when no executor runs and pods
+	// have kept failing to start for this long
+	// (drover.kubernetes.executor.startTimeout); 0 disables it.
+	StartTimeout time.Duration
+	// PendingGrace is how long each problem must last before drover acts
+	// on it; reasons it lacks get DefaultPendingGrace's value.
+	PendingGrace map[Reason]time.Duration
+	// EventProcessingInterval is the least time between two runs of
+	// Decide by a Manager (spark.kubernetes.executor.eventProcessingInterval);
+	// 0 means 1s.
+	EventProcessingInterval time.Duration
+}
+
+// DefaultOptions returns Spark's defaults, and drover's for what Spark
+// lacks. MaxExecutorFailures is Spark's floor; the caller computes the
+// real default from the number of executors.
+func DefaultOptions() Options {
+	return Options{
+		DeleteOnTermination:     true,
+		MaxExecutorFailures:     3,
+		MissingPodDetectDelta:   30 * time.Second,
+		DeletedCacheTimeout:     3 * time.Minute,
+		StartTimeout:            5 * time.Minute,
+		PendingGrace:            DefaultPendingGrace(),
+		EventProcessingInterval: time.Second,
+	}
+}
+
+func (o Options) grace(r Reason) time.Duration {
+	if d, ok := o.PendingGrace[r]; ok {
+		return d
+	}
+	return defaultGrace[r]
+}
+
+// The causes of a FailApplication, for errors.Is.
+var (
+	// ErrTooManyFailures: executor failures exceeded
+	// spark.executor.maxNumFailures.
+	ErrTooManyFailures = errors.New("exceeded spark.executor.maxNumFailures")
+	// ErrStartTimeout: no executor could start for StartTimeout.
+	ErrStartTimeout = errors.New("no executor could start")
+)
+
+// Input is what Decide sees at one moment.
+type Input struct {
+	Now time.Time
+	// Snapshot is the application's executor pods as the informer's cache
+	// has them: a pod missing from it was deleted.
+	Snapshot snapshot.Snapshot
+	// FullSync says the snapshot comes from a full list (the informer's
+	// relist), so a registered executor it lacks has no pod.
+	FullSync bool
+	// Registered maps the ids of the executors the scheduler backend has
+	// registered to their registration times.
+	Registered map[int64]time.Time
+	// RunningExecutors is how many executors the backend considers alive.
+	// With Registered and the snapshot's running pods it tells whether any
+	// executor runs: the start timeout only fails an application that has
+	// none.
+	RunningExecutors int
+	// DeletedByDriver holds the executors whose pods the driver deleted
+	// itself (dynamic allocation, excess pending pods): their losses are
+	// "executor killed by the driver", never failures.
+	DeletedByDriver map[int64]bool
+}
+
+// Action is one thing Decide asks the caller to do: a [RemoveExecutor],
+// [DeletePod], [LabelInactive], [Warn] or [FailApplication].
+type Action interface{ isAction() }
+
+// RemoveExecutor tells the scheduler backend an executor is gone and why.
+type RemoveExecutor struct {
+	ID     int64
+	Reason scheduler.LossReason
+}
+
+// DeletePod deletes an executor's pod.
+type DeletePod struct {
+	ID   int64
+	Name string
+}
+
+// LabelInactive labels an executor's pod spark-exec-inactive=true, which
+// takes it out of the application's watch but leaves it in the cluster.
+type LabelInactive struct {
+	ID   int64
+	Name string
+}
+
+// Warn tells the user about a problem with a pod. Each pod's problem is
+// reported once; pods with the same problem in one Decide share a message.
+type Warn struct {
+	PodName string
+	Message string
+}
+
+// FailApplication ends the application: Err wraps ErrTooManyFailures or
+// ErrStartTimeout and names the last cause. It is emitted once.
+type FailApplication struct {
+	Err error
+}
+
+func (RemoveExecutor) isAction()  {}
+func (DeletePod) isAction()       {}
+func (LabelInactive) isAction()   {}
+func (Warn) isAction()            {}
+func (FailApplication) isAction() {}
+
+// startGap is how long without any pod failing to start ends a run of
+// start failures: pods that fail are deleted and replaced, and the
+// replacements look healthy for the seconds before they fail in turn.
+const startGap = time.Minute
+
+// cleanupRetry is how long after asking to delete or label a pod Decide
+// asks again if the pod is still there unchanged (the call failed, or its
+// effect never reached the cache).
+const cleanupRetry = 30 * time.Second
+
+// State is what Decide remembers between calls. The zero value is ready to
+// use; it is not safe for concurrent use.
+type State struct {
+	// removed holds the executors already removed, until
+	// DeletedCacheTimeout after their pod was last seen.
+	removed map[int64]*removal
+	// seen is the pods of the previous snapshot, to name the cause when one
+	// vanishes.
+	seen map[int64]*corev1.Pod
+	// problems holds the problem each pod has, with when it was first seen.
+	problems map[int64]*tracked
+	// warned holds the pods and problems already reported.
+	warned map[warnKey]bool
+	// failures holds the executor failures within the validity interval.
+	failures []failure
+	// startSince is when the current run of start failures began, with no
+	// executor running; quietSince is when Decide last began to see none.
+	startSince, quietSince time.Time
+	// failed says the application's failure was decided.
+	failed bool
+	// tick says Decide has time-based work even with no new snapshot.
+	tick bool
+}
+
+type removal struct {
+	lastSeen time.Time
+	// cleanup is the DeletePod or LabelInactive asked for, nil when none
+	// is needed any more; attempt is when it was last asked for.
+	cleanup Action
+	attempt time.Time
+}
+
+type tracked struct {
+	problem
+	class Reason
+	since time.Time
+}
+
+type warnKey struct {
+	id    int64
+	class Reason
+}
+
+type failure struct {
+	at    time.Time
+	cause string
+}
+
+// ExecutorFailures is the number of executor failures that counted at the
+// last Decide.
+func (s *State) ExecutorFailures() int { return len(s.failures) }
+
+func (s *State) init() {
+	if s.removed == nil {
+		s.removed = make(map[int64]*removal)
+		s.seen = make(map[int64]*corev1.Pod)
+		s.problems = make(map[int64]*tracked)
+		s.warned = make(map[warnKey]bool)
+	}
+}
+
+// Decide maps the pods' states to actions, in executor-id order, followed by
+// the warnings and the application's failure. It updates s and depends on
+// nothing else: the same state and input give the same actions.
+func Decide(s *State, in Input, o Options) []Action {
+	s.init()
+	d := &decision{s: s, in: in, o: o, now: in.Now}
+	d.expire()
+	for _, id := range d.ids() {
+		d.decide(id)
+	}
+	d.forget()
+	d.account()
+	d.checkStart()
+	s.tick = len(s.problems) > 0 || !s.startSince.IsZero() || d.cleanupPending
+	return d.output()
+}
+
+// decision is one run of Decide.
+type decision struct {
+	s   *State
+	in  Input
+	o   Options
+	now time.Time
+
+	actions  []Action
+	warnings []warning
+	fail     *FailApplication
+	// newFailures are this run's executor failures, in id order.
+	newFailures []scheduler.LossReason
+	// startCause is the last problem, in id order, of a pod that could
+	// not start or an executor that failed.
+	startCause string
+	// alive says a pod runs an executor.
+	alive          bool
+	cleanupPending bool
+}
+
+type warning struct {
+	pod, detail string
+}
+
+// ids lists, sorted, the executors to look at: those with a pod, those whose
+// pod vanished since the previous snapshot and, on a full sync, the
+// registered ones.
+func (d *decision) ids() []int64 {
+	ids := d.in.Snapshot.IDs()
+	for id := range d.s.seen {
+		if _, ok := d.in.Snapshot.Pods[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	if d.in.FullSync {
+		for id := range d.in.Registered {
+			_, present := d.in.Snapshot.Pods[id]
+			_, seen := d.s.seen[id]
+			if !present && !seen {
+				ids = append(ids, id)
+			}
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+func (d *decision) decide(id int64) {
+	ep, present := d.in.Snapshot.Pods[id]
+	if present && ep.Pod == nil {
+		return
+	}
+	if r, ok := d.s.removed[id]; ok {
+		if present {
+			r.lastSeen = d.now
+			d.retryCleanup(r, ep.Pod)
+		}
+		return
+	}
+	if !present {
+		d.absent(id)
+		return
+	}
+	p := ep.Pod
+	killed := d.in.DeletedByDriver[id]
+	switch ep.State {
+	case snapshot.Deleted:
+		if killed {
+			d.remove(id, killedReason)
+		} else {
+			d.remove(id, deletedReason(p, d.o.ContainerName))
+		}
+	case snapshot.Failed, snapshot.Succeeded:
+		switch {
+		case killed:
+			d.remove(id, killedReason)
+			d.cleanup(id, p, false)
+		case p.DeletionTimestamp != nil && !oomKilled(p):
+			// Deleting a running pod ends its containers with SIGTERM
+			// (or SIGKILL after the grace period): the deletion, not the
+			// executor, is the cause.
+			d.remove(id, deletedReason(p, d.o.ContainerName))
+		default:
+			r, counted := endedReason(p, ep.State == snapshot.Failed, d.o.ContainerName)
+			d.remove(id, r)
+			d.cleanup(id, p, false)
+			if counted {
+				d.failure(r)
+			}
+		}
+	default:
+		d.active(id, ep, killed)
+	}
+}
+
+// absent handles an executor without a pod: one whose pod vanished since
+// the previous snapshot, or a registered one a full list lacks.
+func (d *decision) absent(id int64) {
+	killed := d.in.DeletedByDriver[id]
+	if last, ok := d.s.seen[id]; ok {
+		if killed {
+			d.remove(id, killedReason)
+		} else {
+			d.remove(id, deletedReason(last, d.o.ContainerName))
+		}
+		return
+	}
+	reg, ok := d.in.Registered[id]
+	if !ok || !d.in.FullSync {
+		return
+	}
+	at := d.in.Snapshot.Time
+	if at.IsZero() {
+		at = d.now
+	}
+	if at.Sub(reg) <= d.o.MissingPodDetectDelta {
+		return
+	}
+	if killed {
+		d.remove(id, killedReason)
+	} else {
+		d.remove(id, missingReason)
+	}
+}
+
+// active handles a pending, running or unknown pod: a lost node, or a
+// problem that keeps it from starting.
+func (d *decision) active(id int64, ep snapshot.ExecutorPod, killed bool) {
+	p := ep.Pod
+	if killed {
+		delete(d.s.problems, id)
+		return
+	}
+	if prob, ok := nodeLost(p); ok {
+		t := d.track(id, prob)
+		if d.now.Sub(t.since) >= d.o.grace(ReasonNodeLost) {
+			d.remove(id, scheduler.LossReason{
+				Message: fmt.Sprintf("pod %s was lost with its node: %s", p.Name, prob.message),
+			})
+			d.cleanup(id, p, false)
+		}
+		return
+	}
+	if ep.State == snapshot.Pending && p.DeletionTimestamp == nil {
+		if prob, ok := pendingProblem(p); ok {
+			d.pending(id, p, prob)
+			return
+		}
+	}
+	delete(d.s.problems, id)
+	if ep.State == snapshot.Running {
+		d.alive = true
+	}
+}
+
+// pending handles a pod that is not starting: report it, and delete it
+// once the problem outlasts its grace period (unschedulable pods wait).
+func (d *decision) pending(id int64, p *corev1.Pod, prob problem) {
+	t := d.track(id, prob)
+	grace := d.o.grace(prob.reason)
+	elapsed := d.now.Sub(t.since)
+	switch {
+	case prob.reason == ReasonUnschedulable:
+		if elapsed >= grace {
+			d.warn(id, p.Name, t, "the pod keeps waiting for a node")
+		}
+	default:
+		d.warn(id, p.Name, t, fmt.Sprintf("the pod will be deleted if this lasts %s", grace))
+		if elapsed >= grace {
+			r := scheduler.LossReason{Message: fmt.Sprintf("pod %s could not start: %s", p.Name, prob.detail())}
+			d.remove(id, r)
+			d.cleanup(id, p, true)
+			d.failure(r)
+		}
+	}
+	d.startCause = prob.cause(p.Name)
+}
+
+// track records a pod's current problem, keeping its first-seen time while
+// the problem's class stays the same.
+func (d *decision) track(id int64, prob problem) *tracked {
+	t := d.s.problems[id]
+	if t == nil || t.class != prob.reason.class() {
+		t = &tracked{class: prob.reason.class(), since: d.now}
+		d.s.problems[id] = t
+	}
+	t.problem = prob
+	return t
+}
+
+func (d *decision) warn(id int64, pod string, t *tracked, what string) {
+	k := warnKey{id: id, class: t.class}
+	if d.s.warned[k] {
+		return
+	}
+	d.s.warned[k] = true
+	d.warnings = append(d.warnings, warning{pod: pod, detail: t.detail() + "; " + what})
+}
+
+func (d *decision) remove(id int64, r scheduler.LossReason) {
+	d.actions = append(d.actions, RemoveExecutor{ID: id, Reason: r})
+	d.s.removed[id] = &removal{lastSeen: d.now}
+	delete(d.s.problems, id)
+}
+
+// cleanup deletes or labels the pod of a removed executor, unless it is
+// already being deleted. force deletes it whatever DeleteOnTermination says.
+func (d *decision) cleanup(id int64, p *corev1.Pod, force bool) {
+	if p.DeletionTimestamp != nil {
+		return
+	}
+	var a Action = LabelInactive{ID: id, Name: p.Name}
+	if d.o.DeleteOnTermination || force {
+		a = DeletePod{ID: id, Name: p.Name}
+	}
+	r := d.s.removed[id]
+	r.cleanup, r.attempt = a, d.now
+	d.actions = append(d.actions, a)
+	d.cleanupPending = true
+}
+
+// retryCleanup asks again to delete or label the pod of a removed executor
+// when it is still there, unchanged, cleanupRetry after the last request.
+func (d *decision) retryCleanup(r *removal, p *corev1.Pod) {
+	if r.cleanup == nil {
+		return
+	}
+	if p.DeletionTimestamp != nil || p.Labels[snapshot.LabelInactive] == "true" {
+		r.cleanup = nil
+		return
+	}
+	d.cleanupPending = true
+	if d.now.Sub(r.attempt) >= cleanupRetry {
+		r.attempt = d.now
+		d.actions = append(d.actions, r.cleanup)
+	}
+}
+
+func (d *decision) failure(r scheduler.LossReason) {
+	d.newFailures = append(d.newFailures, r)
+	d.startCause = r.String()
+}
+
+// expire forgets the removed executors whose pod has been gone for
+// DeletedCacheTimeout.
+// A pod in the previous snapshot counts as seen until now.
+func (d *decision) expire() {
+	for id, r := range d.s.removed {
+		_, present := d.in.Snapshot.Pods[id]
+		_, seen := d.s.seen[id]
+		switch {
+		case present || seen:
+			r.lastSeen = d.now
+		case d.now.Sub(r.lastSeen) > d.o.DeletedCacheTimeout:
+			delete(d.s.removed, id)
+		}
+	}
+}
+
+// forget drops the problems and reports of pods that are gone, and
+// remembers the current pods.
+func (d *decision) forget() {
+	pods := d.in.Snapshot.Pods
+	for id := range d.s.problems {
+		if _, ok := pods[id]; !ok {
+			delete(d.s.problems, id)
+		}
+	}
+	for k := range d.s.warned {
+		if _, ok := pods[k.id]; !ok {
+			delete(d.s.warned, k)
+		}
+	}
+	clear(d.s.seen)
+	for id, ep := range pods {
+		if ep.Pod != nil {
+			d.s.seen[id] = ep.Pod
+		}
+	}
+}
+
+// account counts this run's executor failures and fails the application
+// when those within the validity interval exceed the maximum.
+func (d *decision) account() {
+	for _, r := range d.newFailures {
+		d.s.failures = append(d.s.failures, failure{at: d.now, cause: r.String()})
+	}
+	if w := d.o.FailuresValidityInterval; w > 0 {
+		keep := d.s.failures[:0]
+		for _, f := range d.s.failures {
+			if d.now.Sub(f.at) <= w {
+				keep = append(keep, f)
+			}
+		}
+		d.s.failures = keep
+	}
+	n, limit := len(d.s.failures), d.o.MaxExecutorFailures
+	if d.s.failed || limit <= 0 || n <= limit {
+		return
+	}
+	d.failApp(fmt.Errorf("%w (%d): last failure: %s", ErrTooManyFailures, limit, d.s.failures[n-1].cause))
+}
+
+// checkStart fails the application when no executor runs and pods have
+// kept failing to start for StartTimeout, with the last cause. A run of
+// start failures ends when an executor runs, or after startGap without any.
+func (d *decision) checkStart() {
+	s := d.s
+	if d.isAlive() {
+		s.startSince, s.quietSince = time.Time{}, time.Time{}
+		return
+	}
+	if d.startCause == "" {
+		if !s.startSince.IsZero() {
+			if s.quietSince.IsZero() {
+				s.quietSince = d.now
+			}
+			if d.now.Sub(s.quietSince) > startGap {
+				s.startSince, s.quietSince = time.Time{}, time.Time{}
+			}
+		}
+		return
+	}
+	s.quietSince = time.Time{}
+	if s.startSince.IsZero() {
+		s.startSince = d.now
+	}
+	if s.failed || d.o.StartTimeout <= 0 || d.now.Sub(s.startSince) < d.o.StartTimeout {
+		return
+	}
+	d.failApp(fmt.Errorf("%w for %s: %s", ErrStartTimeout, d.o.StartTimeout, d.startCause))
+}
+
+// isAlive says an executor runs: a running pod, or one the backend has
+// registered and Decide has not removed.
+func (d *decision) isAlive() bool {
+	if d.alive || d.in.RunningExecutors > 0 {
+		return true
+	}
+	for id := range d.in.Registered {
+		if _, removed := d.s.removed[id]; !removed {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *decision) failApp(err error) {
+	d.s.failed = true
+	d.fail = &FailApplication{Err: err}
+}
+
+// output is the per-executor actions, then the warnings (one per problem
+// shared by several pods), then the application's failure.
+func (d *decision) output() []Action {
+	out := d.actions
+	var order []string
+	groups := make(map[string][]string)
+	for _, w := range d.warnings {
+		if _, ok := groups[w.detail]; !ok {
+			order = append(order, w.detail)
+		}
+		groups[w.detail] = append(groups[w.detail], w.pod)
+	}
+	for _, detail := range order {
+		pods := groups[detail]
+		msg := fmt.Sprintf("pod %s: %s", pods[0], detail)
+		if len(pods) > 1 {
+			msg = fmt.Sprintf("pod %s (and %d other pods): %s", pods[0], len(pods)-1, detail)
+		}
+		out = append(out, Warn{PodName: pods[0], Message: msg})
+	}
+	if d.fail != nil {
+		out = append(out, *d.fail)
+	}
+	return out
+}
+
+// oomKilled reports whether a container of the pod was OOM-killed.
+func oomKilled(p *corev1.Pod) bool {
+	for _, cs := range p.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil && t.Reason == containerOOMKilled {
+			return true
+		}
+	}
+	return false
+}

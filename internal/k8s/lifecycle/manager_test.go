@@ -1,0 +1,252 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/drover-project/drover/internal/scheduler"
+)
+
+// fakeApplier records the calls a Manager makes.
+type fakeApplier struct {
+	mu         sync.Mutex
+	registered map[int64]time.Time
+	deleteErr  error
+	calls      []string
+}
+
+var _ Applier = (*fakeApplier)(nil)
+
+func (f *fakeApplier) record(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf(format, args...))
+}
+
+func (f *fakeApplier) Registered() map[int64]time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.registered)
+}
+
+func (f *fakeApplier) RemoveExecutor(id int64, r scheduler.LossReason) {
+	f.record("remove %d (app %t): %s", id, r.CausedByApp, r)
+}
+
+func (f *fakeApplier) DeletePod(_ context.Context, name string) error {
+	f.record("delete %s", name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.deleteErr
+}
+
+func (f *fakeApplier) LabelInactive(_ context.Context, name string) error {
+	f.record("label %s", name)
+	return nil
+}
+
+func (f *fakeApplier) Warn(msg string) { f.record("warn %s", msg) }
+func (f *fakeApplier) Fail(err error)  { f.record("fail %v", err) }
+
+// take returns the calls so far, sorted (pod calls run concurrently), and
+// forgets them.
+func (f *fakeApplier) take() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	calls := f.calls
+	f.calls = nil
+	slices.Sort(calls)
+	return calls
+}
+
+// harness runs a Manager in a synctest bubble with a fake clock.
+type harness struct {
+	t   *testing.T
+	clk *testingclock.FakeClock
+	a   *fakeApplier
+	m   *Manager
+}
+
+func startManager(t *testing.T, o Options) *harness {
+	h := &harness{t: t, clk: testingclock.NewFakeClock(t0), a: &fakeApplier{}}
+	h.m = New(o, h.a, h.clk, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	synctest.Wait() // Run waits on its ticker
+	return h
+}
+
+// tick advances the clock by one interval, lets the Manager run and
+// returns its calls.
+func (h *harness) tick() []string {
+	h.clk.Step(time.Second)
+	synctest.Wait()
+	return h.a.take()
+}
+
+func (h *harness) expect(got []string, want ...string) {
+	h.t.Helper()
+	if len(got) != len(want) {
+		h.t.Errorf("calls:\n%s\nwant calls starting with:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		return
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			h.t.Errorf("call %d = %q, want it to start with %q", i, got[i], want[i])
+		}
+	}
+}
+
+func TestManagerRemovesOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startManager(t, testOptions())
+		h.expect(h.tick()) // nothing to decide yet
+		h.m.OnSnapshot(snap(h.clk.Now(), pod(1).running()), false)
+		h.expect(h.tick())
+		failed := pod(1).phase(corev1.PodFailed).terminated(container, 2, "Error")
+		h.m.OnSnapshot(snap(h.clk.Now(), failed), false)
+		h.expect(h.tick(),
+			"delete app-exec-1",
+			"remove 1 (app true): pod app-exec-1 failed: executor container exited with a Go panic")
+		h.m.OnSnapshot(snap(h.clk.Now(), failed.deleting()), false)
+		h.expect(h.tick())
+		h.m.OnSnapshot(snap(h.clk.Now()), false)
+		h.expect(h.tick())
+	})
+}
+
+func TestManagerKeepsFinalStates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startManager(t, testOptions())
+		h.m.OnSnapshot(snap(h.clk.Now(), pod(1).running(), pod(2).running()), false)
+		h.expect(h.tick())
+		// Between two runs pod 1 is OOM-killed and deleted, and pod 2
+		// vanishes: the OOM is not lost. (Deleting the pod again is
+		// harmless: a pod already gone is success.)
+		h.m.OnSnapshot(snap(h.clk.Now(), pod(1).phase(corev1.PodFailed).terminated(container, 137, "OOMKilled"), pod(2).running()), false)
+		h.m.OnSnapshot(snap(h.clk.Now()), false)
+		h.expect(h.tick(),
+			"delete app-exec-1",
+			"remove 1 (app true): pod app-exec-1 failed: executor container was OOM-killed (memory limit 2Gi)",
+			"remove 2 (app false): pod app-exec-2 was deleted by a user or by the cluster")
+	})
+}
+
+func TestManagerKilledByDriver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startManager(t, testOptions())
+		h.m.OnSnapshot(snap(h.clk.Now(), pod(3).running()), false)
+		h.expect(h.tick())
+		h.m.KilledByDriver(3)
+		h.m.OnSnapshot(snap(h.clk.Now(), pod(3).running().deleting().terminated(container, 143, "Error")), false)
+		h.expect(h.tick(), "remove 3 (app false): executor killed by the driver")
+		if len(h.m.killed) != 0 {
+			t.Errorf("killed set still holds %v", h.m.killed)
+		}
+	})
+}
+
+func TestManagerTimeBasedWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := testOptions()
+		o.StartTimeout = 0
+		h := startManager(t, o)
+		h.m.OnSnapshot(snap(h.clk.Now(), pod(4).waiting("ImagePullBackOff", `Back-off pulling image "nope:1"`)), false)
+		h.expect(h.tick(), `warn pod app-exec-4: ImagePullBackOff: Back-off pulling image "nope:1"`)
+		// No new snapshot: the Manager still decides while a problem lasts.
+		for range 59 {
+			h.expect(h.tick())
+		}
+		h.expect(h.tick(),
+			"delete app-exec-4",
+			`remove 4 (app false): pod app-exec-4 could not start: ImagePullBackOff`)
+	})
+}
+
+func TestManagerFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o := testOptions()
+		o.MaxExecutorFailures = 1
+		h := startManager(t, o)
+		h.m.OnSnapshot(snap(h.clk.Now(),
+			pod(1).phase(corev1.PodFailed).terminated(container, 1, "Error"),
+			pod(2).phase(corev1.PodFailed).terminated(container, 1, "Error")), false)
+		h.expect(h.tick(),
+			"delete app-exec-1",
+			"delete app-exec-2",
+			"fail exceeded spark.executor.maxNumFailures (1): last failure: pod app-exec-2 failed",
+			"remove 1", "remove 2")
+	})
+}
+
+func TestManagerRetriesDeletion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startManager(t, testOptions())
+		h.a.deleteErr = errors.New("connection refused")
+		failed := pod(1).phase(corev1.PodFailed).terminated(container, 1, "Error")
+		h.m.OnSnapshot(snap(h.clk.Now(), failed), false)
+		h.expect(h.tick(), "delete app-exec-1", "remove 1")
+		h.a.mu.Lock()
+		h.a.deleteErr = nil
+		h.a.mu.Unlock()
+		for range 29 {
+			h.expect(h.tick())
+		}
+		h.expect(h.tick(), "delete app-exec-1")
+		h.m.OnSnapshot(snap(h.clk.Now(), failed.deleting()), false)
+		for range 60 {
+			h.expect(h.tick())
+		}
+	})
+}
+
+func TestManagerMissingPod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startManager(t, testOptions())
+		h.a.mu.Lock()
+		h.a.registered = map[int64]time.Time{5: t0, 6: t0}
+		h.a.mu.Unlock()
+		h.clk.Step(time.Minute)
+		h.m.OnSnapshot(snap(h.clk.Now(), pod(6).running()), false)
+		h.expect(h.tick()) // not a full list
+		h.m.OnSnapshot(snap(h.clk.Now(), pod(6).running()), true)
+		h.expect(h.tick(), "remove 5 (app false): executor pod not found in the cluster")
+	})
+}
+
+func TestCarry(t *testing.T) {
+	prev := snap(t0, pod(1).running(), pod(2).phase(corev1.PodFailed), pod(3).running())
+	next := snap(t0, pod(3).running())
+	got := carry(prev, next)
+	states := map[int64]string{}
+	for id, ep := range got.Pods {
+		states[id] = ep.State.String()
+	}
+	want := map[int64]string{1: "Deleted", 2: "Failed", 3: "Running"}
+	if diff := cmp.Diff(want, states); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
+	if len(next.Pods) != 1 {
+		t.Errorf("carry modified its argument: %d pods", len(next.Pods))
+	}
+}

@@ -1,0 +1,444 @@
+package lifecycle
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/drover-project/drover/internal/scheduler"
+)
+
+// Reason names a problem that keeps an executor pod from starting or
+// running. The values are the Kubernetes reasons users see in kubectl.
+type Reason string
+
+// Problems of pending pods (container waiting reasons and the scheduler's
+// condition) and of pods whose node is lost.
+const (
+	// ReasonErrImagePull and ReasonImagePullBackOff: the kubelet cannot pull
+	// the image. It alternates between the two while it retries, so they
+	// share one grace period.
+	ReasonErrImagePull     Reason = "ErrImagePull"
+	ReasonImagePullBackOff Reason = "ImagePullBackOff"
+	// ReasonInvalidImageName: the image reference cannot be parsed.
+	ReasonInvalidImageName Reason = "InvalidImageName"
+	// ReasonErrImageNeverPull: imagePullPolicy is Never and the node does
+	// not have the image.
+	ReasonErrImageNeverPull Reason = "ErrImageNeverPull"
+	// ReasonCreateContainerConfigError: the container's configuration
+	// refers to something missing, such as a Secret or ConfigMap key.
+	ReasonCreateContainerConfigError Reason = "CreateContainerConfigError"
+	// ReasonCreateContainerError: the runtime cannot create the container.
+	ReasonCreateContainerError Reason = "CreateContainerError"
+	// ReasonRunContainerError: the runtime cannot start the container's
+	// command.
+	ReasonRunContainerError Reason = "RunContainerError"
+	// ReasonUnschedulable: the scheduler finds no node for the pod
+	// (condition PodScheduled=False, reason Unschedulable).
+	ReasonUnschedulable Reason = "Unschedulable"
+	// ReasonNodeLost: the pod's node stopped reporting to the control
+	// plane. Its grace period is how long drover waits before it removes
+	// the executor.
+	ReasonNodeLost Reason = "NodeLost"
+)
+
+// DefaultPendingGrace returns drover's grace periods: how long a problem must
+// last before drover acts. For an unschedulable pod the act is a warning
+// (the pod keeps waiting); for a lost node it is removing the executor; for
+// the others it is deleting the pod and counting an executor failure (they
+// are reported to the user at once).
+func DefaultPendingGrace() map[Reason]time.Duration {
+	return map[Reason]time.Duration{
+		ReasonErrImagePull:               time.Minute,
+		ReasonImagePullBackOff:           time.Minute,
+		ReasonInvalidImageName:           10 * time.Second,
+		ReasonErrImageNeverPull:          10 * time.Second,
+		ReasonCreateContainerConfigError: 10 * time.Second,
+		ReasonCreateContainerError:       30 * time.Second,
+		ReasonRunContainerError:          30 * time.Second,
+		ReasonUnschedulable:              10 * time.Second,
+		ReasonNodeLost:                   30 * time.Second,
+	}
+}
+
+var defaultGrace = DefaultPendingGrace()
+
+// startReasons are the container waiting reasons that keep a pod from
+// starting.
+var startReasons = map[Reason]bool{
+	ReasonErrImagePull:               true,
+	ReasonImagePullBackOff:           true,
+	ReasonInvalidImageName:           true,
+	ReasonErrImageNeverPull:          true,
+	ReasonCreateContainerConfigError: true,
+	ReasonCreateContainerError:       true,
+	ReasonRunContainerError:          true,
+}
+
+// class groups the reasons the kubelet alternates between, so a pod's
+// problem keeps its first-seen time and is reported once.
+func (r Reason) class() Reason {
+	if r == ReasonImagePullBackOff {
+		return ReasonErrImagePull
+	}
+	return r
+}
+
+// Kubernetes reasons drover reads that client-go has no constants for.
+const (
+	podReasonEvicted  = "Evicted"
+	podReasonNodeLost = "NodeLost" // the node lifecycle controller's NodeUnreachablePodReason
+	// DisruptionTarget reasons set by kube-controller-manager and the
+	// eviction API.
+	reasonEvictionByAPI = "EvictionByEvictionAPI"
+	reasonTaintManager  = "DeletionByTaintManager"
+	reasonPodGC         = "DeletionByPodGC"
+	containerOOMKilled  = "OOMKilled"
+	containerStartError = "StartError"         // containerd
+	containerCannotRun  = "ContainerCannotRun" // dockershim, cri-dockerd
+	nodeStatusUnknown   = "NodeStatusUnknown"
+	nodeNotReady        = "NodeNotReady"
+)
+
+// maxTerminationMessage bounds how much of a container's termination
+// message (with FallbackToLogsOnError, the end of its log) a reason quotes.
+const maxTerminationMessage = 1024
+
+// problem is what keeps a pod from starting or running.
+type problem struct {
+	reason  Reason
+	message string
+}
+
+// cause is the problem as the user reads it: `pod NAME: REASON: MESSAGE`.
+func (p problem) cause(pod string) string {
+	return fmt.Sprintf("pod %s: %s", pod, p.detail())
+}
+
+func (p problem) detail() string { return join(string(p.reason), p.message) }
+
+// pendingProblem reports why a pending pod is not starting, if the reason
+// is one drover acts on: the scheduler's Unschedulable condition first, then
+// init containers and containers in order.
+func pendingProblem(p *corev1.Pod) (problem, bool) {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return problem{reason: ReasonUnschedulable, message: strings.TrimSpace(c.Message)}, true
+		}
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, cs := range statuses {
+			if w := cs.State.Waiting; w != nil && startReasons[Reason(w.Reason)] {
+				return problem{reason: Reason(w.Reason), message: strings.TrimSpace(w.Message)}, true
+			}
+		}
+	}
+	return problem{}, false
+}
+
+// nodeLost reports whether a scheduled pod's node stopped reporting: the
+// node lifecycle controller set the pod's status reason NodeLost, or marked
+// its Ready condition false or unknown itself (no reason, or a node reason,
+// while the kubelet last said the containers were ready).
+func nodeLost(p *corev1.Pod) (problem, bool) {
+	node := p.Spec.NodeName
+	if node == "" {
+		return problem{}, false
+	}
+	msg := fmt.Sprintf("node %s stopped reporting to the control plane", node)
+	if p.Status.Reason == podReasonNodeLost {
+		if m := strings.TrimSpace(p.Status.Message); m != "" {
+			msg = m
+		}
+		return problem{reason: ReasonNodeLost, message: msg}, true
+	}
+	ready := condition(p, corev1.PodReady)
+	if ready == nil || ready.Status == corev1.ConditionTrue {
+		return problem{}, false
+	}
+	switch {
+	case ready.Status == corev1.ConditionUnknown,
+		ready.Reason == nodeStatusUnknown, ready.Reason == nodeNotReady, ready.Reason == podReasonNodeLost:
+	case ready.Reason == "":
+		// The kubelet always gives a reason when it marks a pod not
+		// ready; the node lifecycle controller gives none and leaves
+		// ContainersReady as the kubelet last reported it.
+		if cr := condition(p, corev1.ContainersReady); cr == nil || cr.Status != corev1.ConditionTrue {
+			return problem{}, false
+		}
+	default:
+		return problem{}, false
+	}
+	return problem{reason: ReasonNodeLost, message: msg}, true
+}
+
+func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// executorContainer is the name of the executor's container: the
+// configured one, else the pod's first container.
+func executorContainer(p *corev1.Pod, name string) string {
+	if name != "" || len(p.Spec.Containers) == 0 {
+		return name
+	}
+	return p.Spec.Containers[0].Name
+}
+
+func containerStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range p.Status.ContainerStatuses {
+		if p.Status.ContainerStatuses[i].Name == name {
+			return &p.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// exitCode is the executor container's exit code, 0 when it has not
+// terminated.
+func exitCode(p *corev1.Pod, container string) int {
+	if cs := containerStatus(p, executorContainer(p, container)); cs != nil && cs.State.Terminated != nil {
+		return int(cs.State.Terminated.ExitCode)
+	}
+	return 0
+}
+
+// memoryLimit is a container's memory limit as written in the pod spec (or
+// the pod-level limit), "" when it has none.
+func memoryLimit(p *corev1.Pod, container string) string {
+	for _, c := range p.Spec.Containers {
+		if c.Name == container {
+			if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+				return q.String()
+			}
+		}
+	}
+	if r := p.Spec.Resources; r != nil {
+		if q, ok := r.Limits[corev1.ResourceMemory]; ok {
+			return q.String()
+		}
+	}
+	return ""
+}
+
+// signalNames names the signals a container is commonly killed with.
+var signalNames = map[int]string{
+	1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT",
+	7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2",
+	13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM",
+}
+
+// describeExitCode says what an exit code of a drover executor means. The
+// executor is a Go program: it exits 1 on an error it reports, and the Go
+// runtime exits 2 on an unrecovered panic or a fatal runtime error (drover
+// also exits 2 on an invalid executor environment). Codes above 128 are
+// 128 + the number of the signal that killed the process.
+func describeExitCode(code int) string {
+	switch code {
+	case 0:
+		return "exited cleanly, but an executor must not exit on its own"
+	case 1:
+		return "exited with an error; see the executor's log"
+	case 2:
+		return "exited with a Go panic or fatal runtime error (or an invalid executor environment); see the executor's log"
+	case 126:
+		return "command is not executable: wrong permissions or a binary built for another architecture"
+	case 127:
+		return "command not found in the image"
+	case 137:
+		return "killed by SIGKILL, possibly the container's memory limit"
+	case 139:
+		return "killed by SIGSEGV, a segmentation fault"
+	case 143:
+		return "killed by SIGTERM"
+	}
+	if sig := code - 128; sig > 0 && sig < 128 {
+		if name, ok := signalNames[sig]; ok {
+			return "killed by " + name
+		}
+		return fmt.Sprintf("killed by signal %d", sig)
+	}
+	return "exited with an unexpected code"
+}
+
+// deletedReason is the loss of an executor whose pod someone other than
+// the driver deleted. It names who when the pod's DisruptionTarget
+// condition says so. The exit code is the container's, if it ended.
+func deletedReason(p *corev1.Pod, container string) scheduler.LossReason {
+	r := scheduler.LossReason{ExitCode: exitCode(p, container)}
+	name := p.Name
+	r.Message = fmt.Sprintf("pod %s was deleted by a user or by the cluster", name)
+	if c := condition(p, corev1.DisruptionTarget); c != nil && c.Status == corev1.ConditionTrue {
+		switch c.Reason {
+		case corev1.PodReasonPreemptionByScheduler:
+			r.Message = fmt.Sprintf("pod %s was preempted by the scheduler to make room for a higher-priority pod", name)
+		case reasonEvictionByAPI:
+			r.Message = fmt.Sprintf("pod %s was evicted through the eviction API (for example by kubectl drain)", name)
+		case reasonTaintManager:
+			r.Message = fmt.Sprintf("pod %s was deleted because its node %s has a NoExecute taint (often: the node is not ready or unreachable)", name, p.Spec.NodeName)
+		case reasonPodGC:
+			r.Message = fmt.Sprintf("pod %s was deleted by the pod garbage collector: its node %s is gone", name, p.Spec.NodeName)
+		case corev1.PodReasonTerminationByKubelet:
+			r.Message = fmt.Sprintf("pod %s was terminated by the kubelet", name)
+		}
+		if m := strings.TrimSpace(c.Message); m != "" && c.Reason != "" {
+			r.Message += ": " + m
+		}
+	}
+	return r
+}
+
+// killedReason is the loss of an executor whose pod the driver deleted.
+var killedReason = scheduler.LossReason{Message: "executor killed by the driver"}
+
+// missingReason is the loss of a registered executor whose pod a full list
+// of the application's pods does not contain.
+var missingReason = scheduler.LossReason{Message: "executor pod not found in the cluster"}
+
+// endedReason is the loss of an executor whose pod failed or whose
+// executor container exited, and whether it counts as an executor failure.
+// A failed pod counts unless its node was lost; a succeeded one does not
+// (Spark's rule): the driver tells executors to exit, so a clean exit is
+// usually the end of an executor the backend had already removed.
+func endedReason(p *corev1.Pod, failed bool, container string) (scheduler.LossReason, bool) {
+	name := p.Name
+	exec := executorContainer(p, container)
+	r := scheduler.LossReason{ExitCode: exitCode(p, container), CausedByApp: true}
+	switch p.Status.Reason {
+	case podReasonEvicted:
+		// The kubelet evicts under node pressure. That is the node's doing,
+		// though the pod's own use often caused it, so it still counts.
+		r.CausedByApp = false
+		r.Message = fmt.Sprintf("pod %s was evicted by the kubelet", name)
+		if m := strings.TrimSpace(p.Status.Message); m != "" {
+			r.Message += ": " + m
+		}
+		return r, true
+	case podReasonNodeLost:
+		lost, _ := nodeLost(p)
+		r.CausedByApp = false
+		r.Message = fmt.Sprintf("pod %s was lost with its node: %s", name, lost.message)
+		return r, false
+	}
+
+	var b strings.Builder
+	primary := primaryContainer(p, exec)
+	switch {
+	case primary == nil && failed:
+		fmt.Fprintf(&b, "pod %s failed", name)
+	case primary == nil:
+		fmt.Fprintf(&b, "pod %s ended: the executor %s", name, describeExitCode(0))
+	default:
+		t := primary.State.Terminated
+		who := "executor container"
+		if primary.Name != exec {
+			who = "container " + primary.Name
+		}
+		r.ExitCode = int(t.ExitCode)
+		verb := "failed"
+		if !failed {
+			verb = "ended"
+		}
+		switch t.Reason {
+		case containerOOMKilled:
+			fmt.Fprintf(&b, "pod %s %s: %s was OOM-killed", name, verb, who)
+			if limit := memoryLimit(p, primary.Name); limit != "" {
+				fmt.Fprintf(&b, " (memory limit %s)", limit)
+			} else {
+				b.WriteString(" (no memory limit: the node ran out of memory)")
+			}
+			if primary.Name == exec {
+				b.WriteString("; raise spark.executor.memoryOverhead or spark.executor.memory")
+			}
+		case containerStartError, containerCannotRun:
+			fmt.Fprintf(&b, "pod %s %s: %s could not start", name, verb, who)
+		default:
+			fmt.Fprintf(&b, "pod %s %s: %s %s", name, verb, who, describeExitCode(int(t.ExitCode)))
+		}
+		if m := strings.TrimSpace(t.Message); m != "" {
+			if len(m) > maxTerminationMessage {
+				m = m[:maxTerminationMessage] + "…"
+			}
+			fmt.Fprintf(&b, "; termination message: %s", m)
+		}
+	}
+	if p.Status.Reason != "" || p.Status.Message != "" {
+		fmt.Fprintf(&b, "; pod status: %s", join(p.Status.Reason, p.Status.Message))
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if primary != nil && cs.Name == primary.Name {
+			continue
+		}
+		if d := describeContainer(cs); d != "" {
+			fmt.Fprintf(&b, "; container %s %s", cs.Name, d)
+		}
+	}
+	r.Message = b.String()
+	return r, failed
+}
+
+// primaryContainer is the container whose end explains the pod's: one that
+// was OOM-killed (the executor's first), else the executor's if it
+// terminated with an error, else the first that did, else the executor's if
+// it terminated at all.
+func primaryContainer(p *corev1.Pod, exec string) *corev1.ContainerStatus {
+	statuses := p.Status.ContainerStatuses
+	var ordered []*corev1.ContainerStatus
+	if cs := containerStatus(p, exec); cs != nil {
+		ordered = append(ordered, cs)
+	}
+	for i := range statuses {
+		if statuses[i].Name != exec {
+			ordered = append(ordered, &statuses[i])
+		}
+	}
+	for _, cs := range ordered {
+		if t := cs.State.Terminated; t != nil && t.Reason == containerOOMKilled {
+			return cs
+		}
+	}
+	for _, cs := range ordered {
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			return cs
+		}
+	}
+	if cs := containerStatus(p, exec); cs != nil && cs.State.Terminated != nil {
+		return cs
+	}
+	return nil
+}
+
+// describeContainer summarises a container that did not end well, "" for
+// one that runs or ended cleanly.
+func describeContainer(cs corev1.ContainerStatus) string {
+	switch {
+	case cs.State.Terminated != nil && cs.State.Terminated.ExitCode != 0:
+		t := cs.State.Terminated
+		if t.Reason != "" {
+			return fmt.Sprintf("terminated: %s, exit code %d", t.Reason, t.ExitCode)
+		}
+		return fmt.Sprintf("terminated with exit code %d", t.ExitCode)
+	case cs.State.Waiting != nil && cs.State.Waiting.Reason != "":
+		return "waiting: " + join(cs.State.Waiting.Reason, cs.State.Waiting.Message)
+	}
+	return ""
+}
+
+// join joins the non-empty of reason and message with ": ".
+func join(reason, message string) string {
+	reason, message = strings.TrimSpace(reason), strings.TrimSpace(message)
+	switch {
+	case reason == "":
+		return message
+	case message == "":
+		return reason
+	}
+	return reason + ": " + message
+}
