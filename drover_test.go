@@ -129,4 +129,3 @@ func TestFunctionsThatCannotBeUsed(t *testing.T) {
 		t.Fatalf("exit code %d: %s", code, stderr.String())
 	}
 }
-
