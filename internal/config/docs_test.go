@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,6 +36,13 @@ func TestMarkdownLayout(t *testing.T) {
 		}
 	}
 	want := registeredKeys()
+	// Key families are rows too, shown as prefix<NAME>.
+	registryMu.RLock()
+	for _, p := range prefixes {
+		want = append(want, p.prefix+"<"+p.name+">")
+	}
+	registryMu.RUnlock()
+	slices.Sort(want)
 	// Sorted by key, spark.* first: registeredKeys is sorted and "drover."
 	// sorts before "spark.", so move the drover keys to the end.
 	var sparkKeys, droverKeys []string

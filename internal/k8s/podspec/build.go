@@ -1,0 +1,225 @@
+package podspec
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+)
+
+// BuildExecutorPod builds the pod of executor id: a deep copy of the pod
+// template (or an empty pod) to which [ExecutorSteps] add their features
+// in order. It does not change c, so concurrent builds are safe. Create
+// the claims of [OnDemandClaims] with the pod.
+func BuildExecutorPod(c *ExecutorConf, id int64) (*corev1.Pod, error) {
+	return buildPod(c, id, ExecutorSteps())
+}
+
+func buildPod(c *ExecutorConf, id int64, steps []Step) (*corev1.Pod, error) {
+	if c == nil {
+		return nil, errors.New("building executor pod: no configuration")
+	}
+	if id < 0 {
+		return nil, fmt.Errorf("building executor pod: invalid executor id %d", id)
+	}
+	pod := &corev1.Pod{}
+	if c.Template != nil {
+		pod = c.Template.DeepCopy()
+	}
+	for _, s := range steps {
+		if err := s.Configure(pod, c, id); err != nil {
+			return nil, fmt.Errorf("building executor pod %d: step %s: %w", id, s.Name(), err)
+		}
+	}
+	if err := checkPod(pod, c); err != nil {
+		return nil, fmt.Errorf("building executor pod %d: %w", id, err)
+	}
+	return pod, nil
+}
+
+// checkPod reports what the API server would reject on every executor pod
+// and what the steps could collide on: duplicate volume names and
+// duplicate mount paths in the executor container.
+func checkPod(pod *corev1.Pod, c *ExecutorConf) error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		if seen[v.Name] {
+			errs = append(errs, fmt.Errorf("two volumes are named %s (from the pod template, "+
+				"spark.kubernetes.executor.volumes.*, secrets or local directories)", v.Name))
+		}
+		seen[v.Name] = true
+	}
+	if ctr := findContainer(pod, c.ContainerName); ctr != nil {
+		paths := map[string]bool{}
+		for _, m := range ctr.VolumeMounts {
+			if paths[m.MountPath] {
+				errs = append(errs, fmt.Errorf("two volumes are mounted at %s in container %s", m.MountPath, ctr.Name))
+			}
+			paths[m.MountPath] = true
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// OnDemandClaims returns the PersistentVolumeClaims to create with pod, the
+// pod of executor id built from c: one per volume with
+// options.claimName=OnDemand, named <pod>-pvc-<i>, with access mode
+// ReadWriteOncePod. As with Spark's spark.kubernetes.driver.ownPersistentVolumeClaim
+// (default true), the driver pod owns them when there is one; drover does
+// not reuse claims yet, so they last until the driver pod is deleted
+// (client mode: until the backend deletes them by the spark-app-selector
+// label).
+func OnDemandClaims(c *ExecutorConf, pod *corev1.Pod, id int64) []*corev1.PersistentVolumeClaim {
+	var claims []*corev1.PersistentVolumeClaim
+	for i, v := range c.Volumes {
+		if v.Claim == nil {
+			continue
+		}
+		labels := maps.Clone(v.Claim.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[snapshot.LabelAppID] = c.AppID
+		labels[snapshot.LabelExecutorID] = strconv.FormatInt(id, 10)
+		pvc := &corev1.PersistentVolumeClaim{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        claimName(pod.Name, i),
+				Namespace:   c.Namespace,
+				Labels:      labels,
+				Annotations: maps.Clone(v.Claim.Annotations),
+			},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOncePod},
+				Resources: corev1.VolumeResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceStorage: v.Claim.Size.DeepCopy()},
+				},
+			},
+		}
+		if len(pvc.Annotations) == 0 {
+			pvc.Annotations = nil
+		}
+		if v.Claim.StorageClass != "" {
+			pvc.Spec.StorageClassName = ptr.To(v.Claim.StorageClass)
+		}
+		if c.DriverPod != nil {
+			pvc.OwnerReferences = []metav1.OwnerReference{ownerReference(c.DriverPod)}
+		}
+		claims = append(claims, pvc)
+	}
+	return claims
+}
+
+// ExecutorConfigMap builds the executor ConfigMap named c.ConfigMapName
+// (nil when it is ""): conf as spark-defaults.conf, which executors read
+// from ConfDir before they reach the driver (the driver sends the whole
+// configuration when they register). Sensitive entries are left out: the
+// values of secret keys and of keys or values that spark.redaction.regex
+// matches (the executor gets the authentication secret from its
+// environment). The ConfigMap is immutable, labelled with the application
+// id and the executor role, and owned by the driver pod when there is one.
+func ExecutorConfigMap(c *ExecutorConf, conf map[string]string) *corev1.ConfigMap {
+	if c.ConfigMapName == "" {
+		return nil
+	}
+	all := config.New()
+	for k, v := range conf {
+		all.Set(k, v)
+	}
+	redacted := all.Redacted()
+	var b strings.Builder
+	b.WriteString("# Configuration of the executors of " + c.AppID + ", written by the driver.\n")
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		if redacted[k] != conf[k] {
+			continue
+		}
+		b.WriteString(escapeProperty(k, true))
+		b.WriteByte('=')
+		b.WriteString(escapeProperty(conf[k], false))
+		b.WriteByte('\n')
+	}
+	cm := &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      c.ConfigMapName,
+			Namespace: c.Namespace,
+			Labels:    map[string]string{snapshot.LabelAppID: c.AppID, snapshot.LabelRole: snapshot.RoleExecutor},
+		},
+		Immutable: ptr.To(true),
+		Data:      map[string]string{config.DefaultsFile: b.String()},
+	}
+	if c.DriverPod != nil {
+		cm.OwnerReferences = []metav1.OwnerReference{ownerReference(c.DriverPod)}
+	}
+	return cm
+}
+
+// ExecutorAuthSecret builds the Secret that carries the authentication
+// secret to the executors when c.AuthSecretName is set (nil otherwise, or
+// when authentication is off): key AuthSecretKey, immutable, owned by the
+// driver pod when there is one. Create it before the first executor pod.
+func ExecutorAuthSecret(c *ExecutorConf) *corev1.Secret {
+	if !c.Authenticate || c.AuthSecretName == "" {
+		return nil
+	}
+	s := &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      c.AuthSecretName,
+			Namespace: c.Namespace,
+			Labels:    map[string]string{snapshot.LabelAppID: c.AppID, snapshot.LabelRole: snapshot.RoleExecutor},
+		},
+		Immutable: ptr.To(true),
+		Type:      corev1.SecretTypeOpaque,
+		Data:      map[string][]byte{AuthSecretKey: []byte(c.AuthSecret)},
+	}
+	if c.DriverPod != nil {
+		s.OwnerReferences = []metav1.OwnerReference{ownerReference(c.DriverPod)}
+	}
+	return s
+}
+
+// escapeProperty escapes s for a java.util.Properties file (the format of
+// spark-defaults.conf): backslashes, line breaks, tabs and form feeds; in
+// keys also the separators and white space; at the start of a key, the
+// comment characters.
+func escapeProperty(s string, key bool) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch r {
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '=', ':', ' ':
+			if key || (r == ' ' && i == 0) {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		case '#', '!':
+			if key && i == 0 {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,388 @@
+package podspec
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/drover-project/drover/internal/config"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+const (
+	testAppID     = "drover-0123456789abcdef"
+	testDriverURL = "pi-0123456-driver-svc.spark.svc:7078"
+)
+
+// newConf returns a configuration with the key=value pairs.
+func newConf(t *testing.T, pairs ...string) *config.Conf {
+	t.Helper()
+	c := config.New()
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok {
+			t.Fatalf("bad test pair %q", p)
+		}
+		c.Set(k, v)
+	}
+	return c
+}
+
+func driverPod(namespace string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pi-0123456-driver", Namespace: namespace, UID: "6f1c1d9e-driver-uid"}}
+}
+
+// checkGolden compares the objects, as YAML documents, with
+// testdata/<name>.yaml, or rewrites the file with -update.
+func checkGolden(t *testing.T, name string, objs ...any) {
+	t.Helper()
+	var b bytes.Buffer
+	for i, o := range objs {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		y, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatalf("marshalling %T: %v", o, err)
+		}
+		b.Write(y)
+	}
+	path := filepath.Join("testdata", name+".yaml")
+	if *update {
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading the golden file: %v (run go test ./internal/k8s/podspec -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), b.String()); diff != "" {
+		t.Errorf("%s differs from what was built (-golden,+built); run go test ./internal/k8s/podspec -update "+
+			"if the change is intended:\n%s", path, diff)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	template := filepath.Join("testdata", "templates", "executor.yaml")
+	testCases := map[string]struct {
+		pairs   []string
+		driver  *corev1.Pod
+		command []string
+		// prepare changes the resolved configuration, as a driver does
+		// (the generated authentication secret).
+		prepare func(*ExecutorConf)
+		id      int64
+		conf    map[string]string // the ExecutorConfigMap input
+	}{
+		"minimal": {
+			pairs:   []string{"spark.app.name=pi", "spark.kubernetes.container.image=registry.example/pi:1.0"},
+			driver:  driverPod("default"),
+			command: []string{"/app/pi"},
+			id:      1,
+			conf: map[string]string{
+				"spark.app.name":                 "pi",
+				"spark.executor.memory":          "1g",
+				"spark.authenticate.secret":      "never-in-a-config-map",
+				"spark.hadoop.fs.s3a.access.key": "AKIA-never-either",
+				"spark.odd key=":                 "line one\nline two",
+			},
+		},
+		"full": {
+			pairs: []string{
+				"spark.app.name=Word Count (nightly)",
+				"spark.kubernetes.namespace=spark",
+				"spark.kubernetes.container.image=registry.example/base:1",
+				"spark.kubernetes.executor.container.image=registry.example/wordcount:2.1",
+				"spark.kubernetes.container.image.pullPolicy=Always",
+				"spark.kubernetes.container.image.pullSecrets=regcred, mirror-cred,regcred",
+				"spark.kubernetes.executor.podNamePrefix=wordcount",
+				"spark.executor.cores=4",
+				"spark.executor.memory=8g",
+				"spark.executor.memoryOverheadFactor=0.2",
+				"spark.kubernetes.executor.request.cores=3500m",
+				"spark.kubernetes.executor.limit.cores=4",
+				"spark.kubernetes.executor.label.team=data",
+				"spark.kubernetes.executor.label.run={{APP_ID}}",
+				"spark.kubernetes.executor.annotation.example.com/owner=data-platform",
+				"spark.kubernetes.executor.annotation.example.com/executor=exec-{{EXECUTOR_ID}}",
+				"spark.kubernetes.node.selector.pool=batch",
+				"spark.kubernetes.node.selector.zone=a",
+				"spark.kubernetes.executor.node.selector.zone=b",
+				"spark.kubernetes.scheduler.name=volcano",
+				"spark.kubernetes.executor.scheduler.name=yunikorn",
+				"spark.kubernetes.authenticate.driver.serviceAccountName=driver-sa",
+				"spark.kubernetes.authenticate.executor.serviceAccountName=executor-sa",
+				"spark.kubernetes.executor.terminationGracePeriodSeconds=45",
+				"spark.executorEnv.GODEBUG=madvdontneed=1",
+				"spark.executorEnv.AWS_REGION=eu-west-1",
+				"spark.kubernetes.executor.secrets.s3-credentials=/etc/secrets/s3",
+				"spark.kubernetes.executor.secrets.tls.example.com=/etc/tls",
+				"spark.kubernetes.executor.secretKeyRef.DB_PASSWORD=db:password",
+				"spark.kubernetes.executor.volumes.hostPath.host-data.mount.path=/data/host",
+				"spark.kubernetes.executor.volumes.hostPath.host-data.mount.readOnly=true",
+				"spark.kubernetes.executor.volumes.hostPath.host-data.options.path=/mnt/disks/ssd0",
+				"spark.kubernetes.executor.volumes.hostPath.host-data.options.type=Directory",
+				"spark.kubernetes.executor.volumes.emptyDir.scratch.mount.path=/scratch",
+				"spark.kubernetes.executor.volumes.emptyDir.scratch.options.medium=Memory",
+				"spark.kubernetes.executor.volumes.emptyDir.scratch.options.sizeLimit=2Gi",
+				"spark.kubernetes.executor.volumes.persistentVolumeClaim.shuffle.mount.path=/shuffle",
+				"spark.kubernetes.executor.volumes.persistentVolumeClaim.shuffle.options.claimName=OnDemand",
+				"spark.kubernetes.executor.volumes.persistentVolumeClaim.shuffle.options.storageClass=fast-ssd",
+				"spark.kubernetes.executor.volumes.persistentVolumeClaim.shuffle.options.sizeLimit=100Gi",
+				"spark.kubernetes.executor.volumes.persistentVolumeClaim.shuffle.label.tier=scratch",
+				"spark.kubernetes.executor.volumes.persistentVolumeClaim.shuffle.annotation.example.com/purpose=shuffle",
+				"spark.kubernetes.executor.volumes.persistentVolumeClaim.cache.mount.path=/cache",
+				"spark.kubernetes.executor.volumes.persistentVolumeClaim.cache.mount.subPath=exec-cache",
+				"spark.kubernetes.executor.volumes.persistentVolumeClaim.cache.options.claimName=cache-SPARK_EXECUTOR_ID",
+				"spark.kubernetes.executor.volumes.nfs.shared.mount.path=/shared",
+				"spark.kubernetes.executor.volumes.nfs.shared.mount.readOnly=true",
+				"spark.kubernetes.executor.volumes.nfs.shared.options.server=nfs.example.com",
+				"spark.kubernetes.executor.volumes.nfs.shared.options.path=/exports/shared",
+				"spark.local.dir=/var/data/a,/var/data/b",
+				"spark.kubernetes.local.dirs.tmpfs=true",
+				"spark.authenticate=true",
+				"drover.log.level=debug",
+				"drover.log.format=json",
+			},
+			driver:  driverPod("spark"),
+			command: []string{"/app/wordcount"},
+			prepare: func(c *ExecutorConf) {
+				c.AuthSecret = "generated-secret"
+				c.AuthSecretName = AuthSecretName(c.AppID)
+			},
+			id: 12,
+		},
+		"template": {
+			pairs: []string{
+				"spark.app.name=pi",
+				"spark.kubernetes.executor.podTemplateFile=" + template,
+				"spark.kubernetes.executor.podTemplateContainerName=main",
+				"spark.kubernetes.executor.label.team=analytics",
+				"spark.kubernetes.node.selector.pool=batch",
+				"spark.kubernetes.authenticate.executor.serviceAccountName=ignored-template-has-one",
+				"spark.kubernetes.container.image.pullSecrets=regcred",
+				"spark.kubernetes.executor.secrets.extra=/etc/extra",
+				"spark.kubernetes.executor.disableConfigMap=true",
+			},
+			driver:  driverPod("default"),
+			command: []string{"/app/pi"},
+			id:      3,
+		},
+		"client-mode": {
+			pairs: []string{
+				"spark.app.name=pi",
+				"spark.kubernetes.container.image=registry.example/pi:1.0",
+				"spark.kubernetes.executor.disableConfigMap=true",
+				"spark.authenticate=true",
+				"spark.authenticate.secret=literal-secret",
+			},
+			id: 7,
+		},
+	}
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			ec, err := NewExecutorConf(newConf(t, tc.pairs...), testAppID, tc.driver, testDriverURL, tc.command)
+			if err != nil {
+				t.Fatalf("NewExecutorConf: %v", err)
+			}
+			if tc.prepare != nil {
+				tc.prepare(ec)
+			}
+			pod, err := BuildExecutorPod(ec, tc.id)
+			if err != nil {
+				t.Fatalf("BuildExecutorPod: %v", err)
+			}
+			objs := []any{pod}
+			for _, pvc := range OnDemandClaims(ec, pod, tc.id) {
+				objs = append(objs, pvc)
+			}
+			if cm := ExecutorConfigMap(ec, tc.conf); cm != nil {
+				objs = append(objs, cm)
+			}
+			if s := ExecutorAuthSecret(ec); s != nil {
+				objs = append(objs, s)
+			}
+			checkGolden(t, name, objs...)
+		})
+	}
+}
+
+// TestBuildDoesNotShareState builds two pods from one configuration with a
+// template and checks that neither the template nor the first pod changes.
+func TestBuildDoesNotShareState(t *testing.T) {
+	ec, err := NewExecutorConf(newConf(t,
+		"spark.kubernetes.executor.podTemplateFile="+filepath.Join("testdata", "templates", "executor.yaml"),
+		"spark.kubernetes.executor.label.team=x",
+		"spark.kubernetes.node.selector.pool=batch",
+	), testAppID, driverPod("default"), testDriverURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	template := ec.Template.DeepCopy()
+	first, err := BuildExecutorPod(ec, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstCopy := first.DeepCopy()
+	second, err := BuildExecutorPod(ec, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(template, ec.Template); diff != "" {
+		t.Errorf("building changed the template (-before,+after):\n%s", diff)
+	}
+	if diff := cmp.Diff(firstCopy, first); diff != "" {
+		t.Errorf("building the second pod changed the first (-before,+after):\n%s", diff)
+	}
+	if first.Name == second.Name || second.Labels["spark-exec-id"] != "2" {
+		t.Errorf("second pod: name %s, spark-exec-id %s", second.Name, second.Labels["spark-exec-id"])
+	}
+	// Without ExecutorConf.Command, the template's arguments stay.
+	if got := findContainer(second, "main").Args; len(got) != 1 || got[0] != "--from-template" {
+		t.Errorf("args = %q, want the template's", got)
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	base := []string{"spark.kubernetes.container.image=img"}
+	testCases := map[string]struct {
+		pairs   []string
+		prepare func(*ExecutorConf)
+		wantErr string
+	}{
+		"authentication without a secret": {
+			pairs:   append(base, "spark.authenticate=true"),
+			wantErr: "step basic: spark.authenticate is true but the executors have no secret",
+		},
+		"user volume collides with a local dir volume": {
+			pairs: append(base,
+				"spark.kubernetes.executor.volumes.emptyDir.data.mount.path=/var/data/drover"),
+			wantErr: "two volumes are mounted at /var/data/drover",
+		},
+		"secret volume name collides with a user volume": {
+			pairs: append(base,
+				"spark.kubernetes.executor.secrets.creds=/etc/creds",
+				"spark.kubernetes.executor.volumes.emptyDir.creds-volume.mount.path=/x"),
+			wantErr: "two volumes are named creds-volume",
+		},
+	}
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			ec, err := NewExecutorConf(newConf(t, tc.pairs...), testAppID, nil, testDriverURL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = BuildExecutorPod(ec, 1)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("BuildExecutorPod error = %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestLocalDirsFromUserVolumes(t *testing.T) {
+	ec, err := NewExecutorConf(newConf(t,
+		"spark.kubernetes.container.image=img",
+		"spark.kubernetes.executor.volumes.persistentVolumeClaim.spark-local-dir-1.mount.path=/local",
+		"spark.kubernetes.executor.volumes.persistentVolumeClaim.spark-local-dir-1.options.claimName=OnDemand",
+		"spark.kubernetes.executor.volumes.persistentVolumeClaim.spark-local-dir-1.options.sizeLimit=50Gi",
+	), testAppID, nil, testDriverURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := BuildExecutorPod(ec, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vols []string
+	for _, v := range pod.Spec.Volumes {
+		vols = append(vols, v.Name)
+	}
+	if diff := cmp.Diff([]string{"spark-local-dir-1", ConfVolumeName}, vols); diff != "" {
+		t.Errorf("volumes (-want,+got):\n%s", diff)
+	}
+	env := map[string]string{}
+	for _, e := range pod.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env["SPARK_LOCAL_DIRS"] != "/local" || env["TMPDIR"] != "/local" {
+		t.Errorf("SPARK_LOCAL_DIRS=%q TMPDIR=%q, want /local", env["SPARK_LOCAL_DIRS"], env["TMPDIR"])
+	}
+	claims := OnDemandClaims(ec, pod, 4)
+	if len(claims) != 1 || claims[0].Name != pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName {
+		t.Errorf("claims %v do not match the pod's volume", claims)
+	}
+	if claims[0].OwnerReferences != nil {
+		t.Errorf("client mode claim has owners %v", claims[0].OwnerReferences)
+	}
+}
+
+func TestEscapeProperty(t *testing.T) {
+	conf := map[string]string{
+		"spark.a":         `C:\dir`,
+		"spark.b":         "x\ny\tz",
+		"spark.key with=": ": value",
+	}
+	props := ExecutorConfigMap(&ExecutorConf{ConfigMapName: "cm"}, conf).Data[config.DefaultsFile]
+	dir := t.TempDir()
+	file := filepath.Join(dir, config.DefaultsFile)
+	if err := os.WriteFile(file, []byte(props), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := config.Load(config.Sources{PropertiesFile: file, Env: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range conf {
+		if g, _ := got.Lookup(k); g != v {
+			t.Errorf("%q: read back %q, want %q (file:\n%s)", k, g, v, props)
+		}
+	}
+	if got := escapeProperty("#a!", true); got != `\#a!` {
+		t.Errorf("escapeProperty(#a!) = %q, want \\#a!", got)
+	}
+}
+
+// TestConcurrentBuilds is for the race detector: allocators build pods
+// from one ExecutorConf concurrently.
+func TestConcurrentBuilds(t *testing.T) {
+	ec, err := NewExecutorConf(newConf(t,
+		"spark.kubernetes.executor.podTemplateFile="+filepath.Join("testdata", "templates", "executor.yaml"),
+		"spark.kubernetes.executor.label.id={{EXECUTOR_ID}}",
+		"spark.kubernetes.executor.volumes.persistentVolumeClaim.data.mount.path=/data",
+		"spark.kubernetes.executor.volumes.persistentVolumeClaim.data.options.claimName=OnDemand",
+		"spark.kubernetes.executor.volumes.persistentVolumeClaim.data.options.sizeLimit=1Gi",
+	), testAppID, driverPod("default"), testDriverURL, []string{"/app/pi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			id := int64(i + 1)
+			pod, err := BuildExecutorPod(ec, id)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if got := pod.Labels["id"]; got != strconv.FormatInt(id, 10) {
+				t.Errorf("pod %d: label id = %q", id, got)
+			}
+			_ = OnDemandClaims(ec, pod, id)
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,498 @@
+package podspec
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+)
+
+// ExecutorConf is everything the executor steps need, resolved and checked
+// once from the application's configuration by [NewExecutorConf], so that
+// bad input fails before any pod is created. Steps only read it; one
+// ExecutorConf builds every executor pod of an application (it is safe
+// for concurrent builds as long as nobody changes it).
+type ExecutorConf struct {
+	AppID   string
+	AppName string
+	// Namespace of the executor pods and their resources.
+	Namespace string
+	// PodNamePrefix: executor pods are <PodNamePrefix>-exec-<id>.
+	PodNamePrefix string
+	// DriverURL is what executors dial to register (DROVER_DRIVER_URL).
+	DriverURL string
+
+	// Image and PullPolicy of the executor container; PullSecrets are
+	// added to the pod's imagePullSecrets.
+	Image, PullPolicy string
+	PullSecrets       []string
+
+	// Cores is spark.executor.cores (DROVER_EXECUTOR_CORES, GOMAXPROCS).
+	Cores int
+	// RequestCores is the container's CPU request; LimitCores its CPU
+	// limit, nil for none.
+	RequestCores resource.Quantity
+	LimitCores   *resource.Quantity
+	// MemoryBytes is spark.executor.memory (DROVER_EXECUTOR_MEMORY, from
+	// which the executor sets GOMEMLIMIT); the container's memory request
+	// and limit are MemoryBytes + OverheadBytes.
+	MemoryBytes, OverheadBytes int64
+
+	// Labels and Annotations are the user's (values may hold ValueAppID
+	// and ValueExecutorID); NodeSelector is spark.kubernetes.node.selector.*
+	// with spark.kubernetes.executor.node.selector.* over it; Env is
+	// spark.executorEnv.*.
+	Labels, Annotations, NodeSelector, Env map[string]string
+	// SchedulerName and ServiceAccount; "" keeps the template's.
+	SchedulerName, ServiceAccount string
+	// TerminationGracePeriod in seconds.
+	TerminationGracePeriod int64
+	// DriverPod owns the executor pods and their resources; nil in client
+	// mode when the driver does not run in a pod.
+	DriverPod *corev1.Pod
+
+	// Secrets are mounted, SecretEnv are environment variables from
+	// Secrets, Volumes are the user's volumes; each sorted.
+	Secrets   []SecretMount
+	SecretEnv []SecretEnv
+	Volumes   []Volume
+	// LocalDirs are the executor's local directories, backed by emptyDir
+	// volumes (in memory when TmpfsLocalDirs) unless a user volume named
+	// spark-local-dir-* exists.
+	LocalDirs      []string
+	TmpfsLocalDirs bool
+
+	// Template is the parsed executor pod template (nil for none); it is
+	// never modified. TemplateContainer is
+	// spark.kubernetes.executor.podTemplateContainerName as set, and
+	// ContainerName the executor container's resolved name.
+	Template          *corev1.Pod
+	TemplateContainer string
+	ContainerName     string
+
+	// ConfigMapName is the executor ConfigMap mounted at ConfDir; "" for
+	// none (spark.kubernetes.executor.disableConfigMap).
+	ConfigMapName string
+
+	// Authenticate is spark.authenticate. The executor gets the secret in
+	// DROVER_AUTH_SECRET: from the Secret AuthSecretName (key
+	// AuthSecretKey; see ExecutorAuthSecret) when it is set, which keeps the
+	// secret out of the pod spec, else as the literal AuthSecret.
+	// NewExecutorConf takes AuthSecret from spark.authenticate.secret; a
+	// driver that generated its secret sets it (and, to use a Secret,
+	// AuthSecretName = AuthSecretName(AppID)) before building pods.
+	Authenticate   bool
+	AuthSecret     string
+	AuthSecretName string
+
+	// LogEnv carries the log settings to the executor, which logs before it
+	// reaches the driver (config.LogEnv).
+	LogEnv []corev1.EnvVar
+
+	// Command is the executor container's command: the application binary
+	// inside the image (the role comes from DROVER_ROLE). Empty keeps the
+	// template's command and arguments, else the image's entrypoint.
+	Command []string
+}
+
+// SecretMount mounts the Secret Name at Path
+// (spark.kubernetes.executor.secrets.<Name>=<Path>).
+type SecretMount struct {
+	Name, Path string
+}
+
+// SecretEnv sets the environment variable Env from Key of Secret
+// (spark.kubernetes.executor.secretKeyRef.<Env>=<Secret>:<Key>).
+type SecretEnv struct {
+	Env, Secret, Key string
+}
+
+// reservedLabels are set by drover; users may not set them.
+var reservedLabels = []string{snapshot.LabelAppID, snapshot.LabelRole, snapshot.LabelExecutorID, snapshot.LabelInactive}
+
+// reservedEnv are set by the basic step; spark.executorEnv may not set them.
+var reservedEnv = []string{
+	executor.EnvRole, executor.EnvDriverURL, executor.EnvAppID, executor.EnvExecutorID, executor.EnvCores,
+	executor.EnvMemory, executor.EnvPodIP, executor.EnvPodName, executor.EnvAuthSecret,
+}
+
+// NewExecutorConf resolves and checks the executor pod configuration of
+// application appID from c. driverPod (nil in client mode without a
+// driver pod) owns the executors; driverURL is what executors dial;
+// command is the executor's command (see ExecutorConf.Command).
+//
+// It reports every problem at once (errors.Join), each naming its key: no
+// image, bad volumes, secrets or labels, an unreadable or invalid pod
+// template, a CPU request above the limit, and so on.
+func NewExecutorConf(c *config.Conf, appID string, driverPod *corev1.Pod, driverURL string, command []string) (*ExecutorConf, error) {
+	p := &parser{c: c}
+	if appID == "" {
+		p.fail("building executor pods: the application id is empty")
+	}
+	if driverURL == "" {
+		p.fail("building executor pods: the driver URL is empty")
+	}
+	ec := &ExecutorConf{
+		AppID:     appID,
+		AppName:   get(p, config.AppName),
+		Namespace: get(p, config.KubernetesNamespace),
+		DriverURL: driverURL,
+		DriverPod: driverPod,
+		Command:   slices.Clone(command),
+		Cores:     get(p, config.ExecutorCores),
+	}
+	if driverPod != nil {
+		switch {
+		case driverPod.Name == "" || driverPod.UID == "":
+			p.fail("building executor pods: the driver pod has no name or uid, so it cannot own the executor pods")
+		case driverPod.Namespace != "" && driverPod.Namespace != ec.Namespace:
+			p.fail("%s=%s: executor pods must be in the driver pod's namespace %s",
+				config.KubernetesNamespace.Key(), ec.Namespace, driverPod.Namespace)
+		}
+	}
+
+	ec.PodNamePrefix = get(p, config.KubernetesExecutorPodNamePrefix)
+	if ec.PodNamePrefix == "" {
+		ec.PodNamePrefix = defaultPodNamePrefix(ec.AppName, appID)
+	}
+
+	p.template(ec)
+	p.image(ec)
+	p.resources(ec)
+	p.metadata(ec)
+	p.secrets(ec)
+
+	vols, err := parseVolumes(config.KubernetesExecutorVolumes.Prefix(), config.KubernetesExecutorVolumes.Values(c))
+	p.add(err)
+	ec.Volumes = vols
+
+	ec.TmpfsLocalDirs = get(p, config.KubernetesLocalDirsTmpfs)
+	ec.LocalDirs = []string{DefaultLocalDir}
+	if config.LocalDir.IsSet(c) {
+		ec.LocalDirs = config.LocalDirs(c)
+		for _, d := range ec.LocalDirs {
+			if !path.IsAbs(d) {
+				p.fail("%s: %q is not an absolute path", config.LocalDir.Key(), d)
+			}
+		}
+	}
+
+	if !get(p, config.KubernetesExecutorDisableConfigMap) {
+		ec.ConfigMapName = ConfigMapName(appID)
+	}
+	ec.Authenticate = get(p, config.Authenticate)
+	if ec.Authenticate {
+		ec.AuthSecret = get(p, config.AuthenticateSecret)
+	}
+	for _, kv := range config.LogEnv(c) {
+		name, value, _ := strings.Cut(kv, "=")
+		ec.LogEnv = append(ec.LogEnv, corev1.EnvVar{Name: name, Value: value})
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return ec, nil
+}
+
+// parser collects the problems found while resolving an ExecutorConf.
+type parser struct {
+	c    *config.Conf
+	errs []error
+}
+
+func (p *parser) fail(format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf(format, args...))
+}
+
+func (p *parser) add(err error) {
+	if err != nil {
+		p.errs = append(p.errs, err)
+	}
+}
+
+func (p *parser) err() error { return errors.Join(p.errs...) }
+
+// get is e.Get, reporting an explicitly set value that is invalid (Get
+// would silently use the default).
+func get[T any](p *parser, e *config.Entry[T]) T {
+	if raw, ok := p.c.Lookup(e.Key()); ok {
+		if _, err := e.Parse(raw); err != nil {
+			p.add(err)
+		}
+	}
+	return e.Get(p.c)
+}
+
+// template reads and checks the pod template, and resolves the executor
+// container's name.
+func (p *parser) template(ec *ExecutorConf) {
+	ec.ContainerName = ExecutorContainerName
+	ec.TemplateContainer = get(p, config.KubernetesExecutorPodTemplateContainerName)
+	file := get(p, config.KubernetesExecutorPodTemplateFile)
+	if file == "" {
+		if ec.TemplateContainer != "" {
+			p.fail("%s=%s is set without %s", config.KubernetesExecutorPodTemplateContainerName.Key(),
+				ec.TemplateContainer, config.KubernetesExecutorPodTemplateFile.Key())
+		}
+		return
+	}
+	pod, err := loadTemplate(file)
+	if err != nil {
+		p.fail("%s=%s: %w", config.KubernetesExecutorPodTemplateFile.Key(), file, err)
+		return
+	}
+	cs := pod.Spec.Containers
+	switch i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == ec.TemplateContainer }); {
+	case ec.TemplateContainer != "" && i < 0:
+		names := make([]string, len(cs))
+		for j := range cs {
+			names[j] = cs[j].Name
+		}
+		p.fail("%s=%s: the template %s has no such container (it has: %s)", config.KubernetesExecutorPodTemplateContainerName.Key(),
+			ec.TemplateContainer, file, strings.Join(names, ", "))
+		return
+	case ec.TemplateContainer != "":
+		ec.ContainerName = ec.TemplateContainer
+	case len(cs) > 0 && cs[0].Name != "":
+		// As in Spark: without a container name, the template's first
+		// container runs the executor.
+		ec.ContainerName = cs[0].Name
+	case len(cs) > 0:
+		pod.Spec.Containers[0].Name = ExecutorContainerName
+	}
+	ec.Template = pod
+}
+
+// loadTemplate reads a pod template: a YAML or JSON Pod. Fields the Pod
+// type does not have are errors (they are typos, silently ignored by
+// Spark); what the API server fills in (status, uid, resourceVersion, …)
+// is dropped, so a pod fetched with kubectl get -o yaml works as a
+// template.
+func loadTemplate(file string) (*corev1.Pod, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading the executor pod template: %w", err)
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return nil, errors.New("the executor pod template is empty")
+	}
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(b, &tm); err != nil {
+		return nil, fmt.Errorf("parsing the executor pod template: %w", err)
+	}
+	if (tm.Kind != "" && tm.Kind != "Pod") || (tm.APIVersion != "" && tm.APIVersion != "v1") {
+		return nil, fmt.Errorf("the executor pod template is a %s %s, not a v1 Pod", tm.APIVersion, tm.Kind)
+	}
+	pod := &corev1.Pod{}
+	if err := yaml.UnmarshalStrict(b, pod); err != nil {
+		return nil, fmt.Errorf("parsing the executor pod template as a Pod: %w", err)
+	}
+	pod.TypeMeta = metav1.TypeMeta{}
+	pod.Status = corev1.PodStatus{}
+	m := &pod.ObjectMeta
+	m.UID, m.ResourceVersion, m.Generation, m.CreationTimestamp, m.ManagedFields = "", "", 0, metav1.Time{}, nil
+	m.DeletionTimestamp, m.DeletionGracePeriodSeconds, m.OwnerReferences = nil, nil, nil
+	return pod, nil
+}
+
+// image resolves the image and pull policy: the keys when set, else the
+// template's container.
+func (p *parser) image(ec *ExecutorConf) {
+	var tc *corev1.Container
+	if ec.Template != nil {
+		tc = findContainer(ec.Template, ec.ContainerName)
+	}
+	ec.Image = get(p, config.KubernetesExecutorContainerImage)
+	if ec.Image == "" && tc != nil {
+		ec.Image = tc.Image
+	}
+	if ec.Image == "" {
+		p.fail("no executor image: set %s (or %s) to the application's image",
+			config.KubernetesExecutorContainerImage.Key(), config.KubernetesContainerImage.Key())
+	}
+	ec.PullPolicy = get(p, config.KubernetesContainerImagePullPolicy)
+	if !config.KubernetesContainerImagePullPolicy.IsSet(p.c) && tc != nil && tc.ImagePullPolicy != "" {
+		ec.PullPolicy = string(tc.ImagePullPolicy)
+	}
+	for s := range strings.SplitSeq(get(p, config.KubernetesContainerImagePullSecrets), ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if msgs := validation.IsDNS1123Subdomain(s); len(msgs) > 0 {
+			p.fail("%s: invalid secret name %q: %s", config.KubernetesContainerImagePullSecrets.Key(), s, strings.Join(msgs, "; "))
+			continue
+		}
+		if !slices.Contains(ec.PullSecrets, s) {
+			ec.PullSecrets = append(ec.PullSecrets, s)
+		}
+	}
+}
+
+// resources resolves CPU and memory. Memory overhead is Spark's:
+// spark.executor.memoryOverhead, else max(factor × memory in whole MiB,
+// minMemoryOverhead).
+func (p *parser) resources(ec *ExecutorConf) {
+	ec.MemoryBytes = get(p, config.ExecutorMemory)
+	if ec.MemoryBytes <= 0 {
+		p.fail("%s=%s: expected a size > 0", config.ExecutorMemory.Key(), p.c.Get(config.ExecutorMemory.Key()))
+	}
+	ec.OverheadBytes = Overhead(ec.MemoryBytes,
+		get(p, config.ExecutorMemoryOverhead), config.ExecutorMemoryOverhead.IsSet(p.c),
+		get(p, config.ExecutorMemoryOverheadFactor), get(p, config.ExecutorMinMemoryOverhead))
+
+	cpu := func(e *config.Entry[string]) *resource.Quantity {
+		s := get(p, e)
+		if s == "" {
+			return nil
+		}
+		q, err := resource.ParseQuantity(strings.TrimSpace(s))
+		if err != nil || q.Sign() <= 0 {
+			p.fail("%s=%s: expected a CPU quantity > 0 such as 0.5, 500m or 2", e.Key(), s)
+			return nil
+		}
+		return &q
+	}
+	if q := cpu(config.KubernetesExecutorRequestCores); q != nil {
+		ec.RequestCores = *q
+	} else {
+		ec.RequestCores = *resource.NewQuantity(int64(ec.Cores), resource.DecimalSI)
+	}
+	ec.LimitCores = cpu(config.KubernetesExecutorLimitCores)
+	if ec.LimitCores != nil && ec.RequestCores.Cmp(*ec.LimitCores) > 0 {
+		req := config.KubernetesExecutorRequestCores.Key()
+		if !config.KubernetesExecutorRequestCores.IsSet(p.c) {
+			req = config.ExecutorCores.Key()
+		}
+		p.fail("the executor CPU request %s=%s is above the limit %s=%s; Kubernetes would reject every executor pod",
+			req, ec.RequestCores.String(), config.KubernetesExecutorLimitCores.Key(), ec.LimitCores.String())
+	}
+
+	ec.TerminationGracePeriod = int64(get(p, config.KubernetesExecutorTerminationGracePeriod).Seconds())
+	if !config.KubernetesExecutorTerminationGracePeriod.IsSet(p.c) && ec.Template != nil &&
+		ec.Template.Spec.TerminationGracePeriodSeconds != nil {
+		ec.TerminationGracePeriod = *ec.Template.Spec.TerminationGracePeriodSeconds
+	}
+}
+
+// Overhead is the executor pod's memory beyond spark.executor.memory:
+// overhead when set, else max(factor × memory, minimum), where factor ×
+// memory is truncated to whole MiB as Spark does.
+func Overhead(memory, overhead int64, overheadSet bool, factor float64, minimum int64) int64 {
+	if overheadSet {
+		return overhead
+	}
+	return max(int64(factor*float64(memory/config.MiB))*config.MiB, minimum)
+}
+
+// metadata resolves labels, annotations, node selector, scheduler, service
+// account and environment.
+func (p *parser) metadata(ec *ExecutorConf) {
+	labelsKey := config.KubernetesExecutorLabels.Prefix()
+	ec.Labels = config.KubernetesExecutorLabels.Values(p.c)
+	for _, k := range slices.Sorted(maps.Keys(ec.Labels)) {
+		if slices.Contains(reservedLabels, k) {
+			p.fail("%s%s: the label %s is reserved for drover", labelsKey, k, k)
+			continue
+		}
+		checkLabel(labelsKey+k, k, substitute(ec.Labels[k], ec.AppID, 1), &p.errs)
+	}
+	ec.Annotations = config.KubernetesExecutorAnnotations.Values(p.c)
+	for _, k := range slices.Sorted(maps.Keys(ec.Annotations)) {
+		if msgs := content.IsLabelKey(k); len(msgs) > 0 {
+			p.fail("%s%s: invalid annotation name: %s", config.KubernetesExecutorAnnotations.Prefix(), k, strings.Join(msgs, "; "))
+		}
+	}
+	ec.NodeSelector = config.KubernetesNodeSelector.Values(p.c)
+	for _, fam := range []*config.PrefixEntry{config.KubernetesNodeSelector, config.KubernetesExecutorNodeSelector} {
+		vals := fam.Values(p.c)
+		for _, k := range slices.Sorted(maps.Keys(vals)) {
+			checkLabel(fam.Prefix()+k, k, vals[k], &p.errs)
+			ec.NodeSelector[k] = vals[k]
+		}
+	}
+	ec.SchedulerName = get(p, config.KubernetesExecutorSchedulerName)
+	ec.ServiceAccount = get(p, config.KubernetesExecutorServiceAccountName)
+	for _, name := range []string{ec.SchedulerName, ec.ServiceAccount} {
+		if name == "" {
+			continue
+		}
+		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+			key := config.KubernetesExecutorSchedulerName.Key()
+			if name == ec.ServiceAccount {
+				key = config.KubernetesExecutorServiceAccountName.Key()
+			}
+			p.fail("%s=%s: %s", key, name, strings.Join(msgs, "; "))
+		}
+	}
+	ec.Env = config.ExecutorEnv.Values(p.c)
+	for _, k := range slices.Sorted(maps.Keys(ec.Env)) {
+		checkEnvName(p, config.ExecutorEnv.Prefix()+k, k)
+	}
+}
+
+func checkEnvName(p *parser, key, name string) {
+	if msgs := validation.IsRelaxedEnvVarName(name); len(msgs) > 0 {
+		p.fail("%s: invalid environment variable name %q: %s", key, name, strings.Join(msgs, "; "))
+	}
+	if slices.Contains(reservedEnv, name) {
+		p.fail("%s: the environment variable %s is set by drover", key, name)
+	}
+}
+
+// secrets resolves secret mounts and secret environment variables.
+func (p *parser) secrets(ec *ExecutorConf) {
+	mounts := config.KubernetesExecutorSecrets.Values(p.c)
+	for _, name := range slices.Sorted(maps.Keys(mounts)) {
+		key, dir := config.KubernetesExecutorSecrets.Prefix()+name, mounts[name]
+		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+			p.fail("%s: invalid secret name %q: %s", key, name, strings.Join(msgs, "; "))
+		}
+		if !path.IsAbs(dir) {
+			p.fail("%s=%s: expected the absolute path to mount the secret at", key, dir)
+		}
+		ec.Secrets = append(ec.Secrets, SecretMount{Name: name, Path: dir})
+	}
+	refs := config.KubernetesExecutorSecretKeyRefs.Values(p.c)
+	for _, env := range slices.Sorted(maps.Keys(refs)) {
+		key, ref := config.KubernetesExecutorSecretKeyRefs.Prefix()+env, refs[env]
+		checkEnvName(p, key, env)
+		secret, item, ok := strings.Cut(ref, ":")
+		secret, item = strings.TrimSpace(secret), strings.TrimSpace(item)
+		if !ok || secret == "" || item == "" {
+			p.fail("%s=%s: expected <secret>:<key>", key, ref)
+			continue
+		}
+		if msgs := validation.IsDNS1123Subdomain(secret); len(msgs) > 0 {
+			p.fail("%s=%s: invalid secret name %q: %s", key, ref, secret, strings.Join(msgs, "; "))
+		}
+		if msgs := validation.IsConfigMapKey(item); len(msgs) > 0 {
+			p.fail("%s=%s: invalid secret key %q: %s", key, ref, item, strings.Join(msgs, "; "))
+		}
+		ec.SecretEnv = append(ec.SecretEnv, SecretEnv{Env: env, Secret: secret, Key: item})
+	}
+}
+
+// secretVolumeName is the volume of a mounted secret: Spark's
+// "<secret>-volume" when that is a valid volume name, else
+// "secret-volume-<i>".
+func secretVolumeName(secret string, i int) string {
+	if n := secret + "-volume"; len(validation.IsDNS1123Label(n)) == 0 {
+		return n
+	}
+	return "secret-volume-" + strconv.Itoa(i)
+}

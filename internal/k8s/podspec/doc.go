@@ -1,0 +1,58 @@
+// Package podspec builds executor pods, and the objects created with them,
+// from ordered feature steps, as Spark's KubernetesExecutorBuilder does.
+//
+// [NewExecutorConf] resolves the application's configuration once into an
+// [ExecutorConf] and reports every problem (no image, a malformed volume
+// or secret reference, an unreadable or invalid pod template, a CPU
+// request above its limit, …) with the key at fault, before any pod
+// exists. [BuildExecutorPod] then starts each pod from a deep copy of the
+// pod template, or an empty pod, and applies [ExecutorSteps] in order:
+//
+//  1. basic: name <prefix>-exec-<id>, the labels spark-app-selector,
+//     spark-role=executor, spark-exec-id and spark-app-name, user labels and
+//     annotations, image and pull policy, pull secrets, CPU and memory
+//     (request = limit = spark.executor.memory + overhead), the executor
+//     environment (DROVER_*), the command, an ownerReference to the driver
+//     pod, restartPolicy Never, node selector, scheduler name,
+//     terminationGracePeriodSeconds and a restricted securityContext;
+//  2. credentials: the service account;
+//  3. mount-secrets: spark.kubernetes.executor.secrets.*;
+//  4. env-secrets: spark.kubernetes.executor.secretKeyRef.*;
+//  5. mount-volumes: spark.kubernetes.executor.volumes.* (hostPath,
+//     emptyDir, persistentVolumeClaim including OnDemand claims, nfs);
+//  6. local-dirs: emptyDir scratch space (tmpfs on request), unless user
+//     volumes named spark-local-dir-* provide it;
+//  7. config-map: the executor ConfigMap mounted at ConfDir.
+//
+// [OnDemandClaims], [ExecutorConfigMap] and [ExecutorAuthSecret] build the
+// other objects: the PersistentVolumeClaims of one executor pod, and the
+// application's executor ConfigMap and authentication Secret.
+//
+// # Pod templates
+//
+// The template (spark.kubernetes.executor.podTemplateFile) is the base and
+// the steps add to it. The executor container is the one named by
+// spark.kubernetes.executor.podTemplateContainerName, else the template's
+// first container; other containers are kept as they are. Which side wins:
+//
+//   - drover's: the pod name and namespace, restartPolicy (Never), the
+//     labels drover sets, the memory request and limit and the CPU request;
+//     the CPU limit, image, pull policy, scheduler name and
+//     terminationGracePeriodSeconds when their keys are set; the command
+//     when ExecutorConf.Command is set (the arguments are then cleared);
+//   - merged, drover's winning for the same key: labels, annotations, node
+//     selectors;
+//   - appended after the template's: pull secrets, environment variables
+//     (Kubernetes lets a later variable win), volumes and mounts (duplicate
+//     volume names or mount paths are errors);
+//   - the template's: everything else, such as tolerations, affinity, other
+//     resources (ephemeral storage, GPUs), the service account when it names
+//     one, and the container's securityContext when it has one (otherwise
+//     the container gets the restricted one).
+//
+// What the API server fills in (status, uid, resourceVersion, ownerReferences,
+// …) is dropped from a template, so `kubectl get pod -o yaml` output works.
+//
+// Nothing here talks to the API server: the package is pure and tested
+// with golden files (testdata/*.yaml; go test -update rewrites them).
+package podspec
