@@ -20,6 +20,10 @@ type App struct {
 	Scheduler *scheduler.Scheduler
 	Auth      rpc.Auth
 	Logger    *slog.Logger
+	// Fail ends the application with err: for failures the cluster manager
+	// detects on its own (no executor can start, too many executor
+	// failures, a pod spec the API server rejects).
+	Fail func(err error)
 }
 
 // Cluster is a running cluster manager for one application.

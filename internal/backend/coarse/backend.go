@@ -54,6 +54,13 @@ type Options struct {
 	NetworkTimeout  time.Duration
 	TimeoutInterval time.Duration
 
+	// Admit, when set, may refuse an executor's registration: Kubernetes
+	// refuses executors whose pods it already deleted.
+	Admit func(executorID, podName string) error
+	// OnExecutorsChanged, when set, is called after an executor registers
+	// or is removed, without the backend's lock held.
+	OnExecutorsChanged func()
+
 	Clock  clock.WithTicker
 	Logger *slog.Logger
 }
@@ -83,6 +90,7 @@ type executorData struct {
 	lastSeen        atomic.Int64
 	decommissioning bool
 	disabled        bool
+	registeredAt    time.Time
 	fetchConn       *grpc.ClientConn
 }
 
@@ -329,6 +337,7 @@ func (b *Backend) Control(stream pb.Driver_ControlServer) error {
 		return err
 	}
 	b.log.Info("executor registered", "executor", ex.ID, "address", ex.Address, "cores", ex.TotalCores, "pod", ex.PodName)
+	b.changed()
 
 	sendDone := make(chan error, 1)
 	go func() { sendDone <- b.sendLoop(stream, ex) }()
@@ -362,6 +371,12 @@ func (b *Backend) register(reg *pb.Register) (*executorData, error) {
 	case reg.GetCores() < 1:
 		return nil, status.Errorf(codes.InvalidArgument, "executor %s offers %d cores", id, reg.GetCores())
 	}
+	if b.opts.Admit != nil {
+		if err := b.opts.Admit(id, reg.GetPodName()); err != nil {
+			b.excluded[id] = true
+			return nil, status.Errorf(codes.FailedPrecondition, "executor %s refused: %v", id, err)
+		}
+	}
 	ex := &executorData{
 		ExecutorInfo: ExecutorInfo{
 			ID:         id,
@@ -372,7 +387,8 @@ func (b *Backend) register(reg *pb.Register) (*executorData, error) {
 		},
 		out: newOutbox(),
 	}
-	ex.lastSeen.Store(b.opts.Clock.Now().UnixNano())
+	ex.registeredAt = b.opts.Clock.Now()
+	ex.lastSeen.Store(ex.registeredAt.UnixNano())
 	b.executors[id] = ex
 	b.totalCores += ex.TotalCores
 	close(b.registered)
@@ -575,9 +591,16 @@ func (b *Backend) RemoveExecutor(id string, reason scheduler.LossReason) {
 		return
 	}
 	b.log.Info("executor removed", "executor", id, "reason", reason.String(), "caused_by_app", reason.CausedByApp)
+	b.changed()
 	b.sched.ExecutorLost(id, reason)
 	if b.cluster != nil {
 		b.cluster.ExecutorRemoved(id, reason)
+	}
+}
+
+func (b *Backend) changed() {
+	if b.opts.OnExecutorsChanged != nil {
+		b.opts.OnExecutorsChanged()
 	}
 }
 
@@ -679,6 +702,18 @@ func (b *Backend) DefaultParallelism() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return max(b.totalCores, 2)
+}
+
+// Registered returns the registered executors' ids with their registration
+// times.
+func (b *Backend) Registered() map[string]time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]time.Time, len(b.executors))
+	for id, ex := range b.executors {
+		out[id] = ex.registeredAt
+	}
+	return out
 }
 
 // Executors lists the registered executors, sorted by id.
