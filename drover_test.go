@@ -3,6 +3,7 @@ package drover
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -29,7 +30,11 @@ func TestMain(m *testing.M) {
 	if os.Getenv(executor.EnvRole) == executor.RoleExecutor {
 		os.Exit(runExecutor())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if err := cluster.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the test control plane:", err)
+	}
+	os.Exit(code)
 }
 
 func TestRunPartitionsInEveryLocalMode(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 	"github.com/drover-project/drover/internal/scheduler"
 
 	// Cluster managers register themselves.
+	_ "github.com/drover-project/drover/internal/k8s"
 	_ "github.com/drover-project/drover/internal/local"
 )
 
@@ -230,7 +231,12 @@ func newAppID() string {
 	return "drover-" + hex.EncodeToString(b)
 }
 
-func drive(ctx context.Context, conf *config.Conf, m master.URL, args []string, log *slog.Logger, run func(*Context) error) error {
+func drive(parent context.Context, conf *config.Conf, m master.URL, args []string, log *slog.Logger, run func(*Context) error) error {
+	// A cluster manager that finds the application cannot go on (no
+	// executor can start, a pod spec the API server rejects) ends it
+	// through this context.
+	ctx, fail := context.WithCancelCause(parent)
+	defer fail(nil)
 	appID := newAppID()
 	log = log.With("app", appID)
 	var auth rpc.Auth
@@ -251,7 +257,8 @@ func drive(ctx context.Context, conf *config.Conf, m master.URL, args []string, 
 		MaxResultSize: config.DriverMaxResultSize.Get(conf),
 		Logger:        log,
 	})
-	cluster, err := master.NewCluster(master.App{ID: appID, Conf: conf, Master: m, Scheduler: sched, Auth: auth, Logger: log})
+	cluster, err := master.NewCluster(master.App{ID: appID, Conf: conf, Master: m, Scheduler: sched, Auth: auth, Logger: log,
+		Fail: func(err error) { fail(err) }})
 	if err != nil {
 		return err
 	}
@@ -268,11 +275,15 @@ func drive(ctx context.Context, conf *config.Conf, m master.URL, args []string, 
 		return fmt.Errorf("starting %s: %w", m.Raw, err)
 	}
 	if err := cluster.Backend().WaitReady(ctx); err != nil {
-		return fmt.Errorf("waiting for executors: %w", err)
+		return fmt.Errorf("waiting for executors: %w", context.Cause(ctx))
 	}
 	log.Info("application started", "master", m.Raw, "name", config.AppName.Get(conf), "startup", time.Since(start).Round(time.Millisecond))
 	c := &Context{Context: ctx, appID: appID, conf: conf, args: args, log: log, sched: sched, cluster: cluster}
-	return run(c)
+	err = run(c)
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) && !strings.Contains(err.Error(), cause.Error()) {
+		err = fmt.Errorf("%w (%v)", err, cause)
+	}
+	return err
 }
 
 func isFrozen(err error) bool { return errors.Is(err, funcs.ErrFrozen) }

@@ -90,6 +90,18 @@ func (a *Allocator) OnSnapshot(s snapshot.Snapshot) {
 	a.wake()
 }
 
+// MarkSeen records that the pods of ids exist or existed. The pod source
+// calls it on every informer event, so a pod that appears and vanishes
+// between two snapshots still meets its creation's expectation instead of
+// stalling allocation until PodCreationTimeout.
+func (a *Allocator) MarkSeen(ids ...int64) {
+	a.mu.Lock()
+	for _, id := range ids {
+		a.seen[id] = true
+	}
+	a.mu.Unlock()
+}
+
 // SetRegistered replaces the set of executors the scheduler backend knows.
 func (a *Allocator) SetRegistered(ids ...int64) {
 	m := make(map[int64]bool, len(ids))

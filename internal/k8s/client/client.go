@@ -1,0 +1,120 @@
+package client
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/drover-project/drover/internal/config"
+)
+
+// InClusterHost is the API server of a pod's own cluster.
+const InClusterHost = "https://kubernetes.default.svc"
+
+// Options chooses where the client connects and how it authenticates.
+type Options struct {
+	// APIServer is the master URL's API server (k8s://<this>); empty uses
+	// the kubeconfig's.
+	APIServer string
+	// Context is spark.kubernetes.context.
+	Context string
+	// Auth overrides credentials from the kubeconfig or service account.
+	Auth config.AuthKeys
+	Conf *config.Conf
+	// UserAgent names the component in the API server's logs and metrics.
+	UserAgent string
+}
+
+// RESTConfig resolves the client configuration.
+func RESTConfig(o Options) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if useInCluster(o.APIServer) {
+		cfg, err = rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading the in-cluster Kubernetes configuration for %s: %w", o.APIServer, err)
+		}
+	} else {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context}
+		if o.APIServer != "" {
+			overrides.ClusterInfo.Server = o.APIServer
+		}
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("loading the Kubernetes client configuration (KUBECONFIG or ~/.kube/config%s): %w",
+				contextNote(o.Context), err)
+		}
+	}
+	if o.Conf != nil {
+		if err := applyAuth(cfg, o.Auth, o.Conf); err != nil {
+			return nil, err
+		}
+		cfg.QPS = float32(config.KubernetesClientQPS.Get(o.Conf))
+		cfg.Burst = config.KubernetesClientBurst.Get(o.Conf)
+	}
+	cfg.UserAgent = o.UserAgent
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "drover"
+	}
+	return cfg, nil
+}
+
+// New returns a clientset for o.
+func New(o Options) (kubernetes.Interface, *rest.Config, error) {
+	cfg, err := RESTConfig(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	return cs, cfg, nil
+}
+
+// useInCluster reports whether the service account applies: the master is
+// the in-cluster address and the process runs in a pod.
+func useInCluster(apiServer string) bool {
+	if os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		return false
+	}
+	return apiServer == InClusterHost || strings.HasPrefix(apiServer, InClusterHost+":")
+}
+
+func contextNote(ctx string) string {
+	if ctx == "" {
+		return ""
+	}
+	return ", context " + ctx
+}
+
+func applyAuth(cfg *rest.Config, a config.AuthKeys, c *config.Conf) error {
+	if a.OAuthToken == nil {
+		return nil
+	}
+	if tok := a.OAuthToken.Get(c); tok != "" {
+		cfg.BearerToken, cfg.BearerTokenFile = tok, ""
+	}
+	if f := a.OAuthTokenFile.Get(c); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", a.OAuthTokenFile.Key(), err)
+		}
+		cfg.BearerToken, cfg.BearerTokenFile = strings.TrimSpace(string(b)), ""
+	}
+	if f := a.ClientCertFile.Get(c); f != "" {
+		cfg.CertFile, cfg.CertData = f, nil
+	}
+	if f := a.ClientKeyFile.Get(c); f != "" {
+		cfg.KeyFile, cfg.KeyData = f, nil
+	}
+	if f := a.CACertFile.Get(c); f != "" {
+		cfg.CAFile, cfg.CAData = f, nil
+	}
+	return nil
+}

@@ -1,0 +1,200 @@
+package drover
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-project/drover/internal/testenv"
+)
+
+// cluster is one real control plane (etcd, kube-apiserver, kube-scheduler,
+// a process node) shared by this package's Kubernetes tests.
+var cluster = &testenv.Shared{Options: testenv.Options{Scheduler: true, ProcessNodes: 1}}
+
+var slowSquare = Register("test.slowSquare", func(tc *TaskContext, n int) (int, error) {
+	select {
+	case <-time.After(300 * time.Millisecond):
+	case <-tc.Done():
+		return 0, tc.Err()
+	}
+	return n * n, nil
+})
+
+// k8sArgs are the driver flags of a client-mode application on env.
+func k8sArgs(env *testenv.Env, ns string, extra ...string) []string {
+	args := []string{"--master", "k8s://" + env.URL,
+		"--conf", "spark.kubernetes.namespace=" + ns,
+		"--conf", "spark.kubernetes.container.image=drover-test:latest",
+		"--conf", "spark.driver.host=127.0.0.1",
+		"--conf", "drover.log.level=" + logLevel(),
+	}
+	for _, e := range extra {
+		args = append(args, "--conf", e)
+	}
+	return args
+}
+
+func appObjects(t *testing.T, env *testenv.Env, ns string) (pods []corev1.Pod, cms []string) {
+	t.Helper()
+	ctx := context.Background()
+	pl, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-role=executor"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := env.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-role=executor"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range cl.Items {
+		cms = append(cms, cm.Name)
+	}
+	return pl.Items, cms
+}
+
+func TestClientModeOnKubernetes(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.NewNamespace(t)
+	t.Setenv("KUBECONFIG", env.Kubeconfig)
+
+	var stderr bytes.Buffer
+	var got []int
+	var seen []corev1.Pod
+	code := runDriver(k8sArgs(env, ns, "spark.executor.instances=2", "spark.executor.memory=256m"), &stderr, func(ctx *Context) error {
+		var err error
+		got, err = RunPartitions(ctx, square, []int{1, 2, 3, 4, 5, 6, 7, 8})
+		seen, _ = appObjects(t, env, ns)
+		return err
+	})
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+	}
+	for i, v := range got {
+		if v != (i+1)*(i+1) {
+			t.Fatalf("results %v", got)
+		}
+	}
+	// The executor pods ran real executor processes with the expected spec.
+	if len(seen) != 2 {
+		t.Fatalf("saw %d executor pods during the job, want 2", len(seen))
+	}
+	for _, p := range seen {
+		if p.Status.Phase != corev1.PodRunning {
+			t.Errorf("pod %s is %s during the job", p.Name, p.Status.Phase)
+		}
+		c := p.Spec.Containers[0]
+		if p.Labels["spark-app-selector"] == "" || p.Labels["spark-exec-id"] == "" || !strings.Contains(p.Name, "-exec-") {
+			t.Errorf("pod %s lacks executor labels or name: %v", p.Name, p.Labels)
+		}
+		if lim := c.Resources.Limits.Memory().Value(); lim != (256+384)<<20 {
+			t.Errorf("pod %s memory limit %d, want 256m + 384m overhead", p.Name, lim)
+		}
+		if p.Spec.RestartPolicy != corev1.RestartPolicyNever {
+			t.Errorf("pod %s restart policy %s", p.Name, p.Spec.RestartPolicy)
+		}
+	}
+	// Nothing of the application remains.
+	pods, cms := appObjects(t, env, ns)
+	if len(pods) != 0 || len(cms) != 0 {
+		t.Errorf("after the application: %d executor pods and config maps %v remain", len(pods), cms)
+	}
+}
+
+func TestDeletedExecutorPodIsReplaced(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.NewNamespace(t)
+	t.Setenv("KUBECONFIG", env.Kubeconfig)
+
+	var stderr bytes.Buffer
+	var got []int
+	var once sync.Once
+	var victim string
+	var after []corev1.Pod
+	code := runDriver(k8sArgs(env, ns, "spark.executor.instances=2", "spark.task.maxFailures=1"), &stderr, func(ctx *Context) error {
+		go func() {
+			// Delete one executor pod while tasks run on it.
+			time.Sleep(500 * time.Millisecond)
+			once.Do(func() {
+				pods, _ := appObjects(t, env, ns)
+				if len(pods) > 0 {
+					victim = pods[0].Name
+					_ = env.Client.CoreV1().Pods(ns).Delete(context.Background(), victim, metav1.DeleteOptions{})
+				}
+			})
+		}()
+		inputs := make([]int, 24)
+		for i := range inputs {
+			inputs[i] = i
+		}
+		var err error
+		got, err = RunPartitions(ctx, slowSquare, inputs)
+		after, _ = appObjects(t, env, ns)
+		return err
+	})
+	if code != 0 {
+		t.Fatalf("exit code %d (deleted pod %q); stderr:\n%s", code, victim, stderr.String())
+	}
+	if victim == "" {
+		t.Fatal("no executor pod was deleted")
+	}
+	for i, v := range got {
+		if v != i*i {
+			t.Fatalf("results %v", got)
+		}
+	}
+	replaced := false
+	for _, p := range after {
+		replaced = replaced || p.Labels["spark-exec-id"] == "3"
+	}
+	if !replaced {
+		t.Errorf("no replacement executor pod (id 3) after %s was deleted; pods: %d; stderr:\n%s", victim, len(after), stderr.String())
+	}
+}
+
+func TestBadKubernetesConfFailsBeforeAnyPod(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.NewNamespace(t)
+	t.Setenv("KUBECONFIG", env.Kubeconfig)
+	tmpl := t.TempDir() + "/template.yaml"
+	if err := os.WriteFile(tmpl, []byte("kind: Pod\napiVersion: v1\nspec:\n  containers: not-a-list\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]struct {
+		args []string
+		want string
+	}{
+		"no image":         {[]string{"--master", "k8s://" + env.URL, "--conf", "spark.kubernetes.namespace=" + ns, "--conf", "spark.driver.host=127.0.0.1"}, "image"},
+		"invalid template": {k8sArgs(env, ns, "spark.kubernetes.executor.podTemplateFile="+tmpl), "podTemplateFile"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			ran := false
+			code := runDriver(tc.args, &stderr, func(*Context) error { ran = true; return nil })
+			if code == 0 || ran {
+				t.Fatalf("exit code %d, ran %v; stderr:\n%s", code, ran, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("stderr does not name %q:\n%s", tc.want, stderr.String())
+			}
+			pods, cms := appObjects(t, env, ns)
+			if len(pods)+len(cms) != 0 {
+				t.Errorf("created %d pods and config maps %v", len(pods), cms)
+			}
+		})
+	}
+}
+
+func logLevel() string {
+	if l := os.Getenv("DROVER_TEST_LOG_LEVEL"); l != "" {
+		return l
+	}
+	return "warn"
+}
