@@ -100,10 +100,24 @@ func TestClientModeOnKubernetes(t *testing.T) {
 			t.Errorf("pod %s restart policy %s", p.Name, p.Spec.RestartPolicy)
 		}
 	}
-	// Nothing of the application remains.
+	// Nothing of the application remains: the driver deleted its pods
+	// (they may take their grace period to go) and its config map.
 	pods, cms := appObjects(t, env, ns)
-	if len(pods) != 0 || len(cms) != 0 {
-		t.Errorf("after the application: %d executor pods and config maps %v remain", len(pods), cms)
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			t.Errorf("executor pod %s was not deleted", p.Name)
+		}
+	}
+	if len(cms) != 0 {
+		t.Errorf("config maps %v remain", cms)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(pods) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		pods, _ = appObjects(t, env, ns)
+	}
+	if len(pods) != 0 {
+		t.Errorf("%d executor pods still exist 30s after the application ended", len(pods))
 	}
 }
 
