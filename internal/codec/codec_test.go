@@ -3,6 +3,7 @@ package codec
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -41,6 +42,66 @@ func TestRoundTrip(t *testing.T) {
 	roundTrip(t, point{X: 1, Y: 2, Tags: []string{"a"}})
 	roundTrip(t, map[string]int{"a": 1, "b": 2})
 	roundTrip(t, []point{{X: 1}, {Y: 2}})
+	roundTrip(t, Pair[string, int]{"word", 3})
+	roundTrip(t, Pair[string, []int]{strings.Repeat("k", 300), []int{1, 2}})
+	roundTrip(t, []Pair[int, Pair[string, float64]]{{1, Pair[string, float64]{"x", 2}}})
+	roundTrip(t, tree{Name: "root", Children: []tree{{Name: "leaf"}}})
+	roundTrip(t, &point{X: 9})
+	roundTrip(t, [3]int8{-1, 0, 1})
+	roundTrip(t, struct {
+		U    uint16
+		F    float32
+		C    complex128
+		P    *int
+		B    []byte
+		When time.Time
+	}{U: 7, F: 1.5, C: 2i, B: []byte{0}, When: time.Date(2026, 11, 22, 1, 2, 3, 4, time.UTC)})
+}
+
+type tree struct {
+	Name     string
+	Children []tree
+}
+
+func TestSplitPair(t *testing.T) {
+	for _, key := range []string{"", "k", strings.Repeat("long", 100)} {
+		b, err := Encode(Pair[string, int]{key, 42})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, v, err := SplitPair(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotKey, _ := Decode[string](k)
+		gotValue, _ := Decode[int](v)
+		if gotKey != key || gotValue != 42 {
+			t.Errorf("SplitPair = %q, %d; want %q, 42", gotKey, gotValue, key)
+		}
+		if again := AppendPairBytes(nil, k, v); string(again) != string(b) {
+			t.Errorf("AppendPairBytes does not rebuild the pair")
+		}
+	}
+}
+
+func BenchmarkEncodePair(b *testing.B) {
+	enc := EncoderFor[Pair[string, int]]()
+	buf := make([]byte, 0, 64)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = enc(buf[:0], Pair[string, int]{"benchmark", 1})
+	}
+}
+
+func BenchmarkDecodeStruct(b *testing.B) {
+	buf, _ := Encode(point{X: 1, Y: 2, Tags: []string{"a", "b"}})
+	dec := DecoderFor[point]()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := dec(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 func TestDecodeRejectsMalformedInput(t *testing.T) {
@@ -48,7 +109,12 @@ func TestDecodeRejectsMalformedInput(t *testing.T) {
 		"truncated varint": func() error { _, err := Decode[int]([]byte{0x80}); return err },
 		"float too short":  func() error { _, err := Decode[float64]([]byte{1, 2}); return err },
 		"bool too long":    func() error { _, err := Decode[bool]([]byte{1, 1}); return err },
-		"garbage gob":      func() error { _, err := Decode[point]([]byte("nope")); return err },
+		"string too long": func() error {
+			_, err := Decode[point]([]byte{1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8, 1, 9})
+			return err
+		},
+		"left over":      func() error { _, err := Decode[int]([]byte{2, 2}); return err },
+		"pair key short": func() error { _, err := Decode[Pair[string, int]]([]byte{5, 1}); return err },
 	}
 	for name, f := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -59,7 +125,7 @@ func TestDecodeRejectsMalformedInput(t *testing.T) {
 	}
 }
 
-// hidden has only an unexported field, which gob cannot encode.
+// hidden has an unexported field, which would be silently lost.
 type hidden struct{ a int }
 
 var _ = hidden{a: 1}
@@ -78,7 +144,10 @@ func TestCheck(t *testing.T) {
 		"map of slices":        {check: Check[map[string][]point]},
 		"func":                 {check: Check[func()], wantErr: "func values cannot be encoded"},
 		"chan in slice":        {check: Check[[]chan int], wantErr: "chan values"},
-		"unexported fields":    {check: Check[hidden], wantErr: "no exported fields"},
+		"unexported fields":    {check: Check[hidden], wantErr: "field a of codec.hidden is unexported"},
+		"interface":            {check: Check[[]any], wantErr: "interface values cannot be encoded"},
+		"recursive":            {check: Check[tree]},
+		"time":                 {check: Check[time.Time]},
 		"func field in struct": {check: Check[withFunc], wantErr: "field F"},
 	}
 	for name, tc := range tests {
