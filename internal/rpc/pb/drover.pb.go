@@ -726,6 +726,9 @@ type TaskStatus struct {
 	Stack         string `protobuf:"bytes,7,opt,name=stack,proto3" json:"stack,omitempty"`
 	Panicked      bool   `protobuf:"varint,8,opt,name=panicked,proto3" json:"panicked,omitempty"`
 	DurationNanos int64  `protobuf:"varint,9,opt,name=duration_nanos,json=durationNanos,proto3" json:"duration_nanos,omitempty"`
+	// Set when the task failed because a shuffle block could not be fetched:
+	// the driver marks the map output lost and resubmits the map stage.
+	FetchFailure  *FetchFailure `protobuf:"bytes,10,opt,name=fetch_failure,json=fetchFailure,proto3" json:"fetch_failure,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -823,6 +826,89 @@ func (x *TaskStatus) GetDurationNanos() int64 {
 	return 0
 }
 
+func (x *TaskStatus) GetFetchFailure() *FetchFailure {
+	if x != nil {
+		return x.FetchFailure
+	}
+	return nil
+}
+
+type FetchFailure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ShuffleId     int32                  `protobuf:"varint,1,opt,name=shuffle_id,json=shuffleId,proto3" json:"shuffle_id,omitempty"`
+	MapId         int32                  `protobuf:"varint,2,opt,name=map_id,json=mapId,proto3" json:"map_id,omitempty"`
+	ExecutorId    string                 `protobuf:"bytes,3,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"`
+	Address       string                 `protobuf:"bytes,4,opt,name=address,proto3" json:"address,omitempty"`
+	Message       string                 `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchFailure) Reset() {
+	*x = FetchFailure{}
+	mi := &file_drover_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchFailure) ProtoMessage() {}
+
+func (x *FetchFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchFailure.ProtoReflect.Descriptor instead.
+func (*FetchFailure) Descriptor() ([]byte, []int) {
+	return file_drover_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *FetchFailure) GetShuffleId() int32 {
+	if x != nil {
+		return x.ShuffleId
+	}
+	return 0
+}
+
+func (x *FetchFailure) GetMapId() int32 {
+	if x != nil {
+		return x.MapId
+	}
+	return 0
+}
+
+func (x *FetchFailure) GetExecutorId() string {
+	if x != nil {
+		return x.ExecutorId
+	}
+	return ""
+}
+
+func (x *FetchFailure) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *FetchFailure) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type StatusBatch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Statuses      []*TaskStatus          `protobuf:"bytes,1,rep,name=statuses,proto3" json:"statuses,omitempty"`
@@ -832,7 +918,7 @@ type StatusBatch struct {
 
 func (x *StatusBatch) Reset() {
 	*x = StatusBatch{}
-	mi := &file_drover_proto_msgTypes[9]
+	mi := &file_drover_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -844,7 +930,7 @@ func (x *StatusBatch) String() string {
 func (*StatusBatch) ProtoMessage() {}
 
 func (x *StatusBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[9]
+	mi := &file_drover_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -857,7 +943,7 @@ func (x *StatusBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusBatch.ProtoReflect.Descriptor instead.
 func (*StatusBatch) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{9}
+	return file_drover_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StatusBatch) GetStatuses() []*TaskStatus {
@@ -878,7 +964,7 @@ type Decommission struct {
 
 func (x *Decommission) Reset() {
 	*x = Decommission{}
-	mi := &file_drover_proto_msgTypes[10]
+	mi := &file_drover_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -890,7 +976,7 @@ func (x *Decommission) String() string {
 func (*Decommission) ProtoMessage() {}
 
 func (x *Decommission) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[10]
+	mi := &file_drover_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -903,7 +989,7 @@ func (x *Decommission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decommission.ProtoReflect.Descriptor instead.
 func (*Decommission) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{10}
+	return file_drover_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Decommission) GetReason() string {
@@ -923,7 +1009,7 @@ type KillTask struct {
 
 func (x *KillTask) Reset() {
 	*x = KillTask{}
-	mi := &file_drover_proto_msgTypes[11]
+	mi := &file_drover_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -935,7 +1021,7 @@ func (x *KillTask) String() string {
 func (*KillTask) ProtoMessage() {}
 
 func (x *KillTask) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[11]
+	mi := &file_drover_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -948,7 +1034,7 @@ func (x *KillTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillTask.ProtoReflect.Descriptor instead.
 func (*KillTask) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{11}
+	return file_drover_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *KillTask) GetTaskId() int64 {
@@ -974,7 +1060,7 @@ type Shutdown struct {
 
 func (x *Shutdown) Reset() {
 	*x = Shutdown{}
-	mi := &file_drover_proto_msgTypes[12]
+	mi := &file_drover_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +1072,7 @@ func (x *Shutdown) String() string {
 func (*Shutdown) ProtoMessage() {}
 
 func (x *Shutdown) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[12]
+	mi := &file_drover_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +1085,7 @@ func (x *Shutdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shutdown.ProtoReflect.Descriptor instead.
 func (*Shutdown) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{12}
+	return file_drover_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Shutdown) GetReason() string {
@@ -1018,7 +1104,7 @@ type FetchResultRequest struct {
 
 func (x *FetchResultRequest) Reset() {
 	*x = FetchResultRequest{}
-	mi := &file_drover_proto_msgTypes[13]
+	mi := &file_drover_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1030,7 +1116,7 @@ func (x *FetchResultRequest) String() string {
 func (*FetchResultRequest) ProtoMessage() {}
 
 func (x *FetchResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[13]
+	mi := &file_drover_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1043,7 +1129,7 @@ func (x *FetchResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResultRequest.ProtoReflect.Descriptor instead.
 func (*FetchResultRequest) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{13}
+	return file_drover_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FetchResultRequest) GetTaskId() int64 {
@@ -1054,15 +1140,17 @@ func (x *FetchResultRequest) GetTaskId() int64 {
 }
 
 type Chunk struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Data  []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// FetchBlocks only: index in the request's blocks of the block data belongs to.
+	BlockIndex    int32 `protobuf:"varint,2,opt,name=block_index,json=blockIndex,proto3" json:"block_index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_drover_proto_msgTypes[14]
+	mi := &file_drover_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1074,7 +1162,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[14]
+	mi := &file_drover_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1087,7 +1175,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{14}
+	return file_drover_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -1095,6 +1183,125 @@ func (x *Chunk) GetData() []byte {
 		return x.Data
 	}
 	return nil
+}
+
+func (x *Chunk) GetBlockIndex() int32 {
+	if x != nil {
+		return x.BlockIndex
+	}
+	return 0
+}
+
+type FetchBlocksRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ShuffleId     int32                  `protobuf:"varint,1,opt,name=shuffle_id,json=shuffleId,proto3" json:"shuffle_id,omitempty"`
+	ReduceId      int32                  `protobuf:"varint,2,opt,name=reduce_id,json=reduceId,proto3" json:"reduce_id,omitempty"`
+	Blocks        []*BlockID             `protobuf:"bytes,3,rep,name=blocks,proto3" json:"blocks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchBlocksRequest) Reset() {
+	*x = FetchBlocksRequest{}
+	mi := &file_drover_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchBlocksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchBlocksRequest) ProtoMessage() {}
+
+func (x *FetchBlocksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchBlocksRequest.ProtoReflect.Descriptor instead.
+func (*FetchBlocksRequest) Descriptor() ([]byte, []int) {
+	return file_drover_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *FetchBlocksRequest) GetShuffleId() int32 {
+	if x != nil {
+		return x.ShuffleId
+	}
+	return 0
+}
+
+func (x *FetchBlocksRequest) GetReduceId() int32 {
+	if x != nil {
+		return x.ReduceId
+	}
+	return 0
+}
+
+func (x *FetchBlocksRequest) GetBlocks() []*BlockID {
+	if x != nil {
+		return x.Blocks
+	}
+	return nil
+}
+
+type BlockID struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MapId         int32                  `protobuf:"varint,1,opt,name=map_id,json=mapId,proto3" json:"map_id,omitempty"`
+	TaskId        int64                  `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BlockID) Reset() {
+	*x = BlockID{}
+	mi := &file_drover_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BlockID) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BlockID) ProtoMessage() {}
+
+func (x *BlockID) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BlockID.ProtoReflect.Descriptor instead.
+func (*BlockID) Descriptor() ([]byte, []int) {
+	return file_drover_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *BlockID) GetMapId() int32 {
+	if x != nil {
+		return x.MapId
+	}
+	return 0
+}
+
+func (x *BlockID) GetTaskId() int64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
 }
 
 var File_drover_proto protoreflect.FileDescriptor
@@ -1150,7 +1357,7 @@ const file_drover_proto_rawDesc = "" +
 	"\x04cpus\x18\b \x01(\x05R\x04cpus\x12\x15\n" +
 	"\x06job_id\x18\t \x01(\x03R\x05jobId\"?\n" +
 	"\vLaunchBatch\x120\n" +
-	"\x05tasks\x18\x01 \x03(\v2\x1a.drover.v1.TaskDescriptionR\x05tasks\"\x95\x02\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x1a.drover.v1.TaskDescriptionR\x05tasks\"\xd3\x02\n" +
 	"\n" +
 	"TaskStatus\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\x03R\x06taskId\x12*\n" +
@@ -1162,7 +1369,17 @@ const file_drover_proto_rawDesc = "" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x12\x14\n" +
 	"\x05stack\x18\a \x01(\tR\x05stack\x12\x1a\n" +
 	"\bpanicked\x18\b \x01(\bR\bpanicked\x12%\n" +
-	"\x0eduration_nanos\x18\t \x01(\x03R\rdurationNanos\"@\n" +
+	"\x0eduration_nanos\x18\t \x01(\x03R\rdurationNanos\x12<\n" +
+	"\rfetch_failure\x18\n" +
+	" \x01(\v2\x17.drover.v1.FetchFailureR\ffetchFailure\"\x99\x01\n" +
+	"\fFetchFailure\x12\x1d\n" +
+	"\n" +
+	"shuffle_id\x18\x01 \x01(\x05R\tshuffleId\x12\x15\n" +
+	"\x06map_id\x18\x02 \x01(\x05R\x05mapId\x12\x1f\n" +
+	"\vexecutor_id\x18\x03 \x01(\tR\n" +
+	"executorId\x12\x18\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"@\n" +
 	"\vStatusBatch\x121\n" +
 	"\bstatuses\x18\x01 \x03(\v2\x15.drover.v1.TaskStatusR\bstatuses\"&\n" +
 	"\fDecommission\x12\x16\n" +
@@ -1173,9 +1390,19 @@ const file_drover_proto_rawDesc = "" +
 	"\bShutdown\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"-\n" +
 	"\x12FetchResultRequest\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\x03R\x06taskId\"\x1b\n" +
+	"\atask_id\x18\x01 \x01(\x03R\x06taskId\"<\n" +
 	"\x05Chunk\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04data*\x86\x01\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1f\n" +
+	"\vblock_index\x18\x02 \x01(\x05R\n" +
+	"blockIndex\"|\n" +
+	"\x12FetchBlocksRequest\x12\x1d\n" +
+	"\n" +
+	"shuffle_id\x18\x01 \x01(\x05R\tshuffleId\x12\x1b\n" +
+	"\treduce_id\x18\x02 \x01(\x05R\breduceId\x12*\n" +
+	"\x06blocks\x18\x03 \x03(\v2\x12.drover.v1.BlockIDR\x06blocks\"9\n" +
+	"\aBlockID\x12\x15\n" +
+	"\x06map_id\x18\x01 \x01(\x05R\x05mapId\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x03R\x06taskId*\x86\x01\n" +
 	"\tTaskState\x12\x1a\n" +
 	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TASK_STATE_RUNNING\x10\x01\x12\x17\n" +
@@ -1183,9 +1410,10 @@ const file_drover_proto_rawDesc = "" +
 	"\x11TASK_STATE_FAILED\x10\x03\x12\x15\n" +
 	"\x11TASK_STATE_KILLED\x10\x042M\n" +
 	"\x06Driver\x12C\n" +
-	"\aControl\x12\x1a.drover.v1.ExecutorMessage\x1a\x18.drover.v1.DriverMessage(\x010\x012L\n" +
+	"\aControl\x12\x1a.drover.v1.ExecutorMessage\x1a\x18.drover.v1.DriverMessage(\x010\x012\x8e\x01\n" +
 	"\bExecutor\x12@\n" +
-	"\vFetchResult\x12\x1d.drover.v1.FetchResultRequest\x1a\x10.drover.v1.Chunk0\x01B2Z0github.com/drover-project/drover/internal/rpc/pbb\x06proto3"
+	"\vFetchResult\x12\x1d.drover.v1.FetchResultRequest\x1a\x10.drover.v1.Chunk0\x01\x12@\n" +
+	"\vFetchBlocks\x12\x1d.drover.v1.FetchBlocksRequest\x1a\x10.drover.v1.Chunk0\x01B2Z0github.com/drover-project/drover/internal/rpc/pbb\x06proto3"
 
 var (
 	file_drover_proto_rawDescOnce sync.Once
@@ -1200,7 +1428,7 @@ func file_drover_proto_rawDescGZIP() []byte {
 }
 
 var file_drover_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_drover_proto_goTypes = []any{
 	(TaskState)(0),             // 0: drover.v1.TaskState
 	(*ExecutorMessage)(nil),    // 1: drover.v1.ExecutorMessage
@@ -1212,37 +1440,44 @@ var file_drover_proto_goTypes = []any{
 	(*TaskDescription)(nil),    // 7: drover.v1.TaskDescription
 	(*LaunchBatch)(nil),        // 8: drover.v1.LaunchBatch
 	(*TaskStatus)(nil),         // 9: drover.v1.TaskStatus
-	(*StatusBatch)(nil),        // 10: drover.v1.StatusBatch
-	(*Decommission)(nil),       // 11: drover.v1.Decommission
-	(*KillTask)(nil),           // 12: drover.v1.KillTask
-	(*Shutdown)(nil),           // 13: drover.v1.Shutdown
-	(*FetchResultRequest)(nil), // 14: drover.v1.FetchResultRequest
-	(*Chunk)(nil),              // 15: drover.v1.Chunk
-	nil,                        // 16: drover.v1.Registered.ConfEntry
+	(*FetchFailure)(nil),       // 10: drover.v1.FetchFailure
+	(*StatusBatch)(nil),        // 11: drover.v1.StatusBatch
+	(*Decommission)(nil),       // 12: drover.v1.Decommission
+	(*KillTask)(nil),           // 13: drover.v1.KillTask
+	(*Shutdown)(nil),           // 14: drover.v1.Shutdown
+	(*FetchResultRequest)(nil), // 15: drover.v1.FetchResultRequest
+	(*Chunk)(nil),              // 16: drover.v1.Chunk
+	(*FetchBlocksRequest)(nil), // 17: drover.v1.FetchBlocksRequest
+	(*BlockID)(nil),            // 18: drover.v1.BlockID
+	nil,                        // 19: drover.v1.Registered.ConfEntry
 }
 var file_drover_proto_depIdxs = []int32{
 	3,  // 0: drover.v1.ExecutorMessage.register:type_name -> drover.v1.Register
 	5,  // 1: drover.v1.ExecutorMessage.heartbeat:type_name -> drover.v1.Heartbeat
-	10, // 2: drover.v1.ExecutorMessage.status:type_name -> drover.v1.StatusBatch
-	11, // 3: drover.v1.ExecutorMessage.decommission:type_name -> drover.v1.Decommission
+	11, // 2: drover.v1.ExecutorMessage.status:type_name -> drover.v1.StatusBatch
+	12, // 3: drover.v1.ExecutorMessage.decommission:type_name -> drover.v1.Decommission
 	4,  // 4: drover.v1.DriverMessage.registered:type_name -> drover.v1.Registered
 	8,  // 5: drover.v1.DriverMessage.launch:type_name -> drover.v1.LaunchBatch
-	12, // 6: drover.v1.DriverMessage.kill:type_name -> drover.v1.KillTask
-	13, // 7: drover.v1.DriverMessage.shutdown:type_name -> drover.v1.Shutdown
+	13, // 6: drover.v1.DriverMessage.kill:type_name -> drover.v1.KillTask
+	14, // 7: drover.v1.DriverMessage.shutdown:type_name -> drover.v1.Shutdown
 	6,  // 8: drover.v1.DriverMessage.heartbeat_ack:type_name -> drover.v1.HeartbeatAck
-	16, // 9: drover.v1.Registered.conf:type_name -> drover.v1.Registered.ConfEntry
+	19, // 9: drover.v1.Registered.conf:type_name -> drover.v1.Registered.ConfEntry
 	7,  // 10: drover.v1.LaunchBatch.tasks:type_name -> drover.v1.TaskDescription
 	0,  // 11: drover.v1.TaskStatus.state:type_name -> drover.v1.TaskState
-	9,  // 12: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
-	1,  // 13: drover.v1.Driver.Control:input_type -> drover.v1.ExecutorMessage
-	14, // 14: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
-	2,  // 15: drover.v1.Driver.Control:output_type -> drover.v1.DriverMessage
-	15, // 16: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
-	15, // [15:17] is the sub-list for method output_type
-	13, // [13:15] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	10, // 12: drover.v1.TaskStatus.fetch_failure:type_name -> drover.v1.FetchFailure
+	9,  // 13: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
+	18, // 14: drover.v1.FetchBlocksRequest.blocks:type_name -> drover.v1.BlockID
+	1,  // 15: drover.v1.Driver.Control:input_type -> drover.v1.ExecutorMessage
+	15, // 16: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
+	17, // 17: drover.v1.Executor.FetchBlocks:input_type -> drover.v1.FetchBlocksRequest
+	2,  // 18: drover.v1.Driver.Control:output_type -> drover.v1.DriverMessage
+	16, // 19: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
+	16, // 20: drover.v1.Executor.FetchBlocks:output_type -> drover.v1.Chunk
+	18, // [18:21] is the sub-list for method output_type
+	15, // [15:18] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_drover_proto_init() }
@@ -1269,7 +1504,7 @@ func file_drover_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_proto_rawDesc), len(file_drover_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -123,6 +123,7 @@ var Driver_ServiceDesc = grpc.ServiceDesc{
 
 const (
 	Executor_FetchResult_FullMethodName = "/drover.v1.Executor/FetchResult"
+	Executor_FetchBlocks_FullMethodName = "/drover.v1.Executor/FetchBlocks"
 )
 
 // ExecutorClient is the client API for Executor service.
@@ -132,6 +133,11 @@ type ExecutorClient interface {
 	// FetchResult streams a task result the executor kept because it was larger
 	// than spark.task.maxDirectResultSize, then forgets it.
 	FetchResult(ctx context.Context, in *FetchResultRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Chunk], error)
+	// FetchBlocks streams the listed shuffle blocks of one reduce partition, in
+	// request order, as Chunks of at most 1 MiB. Every chunk carries block_index,
+	// the index in FetchBlocksRequest.blocks of the block its data belongs to; a
+	// block's chunks are contiguous, and an empty block sends no chunk.
+	FetchBlocks(ctx context.Context, in *FetchBlocksRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Chunk], error)
 }
 
 type executorClient struct {
@@ -161,6 +167,25 @@ func (c *executorClient) FetchResult(ctx context.Context, in *FetchResultRequest
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Executor_FetchResultClient = grpc.ServerStreamingClient[Chunk]
 
+func (c *executorClient) FetchBlocks(ctx context.Context, in *FetchBlocksRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Chunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Executor_ServiceDesc.Streams[1], Executor_FetchBlocks_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[FetchBlocksRequest, Chunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Executor_FetchBlocksClient = grpc.ServerStreamingClient[Chunk]
+
 // ExecutorServer is the server API for Executor service.
 // All implementations must embed UnimplementedExecutorServer
 // for forward compatibility.
@@ -168,6 +193,11 @@ type ExecutorServer interface {
 	// FetchResult streams a task result the executor kept because it was larger
 	// than spark.task.maxDirectResultSize, then forgets it.
 	FetchResult(*FetchResultRequest, grpc.ServerStreamingServer[Chunk]) error
+	// FetchBlocks streams the listed shuffle blocks of one reduce partition, in
+	// request order, as Chunks of at most 1 MiB. Every chunk carries block_index,
+	// the index in FetchBlocksRequest.blocks of the block its data belongs to; a
+	// block's chunks are contiguous, and an empty block sends no chunk.
+	FetchBlocks(*FetchBlocksRequest, grpc.ServerStreamingServer[Chunk]) error
 	mustEmbedUnimplementedExecutorServer()
 }
 
@@ -180,6 +210,9 @@ type UnimplementedExecutorServer struct{}
 
 func (UnimplementedExecutorServer) FetchResult(*FetchResultRequest, grpc.ServerStreamingServer[Chunk]) error {
 	return status.Error(codes.Unimplemented, "method FetchResult not implemented")
+}
+func (UnimplementedExecutorServer) FetchBlocks(*FetchBlocksRequest, grpc.ServerStreamingServer[Chunk]) error {
+	return status.Error(codes.Unimplemented, "method FetchBlocks not implemented")
 }
 func (UnimplementedExecutorServer) mustEmbedUnimplementedExecutorServer() {}
 func (UnimplementedExecutorServer) testEmbeddedByValue()                  {}
@@ -213,6 +246,17 @@ func _Executor_FetchResult_Handler(srv interface{}, stream grpc.ServerStream) er
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Executor_FetchResultServer = grpc.ServerStreamingServer[Chunk]
 
+func _Executor_FetchBlocks_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(FetchBlocksRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ExecutorServer).FetchBlocks(m, &grpc.GenericServerStream[FetchBlocksRequest, Chunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Executor_FetchBlocksServer = grpc.ServerStreamingServer[Chunk]
+
 // Executor_ServiceDesc is the grpc.ServiceDesc for Executor service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -224,6 +268,11 @@ var Executor_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "FetchResult",
 			Handler:       _Executor_FetchResult_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "FetchBlocks",
+			Handler:       _Executor_FetchBlocks_Handler,
 			ServerStreams: true,
 		},
 	},
