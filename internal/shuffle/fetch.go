@@ -1,0 +1,257 @@
+package shuffle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/drover-project/drover/internal/rpc/pb"
+)
+
+// DefaultMaxInFlight is Fetch's in-flight budget when it is given none
+// (spark.reducer.maxSizeInFlight).
+const DefaultMaxInFlight = 48 << 20
+
+// BlockRef names one map output's block for a reduce partition, as the
+// map-output tracker knows it.
+type BlockRef struct {
+	MapID               int
+	TaskID              int64
+	ExecutorID, Address string
+	// Size is the block's exact size from MapStatus.Sizes. Fetch skips empty
+	// blocks and treats a block of another size as a failed fetch.
+	Size int64
+}
+
+// FetchFailedError reports a block that could not be obtained: the map output
+// it belongs to must be considered lost.
+type FetchFailedError struct {
+	ShuffleID, MapID    int
+	ExecutorID, Address string
+	Err                 error
+}
+
+func (e *FetchFailedError) Error() string {
+	return fmt.Sprintf("shuffle %d: fetch of map %d output from executor %s (%s) failed: %v",
+		e.ShuffleID, e.MapID, e.ExecutorID, e.Address, e.Err)
+}
+
+func (e *FetchFailedError) Unwrap() error { return e.Err }
+
+type fetchRequest struct {
+	executorID, address string
+	blocks              []BlockRef
+	size                int64
+}
+
+type fetchResult struct {
+	mapID int
+	data  []byte
+	size  int64
+	err   error
+}
+
+// Fetch obtains the blocks of reduce partition reduceID and calls fn once per
+// non-empty block, in no particular order, with the block's bytes, which are
+// valid only during the call. Blocks this executor wrote are read from disk;
+// the others are streamed from their executors, grouped per executor into
+// requests of at most maxInFlight/5 bytes, several at once, but never more
+// than maxInFlight (DefaultMaxInFlight when ≤ 0) bytes fetched and not yet
+// consumed by fn; a block larger than maxInFlight is fetched alone.
+//
+// Any failure to obtain a block is returned as a *FetchFailedError; fn's
+// error is returned as is, and a cancelled ctx returns ctx.Err(). Fetch
+// returns only once all its goroutines have finished.
+func (m *Manager) Fetch(ctx context.Context, shuffleID, reduceID int, blocks []BlockRef, maxInFlight int64, fn func(mapID int, block []byte) error) error {
+	if maxInFlight <= 0 {
+		maxInFlight = DefaultMaxInFlight
+	}
+	var local []BlockRef
+	var remote []BlockRef
+	for _, b := range blocks {
+		switch {
+		case b.Size <= 0:
+		case b.ExecutorID == m.opts.ExecutorID:
+			local = append(local, b)
+		default:
+			remote = append(remote, b)
+		}
+	}
+	reqs := planRequests(remote, max(maxInFlight/5, 1))
+
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	// Room for every result: senders never block, so they all finish once
+	// their streams end or ctx is cancelled.
+	results := make(chan fetchResult, len(remote)+len(reqs))
+	var unconsumed atomic.Int64
+	var reserved int64
+	next := 0
+	launch := func() {
+		for next < len(reqs) && (reserved == 0 || reserved+reqs[next].size <= maxInFlight) {
+			r := &reqs[next]
+			reserved += r.size
+			next++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				m.fetchRemote(ctx, shuffleID, reduceID, r, results, &unconsumed)
+			}()
+		}
+	}
+	launch()
+
+	for _, b := range local {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		data, err := m.readLocalBlock(shuffleID, b.MapID, b.TaskID, reduceID)
+		if err == nil && int64(len(data)) != b.Size {
+			err = fmt.Errorf("block has %d bytes, its map status says %d", len(data), b.Size)
+		}
+		if err != nil {
+			return &FetchFailedError{ShuffleID: shuffleID, MapID: b.MapID, ExecutorID: b.ExecutorID, Address: b.Address, Err: err}
+		}
+		if err := fn(b.MapID, data); err != nil {
+			return err
+		}
+	}
+
+	for pending := len(remote); pending > 0; pending-- {
+		var r fetchResult
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case r = <-results:
+		}
+		if r.err != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return r.err
+		}
+		err := fn(r.mapID, r.data)
+		unconsumed.Add(-int64(len(r.data)))
+		reserved -= r.size
+		if err != nil {
+			return err
+		}
+		launch()
+	}
+	return nil
+}
+
+// planRequests groups blocks per executor into requests of at most target
+// bytes (a larger block alone) and interleaves the executors' requests so
+// that consecutive requests go to different executors.
+func planRequests(blocks []BlockRef, target int64) []fetchRequest {
+	type key struct{ id, addr string }
+	var order []key
+	per := map[key][]fetchRequest{}
+	for _, b := range blocks {
+		k := key{b.ExecutorID, b.Address}
+		rs, ok := per[k]
+		if !ok {
+			order = append(order, k)
+		}
+		if n := len(rs); n == 0 || rs[n-1].size+b.Size > target {
+			rs = append(rs, fetchRequest{executorID: b.ExecutorID, address: b.Address})
+		}
+		last := &rs[len(rs)-1]
+		last.blocks = append(last.blocks, b)
+		last.size += b.Size
+		per[k] = rs
+	}
+	var reqs []fetchRequest
+	for i := 0; ; i++ {
+		added := false
+		for _, k := range order {
+			if rs := per[k]; i < len(rs) {
+				reqs = append(reqs, rs[i])
+				added = true
+			}
+		}
+		if !added {
+			break
+		}
+	}
+	return reqs
+}
+
+// fetchRemote streams the blocks of one request and sends a result per block,
+// or one error result.
+func (m *Manager) fetchRemote(ctx context.Context, shuffleID, reduceID int, r *fetchRequest, results chan<- fetchResult, unconsumed *atomic.Int64) {
+	cur := 0
+	fail := func(err error) {
+		b := r.blocks[min(cur, len(r.blocks)-1)]
+		results <- fetchResult{err: &FetchFailedError{ShuffleID: shuffleID, MapID: b.MapID, ExecutorID: r.executorID, Address: r.address, Err: err}}
+	}
+	if r.address == "" {
+		fail(errors.New("executor has no block server address"))
+		return
+	}
+	conn, err := m.conn(r.address)
+	if err != nil {
+		fail(err)
+		return
+	}
+	req := &pb.FetchBlocksRequest{ShuffleId: int32(shuffleID), ReduceId: int32(reduceID), Blocks: make([]*pb.BlockID, len(r.blocks))}
+	for i, b := range r.blocks {
+		req.Blocks[i] = &pb.BlockID{MapId: int32(b.MapID), TaskId: b.TaskID}
+	}
+	stream, err := pb.NewExecutorClient(conn).FetchBlocks(ctx, req)
+	if err != nil {
+		fail(err)
+		return
+	}
+	var buf []byte
+	for {
+		c, err := stream.Recv()
+		if err == io.EOF {
+			if cur < len(r.blocks) {
+				fail(fmt.Errorf("stream ended with %d of %d blocks received", cur, len(r.blocks)))
+			}
+			return
+		}
+		if err != nil {
+			fail(err)
+			return
+		}
+		if len(c.Data) == 0 {
+			continue
+		}
+		if int(c.BlockIndex) != cur || cur >= len(r.blocks) {
+			fail(fmt.Errorf("chunk of block %d while block %d is incomplete", c.BlockIndex, cur))
+			return
+		}
+		b := r.blocks[cur]
+		switch {
+		case buf == nil && int64(len(c.Data)) == b.Size:
+			buf = c.Data
+		case int64(len(buf)+len(c.Data)) > b.Size:
+			fail(fmt.Errorf("block has more than the %d bytes its map status says", b.Size))
+			return
+		case buf == nil:
+			buf = make([]byte, 0, b.Size)
+			fallthrough
+		default:
+			buf = append(buf, c.Data...)
+		}
+		n := unconsumed.Add(int64(len(c.Data)))
+		if m.fetchObserve != nil {
+			m.fetchObserve(n)
+		}
+		if int64(len(buf)) == b.Size {
+			results <- fetchResult{mapID: b.MapID, data: buf, size: b.Size}
+			cur++
+			buf = nil
+		}
+	}
+}

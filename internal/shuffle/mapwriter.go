@@ -1,0 +1,285 @@
+package shuffle
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// DefaultBufferBytes is the map writer's buffer budget when NewMapWriter is
+// given none.
+const DefaultBufferBytes = 8 << 20
+
+// Index file layout, all little-endian uint64:
+//
+//	numPartitions
+//	start[0..numPartitions]   partition p's segments are table[start[p]:start[p+1]]
+//	table: (offset, length) per segment, grouped by partition
+//
+// so a block's segments are found with two small reads whatever the number of
+// partitions and segments.
+
+// MapStatus describes a committed map output.
+type MapStatus struct {
+	ShuffleID, MapID    int
+	TaskID              int64
+	ExecutorID, Address string
+	// Sizes holds the block size of every reduce partition, in bytes.
+	Sizes []int64
+}
+
+type segment struct{ off, len int64 }
+
+// MapWriter writes the output of one map task attempt.
+type MapWriter struct {
+	m                *Manager
+	shuffleID, mapID int
+	taskID           int64
+	base             string
+	bufferBytes      int64
+	bufs             [][]byte
+	buffered         int64
+	segs             [][]segment
+	sizes            []int64
+	data             *os.File
+	w                *bufio.Writer
+	off              int64
+	done             bool
+	err              error
+}
+
+// NewMapWriter starts the output of map task attempt taskID of map mapID in
+// shuffle shuffleID, with numPartitions reduce partitions. Records are
+// buffered per partition; when the buffered bytes pass bufferBytes
+// (DefaultBufferBytes when ≤ 0) every buffer is appended to the data file as
+// a segment.
+func (m *Manager) NewMapWriter(shuffleID, mapID int, taskID int64, numPartitions int, bufferBytes int64) (*MapWriter, error) {
+	if numPartitions <= 0 {
+		return nil, fmt.Errorf("shuffle: map writer needs at least one partition, got %d", numPartitions)
+	}
+	if bufferBytes <= 0 {
+		bufferBytes = DefaultBufferBytes
+	}
+	base := m.outputBase(shuffleID, mapID, taskID)
+	f, err := os.CreateTemp(m.dir, filepath.Base(base)+".data.tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("shuffle: create map output: %w", err)
+	}
+	return &MapWriter{
+		m: m, shuffleID: shuffleID, mapID: mapID, taskID: taskID, base: base,
+		bufferBytes: bufferBytes,
+		bufs:        make([][]byte, numPartitions),
+		segs:        make([][]segment, numPartitions),
+		sizes:       make([]int64, numPartitions),
+		data:        f,
+		w:           bufio.NewWriterSize(f, 1<<20),
+	}, nil
+}
+
+// Write appends one record to partition's block.
+func (w *MapWriter) Write(partition int, key, value []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.done {
+		return errors.New("shuffle: write to a committed or aborted map writer")
+	}
+	if partition < 0 || partition >= len(w.bufs) {
+		return fmt.Errorf("shuffle: partition %d out of range [0, %d)", partition, len(w.bufs))
+	}
+	n := len(w.bufs[partition])
+	w.bufs[partition] = AppendRecord(w.bufs[partition], key, value)
+	w.buffered += int64(len(w.bufs[partition]) - n)
+	if w.buffered > w.bufferBytes {
+		return w.flush()
+	}
+	return nil
+}
+
+// flush appends every non-empty buffer to the data file as a segment.
+func (w *MapWriter) flush() error {
+	for p, b := range w.bufs {
+		if len(b) == 0 {
+			continue
+		}
+		if _, err := w.w.Write(b); err != nil {
+			w.err = fmt.Errorf("shuffle: write map output: %w", err)
+			return w.err
+		}
+		w.segs[p] = append(w.segs[p], segment{w.off, int64(len(b))})
+		w.sizes[p] += int64(len(b))
+		w.off += int64(len(b))
+		w.bufs[p] = b[:0]
+	}
+	w.buffered = 0
+	return nil
+}
+
+// Commit writes the remaining buffers and the index and makes the output
+// visible to readers atomically.
+func (w *MapWriter) Commit() (MapStatus, error) {
+	if w.err != nil {
+		w.Abort()
+		return MapStatus{}, w.err
+	}
+	if w.done {
+		return MapStatus{}, errors.New("shuffle: commit of a committed or aborted map writer")
+	}
+	if err := w.commit(); err != nil {
+		w.err = err
+		w.Abort()
+		return MapStatus{}, err
+	}
+	w.done = true
+	w.bufs = nil
+	return MapStatus{
+		ShuffleID: w.shuffleID, MapID: w.mapID, TaskID: w.taskID,
+		ExecutorID: w.m.opts.ExecutorID, Address: w.m.opts.Address,
+		Sizes: w.sizes,
+	}, nil
+}
+
+func (w *MapWriter) commit() error {
+	if err := w.flush(); err != nil {
+		return err
+	}
+	if err := w.w.Flush(); err != nil {
+		return fmt.Errorf("shuffle: write map output: %w", err)
+	}
+	if err := w.data.Close(); err != nil {
+		return fmt.Errorf("shuffle: close map output: %w", err)
+	}
+	idx, err := os.CreateTemp(w.m.dir, filepath.Base(w.base)+".index.tmp-*")
+	if err != nil {
+		return fmt.Errorf("shuffle: create map index: %w", err)
+	}
+	defer os.Remove(idx.Name()) // no-op once renamed
+	if _, err := idx.Write(encodeIndex(w.segs)); err != nil {
+		idx.Close()
+		return fmt.Errorf("shuffle: write map index: %w", err)
+	}
+	if err := idx.Close(); err != nil {
+		return fmt.Errorf("shuffle: close map index: %w", err)
+	}
+	// The data first: a reader looks for the index, and finds the data
+	// whenever it finds the index.
+	if err := os.Rename(w.data.Name(), dataPath(w.base)); err != nil {
+		return fmt.Errorf("shuffle: commit map output: %w", err)
+	}
+	if err := os.Rename(idx.Name(), indexPath(w.base)); err != nil {
+		os.Remove(dataPath(w.base))
+		return fmt.Errorf("shuffle: commit map index: %w", err)
+	}
+	return nil
+}
+
+// Abort discards the output: it removes the partial files. It does nothing
+// after a successful Commit.
+func (w *MapWriter) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.bufs = nil
+	w.data.Close()
+	os.Remove(w.data.Name())
+}
+
+func encodeIndex(segs [][]segment) []byte {
+	total := 0
+	for _, s := range segs {
+		total += len(s)
+	}
+	b := make([]byte, 0, 8*(2+len(segs)+2*total))
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(segs)))
+	start := 0
+	b = binary.LittleEndian.AppendUint64(b, 0)
+	for _, s := range segs {
+		start += len(s)
+		b = binary.LittleEndian.AppendUint64(b, uint64(start))
+	}
+	for _, ps := range segs {
+		for _, s := range ps {
+			b = binary.LittleEndian.AppendUint64(b, uint64(s.off))
+			b = binary.LittleEndian.AppendUint64(b, uint64(s.len))
+		}
+	}
+	return b
+}
+
+var errBadIndex = errors.New("corrupt map index")
+
+// blockFile is an open committed map output.
+type blockFile struct {
+	data *os.File
+	segs []segment
+	size int64
+}
+
+func (b *blockFile) Close() error { return b.data.Close() }
+
+// openBlock opens the block of reduce partition reduceID in a committed map
+// output. A missing output is an error satisfying errors.Is(err, fs.ErrNotExist).
+func (m *Manager) openBlock(shuffleID, mapID int, taskID int64, reduceID int) (*blockFile, error) {
+	base := m.outputBase(shuffleID, mapID, taskID)
+	idx, err := os.Open(indexPath(base))
+	if err != nil {
+		return nil, err
+	}
+	defer idx.Close()
+	var hdr [16]byte
+	if _, err := idx.ReadAt(hdr[:8], 0); err != nil {
+		return nil, fmt.Errorf("read map index: %w", err)
+	}
+	n := binary.LittleEndian.Uint64(hdr[:8])
+	if reduceID < 0 || uint64(reduceID) >= n {
+		return nil, fmt.Errorf("reduce partition %d out of range [0, %d): %w", reduceID, n, os.ErrNotExist)
+	}
+	if _, err := idx.ReadAt(hdr[:], int64(8*(1+reduceID))); err != nil {
+		return nil, fmt.Errorf("read map index: %w", err)
+	}
+	start, end := binary.LittleEndian.Uint64(hdr[:8]), binary.LittleEndian.Uint64(hdr[8:])
+	if end < start || end-start > 1<<40 {
+		return nil, errBadIndex
+	}
+	table := make([]byte, 16*(end-start))
+	if _, err := idx.ReadAt(table, int64(8*(2+n)+16*start)); err != nil {
+		return nil, fmt.Errorf("read map index: %w", err)
+	}
+	segs := make([]segment, end-start)
+	var size int64
+	for i := range segs {
+		segs[i] = segment{int64(binary.LittleEndian.Uint64(table[16*i:])), int64(binary.LittleEndian.Uint64(table[16*i+8:]))}
+		size += segs[i].len
+	}
+	data, err := os.Open(dataPath(base))
+	if err != nil {
+		return nil, err
+	}
+	return &blockFile{data: data, segs: segs, size: size}, nil
+}
+
+// readLocalBlock reads a whole block of a map output this manager wrote.
+func (m *Manager) readLocalBlock(shuffleID, mapID int, taskID int64, reduceID int) ([]byte, error) {
+	bf, err := m.openBlock(shuffleID, mapID, taskID, reduceID)
+	if err != nil {
+		return nil, err
+	}
+	defer bf.Close()
+	buf := make([]byte, bf.size)
+	var n int64
+	for _, s := range bf.segs {
+		if _, err := bf.data.ReadAt(buf[n:n+s.len], s.off); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, fmt.Errorf("read map output: %w", err)
+		}
+		n += s.len
+	}
+	return buf, nil
+}
