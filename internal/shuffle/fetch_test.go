@@ -26,10 +26,17 @@ import (
 // manager.
 type blockServer struct {
 	pb.UnimplementedExecutorServer
-	m *Manager
+	m     *Manager
+	stall bool
 }
 
 func (s *blockServer) FetchBlocks(req *pb.FetchBlocksRequest, stream grpc.ServerStreamingServer[pb.Chunk]) error {
+	if s.stall {
+		// A server that never answers: only the client's cancellation ends
+		// the call.
+		<-stream.Context().Done()
+		return stream.Context().Err()
+	}
 	return s.m.ServeBlocks(req, stream)
 }
 
@@ -41,6 +48,11 @@ type testExecutor struct {
 // startExecutor starts a manager with a block server on a loopback port.
 func startExecutor(t testing.TB, id string, auth rpc.Auth) *testExecutor {
 	t.Helper()
+	return startExecutorServer(t, id, auth, false)
+}
+
+func startExecutorServer(t testing.TB, id string, auth rpc.Auth, stall bool) *testExecutor {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +62,7 @@ func startExecutor(t testing.TB, id string, auth rpc.Auth) *testExecutor {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer(rpc.ServerOptions(auth)...)
-	pb.RegisterExecutorServer(srv, &blockServer{m: m})
+	pb.RegisterExecutorServer(srv, &blockServer{m: m, stall: stall})
 	go srv.Serve(lis)
 	t.Cleanup(func() {
 		srv.Stop()
@@ -309,6 +321,21 @@ func TestFetchFnErrorAndCancel(t *testing.T) {
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: err = %v", err)
+	}
+}
+
+func TestFetchCancelWhileStalled(t *testing.T) {
+	a, b := startExecutor(t, "a", rpc.Auth{}), startExecutorServer(t, "b", rpc.Auth{}, true)
+	refs, _ := shuffleFixture(t, []*testExecutor{a, b}, 6, 1, 100, 0)
+	ctx, cancel := context.WithCancel(t.Context())
+	// The remote requests are under way (they start before local blocks are
+	// read) and never answer; cancelling must still end Fetch.
+	err := a.m.Fetch(ctx, 5, 0, refs, 0, func(mapID int, _ []byte) error {
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
 
