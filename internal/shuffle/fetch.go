@@ -56,7 +56,8 @@ type fetchResult struct {
 
 // Fetch obtains the blocks of reduce partition reduceID and calls fn once per
 // non-empty block, in no particular order, with the block's bytes, which are
-// valid only during the call. Blocks this executor wrote are read from disk;
+// valid only during the call. fn runs on the calling goroutine, one block at
+// a time, so it needs no locking. Blocks this executor wrote are read from disk;
 // the others are streamed from their executors, grouped per executor into
 // requests of at most maxInFlight/5 bytes, several at once, but never more
 // than maxInFlight (DefaultMaxInFlight when ≤ 0) bytes fetched and not yet
