@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/drover-project/drover/internal/codec"
+	"github.com/drover-project/drover/internal/dataflow"
 	"github.com/drover-project/drover/internal/funcs"
 )
 
@@ -53,6 +54,9 @@ func Register[In, Out any](name string, fn func(tc *TaskContext, in In) (Out, er
 	if err := codec.Check[Out](); err != nil {
 		f.err = fmt.Errorf("function %q: output %w", name, err)
 		return f
+	}
+	if _, dup := dataflow.Lookup(name); dup {
+		panic(fmt.Sprintf("registering function %q: name already registered", name))
 	}
 	err := funcs.Register(name, func(ctx context.Context, t funcs.Task, payload []byte) ([]byte, error) {
 		in, err := codec.Decode[In](payload)

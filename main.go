@@ -20,6 +20,7 @@ import (
 
 	"github.com/drover-project/drover/internal/codec"
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/logging"
@@ -41,6 +42,7 @@ type Context struct {
 	args    []string
 	log     *slog.Logger
 	sched   *scheduler.Scheduler
+	graph   *dag.Graph
 	cluster master.Cluster
 	jobs    atomic.Int64
 }
@@ -113,6 +115,16 @@ func Main(run func(ctx *Context) error) {
 		os.Exit(runExecutor())
 	}
 	os.Exit(runDriver(os.Args[1:], os.Stderr, run))
+}
+
+// Run is Main for tests and for programs that start drover jobs
+// themselves: it runs run as the driver, with args in place of the command
+// line (drover's flags, then the program's arguments), logs to stderr, and
+// returns the exit code Main would exit with. A process that may be started
+// as an executor must still call Main first (in main, or in TestMain).
+func Run(args []string, stderr io.Writer, run func(ctx *Context) error) int {
+	funcs.Freeze()
+	return runDriver(args, stderr, run)
 }
 
 func runExecutor() int {
@@ -251,11 +263,19 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	if m.Kind == master.Local {
 		maxFailures = m.MaxFailures
 	}
+	var graph *dag.Graph
 	sched := scheduler.New(scheduler.Options{
 		MaxFailures:   maxFailures,
 		CPUsPerTask:   config.TaskCPUs.Get(conf),
 		MaxResultSize: config.DriverMaxResultSize.Get(conf),
+		ExecutorLost:  func(id string) { graph.ExecutorLost(id) },
 		Logger:        log,
+	})
+	graph = dag.New(sched, dag.Options{
+		MaxStageAttempts: config.StageMaxConsecutiveAttempts.Get(conf),
+		MemoryBytes:      taskMemory(conf, m),
+		MaxInFlight:      config.ReducerMaxSizeInFlight.Get(conf),
+		Logger:           log,
 	})
 	cluster, err := master.NewCluster(master.App{ID: appID, Conf: conf, Master: m, Scheduler: sched, Auth: auth, Logger: log,
 		Fail: func(err error) { fail(err) }})
@@ -278,12 +298,26 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		return fmt.Errorf("waiting for executors: %w", context.Cause(ctx))
 	}
 	log.Info("application started", "master", m.Raw, "name", config.AppName.Get(conf), "startup", time.Since(start).Round(time.Millisecond))
-	c := &Context{Context: ctx, appID: appID, conf: conf, args: args, log: log, sched: sched, cluster: cluster}
+	c := &Context{Context: ctx, appID: appID, conf: conf, args: args, log: log, sched: sched, graph: graph, cluster: cluster}
 	err = run(c)
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) && !strings.Contains(err.Error(), cause.Error()) {
 		err = fmt.Errorf("%w (%v)", err, cause)
 	}
 	return err
+}
+
+// taskMemory is each task's share of its executor's memory for shuffle
+// buffers, aggregation and sorting before they spill to disk:
+// spark.memory.fraction of the executor's memory divided among its cores.
+func taskMemory(conf *config.Conf, m master.URL) int64 {
+	mem, cores := config.ExecutorMemory.Get(conf), int64(config.ExecutorCores.Get(conf))
+	switch m.Kind {
+	case master.Local:
+		mem, cores = config.DriverMemory.Get(conf), int64(m.Threads)
+	case master.LocalCluster:
+		mem, cores = int64(m.MemoryMiB)<<20, int64(m.CoresPerExecutor)
+	}
+	return int64(float64(mem)*config.MemoryFraction.Get(conf)) / max(1, cores)
 }
 
 func isFrozen(err error) bool { return errors.Is(err, funcs.ErrFrozen) }

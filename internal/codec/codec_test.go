@@ -1,6 +1,8 @@
 package codec
 
 import (
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +165,41 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("error = %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestSchemaFormatMatchesFmt(t *testing.T) {
+	check := func(t *testing.T, v any, enc []byte, s *Schema) {
+		t.Helper()
+		got, rest, err := s.Format(nil, enc)
+		if err != nil || len(rest) != 0 {
+			t.Fatalf("Format(%v) = rest %d, err %v", v, len(rest), err)
+		}
+		if want := fmt.Sprint(v); string(got) != want {
+			t.Errorf("Format = %q, fmt.Sprint = %q", got, want)
+		}
+	}
+	values := []any{
+		"line", 42, int8(-3), uint32(7), 2.5, float32(0.1), true, 3 + 4i,
+		[]string{"a", "b"}, [2]int{1, 2}, map[string]int{"k": 1}, []byte{1, 2},
+		point{X: 1.5, Y: -2, Tags: []string{"t"}},
+		Pair[string, int]{"word", 3},
+		Pair[string, Pair[int, []float64]]{"k", Pair[int, []float64]{1, []float64{0.5}}},
+	}
+	for _, v := range values {
+		t.Run(fmt.Sprintf("%T", v), func(t *testing.T) {
+			typ := reflect.TypeOf(v)
+			s, err := SchemaOf(typ)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, _ := coderFor(typ)
+			p := reflect.New(typ)
+			p.Elem().Set(reflect.ValueOf(v))
+			check(t, v, c.enc(nil, p.UnsafePointer()), s)
+		})
+	}
+	if _, err := SchemaOf(reflect.TypeFor[tree]()); err == nil {
+		t.Error("SchemaOf(recursive type) succeeded")
 	}
 }

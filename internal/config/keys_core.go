@@ -173,6 +173,11 @@ var (
 	FilesMaxPartitionBytes = Bytes("spark.files.maxPartitionBytes", "128m", B,
 		"Largest number of bytes packed into one partition when reading files.")
 
+	MemoryFraction = Float("spark.memory.fraction", 0.6,
+		"Fraction of an executor's memory (of the driver's in local mode) that its tasks share for shuffle "+
+			"buffers, aggregation and sorting; each task gets its core's share and spills to disk past it.",
+		Check("in (0, 1]", func(f float64) bool { return f > 0 && f <= 1 }))
+
 	ReducerMaxSizeInFlight = Bytes("spark.reducer.maxSizeInFlight", "48m", KiB,
 		"Largest amount of map output a reduce task fetches at once.")
 )

@@ -3,6 +3,7 @@ package executor
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/drover-project/drover/internal/rpc"
 )
@@ -11,7 +12,10 @@ import (
 // start the application binary in the executor role (Spark passes the same
 // facts as SPARK_* variables).
 const (
-	EnvRole       = "DROVER_ROLE" // "executor"
+	EnvRole = "DROVER_ROLE" // "executor"
+	// EnvLocalDirs is Spark's variable for an executor's scratch
+	// directories (comma-separated); the first takes shuffle files.
+	EnvLocalDirs  = "SPARK_LOCAL_DIRS"
 	EnvDriverURL  = "DROVER_DRIVER_URL"
 	EnvAppID      = "DROVER_APPLICATION_ID"
 	EnvExecutorID = "DROVER_EXECUTOR_ID"
@@ -41,6 +45,9 @@ func (o Options) Env() []string {
 	if o.PodName != "" {
 		env = append(env, EnvPodName+"="+o.PodName)
 	}
+	if o.LocalDir != "" {
+		env = append(env, EnvLocalDirs+"="+o.LocalDir)
+	}
 	return env
 }
 
@@ -52,6 +59,7 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 		ExecutorID: getenv(EnvExecutorID),
 		BindHost:   getenv(EnvPodIP),
 		PodName:    getenv(EnvPodName),
+		LocalDir:   strings.TrimSpace(strings.Split(getenv(EnvLocalDirs), ",")[0]),
 		Auth:       rpc.Auth{AppID: getenv(EnvAppID), Secret: getenv(EnvAuthSecret)},
 	}
 	for _, req := range []struct{ name, val string }{{EnvDriverURL, o.DriverURL}, {EnvAppID, o.AppID}, {EnvExecutorID, o.ExecutorID}} {

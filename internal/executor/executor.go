@@ -20,6 +20,7 @@ import (
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/pb"
+	"github.com/drover-project/drover/internal/shuffle"
 )
 
 // Options configures an executor.
@@ -33,7 +34,11 @@ type Options struct {
 	Cores       int
 	MemoryBytes int64
 	PodName     string
-	Auth        rpc.Auth
+	// LocalDir is where shuffle files go (spark.local.dir; the system's
+	// temporary directory when empty). The executor removes its files when
+	// it exits.
+	LocalDir string
+	Auth     rpc.Auth
 	// Timeouts used until the driver's configuration arrives with the
 	// registration reply.
 	NetworkTimeout    time.Duration
@@ -53,6 +58,7 @@ type Executor struct {
 	networkTimeout    time.Duration
 	heartbeatInterval time.Duration
 	maxDirectResult   int64
+	shuffles          *shuffle.Manager
 
 	out         *outbox
 	lastContact atomic.Int64 // clock time of the last message from the driver, unix nanos
@@ -124,6 +130,14 @@ func (e *Executor) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listening for result fetches: %w", err)
 	}
+	shuffles, err := shuffle.NewManager(shuffle.ManagerOptions{Dir: e.opts.LocalDir, ExecutorID: e.opts.ExecutorID,
+		Address: lis.Addr().String(), Auth: e.opts.Auth, Logger: e.log})
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	defer shuffles.Close()
+	e.shuffles = shuffles
 	srv := grpc.NewServer(rpc.ServerOptions(e.opts.Auth)...)
 	pb.RegisterExecutorServer(srv, e)
 	go func() { _ = srv.Serve(lis) }()
@@ -378,6 +392,7 @@ func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb
 		StageID:   int(t.GetStageId()),
 		Partition: int(t.GetPartition()),
 		Attempt:   int(t.GetAttempt()),
+		Shuffle:   e.shuffles,
 	}, t.GetFunc(), t.GetPayload())
 	killed := ctx.Err() != nil
 	cancel()
@@ -389,6 +404,10 @@ func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb
 	case o.Err != nil:
 		st.State = pb.TaskState_TASK_STATE_FAILED
 		st.Error, st.Stack, st.Panicked = o.Err.Error(), o.Stack, o.Panicked
+		if ff := o.FetchFailed; ff != nil {
+			st.FetchFailure = &pb.FetchFailure{ShuffleId: int32(ff.ShuffleID), MapId: int32(ff.MapID),
+				ExecutorId: ff.ExecutorID, Address: ff.Address, Message: ff.Error()}
+		}
 	default:
 		st.State = pb.TaskState_TASK_STATE_FINISHED
 		if int64(len(o.Result)) > e.maxDirectResult {
@@ -454,6 +473,11 @@ func (e *Executor) runningIDs() []int64 {
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// FetchBlocks serves this executor's map outputs to reducers.
+func (e *Executor) FetchBlocks(req *pb.FetchBlocksRequest, stream grpc.ServerStreamingServer[pb.Chunk]) error {
+	return e.shuffles.ServeBlocks(req, stream)
 }
 
 // FetchResult streams a kept result to the driver and forgets it.

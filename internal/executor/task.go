@@ -2,10 +2,12 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 
 	"github.com/drover-project/drover/internal/funcs"
+	"github.com/drover-project/drover/internal/shuffle"
 )
 
 // Outcome is what running one task produced.
@@ -14,6 +16,8 @@ type Outcome struct {
 	Err      error
 	Stack    string
 	Panicked bool
+	// FetchFailed is set when the task could not read a shuffle block.
+	FetchFailed *shuffle.FetchFailedError
 }
 
 // RunTask runs the registered function fn on payload. A panic in the task is
@@ -30,5 +34,7 @@ func RunTask(ctx context.Context, t funcs.Task, fn string, payload []byte) (out 
 		}
 	}()
 	res, err := f(ctx, t, payload)
-	return Outcome{Result: res, Err: err}
+	o := Outcome{Result: res, Err: err}
+	errors.As(err, &o.FetchFailed)
+	return o
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/drover-project/drover/internal/shuffle"
 )
 
 // Task identifies the running attempt of a task to its function.
@@ -13,6 +15,9 @@ type Task struct {
 	StageID   int
 	Partition int
 	Attempt   int
+	// Shuffle is the executor's shuffle service: where map outputs are
+	// written and blocks fetched.
+	Shuffle *shuffle.Manager
 }
 
 // Func is the serialized form of a registered function: it maps one
@@ -63,4 +68,11 @@ func Freeze() {
 	mu.Lock()
 	frozen = true
 	mu.Unlock()
+}
+
+// Frozen reports whether registration has ended.
+func Frozen() bool {
+	mu.RLock()
+	defer mu.RUnlock()
+	return frozen
 }

@@ -109,6 +109,7 @@ func (c *Cluster) launchLocked() error {
 		BindHost:    "127.0.0.1",
 		Cores:       c.opts.Cores,
 		MemoryBytes: c.opts.MemoryBytes,
+		LocalDir:    c.opts.WorkDir,
 		Auth:        c.opts.Auth,
 	}
 	cmd := exec.Command(c.opts.Binary)

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/scheduler"
+	"github.com/drover-project/drover/internal/shuffle"
 )
 
 // driverExecutorID is the executor id of the driver itself in local mode, as
@@ -18,7 +20,12 @@ const driverExecutorID = "driver"
 // Backend runs tasks as goroutines of the driver process, on a fixed number
 // of cores.
 type Backend struct {
+	// LocalDir is where shuffle files go; set before Start.
+	LocalDir string
+	Logger   *slog.Logger
+
 	sched       *scheduler.Scheduler
+	shuffles    *shuffle.Manager
 	cores       int
 	parallelism int
 
@@ -49,6 +56,15 @@ func NewBackend(sched *scheduler.Scheduler, cores, parallelism int) *Backend {
 
 // Start starts the offer loop.
 func (b *Backend) Start(context.Context) error {
+	log := b.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := shuffle.NewManager(shuffle.ManagerOptions{Dir: b.LocalDir, ExecutorID: driverExecutorID, Logger: log})
+	if err != nil {
+		return err
+	}
+	b.shuffles = m
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -106,6 +122,7 @@ func (b *Backend) run(ctx context.Context, t scheduler.TaskDescription) {
 	start := time.Now()
 	o := executor.RunTask(ctx, funcs.Task{
 		TaskID: t.TaskID, JobID: t.JobID, StageID: t.StageID, Partition: t.Partition, Attempt: t.Attempt,
+		Shuffle: b.shuffles,
 	}, t.Func, t.Payload)
 	st := scheduler.Status{TaskID: t.TaskID, ExecutorID: driverExecutorID, Duration: time.Since(start)}
 	switch {
@@ -113,6 +130,10 @@ func (b *Backend) run(ctx context.Context, t scheduler.TaskDescription) {
 		st.State, st.Err = scheduler.Killed, "task killed"
 	case o.Err != nil:
 		st.State, st.Err, st.Stack, st.Panicked = scheduler.Failed, o.Err.Error(), o.Stack, o.Panicked
+		if ff := o.FetchFailed; ff != nil {
+			st.FetchFailed = &scheduler.FetchFailedError{ShuffleID: ff.ShuffleID, MapID: ff.MapID,
+				ExecutorID: ff.ExecutorID, Address: ff.Address, Message: ff.Error()}
+		}
 	default:
 		st.State, st.Result = scheduler.Finished, o.Result
 	}
@@ -155,6 +176,9 @@ func (b *Backend) Stop(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+	}
+	if b.shuffles != nil {
+		return b.shuffles.Close()
 	}
 	return nil
 }

@@ -21,7 +21,10 @@ type localCluster struct{ b *Backend }
 
 func newLocal(app master.App) (master.Cluster, error) {
 	cores := app.Master.Threads
-	return &localCluster{b: NewBackend(app.Scheduler, cores, config.DefaultParallelism.Get(app.Conf))}, nil
+	b := NewBackend(app.Scheduler, cores, config.DefaultParallelism.Get(app.Conf))
+	b.LocalDir = config.LocalDirs(app.Conf)[0]
+	b.Logger = app.Logger
+	return &localCluster{b: b}, nil
 }
 
 func (l *localCluster) Backend() backend.SchedulerBackend            { return l.b }

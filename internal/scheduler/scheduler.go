@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -36,7 +35,11 @@ type Options struct {
 	CPUsPerTask int
 	// MaxResultSize is spark.driver.maxResultSize; 0 means no limit.
 	MaxResultSize int64
-	Logger        *slog.Logger
+	// ExecutorLost, when set, is told of every lost executor (after the
+	// scheduler has resubmitted its tasks), so map outputs on it can be
+	// forgotten.
+	ExecutorLost func(executor string)
+	Logger       *slog.Logger
 }
 
 // Scheduler assigns tasks of active task sets to resource offers, first in
@@ -286,6 +289,10 @@ func (s *Scheduler) StatusUpdates(statuses []Status) {
 				s.finishLocked(ts, nil)
 			}
 		case Failed:
+			if st.FetchFailed != nil {
+				kills = append(kills, s.abortLocked(ts, st.FetchFailed)...)
+				continue
+			}
 			k, r := s.taskFailedLocked(ts, a, st.Err, st.Stack)
 			kills = append(kills, k...)
 			revive = revive || r
@@ -353,6 +360,9 @@ func (s *Scheduler) ExecutorLost(executor string, reason LossReason) {
 		s.log.Info("executor lost", "executor", executor, "reason", reason.String(),
 			"resubmitted", len(tids), "counted_as_failure", reason.CausedByApp)
 	}
+	if s.opts.ExecutorLost != nil {
+		s.opts.ExecutorLost(executor)
+	}
 	s.kill(kills, "task set aborted")
 	if revive {
 		s.backend.ReviveOffers()
@@ -415,6 +425,3 @@ func (s *Scheduler) PendingTasks() int {
 	}
 	return n
 }
-
-// ErrNoBackend is returned when work is submitted before SetBackend.
-var ErrNoBackend = errors.New("scheduler has no backend")

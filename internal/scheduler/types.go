@@ -61,6 +61,25 @@ type Status struct {
 	Stack      string
 	Panicked   bool
 	Duration   time.Duration
+	// FetchFailed is set when the task failed because it could not read a
+	// shuffle block: the map output must be recomputed, which retrying the
+	// task alone cannot do.
+	FetchFailed *FetchFailedError
+}
+
+// FetchFailedError ends a task set whose task could not read a map output.
+// It is not counted against spark.task.maxFailures; the DAG scheduler
+// recomputes the output and resubmits the stage.
+type FetchFailedError struct {
+	ShuffleID, MapID int
+	ExecutorID       string
+	Address          string
+	Message          string
+}
+
+func (e *FetchFailedError) Error() string {
+	return fmt.Sprintf("fetching map output %d of shuffle %d from executor %s (%s) failed: %s",
+		e.MapID, e.ShuffleID, e.ExecutorID, e.Address, e.Message)
 }
 
 // LossReason says why an executor went away. Only a loss the application

@@ -476,6 +476,10 @@ func fromProto(executorID string, s *pb.TaskStatus) scheduler.Status {
 		Panicked:   s.GetPanicked(),
 		Duration:   time.Duration(s.GetDurationNanos()),
 	}
+	if ff := s.GetFetchFailure(); ff != nil {
+		st.FetchFailed = &scheduler.FetchFailedError{ShuffleID: int(ff.GetShuffleId()), MapID: int(ff.GetMapId()),
+			ExecutorID: ff.GetExecutorId(), Address: ff.GetAddress(), Message: ff.GetMessage()}
+	}
 	switch s.GetState() {
 	case pb.TaskState_TASK_STATE_FINISHED:
 		st.State = scheduler.Finished

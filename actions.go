@@ -1,0 +1,206 @@
+package drover
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+
+	"github.com/drover-project/drover/internal/codec"
+	"github.com/drover-project/drover/internal/dataflow"
+)
+
+// run runs an action over some partitions of the dataset.
+func (d *Dataset[T]) run(out dataflow.Output, partitions []int, onResult func(p int, b []byte) error) error {
+	if d.err != nil {
+		return d.err
+	}
+	return d.c.graph.Run(d.c, d.id, out, partitions, onResult)
+}
+
+// decodeFramed appends the records of a result block to out.
+func decodeFramed[T any](out []T, b []byte) ([]T, error) {
+	dec := codec.DecoderFor[T]()
+	err := dataflow.ForEachFramed(b, func(rec []byte) error {
+		v, _, err := dec(rec)
+		if err != nil {
+			return fmt.Errorf("decoding a result record: %w", err)
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// Collect returns every record, in partition order.
+func (d *Dataset[T]) Collect() ([]T, error) {
+	parts := make([][]byte, d.parts)
+	err := d.run(dataflow.Output{Kind: dataflow.Collect}, seq(d.parts), func(p int, b []byte) error {
+		parts[p] = b
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	for _, b := range parts {
+		if out, err = decodeFramed(out, b); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Count returns the number of records.
+func (d *Dataset[T]) Count() (int64, error) {
+	var total int64
+	dec := codec.DecoderFor[int64]()
+	err := d.run(dataflow.Output{Kind: dataflow.Count}, seq(d.parts), func(_ int, b []byte) error {
+		n, _, err := dec(b)
+		total += n
+		return err
+	})
+	return total, err
+}
+
+// Take returns the first n records. Like Spark, it reads one partition
+// first and then four times more partitions per round until it has n.
+func (d *Dataset[T]) Take(n int) ([]T, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	var out []T
+	for next, batch := 0, 1; len(out) < n && next < d.parts; batch *= 4 {
+		ps := seq(min(batch, d.parts-next))
+		for i := range ps {
+			ps[i] += next
+		}
+		parts := make(map[int][]byte, len(ps))
+		err := d.run(dataflow.Output{Kind: dataflow.Collect, Limit: n - len(out)}, ps, func(p int, b []byte) error {
+			parts[p] = b
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			if out, err = decodeFramed(out, parts[p]); err != nil {
+				return nil, err
+			}
+		}
+		next += len(ps)
+	}
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
+}
+
+// ErrEmpty is returned by Reduce on a dataset without records.
+var ErrEmpty = errors.New("empty dataset")
+
+// Reduce merges all records with f: within partitions on the executors,
+// then the partitions' results on the driver.
+func (d *Dataset[T]) Reduce(f *ReduceFunc[T]) (T, error) {
+	var acc T
+	if f.err != nil {
+		return acc, f.err
+	}
+	seen := false
+	dec := codec.DecoderFor[T]()
+	err := d.run(dataflow.Output{Kind: dataflow.ReduceAll, Fn: f.name}, seq(d.parts), func(_ int, b []byte) error {
+		if len(b) == 0 {
+			return nil
+		}
+		v, _, err := dec(b)
+		if err != nil {
+			return fmt.Errorf("decoding a partial reduction: %w", err)
+		}
+		if seen {
+			acc = f.f(acc, v)
+		} else {
+			acc, seen = v, true
+		}
+		return nil
+	})
+	if err == nil && !seen {
+		err = ErrEmpty
+	}
+	return acc, err
+}
+
+// Foreach calls f on every record, on the executors.
+func (d *Dataset[T]) Foreach(f *ForeachFunc[T]) error {
+	if f.err != nil {
+		return f.err
+	}
+	return d.run(dataflow.Output{Kind: dataflow.Foreach, Fn: f.name}, seq(d.parts), func(int, []byte) error { return nil })
+}
+
+// SaveAsTextFile writes the records as lines of text, one file per
+// partition (part-00000, …) and an empty _SUCCESS marker, into the
+// directory dir, which must not exist. Strings are written as they are,
+// other records as fmt's %v prints them. The output appears at once when
+// the job succeeds (tasks write into a hidden sibling directory that is
+// renamed in the end); a failed job leaves nothing behind. Executors must
+// see the same file system path as the driver.
+func (d *Dataset[T]) SaveAsTextFile(dir string) (err error) {
+	if d.err != nil {
+		return d.err
+	}
+	out := dataflow.Output{Kind: dataflow.SaveText}
+	if t := reflect.TypeFor[T](); t.Kind() == reflect.String {
+		out.Text = true
+	} else if out.Schema, err = codec.SchemaOf(t); err != nil {
+		return fmt.Errorf("save as text file: records of type %s cannot be written as text (%w); map them to strings first", t, err)
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("save as text file: %w", err)
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		return fmt.Errorf("save as text file: output directory %s already exists", dir)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("save as text file: %w", err)
+	}
+	suffix := make([]byte, 6)
+	_, _ = rand.Read(suffix)
+	staging := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".drover-"+hex.EncodeToString(suffix))
+	attempts := filepath.Join(staging, "_temporary")
+	if err := os.MkdirAll(attempts, 0o755); err != nil {
+		return fmt.Errorf("save as text file: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(staging)
+		}
+	}()
+	out.Dir = attempts
+	names := make([]string, d.parts)
+	err = d.run(out, seq(d.parts), func(p int, b []byte) error {
+		names[p] = string(b)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for p, name := range names {
+		if err := os.Rename(filepath.Join(attempts, name), filepath.Join(staging, fmt.Sprintf("part-%05d", p))); err != nil {
+			return fmt.Errorf("save as text file: committing partition %d: %w", p, err)
+		}
+	}
+	if err := os.RemoveAll(attempts); err != nil {
+		return fmt.Errorf("save as text file: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(staging, "_SUCCESS"), nil, 0o644); err != nil {
+		return fmt.Errorf("save as text file: %w", err)
+	}
+	if err := os.Rename(staging, dir); err != nil {
+		return fmt.Errorf("save as text file: committing %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,339 @@
+package dag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/drover-project/drover/internal/dataflow"
+	"github.com/drover-project/drover/internal/scheduler"
+	"github.com/drover-project/drover/internal/shuffle"
+)
+
+// Options configures a Graph.
+type Options struct {
+	// MaxStageAttempts is spark.stage.maxConsecutiveAttempts.
+	MaxStageAttempts int
+	// MemoryBytes is each task's budget for aggregation and sort buffers.
+	MemoryBytes int64
+	// MaxInFlight is spark.reducer.maxSizeInFlight.
+	MaxInFlight int64
+	Logger      *slog.Logger
+}
+
+// Graph holds an application's datasets and shuffles, the map outputs of
+// the shuffles computed so far, and runs jobs on them stage by stage.
+type Graph struct {
+	sched *scheduler.Scheduler
+	opts  Options
+	log   *slog.Logger
+
+	mu        sync.Mutex
+	nodes     map[int]*dataflow.Node
+	data      map[int][][]byte // Parallelize node → framed records per partition
+	shuffles  map[int]*shuffleState
+	nextID    int
+	nextStage int
+	nextJob   int64
+}
+
+// shuffleState is a shuffle and the map outputs that exist.
+type shuffleState struct {
+	dep     *dataflow.Shuffle
+	compute sync.Mutex           // one computation of the map stage at a time
+	outputs []*shuffle.MapStatus // guarded by Graph.mu; nil when missing
+}
+
+// New returns an empty graph running its tasks on sched.
+func New(sched *scheduler.Scheduler, opts Options) *Graph {
+	if opts.MaxStageAttempts < 1 {
+		opts.MaxStageAttempts = 4
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Graph{sched: sched, opts: opts, log: opts.Logger, nodes: map[int]*dataflow.Node{},
+		data: map[int][][]byte{}, shuffles: map[int]*shuffleState{}}
+}
+
+// AddNode adds a dataset and returns its id; data holds a Parallelize
+// node's records.
+func (g *Graph) AddNode(n dataflow.Node, data [][]byte) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.nextID++
+	n.ID = g.nextID
+	g.nodes[n.ID] = &n
+	if data != nil {
+		g.data[n.ID] = data
+	}
+	return n.ID
+}
+
+// AddShuffle adds a shuffle dependency and returns its id.
+func (g *Graph) AddShuffle(s dataflow.Shuffle) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.nextID++
+	s.ID = g.nextID
+	g.shuffles[s.ID] = &shuffleState{dep: &s, outputs: make([]*shuffle.MapStatus, g.nodes[s.Parent].NumPartitions)}
+	return s.ID
+}
+
+// Node returns a dataset of the graph.
+func (g *Graph) Node(id int) *dataflow.Node {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.nodes[id]
+}
+
+// ExecutorLost forgets the map outputs an executor held: they are gone
+// with it and must be computed again when needed.
+func (g *Graph) ExecutorLost(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	lost := 0
+	for _, s := range g.shuffles {
+		for i, o := range s.outputs {
+			if o != nil && o.ExecutorID == id {
+				s.outputs[i] = nil
+				lost++
+			}
+		}
+	}
+	if lost > 0 {
+		g.log.Info("map outputs lost with their executor", "executor", id, "outputs", lost)
+	}
+}
+
+// Run computes the given partitions of node final into out and calls
+// onResult with each partition's task result, once per partition, after
+// its stage attempt ended. Parent shuffles are computed first when their
+// outputs are missing; a fetch failure recomputes the lost map outputs and
+// retries the partitions still missing, up to spark.stage.maxConsecutiveAttempts.
+func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partitions []int, onResult func(partition int, result []byte) error) error {
+	st, err := g.stage(final, out)
+	if err != nil {
+		return err
+	}
+	pending := slices.Clone(partitions)
+	for attempt := 0; ; attempt++ {
+		st.Attempt = attempt
+		if err := g.computeParents(ctx, st); err != nil {
+			return err
+		}
+		done, err := g.runTasks(ctx, st, pending)
+		for _, r := range done {
+			if herr := onResult(r.partition, r.result); herr != nil {
+				return herr
+			}
+		}
+		pending = slices.DeleteFunc(pending, func(p int) bool {
+			return slices.ContainsFunc(done, func(r result) bool { return r.partition == p })
+		})
+		if err == nil {
+			return nil
+		}
+		var ff *scheduler.FetchFailedError
+		if !errors.As(err, &ff) {
+			return err
+		}
+		g.lostOutput(ff)
+		if attempt+1 >= g.opts.MaxStageAttempts {
+			return fmt.Errorf("stage %d failed %d consecutive attempts; last: %w", st.ID, attempt+1, err)
+		}
+		g.log.Warn("fetch failed; recomputing the lost map outputs", "stage", st.ID, "shuffle", ff.ShuffleID,
+			"map", ff.MapID, "executor", ff.ExecutorID, "err", ff.Message)
+	}
+}
+
+func (g *Graph) lostOutput(ff *scheduler.FetchFailedError) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.shuffles[ff.ShuffleID]
+	if s == nil {
+		return
+	}
+	// The executor that could not serve one block is likely gone: forget
+	// everything it wrote for this shuffle, as Spark does.
+	for i, o := range s.outputs {
+		if o != nil && (i == ff.MapID || o.ExecutorID == ff.ExecutorID) {
+			s.outputs[i] = nil
+		}
+	}
+}
+
+// stage collects the nodes computed in one task: the final node and its
+// narrow ancestors, up to sources and shuffle reads.
+func (g *Graph) stage(final int, out dataflow.Output) (*dataflow.Stage, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.nextStage++
+	st := &dataflow.Stage{ID: g.nextStage, Nodes: map[int]*dataflow.Node{}, Shuffles: map[int]*dataflow.Shuffle{},
+		Final: final, Output: out}
+	var walk func(id int) error
+	walk = func(id int) error {
+		n := g.nodes[id]
+		if n == nil {
+			return fmt.Errorf("unknown dataset %d", id)
+		}
+		st.Nodes[id] = n
+		switch n.Kind {
+		case dataflow.Func, dataflow.Coalesce:
+			return walk(n.Parent)
+		case dataflow.Shuffled:
+			for _, sid := range n.Shuffles {
+				st.Shuffles[sid] = g.shuffles[sid].dep
+			}
+		}
+		return nil
+	}
+	if out.Kind == dataflow.WriteShuffle {
+		st.Shuffles[out.Shuffle] = g.shuffles[out.Shuffle].dep
+	}
+	return st, walk(final)
+}
+
+// computeParents makes sure every shuffle the stage reads has all its map
+// outputs, computing the missing ones (independent shuffles concurrently).
+func (g *Graph) computeParents(ctx context.Context, st *dataflow.Stage) error {
+	var reads []int
+	for _, n := range st.Nodes {
+		if n.Kind == dataflow.Shuffled {
+			reads = append(reads, n.Shuffles...)
+		}
+	}
+	errs := make([]error, len(reads))
+	var wg sync.WaitGroup
+	for i, sid := range reads {
+		wg.Go(func() { errs[i] = g.computeShuffle(ctx, sid) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (g *Graph) computeShuffle(ctx context.Context, sid int) error {
+	g.mu.Lock()
+	s := g.shuffles[sid]
+	g.mu.Unlock()
+	s.compute.Lock()
+	defer s.compute.Unlock()
+	for attempt := 0; ; attempt++ {
+		missing := g.missing(s)
+		if len(missing) == 0 {
+			return nil
+		}
+		if attempt >= g.opts.MaxStageAttempts {
+			return fmt.Errorf("shuffle %d: map outputs keep getting lost (%d attempts)", sid, attempt)
+		}
+		err := g.Run(ctx, s.dep.Parent, dataflow.Output{Kind: dataflow.WriteShuffle, Shuffle: sid}, missing,
+			func(p int, b []byte) error {
+				ms, err := dataflow.DecodeMapStatus(b)
+				if err != nil {
+					return err
+				}
+				g.mu.Lock()
+				s.outputs[p] = &ms
+				g.mu.Unlock()
+				return nil
+			})
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (g *Graph) missing(s *shuffleState) []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []int
+	for i, o := range s.outputs {
+		if o == nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+type result struct {
+	partition int
+	result    []byte
+}
+
+// runTasks runs one attempt of a stage over the partitions and returns the
+// results of those that succeeded, even when the attempt failed.
+func (g *Graph) runTasks(ctx context.Context, st *dataflow.Stage, partitions []int) ([]result, error) {
+	stageBytes, err := dataflow.EncodeStage(st)
+	if err != nil {
+		return nil, err
+	}
+	tasks := make([]scheduler.TaskSpec, len(partitions))
+	g.mu.Lock()
+	for i, p := range partitions {
+		t := &dataflow.Task{Stage: stageBytes, Partition: p, MemoryBytes: g.opts.MemoryBytes, MaxInFlight: g.opts.MaxInFlight}
+		g.inputsLocked(st, st.Final, p, t)
+		b, err := dataflow.EncodeTask(t)
+		if err != nil {
+			g.mu.Unlock()
+			return nil, err
+		}
+		tasks[i] = scheduler.TaskSpec{Partition: p, Payload: b}
+	}
+	g.nextJob++
+	job := g.nextJob
+	g.mu.Unlock()
+
+	var mu sync.Mutex
+	var done []result
+	err = g.sched.Run(ctx, scheduler.TaskSetSpec{
+		JobID: job, StageID: st.ID, StageAttempt: st.Attempt, Func: dataflow.TaskFunc, Tasks: tasks,
+		OnSuccess: func(p int, r []byte) {
+			mu.Lock()
+			done = append(done, result{p, r})
+			mu.Unlock()
+		},
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	return done, err
+}
+
+// inputsLocked adds to t what partition p of node id reads: Parallelize
+// records and shuffle blocks.
+func (g *Graph) inputsLocked(st *dataflow.Stage, id, p int, t *dataflow.Task) {
+	n := st.Nodes[id]
+	switch n.Kind {
+	case dataflow.Parallelize:
+		if t.Data == nil {
+			t.Data = map[int][]byte{}
+		}
+		t.Data[p] = g.data[id][p]
+	case dataflow.Func:
+		g.inputsLocked(st, n.Parent, p, t)
+	case dataflow.Coalesce:
+		for _, q := range n.Groups[p] {
+			g.inputsLocked(st, n.Parent, q, t)
+		}
+	case dataflow.Shuffled:
+		if t.Blocks == nil {
+			t.Blocks = map[int]map[int][]shuffle.BlockRef{}
+		}
+		for _, sid := range n.Shuffles {
+			if t.Blocks[sid] == nil {
+				t.Blocks[sid] = map[int][]shuffle.BlockRef{}
+			}
+			var refs []shuffle.BlockRef
+			for m, o := range g.shuffles[sid].outputs {
+				if o == nil || o.Sizes[p] == 0 {
+					continue
+				}
+				refs = append(refs, shuffle.BlockRef{MapID: m, TaskID: o.TaskID, ExecutorID: o.ExecutorID,
+					Address: o.Address, Size: o.Sizes[p]})
+			}
+			t.Blocks[sid][p] = refs
+		}
+	}
+}

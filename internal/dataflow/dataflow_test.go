@@ -1,0 +1,144 @@
+package dataflow
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drover-project/drover/internal/codec"
+)
+
+func collectStrings(t *testing.T, p Producer) []string {
+	t.Helper()
+	var out []string
+	dec := codec.DecoderFor[string]()
+	if err := p(func(rec []byte) error {
+		s, _, err := dec(rec)
+		out = append(out, s)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Every line belongs to exactly one split, whatever the split size, with
+// \n and \r\n endings and with or without a final newline.
+func TestTextSplitsReadEveryLineOnce(t *testing.T) {
+	for name, content := range map[string]string{
+		"unix":             "alpha\nbeta\n\ngamma delta\nepsilon\n",
+		"windows":          "alpha\r\nbeta\r\n\r\ngamma\r\n",
+		"no final newline": "one\ntwo\nthree",
+		"one long line":    strings.Repeat("x", 5000) + "\nshort\n",
+	} {
+		path := filepath.Join(t.TempDir(), "f")
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Split(strings.TrimSuffix(strings.ReplaceAll(content, "\r\n", "\n"), "\n"), "\n")
+		size := int64(len(content))
+		splits := []int64{size, size + 1, 4999, 5000, 5001}
+		for n := int64(1); n <= 40; n++ {
+			splits = append(splits, n)
+		}
+		for _, split := range splits {
+			var got []string
+			for start := int64(0); start < size; start += split {
+				got = append(got, collectStrings(t, textProducer(context.Background(), FileSplit{Path: path, Start: start, Size: min(split, size-start)}))...)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("%s, splits of %d bytes (-want +got):\n%s", name, split, diff)
+			}
+		}
+	}
+}
+
+func TestRangePartitionsCoverTheRange(t *testing.T) {
+	for _, tc := range []struct{ start, end, step int64 }{{0, 10, 1}, {5, -7, -3}, {0, 1, 1}, {3, 3, 1}, {0, 100, 7}} {
+		n := &Node{Kind: Range, Start: tc.start, End: tc.end, Step: tc.step, NumPartitions: 3}
+		var got []int64
+		dec := codec.DecoderFor[int64]()
+		for p := range 3 {
+			_ = rangeProducer(n, p)(func(rec []byte) error {
+				v, _, err := dec(rec)
+				got = append(got, v)
+				return err
+			})
+		}
+		var want []int64
+		for v := tc.start; (tc.step > 0 && v < tc.end) || (tc.step < 0 && v > tc.end); v += tc.step {
+			want = append(want, v)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("range(%d, %d, %d) (-want +got):\n%s", tc.start, tc.end, tc.step, diff)
+		}
+	}
+}
+
+func TestComparatorsOrderLikeGo(t *testing.T) {
+	ints := []int64{5, -3, 0, 1 << 40, -1 << 40, 7}
+	strs := []string{"b", "a", "", "ab", "B", "aa"}
+	floats := []float64{2.5, -1, 0, 1e10, -1e-3}
+	check := func(name string, kind KeyKind, enc [][]byte, decode func([]byte) any, want any) {
+		t.Helper()
+		for _, desc := range []bool{false, true} {
+			sorted := slices.Clone(enc)
+			slices.SortFunc(sorted, Comparator(&SortOrder{Kind: kind, Descending: desc}))
+			var got []any
+			for _, b := range sorted {
+				got = append(got, decode(b))
+			}
+			w := slices.Clone(want.([]any))
+			if desc {
+				slices.Reverse(w)
+			}
+			if diff := cmp.Diff(w, got); diff != "" {
+				t.Errorf("%s descending=%v (-want +got):\n%s", name, desc, diff)
+			}
+		}
+	}
+	encodeAll := func(vals []any, enc func(any) []byte) [][]byte {
+		var out [][]byte
+		for _, v := range vals {
+			out = append(out, enc(v))
+		}
+		return out
+	}
+	var iv, sv, fv []any
+	for _, v := range ints {
+		iv = append(iv, v)
+	}
+	for _, v := range strs {
+		sv = append(sv, v)
+	}
+	for _, v := range floats {
+		fv = append(fv, v)
+	}
+	sortedAny := func(v []any, less func(a, b any) int) []any { c := slices.Clone(v); slices.SortFunc(c, less); return c }
+	check("int64", KeyInt, encodeAll(iv, func(v any) []byte { b, _ := codec.Encode(v.(int64)); return b }),
+		func(b []byte) any { v, _ := codec.Decode[int64](b); return v },
+		sortedAny(iv, func(a, b any) int { return compare(a.(int64), b.(int64)) }))
+	check("string", KeyString, encodeAll(sv, func(v any) []byte { b, _ := codec.Encode(v.(string)); return b }),
+		func(b []byte) any { v, _ := codec.Decode[string](b); return v },
+		sortedAny(sv, func(a, b any) int { return strings.Compare(a.(string), b.(string)) }))
+	check("float64", KeyFloat64, encodeAll(fv, func(v any) []byte { b, _ := codec.Encode(v.(float64)); return b }),
+		func(b []byte) any { v, _ := codec.Decode[float64](b); return v },
+		sortedAny(fv, func(a, b any) int { return compare(a.(float64), b.(float64)) }))
+}
+
+func TestRangePartitionerUsesBounds(t *testing.T) {
+	enc := func(n int64) []byte { b, _ := codec.Encode(n); return b }
+	s := &Shuffle{NumPartitions: 3, Partitioner: RangePartitioner, Order: &SortOrder{Kind: KeyInt},
+		Bounds: [][]byte{enc(10), enc(20)}}
+	part := partitioner(s)
+	for key, want := range map[int64]int{-5: 0, 10: 0, 11: 1, 20: 1, 21: 2, 1000: 2} {
+		if got := part(enc(key)); got != want {
+			t.Errorf("partition of %d = %d, want %d", key, got, want)
+		}
+	}
+}

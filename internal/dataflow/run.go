@@ -1,0 +1,495 @@
+package dataflow
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/drover-project/drover/internal/codec"
+	"github.com/drover-project/drover/internal/funcs"
+)
+
+// TaskFunc is the name of the task function that runs dataset stages.
+const TaskFunc = "drover.stage"
+
+func init() {
+	if err := funcs.Register(TaskFunc, RunTask); err != nil {
+		panic(err)
+	}
+}
+
+// errStop ends a producer early (Take).
+var errStop = errors.New("stop")
+
+// RunTask runs one task of a stage: it builds the partition's pipeline of
+// producers, from the sources or shuffle reads to the output, and runs it.
+func RunTask(ctx context.Context, ft funcs.Task, payload []byte) ([]byte, error) {
+	t, st, err := decodeTask(payload)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{ctx: ctx, ft: ft, task: t, stage: st}
+	if ft.Shuffle == nil && needsShuffle(st) {
+		return nil, errors.New("this executor has no shuffle service")
+	}
+	p, err := r.build(st.Final, t.Partition)
+	if err != nil {
+		return nil, err
+	}
+	return r.output(p)
+}
+
+func needsShuffle(st *Stage) bool {
+	if st.Output.Kind == WriteShuffle {
+		return true
+	}
+	for _, n := range st.Nodes {
+		if n.Kind == Shuffled {
+			return true
+		}
+	}
+	return false
+}
+
+type runner struct {
+	ctx   context.Context
+	ft    funcs.Task
+	task  *Task
+	stage *Stage
+}
+
+func (r *runner) node(id int) (*Node, error) {
+	n := r.stage.Nodes[id]
+	if n == nil {
+		return nil, fmt.Errorf("stage %d has no node %d", r.stage.ID, id)
+	}
+	return n, nil
+}
+
+// build returns the producer of partition p of node id.
+func (r *runner) build(id, p int) (Producer, error) {
+	n, err := r.node(id)
+	if err != nil {
+		return nil, err
+	}
+	switch n.Kind {
+	case Parallelize:
+		data := r.task.Data[p]
+		return func(emit func([]byte) error) error { return forEachFramed(data, emit) }, nil
+	case Range:
+		return rangeProducer(n, p), nil
+	case TextFile:
+		if p >= len(n.Splits) {
+			return nil, fmt.Errorf("text file node %d has no split %d", id, p)
+		}
+		return textProducer(r.ctx, n.Splits[p]), nil
+	case Func:
+		parent, err := r.build(n.Parent, p)
+		if err != nil {
+			return nil, err
+		}
+		t, err := transform(n.Fn, n.Mode)
+		if err != nil {
+			return nil, err
+		}
+		return t(r.ctx, r.ft, parent), nil
+	case Coalesce:
+		if p >= len(n.Groups) {
+			return nil, fmt.Errorf("coalesce node %d has no partition %d", id, p)
+		}
+		parents := make([]Producer, 0, len(n.Groups[p]))
+		for _, q := range n.Groups[p] {
+			pp, err := r.build(n.Parent, q)
+			if err != nil {
+				return nil, err
+			}
+			parents = append(parents, pp)
+		}
+		return func(emit func([]byte) error) error {
+			for _, pp := range parents {
+				if err := pp(emit); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, nil
+	case Shuffled:
+		return r.shuffled(n, p)
+	}
+	return nil, fmt.Errorf("node %d has unknown kind %d", id, n.Kind)
+}
+
+func rangeProducer(n *Node, p int) Producer {
+	return func(emit func([]byte) error) error {
+		count := (n.End - n.Start + n.Step - 1) / n.Step
+		if n.Step < 0 {
+			count = (n.Start - n.End - n.Step - 1) / -n.Step
+		}
+		if count < 0 {
+			count = 0
+		}
+		parts := int64(n.NumPartitions)
+		lo, hi := count*int64(p)/parts, count*int64(p+1)/parts
+		var buf [binary.MaxVarintLen64]byte
+		for i := lo; i < hi; i++ {
+			if err := emit(binary.AppendVarint(buf[:0], n.Start+i*n.Step)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// textProducer emits the lines that start inside the split, each as an
+// encoded string without its line terminator. A split after the first
+// skips the partial line it starts in; the last line is read past the
+// split's end.
+func textProducer(ctx context.Context, s FileSplit) Producer {
+	return func(emit func([]byte) error) error {
+		f, err := os.Open(s.Path)
+		if err != nil {
+			return fmt.Errorf("reading text file: %w", err)
+		}
+		defer f.Close()
+		pos := s.Start
+		if pos > 0 {
+			pos-- // a line starts at s.Start when the byte before it ends one
+		}
+		if _, err := f.Seek(pos, io.SeekStart); err != nil {
+			return fmt.Errorf("reading %s: %w", s.Path, err)
+		}
+		br := bufio.NewReaderSize(f, int(min(max(s.Size, 64<<10), 1<<20)))
+		if s.Start > 0 {
+			skipped, err := skipLine(br)
+			pos += skipped
+			if err == io.EOF {
+				return nil
+			} else if err != nil {
+				return fmt.Errorf("reading %s: %w", s.Path, err)
+			}
+		}
+		end := s.Start + s.Size
+		var rec []byte
+		for n := 0; pos < end; n++ {
+			if n&1023 == 0 && ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			line, err := readLine(br)
+			if len(line) == 0 && err == io.EOF {
+				return nil
+			}
+			if err != nil && err != io.EOF {
+				return fmt.Errorf("reading %s: %w", s.Path, err)
+			}
+			pos += int64(len(line))
+			line = trimEOL(line)
+			rec = binary.AppendUvarint(rec[:0], uint64(len(line)))
+			rec = append(rec, line...)
+			if err := emit(rec); err != nil {
+				return err
+			}
+			if err == io.EOF {
+				return nil
+			}
+		}
+		return nil
+	}
+}
+
+func skipLine(br *bufio.Reader) (int64, error) {
+	var n int64
+	for {
+		b, err := br.ReadSlice('\n')
+		n += int64(len(b))
+		if err != bufio.ErrBufferFull {
+			return n, err
+		}
+	}
+}
+
+// readLine returns the next line with its terminator; a line longer than
+// the reader's buffer is assembled in a fresh slice.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	b, err := br.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return b, err
+	}
+	long := append([]byte(nil), b...)
+	for err == bufio.ErrBufferFull {
+		b, err = br.ReadSlice('\n')
+		long = append(long, b...)
+	}
+	return long, err
+}
+
+func trimEOL(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+		if n := len(b); n > 0 && b[n-1] == '\r' {
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// AppendFramed appends a record with its length, for blocks of records
+// whose type the reader does not know.
+func AppendFramed(b, rec []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(rec)))
+	return append(b, rec...)
+}
+
+// ForEachFramed calls fn with each record of a block of framed records.
+func ForEachFramed(b []byte, fn func(rec []byte) error) error { return forEachFramed(b, fn) }
+
+func forEachFramed(b []byte, fn func(rec []byte) error) error {
+	for len(b) > 0 {
+		rec, rest, err := codec.ReadBytesView(b)
+		if err != nil {
+			return fmt.Errorf("malformed record block: %w", err)
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+		b = rest
+	}
+	return nil
+}
+
+// output runs the pipeline into the stage's output.
+func (r *runner) output(p Producer) ([]byte, error) {
+	o := r.stage.Output
+	switch o.Kind {
+	case WriteShuffle:
+		return r.writeShuffle(p)
+	case Collect:
+		var out []byte
+		n := 0
+		err := p(func(rec []byte) error {
+			out = AppendFramed(out, rec)
+			if n++; o.Limit > 0 && n >= o.Limit {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && err != errStop {
+			return nil, err
+		}
+		return out, nil
+	case Count:
+		var n int64
+		if err := p(func([]byte) error { n++; return nil }); err != nil {
+			return nil, err
+		}
+		return binary.AppendVarint(nil, n), nil
+	case ReduceAll, Foreach:
+		f, err := lookup(o.Fn)
+		if err != nil {
+			return nil, err
+		}
+		var sink Sink
+		if o.Kind == ReduceAll && f.Reduce != nil {
+			sink = f.Reduce(r.ctx)
+		} else if o.Kind == Foreach && f.Foreach != nil {
+			sink = f.Foreach(r.ctx, r.ft)
+		}
+		if sink == nil {
+			return nil, fmt.Errorf("function %q cannot be used for this action", o.Fn)
+		}
+		if err := p(sink.Add); err != nil {
+			return nil, err
+		}
+		return sink.Result()
+	case SaveText:
+		return r.saveText(p)
+	case SampleKeys:
+		return sampleKeys(p, o.SampleSize, int64(r.task.Partition))
+	}
+	return nil, fmt.Errorf("unknown output kind %d", o.Kind)
+}
+
+// saveText writes the partition as a file in the job's temporary directory,
+// named for the task attempt, and returns its name; the driver commits the
+// files of the successful attempts once every partition is written.
+func (r *runner) saveText(p Producer) ([]byte, error) {
+	o := r.stage.Output
+	name := fmt.Sprintf("part-%05d-attempt-%d", r.task.Partition, r.ft.TaskID)
+	path := filepath.Join(o.Dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var line []byte
+	err = p(func(rec []byte) error {
+		var err error
+		if o.Text {
+			line, _, err = codec.ReadBytesView(rec)
+		} else {
+			line, _, err = o.Schema.Format(line[:0], rec)
+		}
+		if err != nil {
+			return fmt.Errorf("formatting record: %w", err)
+		}
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
+		return w.WriteByte('\n')
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
+	}
+	return []byte(name), nil
+}
+
+// sampleKeys keeps a uniform sample of the partition's keys (reservoir
+// sampling) for a range partitioner, with the partition's record count.
+func sampleKeys(p Producer, size int, seed int64) ([]byte, error) {
+	var keys [][]byte
+	var n int64
+	rnd := seed*6364136223846793005 + 1442695040888963407
+	err := p(func(rec []byte) error {
+		key, _, err := codec.SplitPair(rec)
+		if err != nil {
+			return err
+		}
+		n++
+		if len(keys) < size {
+			keys = append(keys, append([]byte(nil), key...))
+			return nil
+		}
+		rnd = rnd*6364136223846793005 + 1442695040888963407
+		if j := uint64(rnd>>1) % uint64(n); j < uint64(size) {
+			keys[j] = append(keys[j][:0], key...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := binary.AppendVarint(nil, n)
+	for _, k := range keys {
+		out = AppendFramed(out, k)
+	}
+	return out, nil
+}
+
+// partitioner returns the reduce partition of a record's key.
+func partitioner(s *Shuffle) func(key []byte) int {
+	n := s.NumPartitions
+	switch s.Partitioner {
+	case RangePartitioner:
+		cmp := Comparator(s.Order)
+		return func(key []byte) int {
+			return sort.Search(len(s.Bounds), func(i int) bool { return cmp(key, s.Bounds[i]) <= 0 })
+		}
+	}
+	return func(key []byte) int { return int(crc32.Checksum(key, castagnoli) % uint32(n)) }
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// writeShuffle partitions the records into the map output of this task,
+// combining values by key first when the shuffle has a map-side
+// aggregation, and returns the map status.
+func (r *runner) writeShuffle(p Producer) ([]byte, error) {
+	s := r.stage.Shuffles[r.stage.Output.Shuffle]
+	if s == nil {
+		return nil, fmt.Errorf("stage %d does not describe shuffle %d", r.stage.ID, r.stage.Output.Shuffle)
+	}
+	mgr := r.ft.Shuffle
+	w, err := mgr.NewMapWriter(s.ID, r.task.Partition, r.ft.TaskID, s.NumPartitions, r.writeBuffer())
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			w.Abort()
+		}
+	}()
+	part := partitioner(s)
+	if s.Partitioner == RoundRobin {
+		// Each map task starts at a different partition, so small inputs
+		// still spread out.
+		next := r.task.Partition
+		part = func([]byte) int { next = (next + 1) % s.NumPartitions; return next }
+	}
+	var tag []byte
+	write := func(key, value []byte) error {
+		if s.Tagged {
+			tag = append(append(tag[:0], byte(s.Side)), value...)
+			value = tag
+		}
+		return w.Write(part(key), key, value)
+	}
+	switch {
+	case s.MapCombine != nil:
+		c, err := NewCombiner(s.MapCombine, true)
+		if err != nil {
+			return nil, err
+		}
+		budget := r.task.MemoryBytes
+		err = p(func(rec []byte) error {
+			key, value, err := codec.SplitPair(rec)
+			if err != nil {
+				return err
+			}
+			if err := c.Add(key, value); err != nil {
+				return err
+			}
+			if c.Size() > budget {
+				return c.Drain(write)
+			}
+			return nil
+		})
+		if err == nil {
+			err = c.Drain(write)
+		}
+		if err != nil {
+			return nil, err
+		}
+	case s.Partitioner == RoundRobin:
+		if err := p(func(rec []byte) error { return write(nil, rec) }); err != nil {
+			return nil, err
+		}
+	default:
+		if err := p(func(rec []byte) error {
+			key, value, err := codec.SplitPair(rec)
+			if err != nil {
+				return err
+			}
+			return write(key, value)
+		}); err != nil {
+			return nil, err
+		}
+	}
+	st, err := w.Commit()
+	if err != nil {
+		return nil, err
+	}
+	ok = true
+	return EncodeMapStatus(st)
+}
+
+func (r *runner) writeBuffer() int64 {
+	b := r.task.MemoryBytes / 2
+	if b < 1<<20 {
+		b = 1 << 20
+	}
+	return b
+}
