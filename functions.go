@@ -60,6 +60,8 @@ func RegisterMap[T, U any](name string, f func(T) U) *MapFunc[T, U] {
 	return &MapFunc[T, U]{register(&dataflow.Function{Name: name, Transforms: map[dataflow.Mode]dataflow.Transform{
 		dataflow.ModeMap:   dataflow.MapTransform(name, f),
 		dataflow.ModeKeyBy: dataflow.KeyByTransform(name, f),
+	}, Fused: map[dataflow.Mode]dataflow.FusedTransform{
+		dataflow.ModeMap: dataflow.MapFused(name, f),
 	}}, codec.Check[T](), codec.Check[U]())}
 }
 
@@ -70,6 +72,8 @@ type FlatMapFunc[T, U any] struct{ fn }
 func RegisterFlatMap[T, U any](name string, f func(in T, emit func(U))) *FlatMapFunc[T, U] {
 	return &FlatMapFunc[T, U]{register(&dataflow.Function{Name: name, Transforms: map[dataflow.Mode]dataflow.Transform{
 		dataflow.ModeFlatMap: dataflow.FlatMapTransform(name, f),
+	}, Fused: map[dataflow.Mode]dataflow.FusedTransform{
+		dataflow.ModeFlatMap: dataflow.FlatMapFused(name, f),
 	}}, codec.Check[T](), codec.Check[U]())}
 }
 

@@ -129,9 +129,12 @@ func countByHand(path string, goroutines int) (map[string]int, error) {
 	return total, errs[0]
 }
 
-// countRange counts the words of the lines that start in [start, end).
+// countRange counts the words of the lines that start in [start, end). It
+// is written for speed: words are split on ASCII whitespace in place, and
+// counted through pointers so that only a new word allocates (a map
+// assignment with a converted key would allocate for every word).
 func countRange(f *os.File, start, end int64) (map[string]int, error) {
-	counts := map[string]int{}
+	counts := map[string]*int{}
 	pos := start
 	if pos > 0 {
 		pos--
@@ -141,14 +144,33 @@ func countRange(f *os.File, start, end int64) (map[string]int, error) {
 		skipped, err := r.ReadSlice('\n')
 		pos += int64(len(skipped))
 		if err != nil {
-			return counts, nil
+			return map[string]int{}, nil
 		}
+	}
+	add := func(w []byte) {
+		if c := counts[string(w)]; c != nil {
+			*c++
+			return
+		}
+		one := 1
+		counts[string(w)] = &one
 	}
 	for pos < end {
 		line, err := r.ReadSlice('\n')
 		pos += int64(len(line))
-		for _, w := range bytes.Fields(line) {
-			counts[string(w)]++ // the compiler does not allocate for this lookup-and-add
+		from := -1
+		for i, c := range line {
+			if isSpace(c) {
+				if from >= 0 {
+					add(line[from:i])
+					from = -1
+				}
+			} else if from < 0 {
+				from = i
+			}
+		}
+		if from >= 0 {
+			add(line[from:])
 		}
 		if err == io.EOF {
 			break
@@ -157,7 +179,11 @@ func countRange(f *os.File, start, end int64) (map[string]int, error) {
 			return nil, err
 		}
 	}
-	return counts, nil
+	out := make(map[string]int, len(counts))
+	for w, c := range counts {
+		out[w] = *c
+	}
+	return out, nil
 }
 
 // benchFile is the text the benchmarks count: DROVER_BENCH_BYTES bytes

@@ -156,6 +156,9 @@ func Check[T any]() error {
 	return nil
 }
 
+// AppendString appends the encoding of a string.
+func AppendString(b []byte, s string) []byte { return appendString(b, s) }
+
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)

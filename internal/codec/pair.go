@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 )
 
 // Pair is a key and a value: the records of keyed datasets.
@@ -71,4 +72,58 @@ func SplitPair(rec []byte) (key, value []byte, err error) {
 func AppendPairBytes(b, key, value []byte) []byte {
 	b = appendBytes(b, key)
 	return append(b, value...)
+}
+
+// ValueSink receives the values of pairs, typed, with their keys encoded:
+// an aggregation that knows the value type but not the key type.
+type ValueSink[V any] interface {
+	AddValue(key []byte, v V) error
+}
+
+// StringKeySink is a ValueSink that also takes string keys as they are:
+// looking a key up in place is much faster than first writing its
+// encoding into a buffer (the hash then reads bytes still in flight).
+type StringKeySink[V any] interface {
+	AddStringKey(key string, v V) error
+}
+
+// pairAdder is implemented by Pair types: it adapts a ValueSink of their
+// value type to a function of the pair.
+type pairAdder interface {
+	adder(sink any) (any, bool)
+}
+
+func (Pair[K, V]) adder(sink any) (any, bool) {
+	if ss, ok := sink.(StringKeySink[V]); ok {
+		if _, isString := any((*K)(nil)).(*string); isString {
+			return func(p Pair[K, V]) error {
+				return ss.AddStringKey(*(*string)(unsafe.Pointer(&p.Key)), p.Value)
+			}, true
+		}
+	}
+	s, ok := sink.(ValueSink[V])
+	if !ok {
+		return nil, false
+	}
+	ek := EncoderFor[K]()
+	var key []byte
+	return func(p Pair[K, V]) error {
+		key = ek(key[:0], p.Key)
+		return s.AddValue(key, p.Value)
+	}, true
+}
+
+// PairAdder returns a function that hands pairs of type U to sink without
+// encoding their values, when U is a Pair whose value type sink accepts.
+// Generic code that knows only U gets the typed path this way.
+func PairAdder[U any](sink any) (func(U) error, bool) {
+	pa, ok := any(*new(U)).(pairAdder)
+	if !ok {
+		return nil, false
+	}
+	f, ok := pa.adder(sink)
+	if !ok {
+		return nil, false
+	}
+	return f.(func(U) error), true
 }

@@ -13,20 +13,6 @@ import (
 	"github.com/drover-project/drover/internal/codec"
 )
 
-func collectStrings(t *testing.T, p Producer) []string {
-	t.Helper()
-	var out []string
-	dec := codec.DecoderFor[string]()
-	if err := p(func(rec []byte) error {
-		s, _, err := dec(rec)
-		out = append(out, s)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // Every line belongs to exactly one split, whatever the split size, with
 // \n and \r\n endings and with or without a final newline.
 func TestTextSplitsReadEveryLineOnce(t *testing.T) {
@@ -35,6 +21,8 @@ func TestTextSplitsReadEveryLineOnce(t *testing.T) {
 		"windows":          "alpha\r\nbeta\r\n\r\ngamma\r\n",
 		"no final newline": "one\ntwo\nthree",
 		"one long line":    strings.Repeat("x", 5000) + "\nshort\n",
+		// Longer than a read chunk (64 KiB for small splits): lines cross chunks.
+		"lines over chunks": strings.Repeat(strings.Repeat("y", 150_000)+"\nz\n", 3),
 	} {
 		path := filepath.Join(t.TempDir(), "f")
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
@@ -42,14 +30,17 @@ func TestTextSplitsReadEveryLineOnce(t *testing.T) {
 		}
 		want := strings.Split(strings.TrimSuffix(strings.ReplaceAll(content, "\r\n", "\n"), "\n"), "\n")
 		size := int64(len(content))
-		splits := []int64{size, size + 1, 4999, 5000, 5001}
-		for n := int64(1); n <= 40; n++ {
+		splits := []int64{size, size + 1, 4999, 5000, 5001, 70_000, 150_001}
+		for n := int64(1); n <= 40 && size < 10_000; n++ {
 			splits = append(splits, n)
 		}
 		for _, split := range splits {
 			var got []string
 			for start := int64(0); start < size; start += split {
-				got = append(got, collectStrings(t, textProducer(context.Background(), FileSplit{Path: path, Start: start, Size: min(split, size-start)}))...)
+				lines := textLines(context.Background(), FileSplit{Path: path, Start: start, Size: min(split, size-start)})
+				if err := lines(func(s string) error { got = append(got, s); return nil }); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("%s, splits of %d bytes (-want +got):\n%s", name, split, diff)

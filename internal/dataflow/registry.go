@@ -12,8 +12,16 @@ import (
 // passed to emit is valid only during the call.
 type Producer func(emit func(rec []byte) error) error
 
+// Input is what a step reads: its parent's records, encoded, and, when the
+// parent is a text file, its lines as strings too, which a step taking
+// strings reads without a copy per line.
+type Input struct {
+	Records Producer
+	Lines   func(emit func(line string) error) error
+}
+
 // Transform builds a step from its parent's producer.
-type Transform func(ctx context.Context, t funcs.Task, parent Producer) Producer
+type Transform func(ctx context.Context, t funcs.Task, in Input) Producer
 
 // Combiner merges encoded values by key: the typed part of aggregation,
 // built by the registered functions that know the value types.
@@ -37,6 +45,8 @@ type Sink interface {
 type Function struct {
 	Name       string
 	Transforms map[Mode]Transform
+	// Fused are the modes that can feed a typed sink directly.
+	Fused map[Mode]FusedTransform
 	// Fold builds a combiner folding values into accumulators starting from
 	// an encoded zero (AggregateByKey's seqOp).
 	Fold func(zero []byte) (Combiner, error)

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"unsafe"
 
 	"github.com/drover-project/drover/internal/codec"
 	"github.com/drover-project/drover/internal/funcs"
@@ -86,12 +88,10 @@ func (r *runner) build(id, p int) (Producer, error) {
 	case Range:
 		return rangeProducer(n, p), nil
 	case TextFile:
-		if p >= len(n.Splits) {
-			return nil, fmt.Errorf("text file node %d has no split %d", id, p)
-		}
-		return textProducer(r.ctx, n.Splits[p]), nil
+		in, err := r.input(id, p)
+		return in.Records, err
 	case Func:
-		parent, err := r.build(n.Parent, p)
+		in, err := r.input(n.Parent, p)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +99,7 @@ func (r *runner) build(id, p int) (Producer, error) {
 		if err != nil {
 			return nil, err
 		}
-		return t(r.ctx, r.ft, parent), nil
+		return t(r.ctx, r.ft, in), nil
 	case Coalesce:
 		if p >= len(n.Groups) {
 			return nil, fmt.Errorf("coalesce node %d has no partition %d", id, p)
@@ -126,6 +126,29 @@ func (r *runner) build(id, p int) (Producer, error) {
 	return nil, fmt.Errorf("node %d has unknown kind %d", id, n.Kind)
 }
 
+// input is what a step reading partition p of node id gets.
+func (r *runner) input(id, p int) (Input, error) {
+	n, err := r.node(id)
+	if err != nil {
+		return Input{}, err
+	}
+	if n.Kind != TextFile {
+		parent, err := r.build(id, p)
+		return Input{Records: parent}, err
+	}
+	if p >= len(n.Splits) {
+		return Input{}, fmt.Errorf("text file node %d has no split %d", id, p)
+	}
+	lines := textLines(r.ctx, n.Splits[p])
+	return Input{Lines: lines, Records: func(emit func([]byte) error) error {
+		var rec []byte
+		return lines(func(line string) error {
+			rec = codec.AppendString(rec[:0], line)
+			return emit(rec)
+		})
+	}}, nil
+}
+
 func rangeProducer(n *Node, p int) Producer {
 	return func(emit func([]byte) error) error {
 		count := (n.End - n.Start + n.Step - 1) / n.Step
@@ -147,96 +170,76 @@ func rangeProducer(n *Node, p int) Producer {
 	}
 }
 
-// textProducer emits the lines that start inside the split, each as an
-// encoded string without its line terminator. A split after the first
-// skips the partial line it starts in; the last line is read past the
-// split's end.
-func textProducer(ctx context.Context, s FileSplit) Producer {
-	return func(emit func([]byte) error) error {
+// textLines emits the lines that start inside the split, without their
+// line terminators (\n or \r\n). A split after the first skips the partial
+// line it starts in; the last line is read past the split's end. The file
+// is read in fresh chunks that are never written again, so the lines are
+// strings over them, without a copy or an allocation per line.
+func textLines(ctx context.Context, s FileSplit) func(emit func(string) error) error {
+	return func(emit func(string) error) error {
 		f, err := os.Open(s.Path)
 		if err != nil {
 			return fmt.Errorf("reading text file: %w", err)
 		}
 		defer f.Close()
-		pos := s.Start
+		pos := s.Start // file offset of the next byte to read
+		skip := false
 		if pos > 0 {
 			pos-- // a line starts at s.Start when the byte before it ends one
-		}
-		if _, err := f.Seek(pos, io.SeekStart); err != nil {
-			return fmt.Errorf("reading %s: %w", s.Path, err)
-		}
-		br := bufio.NewReaderSize(f, int(min(max(s.Size, 64<<10), 1<<20)))
-		if s.Start > 0 {
-			skipped, err := skipLine(br)
-			pos += skipped
-			if err == io.EOF {
-				return nil
-			} else if err != nil {
-				return fmt.Errorf("reading %s: %w", s.Path, err)
-			}
+			skip = true
 		}
 		end := s.Start + s.Size
-		var rec []byte
-		for n := 0; pos < end; n++ {
-			if n&1023 == 0 && ctx.Err() != nil {
+		chunkSize := int(min(max(s.Size, 64<<10), 1<<20))
+		var tail []byte // the start of a line cut by the end of the last chunk
+		lineStart := pos // file offset of tail[0]
+		for n := 0; ; n++ {
+			if n&15 == 0 && ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
-			line, err := readLine(br)
-			if len(line) == 0 && err == io.EOF {
-				return nil
-			}
+			chunk := make([]byte, max(chunkSize, 2*len(tail)))
+			copy(chunk, tail)
+			read, err := f.ReadAt(chunk[len(tail):], pos)
 			if err != nil && err != io.EOF {
 				return fmt.Errorf("reading %s: %w", s.Path, err)
 			}
-			pos += int64(len(line))
-			line = trimEOL(line)
-			rec = binary.AppendUvarint(rec[:0], uint64(len(line)))
-			rec = append(rec, line...)
-			if err := emit(rec); err != nil {
-				return err
+			pos += int64(read)
+			data := chunk[:len(tail)+read]
+			text := unsafe.String(unsafe.SliceData(data), len(data))
+			for {
+				i := strings.IndexByte(text, '\n')
+				if i < 0 {
+					break
+				}
+				line := text[:i]
+				text = text[i+1:]
+				if skip {
+					skip = false
+				} else {
+					if lineStart >= end {
+						return nil
+					}
+					if err := emit(trimCR(line)); err != nil {
+						return err
+					}
+				}
+				lineStart += int64(i + 1)
 			}
-			if err == io.EOF {
+			tail = []byte(text)
+			if read == 0 || err == io.EOF {
+				if len(text) > 0 && !skip && lineStart < end {
+					return emit(trimCR(text)) // a last line without a terminator
+				}
 				return nil
 			}
 		}
-		return nil
 	}
 }
 
-func skipLine(br *bufio.Reader) (int64, error) {
-	var n int64
-	for {
-		b, err := br.ReadSlice('\n')
-		n += int64(len(b))
-		if err != bufio.ErrBufferFull {
-			return n, err
-		}
+func trimCR(s string) string {
+	if n := len(s); n > 0 && s[n-1] == '\r' {
+		return s[:n-1]
 	}
-}
-
-// readLine returns the next line with its terminator; a line longer than
-// the reader's buffer is assembled in a fresh slice.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	b, err := br.ReadSlice('\n')
-	if err != bufio.ErrBufferFull {
-		return b, err
-	}
-	long := append([]byte(nil), b...)
-	for err == bufio.ErrBufferFull {
-		b, err = br.ReadSlice('\n')
-		long = append(long, b...)
-	}
-	return long, err
-}
-
-func trimEOL(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		b = b[:n-1]
-		if n := len(b); n > 0 && b[n-1] == '\r' {
-			b = b[:n-1]
-		}
-	}
-	return b
+	return s
 }
 
 // AppendFramed appends a record with its length, for blocks of records
@@ -444,23 +447,31 @@ func (r *runner) writeShuffle(p Producer) ([]byte, error) {
 			return nil, err
 		}
 		budget := r.task.MemoryBytes
-		err = p(func(rec []byte) error {
-			key, value, err := codec.SplitPair(rec)
-			if err != nil {
-				return err
-			}
-			if err := c.Add(key, value); err != nil {
-				return err
-			}
-			if c.Size() > budget {
-				return c.Drain(write)
-			}
-			return nil
-		})
-		if err == nil {
-			err = c.Drain(write)
-		}
+		run, fused, err := r.fusedCombine(c, budget, write)
 		if err != nil {
+			return nil, err
+		}
+		if !fused {
+			run = func() error {
+				return p(func(rec []byte) error {
+					key, value, err := codec.SplitPair(rec)
+					if err != nil {
+						return err
+					}
+					if err := c.Add(key, value); err != nil {
+						return err
+					}
+					if c.Size() > budget {
+						return c.Drain(write)
+					}
+					return nil
+				})
+			}
+		}
+		if err := run(); err != nil {
+			return nil, err
+		}
+		if err := c.Drain(write); err != nil {
 			return nil, err
 		}
 	case s.Partitioner == RoundRobin:
@@ -484,6 +495,36 @@ func (r *runner) writeShuffle(p Producer) ([]byte, error) {
 	}
 	ok = true
 	return EncodeMapStatus(st)
+}
+
+// fusedCombine runs the stage's last function straight into the map-side
+// combiner when both allow it: the pairs it produces are folded as Go
+// values, never encoded and decoded in between.
+func (r *runner) fusedCombine(c Combiner, budget int64, flush func(key, acc []byte) error) (func() error, bool, error) {
+	n := r.stage.Nodes[r.stage.Final]
+	limited, ok := c.(interface {
+		SetLimit(int64, func(key, acc []byte) error)
+	})
+	if n == nil || n.Kind != Func || !ok {
+		return nil, false, nil
+	}
+	f, err := lookup(n.Fn)
+	if err != nil {
+		return nil, false, err
+	}
+	ft := f.Fused[n.Mode]
+	if ft == nil {
+		return nil, false, nil
+	}
+	parent, err := r.input(n.Parent, r.task.Partition)
+	if err != nil {
+		return nil, false, err
+	}
+	run, ok := ft(r.ctx, r.ft, parent, c)
+	if ok {
+		limited.SetLimit(budget, flush)
+	}
+	return run, ok, nil
 }
 
 func (r *runner) writeBuffer() int64 {

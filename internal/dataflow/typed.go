@@ -6,6 +6,8 @@ import (
 	"encoding/gob"
 	"fmt"
 	"iter"
+	"strings"
+	"unsafe"
 
 	"github.com/drover-project/drover/internal/codec"
 	"github.com/drover-project/drover/internal/funcs"
@@ -28,41 +30,85 @@ func (p *RecordPanic) Error() string {
 	return fmt.Sprintf("%s panicked on record %s: %v", p.Func, p.Record, p.Value)
 }
 
+// reader decodes a step's input into T, remembering the record being
+// processed so that a panic can name it.
+type reader[T any] struct {
+	dec  codec.Decoder[T]
+	rec  []byte
+	line string
+	// lines is set when T is string and the input has lines as strings.
+	lines bool
+}
+
+func newReader[T any](in Input) *reader[T] {
+	r := &reader[T]{dec: codec.DecoderFor[T]()}
+	if in.Lines != nil {
+		_, r.lines = any((*T)(nil)).(*string)
+	}
+	return r
+}
+
+// each calls fn with every input record decoded into T; rec is the
+// record's encoding, nil for lines taken as strings.
+func (r *reader[T]) each(in Input, fn func(v T, rec []byte) error) error {
+	if r.lines {
+		return in.Lines(func(s string) error {
+			r.line = s
+			return fn(*(*T)(unsafe.Pointer(&s)), nil)
+		})
+	}
+	return in.Records(func(rec []byte) error {
+		r.rec = rec
+		v, _, err := r.dec(rec)
+		if err != nil {
+			return err
+		}
+		return fn(v, rec)
+	})
+}
+
 // guard re-panics a panic of the function named fn with the record that
 // caused it. Panics already attributed by a later step pass through.
-func guard[T any](fn string, dec codec.Decoder[T], cur *[]byte) {
-	r := recover()
-	if r == nil {
+func (r *reader[T]) guard(fn string) {
+	p := recover()
+	if p == nil {
 		return
 	}
-	if _, ok := r.(*RecordPanic); ok {
-		panic(r)
+	if _, ok := p.(*RecordPanic); ok {
+		panic(p)
 	}
 	desc := "(unknown)"
-	if *cur != nil {
-		if v, _, err := dec(*cur); err == nil {
+	if r.lines {
+		desc = r.line
+	} else if r.rec != nil {
+		if v, _, err := r.dec(r.rec); err == nil {
 			desc = fmt.Sprintf("%+v", v)
-			if len(desc) > 200 {
-				desc = desc[:200] + "…"
-			}
 		}
 	}
-	panic(&RecordPanic{Func: fn, Value: r, Record: desc})
+	if len(desc) > 200 {
+		desc = desc[:200] + "…"
+	}
+	panic(&RecordPanic{Func: fn, Value: p, Record: desc})
+}
+
+// encoded returns rec, or the encoding of the current line when the record
+// came as a string.
+func (r *reader[T]) encoded(rec []byte, scratch *[]byte) []byte {
+	if rec != nil {
+		return rec
+	}
+	*scratch = codec.AppendString((*scratch)[:0], r.line)
+	return *scratch
 }
 
 // MapTransform applies f to each record.
 func MapTransform[T, U any](name string, f func(T) U) Transform {
-	return func(_ context.Context, _ funcs.Task, parent Producer) Producer {
+	return func(_ context.Context, _ funcs.Task, in Input) Producer {
 		return func(emit func([]byte) error) error {
-			dec, enc := codec.DecoderFor[T](), codec.EncoderFor[U]()
-			var cur, buf []byte
-			defer guard(name, dec, &cur)
-			return parent(func(rec []byte) error {
-				cur = rec
-				v, _, err := dec(rec)
-				if err != nil {
-					return err
-				}
+			r, enc := newReader[T](in), codec.EncoderFor[U]()
+			var buf []byte
+			defer r.guard(name)
+			return r.each(in, func(v T, _ []byte) error {
 				buf = enc(buf[:0], f(v))
 				return emit(buf)
 			})
@@ -72,10 +118,10 @@ func MapTransform[T, U any](name string, f func(T) U) Transform {
 
 // FlatMapTransform emits what f emits for each record.
 func FlatMapTransform[T, U any](name string, f func(T, func(U))) Transform {
-	return func(_ context.Context, _ funcs.Task, parent Producer) Producer {
+	return func(_ context.Context, _ funcs.Task, in Input) Producer {
 		return func(emit func([]byte) error) error {
-			dec, enc := codec.DecoderFor[T](), codec.EncoderFor[U]()
-			var cur, buf []byte
+			r, enc := newReader[T](in), codec.EncoderFor[U]()
+			var buf []byte
 			var emitErr error
 			out := func(u U) {
 				if emitErr == nil {
@@ -83,13 +129,8 @@ func FlatMapTransform[T, U any](name string, f func(T, func(U))) Transform {
 					emitErr = emit(buf)
 				}
 			}
-			defer guard(name, dec, &cur)
-			return parent(func(rec []byte) error {
-				cur = rec
-				v, _, err := dec(rec)
-				if err != nil {
-					return err
-				}
+			defer r.guard(name)
+			return r.each(in, func(v T, _ []byte) error {
 				f(v, out)
 				return emitErr
 			})
@@ -97,21 +138,60 @@ func FlatMapTransform[T, U any](name string, f func(T, func(U))) Transform {
 	}
 }
 
+// FusedTransform runs a step straight into a sink that takes typed values
+// (a map-side combine), skipping the encoding of its output; ok is false
+// when the step's output type does not fit the sink.
+type FusedTransform func(ctx context.Context, t funcs.Task, in Input, sink any) (run func() error, ok bool)
+
+// MapFused is MapTransform into a typed sink.
+func MapFused[T, U any](name string, f func(T) U) FusedTransform {
+	return func(_ context.Context, _ funcs.Task, in Input, sink any) (func() error, bool) {
+		add, ok := codec.PairAdder[U](sink)
+		if !ok {
+			return nil, false
+		}
+		return func() error {
+			r := newReader[T](in)
+			defer r.guard(name)
+			return r.each(in, func(v T, _ []byte) error { return add(f(v)) })
+		}, true
+	}
+}
+
+// FlatMapFused is FlatMapTransform into a typed sink.
+func FlatMapFused[T, U any](name string, f func(T, func(U))) FusedTransform {
+	return func(_ context.Context, _ funcs.Task, in Input, sink any) (func() error, bool) {
+		add, ok := codec.PairAdder[U](sink)
+		if !ok {
+			return nil, false
+		}
+		return func() error {
+			r := newReader[T](in)
+			var addErr error
+			out := func(u U) {
+				if addErr == nil {
+					addErr = add(u)
+				}
+			}
+			defer r.guard(name)
+			return r.each(in, func(v T, _ []byte) error {
+				f(v, out)
+				return addErr
+			})
+		}, true
+	}
+}
+
 // FilterTransform keeps the records for which f is true.
 func FilterTransform[T any](name string, f func(T) bool) Transform {
-	return func(_ context.Context, _ funcs.Task, parent Producer) Producer {
+	return func(_ context.Context, _ funcs.Task, in Input) Producer {
 		return func(emit func([]byte) error) error {
-			dec := codec.DecoderFor[T]()
-			var cur []byte
-			defer guard(name, dec, &cur)
-			return parent(func(rec []byte) error {
-				cur = rec
-				v, _, err := dec(rec)
-				if err != nil {
-					return err
-				}
+			r := newReader[T](in)
+			var scratch []byte
+			defer r.guard(name)
+			return r.each(in, func(v T, rec []byte) error {
 				if f(v) {
-					return emit(rec)
+					return emit(r.encoded(rec, &scratch))
 				}
 				return nil
 			})
@@ -121,19 +201,14 @@ func FilterTransform[T any](name string, f func(T) bool) Transform {
 
 // KeyByTransform pairs each record with the key f computes from it.
 func KeyByTransform[T, K any](name string, f func(T) K) Transform {
-	return func(_ context.Context, _ funcs.Task, parent Producer) Producer {
+	return func(_ context.Context, _ funcs.Task, in Input) Producer {
 		return func(emit func([]byte) error) error {
-			dec, enc := codec.DecoderFor[T](), codec.EncoderFor[K]()
-			var cur, key, buf []byte
-			defer guard(name, dec, &cur)
-			return parent(func(rec []byte) error {
-				cur = rec
-				v, _, err := dec(rec)
-				if err != nil {
-					return err
-				}
+			r, enc := newReader[T](in), codec.EncoderFor[K]()
+			var key, buf, scratch []byte
+			defer r.guard(name)
+			return r.each(in, func(v T, rec []byte) error {
 				key = enc(key[:0], f(v))
-				buf = codec.AppendPairBytes(buf[:0], key, rec)
+				buf = codec.AppendPairBytes(buf[:0], key, r.encoded(rec, &scratch))
 				return emit(buf)
 			})
 		}
@@ -142,18 +217,13 @@ func KeyByTransform[T, K any](name string, f func(T) K) Transform {
 
 // MapPartitionsTransform gives f the partition's records as a sequence.
 func MapPartitionsTransform[T, U any](name string, f func(context.Context, funcs.Task, iter.Seq[T], func(U)) error) Transform {
-	return func(ctx context.Context, t funcs.Task, parent Producer) Producer {
+	return func(ctx context.Context, t funcs.Task, in Input) Producer {
 		return func(emit func([]byte) error) error {
-			dec, enc := codec.DecoderFor[T](), codec.EncoderFor[U]()
-			var cur, buf []byte
+			r, enc := newReader[T](in), codec.EncoderFor[U]()
+			var buf []byte
 			var inErr, outErr error
 			seq := func(yield func(T) bool) {
-				inErr = parent(func(rec []byte) error {
-					cur = rec
-					v, _, err := dec(rec)
-					if err != nil {
-						return err
-					}
+				inErr = r.each(in, func(v T, _ []byte) error {
 					if !yield(v) {
 						return errStop
 					}
@@ -166,7 +236,7 @@ func MapPartitionsTransform[T, U any](name string, f func(context.Context, funcs
 					outErr = emit(buf)
 				}
 			}
-			defer guard(name, dec, &cur)
+			defer r.guard(name)
 			err := f(ctx, t, seq, out)
 			for _, e := range []error{outErr, inErr, err} {
 				if e != nil && e != errStop {
@@ -189,6 +259,10 @@ type mergeCombiner[A, V any] struct {
 	fold   func(A, V) A
 	buf    []byte
 	fnName string
+	limit  int64
+	flush  func(key, acc []byte) error
+	raw    bool // keys are strings as they are, not encoded
+	key    []byte
 }
 
 func (c *mergeCombiner[A, V]) Add(key, value []byte) error {
@@ -196,6 +270,12 @@ func (c *mergeCombiner[A, V]) Add(key, value []byte) error {
 	if err != nil {
 		return err
 	}
+	return c.AddValue(key, v)
+}
+
+// AddValue folds a typed value: the path of a map-side combine fed
+// directly by the function that produced the pairs.
+func (c *mergeCombiner[A, V]) AddValue(key []byte, v V) error {
 	if acc := c.m[string(key)]; acc != nil {
 		*acc = c.fold(*acc, v)
 		return nil
@@ -203,8 +283,35 @@ func (c *mergeCombiner[A, V]) Add(key, value []byte) error {
 	acc := new(A)
 	*acc = c.first(v)
 	c.m[string(key)] = acc
-	c.size += int64(len(key)+len(value)) + 64
+	c.size += int64(2*len(key)) + 96
+	if c.limit > 0 && c.size > c.limit {
+		return c.Drain(c.flush)
+	}
 	return nil
+}
+
+// AddStringKey is AddValue for a string key given as it is, not encoded. A
+// combiner takes keys one way or the other, never both.
+func (c *mergeCombiner[A, V]) AddStringKey(key string, v V) error {
+	c.raw = true
+	if acc := c.m[key]; acc != nil {
+		*acc = c.fold(*acc, v)
+		return nil
+	}
+	acc := new(A)
+	*acc = c.first(v)
+	c.m[strings.Clone(key)] = acc // the key may point into a larger string
+	c.size += int64(2*len(key)) + 96
+	if c.limit > 0 && c.size > c.limit {
+		return c.Drain(c.flush)
+	}
+	return nil
+}
+
+// SetLimit makes AddValue drain into flush when the accumulators pass
+// limit bytes.
+func (c *mergeCombiner[A, V]) SetLimit(limit int64, flush func(key, acc []byte) error) {
+	c.limit, c.flush = limit, flush
 }
 
 func (c *mergeCombiner[A, V]) Size() int64 { return c.size }
@@ -215,8 +322,13 @@ func (c *mergeCombiner[A, V]) Drain(emit func(key, acc []byte) error) error {
 	// large emptied map for every later small drain is quadratic.
 	c.m, c.size = make(map[string]*A), 0
 	for k, acc := range m {
+		if c.raw {
+			c.key = codec.AppendString(c.key[:0], k)
+		} else {
+			c.key = append(c.key[:0], k...)
+		}
 		c.buf = c.encA(c.buf[:0], *acc)
-		if err := emit([]byte(k), c.buf); err != nil {
+		if err := emit(c.key, c.buf); err != nil {
 			return err
 		}
 	}
