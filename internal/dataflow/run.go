@@ -190,7 +190,7 @@ func textLines(ctx context.Context, s FileSplit) func(emit func(string) error) e
 		}
 		end := s.Start + s.Size
 		chunkSize := int(min(max(s.Size, 64<<10), 1<<20))
-		var tail []byte // the start of a line cut by the end of the last chunk
+		var tail []byte  // the start of a line cut by the end of the last chunk
 		lineStart := pos // file offset of tail[0]
 		for n := 0; ; n++ {
 			if n&15 == 0 && ctx.Err() != nil {
