@@ -26,7 +26,7 @@ test: lint testbin
 	@echo "drover: unit and integration tests"
 	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" $(GO) test -count=1 -timeout 25m ./...
 	@echo "drover: race detector on the core packages"
-	$(GO) test -count=1 -race -timeout 15m ./internal/config/... ./internal/master/... ./internal/scheduler/... ./internal/backend/... ./internal/executor/... ./internal/rpc/... ./internal/local/... ./internal/codec/...
+	$(GO) test -count=1 -race -timeout 15m ./internal/config/... ./internal/master/... ./internal/scheduler/... ./internal/backend/... ./internal/executor/... ./internal/rpc/... ./internal/local/... ./internal/codec/... ./internal/dag/... ./internal/dataflow/... ./internal/shuffle/...
 
 ## lint: gofmt, go vet, staticcheck (pinned in hack/tools)
 lint:
@@ -46,6 +46,8 @@ docs:
 ## bench: benchmarks
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/local/...
+	$(GO) test -run '^$$' -bench WordCount -benchtime 3x -timeout 30m ./examples/wordcount
+	$(GO) test -run '^$$' -bench Sort -benchtime 1x -timeout 30m ./examples/sort
 
 clean:
 	rm -rf bin

@@ -211,6 +211,9 @@ func EncodeTask(t *Task) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// DecodeTask decodes a task's payload and its stage.
+func DecodeTask(b []byte) (*Task, *Stage, error) { return decodeTask(b) }
+
 func decodeTask(b []byte) (*Task, *Stage, error) {
 	var t Task
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&t); err != nil {

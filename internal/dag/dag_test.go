@@ -1,0 +1,167 @@
+package dag
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/drover-project/drover/internal/dataflow"
+	"github.com/drover-project/drover/internal/scheduler"
+	"github.com/drover-project/drover/internal/shuffle"
+)
+
+// fakeBackend runs every launched task at once by asking respond for its
+// status, on one executor with four cores.
+type fakeBackend struct {
+	sched   *scheduler.Scheduler
+	respond func(t *dataflow.Task, st *dataflow.Stage) scheduler.Status
+
+	mu       sync.Mutex
+	launched map[dataflow.OutputKind]int
+}
+
+func (f *fakeBackend) ReviveOffers() {
+	go func() {
+		for {
+			tasks := f.sched.ResourceOffers([]scheduler.Offer{{ExecutorID: "e1", Cores: 4}})
+			if len(tasks) == 0 {
+				return
+			}
+			var statuses []scheduler.Status
+			for _, td := range tasks {
+				t, st, err := dataflow.DecodeTask(td.Payload)
+				if err != nil {
+					panic(err)
+				}
+				f.mu.Lock()
+				f.launched[st.Output.Kind]++
+				f.mu.Unlock()
+				s := f.respond(t, st)
+				s.TaskID, s.ExecutorID = td.TaskID, "e1"
+				statuses = append(statuses, s)
+			}
+			f.sched.StatusUpdates(statuses)
+		}
+	}()
+}
+
+func (f *fakeBackend) KillTask(int64, string, string) {}
+
+// newGraph returns a graph with a map stage of maps partitions feeding a
+// shuffle read by a result stage of two partitions.
+func newGraph(t *testing.T, maps int, respond func(*dataflow.Task, *dataflow.Stage) scheduler.Status) (*Graph, *fakeBackend, int) {
+	t.Helper()
+	var g *Graph
+	sched := scheduler.New(scheduler.Options{MaxFailures: 4, ExecutorLost: func(id string) { g.ExecutorLost(id) }})
+	f := &fakeBackend{sched: sched, respond: respond, launched: map[dataflow.OutputKind]int{}}
+	sched.SetBackend(f)
+	g = New(sched, Options{MaxStageAttempts: 4})
+	src := g.AddNode(dataflow.Node{Kind: dataflow.Range, Start: 0, End: 10, Step: 1, NumPartitions: maps}, nil)
+	sid := g.AddShuffle(dataflow.Shuffle{Parent: src, NumPartitions: 2, Partitioner: dataflow.RoundRobin})
+	final := g.AddNode(dataflow.Node{Kind: dataflow.Shuffled, Shuffles: []int{sid}, Reduce: dataflow.Pass, NumPartitions: 2}, nil)
+	return g, f, final
+}
+
+func mapStatus(t *dataflow.Task) scheduler.Status {
+	b, err := dataflow.EncodeMapStatus(shuffle.MapStatus{MapID: t.Partition, ExecutorID: "e1", Address: "127.0.0.1:1", Sizes: []int64{10, 10}})
+	if err != nil {
+		panic(err)
+	}
+	return scheduler.Status{State: scheduler.Finished, Result: b}
+}
+
+func fetchFailed(sid int) scheduler.Status {
+	return scheduler.Status{State: scheduler.Failed, Err: "fetch failed",
+		FetchFailed: &scheduler.FetchFailedError{ShuffleID: sid, MapID: 0, ExecutorID: "e1", Message: "connection refused"}}
+}
+
+func TestFetchFailureRecomputesLostOutputsAndRetries(t *testing.T) {
+	var mu sync.Mutex
+	failures := 0
+	g, f, final := newGraph(t, 3, func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
+		if st.Output.Kind == dataflow.WriteShuffle {
+			return mapStatus(task)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if failures == 0 {
+			failures++
+			for sid := range task.Blocks {
+				return fetchFailed(sid)
+			}
+		}
+		return scheduler.Status{State: scheduler.Finished, Result: []byte{byte(task.Partition)}}
+	})
+	got := map[int]byte{}
+	err := g.Run(context.Background(), final, dataflow.Output{Kind: dataflow.Collect}, []int{0, 1}, func(p int, b []byte) error {
+		if _, dup := got[p]; dup {
+			t.Errorf("partition %d reported twice", p)
+		}
+		got[p] = b[0]
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Errorf("results for %d partitions, want 2", len(got))
+	}
+	// Every map output was on the executor that failed to serve one, so the
+	// whole map stage ran twice.
+	if n := f.launched[dataflow.WriteShuffle]; n != 6 {
+		t.Errorf("%d map tasks launched, want 6 (3, then 3 again after the fetch failure)", n)
+	}
+}
+
+func TestStageFailsAfterMaxConsecutiveAttempts(t *testing.T) {
+	g, f, final := newGraph(t, 2, func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
+		if st.Output.Kind == dataflow.WriteShuffle {
+			return mapStatus(task)
+		}
+		for sid := range task.Blocks {
+			return fetchFailed(sid)
+		}
+		return scheduler.Status{State: scheduler.Failed, Err: "no blocks"}
+	})
+	err := g.Run(context.Background(), final, dataflow.Output{Kind: dataflow.Collect}, []int{0, 1}, func(int, []byte) error { return nil })
+	if err == nil {
+		t.Fatal("the job succeeded")
+	}
+	for _, want := range []string{"failed 4 consecutive attempts", "connection refused", "executor e1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	if n := f.launched[dataflow.Collect]; n < 4 {
+		t.Errorf("%d result tasks launched, want at least one per attempt (4)", n)
+	}
+}
+
+func TestExecutorLostForgetsItsOutputs(t *testing.T) {
+	g, _, final := newGraph(t, 2, func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
+		if st.Output.Kind == dataflow.WriteShuffle {
+			return mapStatus(task)
+		}
+		return scheduler.Status{State: scheduler.Finished, Result: []byte{1}}
+	})
+	run := func() {
+		t.Helper()
+		if err := g.Run(context.Background(), final, dataflow.Output{Kind: dataflow.Collect}, []int{0, 1}, func(int, []byte) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	s := g.shuffles[g.Node(final).Shuffles[0]]
+	if missing := g.missing(s); len(missing) != 0 {
+		t.Fatalf("missing outputs after the job: %v", missing)
+	}
+	g.ExecutorLost("e1")
+	if missing := g.missing(s); len(missing) != 2 {
+		t.Fatalf("missing outputs after losing their executor: %v, want both", missing)
+	}
+	run() // recomputes them
+	if missing := g.missing(s); len(missing) != 0 {
+		t.Fatalf("missing outputs after the second job: %v", missing)
+	}
+}
