@@ -174,6 +174,26 @@ func TestSortMatchesReference(t *testing.T) {
 				if diff := gocmp.Diff(want, got); diff != "" {
 					t.Errorf("sorted records (-want +got):\n%s", diff)
 				}
+				// String keys, both directions; equal keys and the empty key too.
+				words := []KV[string, int]{{Key: "pear", Value: 1}, {Key: "", Value: 2}, {Key: "apple", Value: 3},
+					{Key: "pear", Value: 4}, {Key: "Zebra", Value: 5}, {Key: "apples", Value: 6}}
+				for _, ascending := range []bool{true, false} {
+					got, err := SortByKey(Parallelize(ctx, words, 3), ascending, 2).Collect()
+					if err != nil {
+						return err
+					}
+					keys := make([]string, len(got))
+					for i, kv := range got {
+						keys[i] = kv.Key
+					}
+					wantKeys := []string{"", "Zebra", "apple", "apples", "pear", "pear"}
+					if !ascending {
+						slices.Reverse(wantKeys)
+					}
+					if diff := gocmp.Diff(wantKeys, keys); diff != "" {
+						t.Errorf("string keys, ascending=%v (-want +got):\n%s", ascending, diff)
+					}
+				}
 				return nil
 			})
 		})

@@ -31,12 +31,16 @@ func Record(i int64) drover.KV[string, string] {
 		x *= 0x94D049BB133111EB
 		key[j] = ' ' + byte(x>>33)%95
 	}
-	value := fmt.Sprintf("%020d", i)
-	pad := make([]byte, recordSize-keySize-len(value))
-	for j := range pad {
-		pad[j] = 'A' + byte(j%26)
+	// The value: i in 20 decimal digits, then filler letters.
+	var value [recordSize - keySize]byte
+	for j, n := 19, uint64(i); j >= 0; j-- {
+		value[j] = '0' + byte(n%10)
+		n /= 10
 	}
-	return drover.KV[string, string]{Key: string(key[:]), Value: value + string(pad)}
+	for j := 20; j < len(value); j++ {
+		value[j] = 'A' + byte((j-20)%26)
+	}
+	return drover.KV[string, string]{Key: string(key[:]), Value: string(value[:])}
 }
 
 var generate = drover.RegisterMap("sort.generate", Record)

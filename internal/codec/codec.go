@@ -164,6 +164,9 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// AppendBytes appends the encoding of a byte slice (the same as a string's).
+func AppendBytes(b, s []byte) []byte { return appendBytes(b, s) }
+
 func appendBytes(b, s []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)

@@ -113,14 +113,40 @@ func (r *runner) shuffled(n *Node, p int) (Producer, error) {
 			return nil, fmt.Errorf("node %d sorts without an order", n.ID)
 		}
 		return func(emit func([]byte) error) error {
-			s := shuffle.NewSorter(mgr.Dir(), budget, Comparator(n.Sort))
+			// String keys are sorted as their bytes, without the length
+			// that prefixes their encoding: the sorter then compares
+			// 8-byte prefixes instead of decoding every key.
+			raw := n.Sort.Kind == KeyString
+			cmp := Comparator(n.Sort)
+			if raw {
+				cmp = nil
+				if n.Sort.Descending {
+					cmp = func(a, b []byte) int { return bytes.Compare(b, a) }
+				}
+			}
+			s := shuffle.NewSorter(mgr.Dir(), budget, cmp)
 			defer s.Close()
-			if err := fetch(s.Add); err != nil {
+			add := s.Add
+			if raw {
+				add = func(key, value []byte) error {
+					k, _, err := codec.ReadBytesView(key)
+					if err != nil {
+						return err
+					}
+					return s.Add(k, value)
+				}
+			}
+			if err := fetch(add); err != nil {
 				return err
 			}
-			return s.Groups(func(key []byte, next func() ([]byte, bool)) error {
+			var key []byte
+			return s.Groups(func(k []byte, next func() ([]byte, bool)) error {
+				if raw {
+					key = codec.AppendBytes(key[:0], k)
+					k = key
+				}
 				for v, ok := next(); ok; v, ok = next() {
-					if err := pair(emit, key, v); err != nil {
+					if err := pair(emit, k, v); err != nil {
 						return err
 					}
 				}
