@@ -25,6 +25,7 @@ import (
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/master"
+	"github.com/drover-project/drover/internal/progress"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/scheduler"
 
@@ -222,7 +223,7 @@ func runDriver(args []string, stderr io.Writer, run func(*Context) error) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := drive(ctx, conf, m, df.args, log, run); err != nil {
+	if err := drive(ctx, conf, m, df.args, log, stderr, run); err != nil {
 		fmt.Fprintf(stderr, "drover: %v\n", err)
 		return 1
 	}
@@ -243,7 +244,7 @@ func newAppID() string {
 	return "drover-" + hex.EncodeToString(b)
 }
 
-func drive(parent context.Context, conf *config.Conf, m master.URL, args []string, log *slog.Logger, run func(*Context) error) error {
+func drive(parent context.Context, conf *config.Conf, m master.URL, args []string, log *slog.Logger, console io.Writer, run func(*Context) error) error {
 	// A cluster manager that finds the application cannot go on (no
 	// executor can start, a pod spec the API server rejects) ends it
 	// through this context.
@@ -299,6 +300,14 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	}
 	log.Info("application started", "master", m.Raw, "name", config.AppName.Get(conf), "startup", time.Since(start).Round(time.Millisecond))
 	c := &Context{Context: ctx, appID: appID, conf: conf, args: args, log: log, sched: sched, graph: graph, cluster: cluster}
+	if config.ShowConsoleProgress.Get(conf) {
+		progressCtx, stopProgress := context.WithCancel(ctx)
+		reporter := &progress.Reporter{W: console, Terminal: isTerminal(console), Interval: config.ProgressInterval.Get(conf),
+			Source: sched.Progress}
+		done := make(chan struct{})
+		go func() { reporter.Run(progressCtx); close(done) }()
+		defer func() { stopProgress(); <-done }()
+	}
 	err = run(c)
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) && !strings.Contains(err.Error(), cause.Error()) {
 		err = fmt.Errorf("%w (%v)", err, cause)
@@ -318,6 +327,17 @@ func taskMemory(conf *config.Conf, m master.URL) int64 {
 		mem, cores = int64(m.MemoryMiB)<<20, int64(m.CoresPerExecutor)
 	}
 	return int64(float64(mem)*config.MemoryFraction.Get(conf)) / max(1, cores)
+}
+
+// isTerminal reports whether w is a character device: a progress bar can
+// be redrawn in place there, not in a log file or pipe.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func isFrozen(err error) bool { return errors.Is(err, funcs.ErrFrozen) }

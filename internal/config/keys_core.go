@@ -245,6 +245,15 @@ var (
 		"Log format of the driver and its executors: `text` (logfmt) or `json`.",
 		Env("DROVER_LOG_FORMAT"))
 
+	ShowConsoleProgress = Bool("spark.ui.showConsoleProgress", true,
+		"Show the progress of running stages on the driver's standard error: a bar per stage, redrawn in place "+
+			"like Spark's console progress bar when it is a terminal, otherwise a plain line every "+
+			"drover.progress.interval. Spark enables it only in shells; drover by default.")
+
+	ProgressInterval = Duration("drover.progress.interval", "10s", time.Second,
+		"How often stage progress is printed when standard error is not a terminal (logs of a driver pod).",
+		Check("> 0", func(d time.Duration) bool { return d > 0 }))
+
 	SchedulerPrefetch = Int("drover.scheduler.prefetch", 2,
 		"Tasks per executor core the driver may queue on an executor ahead of its free cores, only while more tasks "+
 			"wait than all executors have free cores. Queued tasks start the moment a core frees, so executors never "+

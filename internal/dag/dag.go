@@ -125,6 +125,14 @@ func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partiti
 		if err := g.computeParents(ctx, st); err != nil {
 			return err
 		}
+		if st.ID == 0 {
+			// Numbered once its parents ran, so stages are numbered in the
+			// order they run, as in Spark.
+			g.mu.Lock()
+			g.nextStage++
+			st.ID = g.nextStage
+			g.mu.Unlock()
+		}
 		done, err := g.runTasks(ctx, st, pending)
 		for _, r := range done {
 			if herr := onResult(r.partition, r.result); herr != nil {
@@ -171,8 +179,7 @@ func (g *Graph) lostOutput(ff *scheduler.FetchFailedError) {
 func (g *Graph) stage(final int, out dataflow.Output) (*dataflow.Stage, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.nextStage++
-	st := &dataflow.Stage{ID: g.nextStage, Nodes: map[int]*dataflow.Node{}, Shuffles: map[int]*dataflow.Shuffle{},
+	st := &dataflow.Stage{Nodes: map[int]*dataflow.Node{}, Shuffles: map[int]*dataflow.Shuffle{},
 		Final: final, Output: out}
 	var walk func(id int) error
 	walk = func(id int) error {

@@ -408,6 +408,31 @@ func (s *Scheduler) kill(kills []killOrder, reason string) {
 	}
 }
 
+// StageProgress is the state of an active task set, for progress reports.
+type StageProgress struct {
+	StageID, Attempt     int
+	Total, Done, Running int
+}
+
+// Progress reports the active task sets, oldest first.
+func (s *Scheduler) Progress() []StageProgress {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]StageProgress, 0, len(s.active))
+	index := make(map[*TaskSet]int, len(s.active))
+	for _, ts := range s.active {
+		index[ts] = len(out)
+		out = append(out, StageProgress{StageID: ts.spec.StageID, Attempt: ts.spec.StageAttempt,
+			Total: len(ts.spec.Tasks), Done: ts.numSucceded})
+	}
+	for _, a := range s.running {
+		if i, ok := index[a.set]; ok {
+			out[i].Running++
+		}
+	}
+	return out
+}
+
 // RunningTasks reports how many task attempts are running.
 func (s *Scheduler) RunningTasks() int {
 	s.mu.Lock()
