@@ -81,7 +81,7 @@ var (
 // runJob runs job as a driver on master and fails the test if it fails.
 func runJob(t *testing.T, master string, job func(ctx *Context) error, conf ...string) {
 	t.Helper()
-	args := []string{"--master", master, "--conf", "drover.log.level=warn"}
+	args := []string{"--master", master, "--conf", "drover.log.level=" + cmp.Or(os.Getenv("DROVER_TEST_LOG_LEVEL"), "warn")}
 	for _, c := range conf {
 		args = append(args, "--conf", c)
 	}

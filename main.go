@@ -18,9 +18,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/codec"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
+	"github.com/drover-project/drover/internal/dynalloc"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/logging"
@@ -45,6 +49,7 @@ type Context struct {
 	sched   *scheduler.Scheduler
 	graph   *dag.Graph
 	cluster master.Cluster
+	metrics *prometheus.Registry
 	jobs    atomic.Int64
 }
 
@@ -59,6 +64,9 @@ func (c *Context) Conf(key string) string { return c.conf.Get(key) }
 
 // Logger is the driver's logger.
 func (c *Context) Logger() *slog.Logger { return c.log }
+
+// Metrics is the driver's Prometheus registry (drover_* metrics).
+func (c *Context) Metrics() prometheus.Gatherer { return c.metrics }
 
 // DefaultParallelism is spark.default.parallelism, or the executors' cores.
 func (c *Context) DefaultParallelism() int { return c.cluster.Backend().DefaultParallelism() }
@@ -278,6 +286,24 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		MaxInFlight:      config.ReducerMaxSizeInFlight.Get(conf),
 		Logger:           log,
 	})
+	// Dynamic allocation's settings are checked before anything starts.
+	var dyn *dynalloc.Config
+	if config.DynamicAllocationEnabled.Get(conf) {
+		if m.Kind == master.Local {
+			log.Warn("spark.dynamicAllocation.enabled has no effect in local mode: its task slots are fixed")
+		} else {
+			limit := 0
+			if m.Kind == master.LocalCluster {
+				limit = m.Executors
+			}
+			cfg, err := dynalloc.FromConf(conf, limit)
+			if err != nil {
+				return fmt.Errorf("dynamic allocation: %w", err)
+			}
+			dyn = &cfg
+		}
+	}
+	metrics := prometheus.NewRegistry()
 	cluster, err := master.NewCluster(master.App{ID: appID, Conf: conf, Master: m, Scheduler: sched, Auth: auth, Logger: log,
 		Fail: func(err error) { fail(err) }})
 	if err != nil {
@@ -299,7 +325,15 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		return fmt.Errorf("waiting for executors: %w", context.Cause(ctx))
 	}
 	log.Info("application started", "master", m.Raw, "name", config.AppName.Get(conf), "startup", time.Since(start).Round(time.Millisecond))
-	c := &Context{Context: ctx, appID: appID, conf: conf, args: args, log: log, sched: sched, graph: graph, cluster: cluster}
+	c := &Context{Context: ctx, appID: appID, conf: conf, args: args, log: log, sched: sched, graph: graph, cluster: cluster,
+		metrics: metrics}
+	if dyn != nil {
+		stop, err := startDynamicAllocation(ctx, *dyn, conf, sched, graph, cluster, metrics, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if config.ShowConsoleProgress.Get(conf) {
 		progressCtx, stopProgress := context.WithCancel(ctx)
 		reporter := &progress.Reporter{W: console, Terminal: isTerminal(console), Interval: config.ProgressInterval.Get(conf),
@@ -313,6 +347,43 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		err = fmt.Errorf("%w (%v)", err, cause)
 	}
 	return err
+}
+
+// startDynamicAllocation runs the allocation policy until the returned
+// function is called.
+func startDynamicAllocation(ctx context.Context, cfg dynalloc.Config, conf *config.Conf, sched *scheduler.Scheduler,
+	graph *dag.Graph, cluster master.Cluster, metrics prometheus.Registerer, log *slog.Logger) (func(), error) {
+	client := cluster.Allocation()
+	lister, ok := cluster.Backend().(interface{ Executors() []coarse.ExecutorInfo })
+	if client == nil || !ok {
+		return nil, errors.New("dynamic allocation: this cluster manager cannot add or remove executors")
+	}
+	m := &dynalloc.Manager{
+		Config: cfg,
+		Tasks:  sched,
+		Client: client,
+		Executors: func() []string {
+			infos := lister.Executors()
+			ids := make([]string, len(infos))
+			for i, e := range infos {
+				ids[i] = e.ID
+			}
+			return ids
+		},
+		Shuffles:     graph.ShuffleHolders,
+		Decommission: config.DecommissionEnabled.Get(conf),
+		Logger:       log,
+		Metrics:      dynalloc.NewMetrics(metrics),
+	}
+	if ex, ok := cluster.Backend().(interface{ ExcludeExecutor(string) }); ok {
+		m.Exclude = ex.ExcludeExecutor
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { m.Run(runCtx); close(done) }()
+	log.Info("dynamic allocation started", "min", cfg.Min, "max", cfg.Max, "initial", cfg.Initial,
+		"idleTimeout", cfg.IdleTimeout)
+	return func() { cancel(); <-done }, nil
 }
 
 // taskMemory is each task's share of its executor's memory for shuffle

@@ -45,6 +45,9 @@ type shuffleState struct {
 	dep     *dataflow.Shuffle
 	compute sync.Mutex           // one computation of the map stage at a time
 	outputs []*shuffle.MapStatus // guarded by Graph.mu; nil when missing
+	// users counts the running stages that read or write the shuffle;
+	// guarded by Graph.mu.
+	users int
 }
 
 // New returns an empty graph running its tasks on sched.
@@ -119,6 +122,8 @@ func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partiti
 	if err != nil {
 		return err
 	}
+	g.use(st, 1)
+	defer g.use(st, -1)
 	pending := slices.Clone(partitions)
 	for attempt := 0; ; attempt++ {
 		st.Attempt = attempt
@@ -156,6 +161,37 @@ func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partiti
 		g.log.Warn("fetch failed; recomputing the lost map outputs", "stage", st.ID, "shuffle", ff.ShuffleID,
 			"map", ff.MapID, "executor", ff.ExecutorID, "err", ff.Message)
 	}
+}
+
+// use counts a running stage among the users of the shuffles it reads and
+// writes.
+func (g *Graph) use(st *dataflow.Stage, delta int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for sid := range st.Shuffles {
+		g.shuffles[sid].users += delta
+	}
+}
+
+// ShuffleHolders reports the executors holding map outputs of shuffles that
+// a running job reads or writes (active), and of any shuffle (held):
+// dynamic allocation keeps the former.
+func (g *Graph) ShuffleHolders() (active, held map[string]bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	active, held = map[string]bool{}, map[string]bool{}
+	for _, s := range g.shuffles {
+		for _, o := range s.outputs {
+			if o == nil {
+				continue
+			}
+			held[o.ExecutorID] = true
+			if s.users > 0 {
+				active[o.ExecutorID] = true
+			}
+		}
+	}
+	return active, held
 }
 
 func (g *Graph) lostOutput(ff *scheduler.FetchFailedError) {

@@ -27,6 +27,7 @@ import (
 	"github.com/drover-project/drover/internal/backend"
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/dynalloc"
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/lifecycle"
@@ -95,8 +96,12 @@ func newCluster(app master.App) (master.Cluster, error) {
 		dirty:              make(chan struct{}, 1),
 		waiters:            map[string][]chan scheduler.LossReason{},
 		removedByLifecycle: map[string]bool{},
-		initial:            config.ExecutorInstances.Get(app.Conf),
 	}
+	initial, err := dynalloc.InitialExecutors(app.Conf)
+	if err != nil {
+		return nil, err
+	}
+	c.initial = initial
 	if c.log == nil {
 		c.log = slog.Default()
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/drover-project/drover/internal/backend"
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/dynalloc"
 	"github.com/drover-project/drover/internal/master"
 )
 
@@ -43,10 +44,20 @@ func newLocalCluster(app master.App) (master.Cluster, error) {
 		return nil, fmt.Errorf("finding the application binary for executor processes: %w", err)
 	}
 	m := app.Master
+	// With dynamic allocation N is the most executors there may be; it
+	// starts from the initial target.
+	initial := m.Executors
+	if config.DynamicAllocationEnabled.Get(app.Conf) {
+		n, err := dynalloc.InitialExecutors(app.Conf)
+		if err != nil {
+			return nil, err
+		}
+		initial = min(n, m.Executors)
+	}
 	c := NewCluster(ClusterOptions{
 		Binary:      bin,
 		AppID:       app.ID,
-		Executors:   m.Executors,
+		Executors:   initial,
 		Cores:       m.CoresPerExecutor,
 		MemoryBytes: int64(m.MemoryMiB) << 20,
 		Auth:        app.Auth,
@@ -66,7 +77,7 @@ func newLocalCluster(app master.App) (master.Cluster, error) {
 		Conf:               app.Conf.Explicit(),
 		Auth:               app.Auth,
 		BindAddress:        "127.0.0.1",
-		InitialExecutors:   m.Executors,
+		InitialExecutors:   initial,
 		MinRegisteredRatio: ratio,
 		MaxRegisteredWait:  config.MaxRegisteredResourcesWaitingTime.Get(app.Conf),
 		DefaultParallelism: config.DefaultParallelism.Get(app.Conf),

@@ -433,6 +433,20 @@ func (s *Scheduler) Progress() []StageProgress {
 	return out
 }
 
+// RunningByExecutor reports how many task attempts run on each executor
+// that runs any.
+func (s *Scheduler) RunningByExecutor() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.byExecutor))
+	for id, tasks := range s.byExecutor {
+		if len(tasks) > 0 {
+			out[id] = len(tasks)
+		}
+	}
+	return out
+}
+
 // RunningTasks reports how many task attempts are running.
 func (s *Scheduler) RunningTasks() int {
 	s.mu.Lock()

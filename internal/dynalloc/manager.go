@@ -1,0 +1,188 @@
+package dynalloc
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+)
+
+// Interval is how often the policy runs, as in Spark.
+const Interval = 100 * time.Millisecond
+
+// Tasks is what the policy needs from the task scheduler.
+type Tasks interface {
+	PendingTasks() int
+	RunningTasks() int
+	RunningByExecutor() map[string]int
+}
+
+// Client carries out the decisions: a cluster manager's allocation client.
+type Client interface {
+	RequestTotalExecutors(total int) error
+	KillExecutors(ids []string) error
+}
+
+// Manager runs the policy every Interval and carries out its decisions.
+type Manager struct {
+	Config Config
+	Tasks  Tasks
+	Client Client
+	// Executors lists the registered executors.
+	Executors func() []string
+	// Shuffles reports the executors that hold shuffle data of a running
+	// job (active) and of any job (held); nil when unknown.
+	Shuffles func() (active, held map[string]bool)
+	// Exclude stops offering tasks to an executor chosen for removal.
+	Exclude func(id string)
+	// Decommission lets a removed executor finish its running tasks before
+	// it is killed (spark.decommission.enabled).
+	Decommission bool
+	Clock        clock.WithTicker
+	Logger       *slog.Logger
+	Metrics      *Metrics
+
+	state     State
+	idleSince map[string]time.Time
+	removing  map[string]bool
+}
+
+// Metrics are the allocation's Prometheus metrics.
+type Metrics struct {
+	Target  prometheus.Gauge
+	Changes *prometheus.CounterVec
+	Removed prometheus.Counter
+}
+
+// NewMetrics registers the metrics on r.
+func NewMetrics(r prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Target: prometheus.NewGauge(prometheus.GaugeOpts{Name: "drover_dynalloc_target_executors",
+			Help: "Number of executors dynamic allocation asks for."}),
+		Changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drover_dynalloc_target_changes_total",
+			Help: "Changes of the executor target, by direction."}, []string{"direction"}),
+		Removed: prometheus.NewCounter(prometheus.CounterOpts{Name: "drover_dynalloc_idle_executors_removed_total",
+			Help: "Executors removed because they were idle."}),
+	}
+	r.MustRegister(m.Target, m.Changes, m.Removed)
+	return m
+}
+
+// Run runs the policy until ctx is done.
+func (m *Manager) Run(ctx context.Context) {
+	if m.Clock == nil {
+		m.Clock = clock.RealClock{}
+	}
+	if m.Logger == nil {
+		m.Logger = slog.New(slog.DiscardHandler)
+	}
+	m.state = NewState(m.Config)
+	m.idleSince, m.removing = map[string]time.Time{}, map[string]bool{}
+	if m.Metrics != nil {
+		m.Metrics.Target.Set(float64(m.state.Target))
+	}
+	t := m.Clock.NewTicker(Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			m.tick(m.Clock.Now())
+		}
+	}
+}
+
+// tick gathers the application's state, runs the policy once and carries
+// out its decision.
+func (m *Manager) tick(now time.Time) {
+	ids := m.Executors()
+	running := m.Tasks.RunningByExecutor()
+	var active, held map[string]bool
+	if m.Shuffles != nil {
+		active, held = m.Shuffles()
+	}
+	registered := make(map[string]bool, len(ids))
+	in := Input{Now: now, PendingTasks: m.Tasks.PendingTasks(), Running: m.Tasks.RunningTasks()}
+	for _, id := range ids {
+		registered[id] = true
+		if running[id] > 0 {
+			delete(m.idleSince, id)
+		} else if _, ok := m.idleSince[id]; !ok {
+			m.idleSince[id] = now
+		}
+		in.Executors = append(in.Executors, Executor{ID: id, IdleSince: m.idleSince[id],
+			ActiveShuffle: active[id], Shuffle: held[id], PendingRemoval: m.removing[id]})
+	}
+	for id := range m.idleSince {
+		if !registered[id] {
+			delete(m.idleSince, id)
+		}
+	}
+	for id := range m.removing {
+		if !registered[id] {
+			delete(m.removing, id)
+		}
+	}
+
+	prev := m.state
+	next, d := Step(m.Config, m.state, in)
+	m.state = next
+	if d.Changed {
+		if err := m.Client.RequestTotalExecutors(d.Target); err != nil {
+			m.Logger.Warn("requesting executors failed; keeping the previous target", "target", d.Target, "err", err)
+			m.state = prev
+		} else {
+			m.Logger.Info("executor target changed", "target", d.Target, "previous", prev.Target, "reason", d.Reason)
+			if m.Metrics != nil {
+				m.Metrics.Target.Set(float64(d.Target))
+				dir := "up"
+				if d.Target < prev.Target {
+					dir = "down"
+				}
+				m.Metrics.Changes.WithLabelValues(dir).Inc()
+			}
+		}
+	}
+	m.remove(d.Remove, running)
+}
+
+// remove takes executors out of service. Each is excluded from new tasks at
+// once; it is killed at once, or, with decommissioning, once the tasks it
+// runs are done.
+func (m *Manager) remove(chosen []string, running map[string]int) {
+	for _, id := range chosen {
+		m.removing[id] = true
+		if m.Exclude != nil {
+			m.Exclude(id)
+		}
+		m.Logger.Info("removing idle executor", "executor", id, "idle", m.Clock.Since(m.idleSince[id]).Round(time.Millisecond))
+		if m.Metrics != nil {
+			m.Metrics.Removed.Inc()
+		}
+	}
+	var kill []string
+	for id := range m.removing {
+		if !m.Decommission || running[id] == 0 {
+			kill = append(kill, id)
+		}
+	}
+	if len(kill) == 0 {
+		return
+	}
+	if err := m.Client.KillExecutors(kill); err != nil {
+		m.Logger.Warn("removing executors failed", "executors", kill, "err", err)
+		return
+	}
+	for _, id := range kill {
+		delete(m.removing, id)
+		delete(m.idleSince, id)
+	}
+	// Killing may have lowered the cluster manager's own count; the target
+	// stands (SPARK-21834).
+	if err := m.Client.RequestTotalExecutors(m.state.Target); err != nil {
+		m.Logger.Warn("re-sending the executor target failed", "target", m.state.Target, "err", err)
+	}
+}
