@@ -43,11 +43,13 @@ proto:
 docs:
 	$(GO) run ./internal/config/gendocs > docs/configuration.md
 
-## bench: benchmarks
+## bench: the benchmark suite against the limit and peers (Dask), writing docs/benchmarks.{json,md} (≈ 20 min)
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/local/...
-	$(GO) test -run '^$$' -bench WordCount -benchtime 3x -timeout 30m ./examples/wordcount
-	$(GO) test -run '^$$' -bench Sort -benchtime 1x -timeout 30m ./examples/sort
+	$(GO) run ./hack/bench
+
+## bench-compare: run the suite again and print each figure against the committed one
+bench-compare:
+	$(GO) run ./hack/bench -compare
 
 clean:
 	rm -rf bin

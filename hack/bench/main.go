@@ -1,0 +1,332 @@
+// Command bench runs drover's benchmark suite and its peers on this
+// machine, in one run, and writes every figure with its ratio to the limit
+// or the peer into docs/benchmarks.json and docs/benchmarks.md.
+//
+//	go run ./hack/bench            # run everything, write the results
+//	go run ./hack/bench -compare   # run again, print each figure against the committed one
+//
+// Each step is bounded in time; a step that cannot run here (no Dask, no
+// Kubernetes test binaries) is recorded as skipped with the reason.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Figure is one measured number.
+type Figure struct {
+	Name    string  `json:"name"`
+	Value   float64 `json:"value"`
+	Unit    string  `json:"unit"`
+	Command string  `json:"command"`
+}
+
+// Ratio compares two figures against a target.
+type Ratio struct {
+	Name   string  `json:"name"`
+	Of     string  `json:"of"`
+	To     string  `json:"to"`
+	Value  float64 `json:"value"`
+	Target string  `json:"target"`
+	Met    bool    `json:"met"`
+}
+
+// Report is a whole run.
+type Report struct {
+	Date    string   `json:"date"`
+	Machine string   `json:"machine"`
+	Go      string   `json:"go"`
+	Figures []Figure `json:"figures"`
+	Ratios  []Ratio  `json:"ratios"`
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+func (r *Report) figure(name string) (Figure, bool) {
+	for _, f := range r.Figures {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Figure{}, false
+}
+
+// ratio adds of/to with a target checked by met.
+func (r *Report) ratio(name, of, to, target string, met func(float64) bool) {
+	a, ok1 := r.figure(of)
+	b, ok2 := r.figure(to)
+	if !ok1 || !ok2 || b.Value == 0 {
+		return
+	}
+	v := a.Value / b.Value
+	r.Ratios = append(r.Ratios, Ratio{Name: name, Of: of, To: to, Value: v, Target: target, Met: met(v)})
+}
+
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)
+
+// goBench runs a go test benchmark command and records its metrics as
+// figures named "<benchmark> <unit>".
+func (r *Report) goBench(ctx context.Context, timeout time.Duration, env []string, args ...string) error {
+	out, err := run(ctx, timeout, env, "go", args...)
+	cmdline := "go " + strings.Join(args, " ")
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	found := false
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		fields := strings.Fields(m[4])
+		for i := 0; i+1 < len(fields); i += 2 {
+			v, perr := strconv.ParseFloat(fields[i], 64)
+			if perr != nil {
+				continue
+			}
+			unit := fields[i+1]
+			if unit == "ns/op" {
+				v, unit = v/1e9, "s/op"
+			}
+			r.Figures = append(r.Figures, Figure{Name: m[1] + " " + unit, Value: v, Unit: unit, Command: cmdline})
+			found = true
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w\n%s", cmdline, err, tail(out))
+	}
+	if !found {
+		return fmt.Errorf("%s printed no benchmark results\n%s", cmdline, tail(out))
+	}
+	return nil
+}
+
+// python runs a peer's script that prints one JSON object.
+func (r *Report) python(ctx context.Context, timeout time.Duration, script string, args []string, figures map[string]string, unit string) error {
+	out, err := run(ctx, timeout, nil, "/usr/bin/python3", append([]string{script}, args...)...)
+	cmdline := "python3 " + script + " " + strings.Join(args, " ")
+	if err != nil {
+		return fmt.Errorf("%s: %w\n%s", cmdline, err, tail(out))
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		return fmt.Errorf("%s: reading its result: %w", cmdline, err)
+	}
+	for key, name := range figures {
+		v, ok := res[key].(float64)
+		if !ok {
+			return fmt.Errorf("%s: no %q in its result", cmdline, key)
+		}
+		r.Figures = append(r.Figures, Figure{Name: name, Value: v, Unit: unit, Command: cmdline})
+	}
+	return nil
+}
+
+func run(ctx context.Context, timeout time.Duration, env []string, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("timed out after %s", timeout)
+	}
+	return buf.Bytes(), err
+}
+
+func tail(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// ensureDask installs Debian's Dask when it is missing.
+func ensureDask(ctx context.Context) error {
+	if _, err := run(ctx, time.Minute, nil, "/usr/bin/python3", "-c", "import dask.distributed"); err == nil {
+		return nil
+	}
+	if out, err := run(ctx, 10*time.Minute, []string{"DEBIAN_FRONTEND=noninteractive"}, "apt-get", "install", "-y", "python3-distributed"); err != nil {
+		return fmt.Errorf("installing python3-distributed: %w\n%s", err, tail(out))
+	}
+	return nil
+}
+
+func machine() string {
+	model := runtime.GOARCH
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				model = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb int64
+		fmt.Sscanf(strings.SplitN(string(b), "\n", 2)[0], "MemTotal: %d kB", &kb)
+		mem = fmt.Sprintf(", %d GiB", (kb+512*1024)>>20)
+	}
+	return fmt.Sprintf("%d CPUs (%s)%s, %s/%s", runtime.NumCPU(), model, mem, runtime.GOOS, runtime.GOARCH)
+}
+
+func main() {
+	compare := flag.Bool("compare", false, "run again and compare with the committed docs/benchmarks.json")
+	only := flag.String("only", "", "run only the steps whose name contains this")
+	flag.Parse()
+	if err := mainErr(*compare, *only); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func mainErr(compare bool, only string) error {
+	ctx := context.Background()
+	goVersion, _ := run(ctx, time.Minute, nil, "go", "env", "GOVERSION")
+	r := &Report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Go: strings.TrimSpace(string(goVersion))}
+	home, _ := os.UserHomeDir()
+	testbin := os.Getenv("DROVER_TESTBIN")
+	if testbin == "" {
+		if out, err := run(ctx, 30*time.Minute, nil, "./hack/build-testbin.sh"); err == nil {
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			testbin = lines[len(lines)-1]
+		}
+	}
+	words := filepath.Join(home, ".cache", "drover", "bench", "words-1073741824.txt")
+	steps := []struct {
+		name string
+		run  func() error
+	}{
+		{"task throughput", func() error {
+			return r.goBench(ctx, 10*time.Minute, nil, "test", "-run", "^$", "-bench", "NoopTasksLocalCluster$", "-benchtime", "3x", "./internal/local/")
+		}},
+		{"task throughput dask", func() error {
+			if err := ensureDask(ctx); err != nil {
+				return err
+			}
+			return r.python(ctx, 10*time.Minute, "hack/bench/dask_tasks.py", []string{"5000"},
+				map[string]string{"tasks_per_s": "Dask LocalCluster(4 processes × 1 thread) tasks/s"}, "tasks/s")
+		}},
+		{"word count", func() error {
+			return r.goBench(ctx, 20*time.Minute, nil, "test", "-run", "^$", "-bench", "WordCount", "-benchtime", "3x", "-timeout", "20m", "./examples/wordcount")
+		}},
+		{"word count dask", func() error {
+			if err := ensureDask(ctx); err != nil {
+				return err
+			}
+			if _, err := os.Stat(words); err != nil {
+				return fmt.Errorf("the word count benchmark did not leave %s", words)
+			}
+			return r.python(ctx, 15*time.Minute, "hack/bench/dask_wordcount.py", []string{words},
+				map[string]string{"seconds": "Dask bag word count, 2 processes × 1 thread s/op"}, "s/op")
+		}},
+		{"sort", func() error {
+			return r.goBench(ctx, 20*time.Minute, nil, "test", "-run", "^$", "-bench", "Sort", "-benchtime", "1x", "-timeout", "20m", "./examples/sort")
+		}},
+		{"kubernetes allocation", func() error {
+			if testbin == "" {
+				return errors.New("no Kubernetes test binaries (make testbin)")
+			}
+			return r.goBench(ctx, 25*time.Minute, []string{"DROVER_TESTBIN=" + testbin}, "test", "-run", "^$", "-bench", "Allocation", "-benchtime", "1x", "-timeout", "25m", "./internal/k8s/")
+		}},
+	}
+	for _, s := range steps {
+		if only != "" && !strings.Contains(s.name, only) {
+			continue
+		}
+		start := time.Now()
+		fmt.Fprintf(os.Stderr, "bench: %s …\n", s.name)
+		if err := s.run(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s skipped: %v\n", s.name, err)
+			r.Skipped = append(r.Skipped, s.name+": "+strings.SplitN(err.Error(), "\n", 2)[0])
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "bench: %s done in %s\n", s.name, time.Since(start).Round(time.Second))
+	}
+	r.ratio("no-op task throughput, drover / Dask", "BenchmarkNoopTasksLocalCluster tasks/s",
+		"Dask LocalCluster(4 processes × 1 thread) tasks/s", "≥ 10", func(v float64) bool { return v >= 10 })
+	r.ratio("word count 1 GiB, drover / hand-written Go", "BenchmarkWordCount/drover-local-cluster[2,1,2048] s/op",
+		"BenchmarkWordCount/handwritten-2-goroutines s/op", "≤ 1.5", func(v float64) bool { return v <= 1.5 })
+	r.ratio("word count 1 GiB, drover / Dask bag", "BenchmarkWordCount/drover-local-cluster[2,1,2048] s/op",
+		"Dask bag word count, 2 processes × 1 thread s/op", "< 1", func(v float64) bool { return v < 1 })
+	r.ratio("allocation of 1,000 executors, adaptive / raw parallel creates", "BenchmarkAllocationAdaptive s/op",
+		"BenchmarkAllocationRawBaseline s/op", "≤ 1.25", func(v float64) bool { return v <= 1.25 })
+	r.ratio("allocation of 1,000 executors, adaptive / spark (batch 20)", "BenchmarkAllocationAdaptive s/op",
+		"BenchmarkAllocationSpark s/op", "≤ 1/3", func(v float64) bool { return v <= 1.0/3 })
+	if compare {
+		return compareWith(r, "docs/benchmarks.json")
+	}
+	return write(r)
+}
+
+func write(r *Report) error {
+	j, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile("docs/benchmarks.json", append(j, '\n'), 0o644); err != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Benchmarks\n\nGenerated by `make bench` (`go run ./hack/bench`) on %s, Go %s, %s.\n", r.Machine, r.Go, r.Date)
+	b.WriteString("`make bench-compare` runs the suite again and prints each figure's ratio to the one below.\n\n")
+	b.WriteString("## Ratios\n\n| comparison | ratio | target | met |\n|---|---|---|---|\n")
+	for _, x := range r.Ratios {
+		met := "yes"
+		if !x.Met {
+			met = "**no**"
+		}
+		fmt.Fprintf(&b, "| %s | %.3g | %s | %s |\n", x.Name, x.Value, x.Target, met)
+	}
+	b.WriteString("\n## Figures\n\n| figure | value | unit | command |\n|---|---|---|---|\n")
+	for _, f := range r.Figures {
+		fmt.Fprintf(&b, "| %s | %.4g | %s | `%s` |\n", f.Name, f.Value, f.Unit, f.Command)
+	}
+	if len(r.Skipped) > 0 {
+		b.WriteString("\n## Skipped\n\n")
+		for _, s := range r.Skipped {
+			fmt.Fprintf(&b, "- %s\n", s)
+		}
+	}
+	if extra, err := os.ReadFile("docs/benchmarks-notes.md"); err == nil {
+		b.WriteString("\n")
+		b.Write(extra)
+	}
+	return os.WriteFile("docs/benchmarks.md", []byte(b.String()), 0o644)
+}
+
+func compareWith(r *Report, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading the committed results: %w", err)
+	}
+	var old Report
+	if err := json.Unmarshal(b, &old); err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	fmt.Printf("%-70s %12s %12s %8s\n", "figure", "committed", "now", "now/then")
+	for _, f := range r.Figures {
+		o, ok := old.figure(f.Name)
+		if !ok || o.Value == 0 {
+			fmt.Printf("%-70s %12s %12.4g %8s\n", f.Name, "-", f.Value, "new")
+			continue
+		}
+		fmt.Printf("%-70s %12.4g %12.4g %8.2f\n", f.Name, o.Value, f.Value, f.Value/o.Value)
+	}
+	return nil
+}
