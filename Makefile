@@ -4,7 +4,7 @@ GO ?= go
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 
-.PHONY: demo test unit integration testbin lint proto docs bench build clean
+.PHONY: demo test unit integration testbin lint proto docs bench bench-compare build clean
 
 ## build: the drover CLI into bin/
 build:
