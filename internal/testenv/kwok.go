@@ -22,10 +22,12 @@ import (
 // nodes.
 const kwokAnnotation = "kwok.x-k8s.io/node"
 
-// kwokCapacity is each kwok node's: 250 pods, so 1,000 pods fit on 4 nodes.
+// kwokCapacity is each kwok node's: 250 pods, so 1,000 pods fit on 4 nodes,
+// with CPU and memory enough for 250 executors of up to 4 cores and 8 GiB
+// (the nodes are simulated; only the pod count should limit them).
 var kwokCapacity = corev1.ResourceList{
-	corev1.ResourceCPU:    resource.MustParse("32"),
-	corev1.ResourceMemory: resource.MustParse("256Gi"),
+	corev1.ResourceCPU:    resource.MustParse("1000"),
+	corev1.ResourceMemory: resource.MustParse("2Ti"),
 	corev1.ResourcePods:   resource.MustParse("250"),
 }
 
