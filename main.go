@@ -27,6 +27,7 @@ import (
 	"github.com/drover-project/drover/internal/dynalloc"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/funcs"
+	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/progress"
@@ -211,7 +212,10 @@ func runDriver(args []string, stderr io.Writer, run func(*Context) error) int {
 	if err != nil {
 		return 2
 	}
-	conf, warnings, err := config.Load(config.Sources{PropertiesFile: df.propertiesFile, Pairs: df.conf, Overrides: df.overrides})
+	// A cluster-mode driver reads the configuration drover submit mounted
+	// (a process node in tests says where it put it).
+	propsFile := podspec.LocalConfFile(df.propertiesFile, os.Getenv)
+	conf, warnings, err := config.Load(config.Sources{PropertiesFile: propsFile, Pairs: df.conf, Overrides: df.overrides})
 	if err != nil {
 		fmt.Fprintf(stderr, "drover: %v\n", err)
 		return 2
@@ -258,7 +262,12 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	// through this context.
 	ctx, fail := context.WithCancelCause(parent)
 	defer fail(nil)
-	appID := newAppID()
+	// drover submit names a cluster-mode driver's application, and labels
+	// the driver pod with that id.
+	appID := config.AppID.Get(conf)
+	if appID == "" {
+		appID = newAppID()
+	}
 	log = log.With("app", appID)
 	var auth rpc.Auth
 	if config.Authenticate.Get(conf) {

@@ -21,6 +21,11 @@ var (
 			"Unlike Spark, where spark.master in a properties file wins over `MASTER`, the variable wins over the file here.",
 		Optional(), Env("MASTER"))
 
+	AppID = String("spark.app.id", "",
+		"Id of the application, which labels its pods (spark-app-selector). Set by `drover submit` for a "+
+			"cluster-mode driver; unset means a new id per run.",
+		Optional())
+
 	DeployMode = Enum("spark.submit.deployMode", "client", []string{"client", "cluster"},
 		"Where the driver runs: `client` runs it where the application is started; `cluster` runs it in a pod on the cluster.")
 )

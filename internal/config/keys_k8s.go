@@ -138,6 +138,27 @@ var (
 	KubernetesDriverSchedulerName = String("spark.kubernetes.driver.scheduler.name", "",
 		"Scheduler of the driver pod.",
 		FallbackTo(KubernetesSchedulerName))
+
+	KubernetesDriverEnv = Prefix("spark.kubernetes.driverEnv.", "NAME",
+		"Environment variable NAME of the driver container in cluster mode.")
+
+	KubernetesDriverSecrets = Prefix("spark.kubernetes.driver.secrets.", "SECRET",
+		"Mount the Secret SECRET of the application's namespace into the driver container (cluster mode), at "+
+			"the absolute path given as the value.")
+
+	KubernetesDriverSecretKeyRefs = Prefix("spark.kubernetes.driver.secretKeyRef.", "ENV",
+		"Environment variable ENV of the driver container (cluster mode), taken from a Secret: the value is "+
+			"`<secret>:<key>`.")
+
+	KubernetesDriverVolumes = Prefix("spark.kubernetes.driver.volumes.", "TYPE.NAME.PROPERTY",
+		"Volume NAME of type TYPE mounted in the driver container (cluster mode), with the properties of "+
+			"spark.kubernetes.executor.volumes.* except on-demand claims.")
+
+	KubernetesDriverServiceLabels = Prefix("spark.kubernetes.driver.service.label.", "NAME",
+		"Label added to the driver's headless service (cluster mode).")
+
+	KubernetesDriverServiceAnnotations = Prefix("spark.kubernetes.driver.service.annotation.", "NAME",
+		"Annotation added to the driver's headless service (cluster mode).")
 )
 
 // Scheduling of both kinds of pods.

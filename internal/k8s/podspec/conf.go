@@ -251,7 +251,7 @@ func (p *parser) template(ec *ExecutorConf) {
 		}
 		return
 	}
-	pod, err := loadTemplate(file)
+	pod, err := loadTemplate(file, "executor")
 	if err != nil {
 		p.fail("%s=%s: %w", config.KubernetesExecutorPodTemplateFile.Key(), file, err)
 		return
@@ -278,29 +278,29 @@ func (p *parser) template(ec *ExecutorConf) {
 	ec.Template = pod
 }
 
-// loadTemplate reads a pod template: a YAML or JSON Pod. Fields the Pod
+// loadTemplate reads the pod template of role (executor or driver): a YAML or JSON Pod. Fields the Pod
 // type does not have are errors (they are typos, silently ignored by
 // Spark); what the API server fills in (status, uid, resourceVersion, …)
 // is dropped, so a pod fetched with kubectl get -o yaml works as a
 // template.
-func loadTemplate(file string) (*corev1.Pod, error) {
+func loadTemplate(file, role string) (*corev1.Pod, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("reading the executor pod template: %w", err)
+		return nil, fmt.Errorf("reading the %s pod template: %w", role, err)
 	}
 	if strings.TrimSpace(string(b)) == "" {
-		return nil, errors.New("the executor pod template is empty")
+		return nil, fmt.Errorf("the %s pod template is empty", role)
 	}
 	var tm metav1.TypeMeta
 	if err := yaml.Unmarshal(b, &tm); err != nil {
-		return nil, fmt.Errorf("parsing the executor pod template: %w", err)
+		return nil, fmt.Errorf("parsing the %s pod template: %w", role, err)
 	}
 	if (tm.Kind != "" && tm.Kind != "Pod") || (tm.APIVersion != "" && tm.APIVersion != "v1") {
-		return nil, fmt.Errorf("the executor pod template is a %s %s, not a v1 Pod", tm.APIVersion, tm.Kind)
+		return nil, fmt.Errorf("the %s pod template is a %s %s, not a v1 Pod", role, tm.APIVersion, tm.Kind)
 	}
 	pod := &corev1.Pod{}
 	if err := yaml.UnmarshalStrict(b, pod); err != nil {
-		return nil, fmt.Errorf("parsing the executor pod template as a Pod: %w", err)
+		return nil, fmt.Errorf("parsing the %s pod template as a Pod: %w", role, err)
 	}
 	pod.TypeMeta = metav1.TypeMeta{}
 	pod.Status = corev1.PodStatus{}
@@ -325,9 +325,15 @@ func (p *parser) image(ec *ExecutorConf) {
 		p.fail("no executor image: set %s (or %s) to the application's image",
 			config.KubernetesExecutorContainerImage.Key(), config.KubernetesContainerImage.Key())
 	}
-	ec.PullPolicy = get(p, config.KubernetesContainerImagePullPolicy)
+	ec.PullPolicy, ec.PullSecrets = p.pull(tc)
+}
+
+// pull resolves the pull policy (the key when set, else the template
+// container tc's) and the pull secrets.
+func (p *parser) pull(tc *corev1.Container) (policy string, secrets []string) {
+	policy = get(p, config.KubernetesContainerImagePullPolicy)
 	if !config.KubernetesContainerImagePullPolicy.IsSet(p.c) && tc != nil && tc.ImagePullPolicy != "" {
-		ec.PullPolicy = string(tc.ImagePullPolicy)
+		policy = string(tc.ImagePullPolicy)
 	}
 	for s := range strings.SplitSeq(get(p, config.KubernetesContainerImagePullSecrets), ",") {
 		if s = strings.TrimSpace(s); s == "" {
@@ -337,10 +343,11 @@ func (p *parser) image(ec *ExecutorConf) {
 			p.fail("%s: invalid secret name %q: %s", config.KubernetesContainerImagePullSecrets.Key(), s, strings.Join(msgs, "; "))
 			continue
 		}
-		if !slices.Contains(ec.PullSecrets, s) {
-			ec.PullSecrets = append(ec.PullSecrets, s)
+		if !slices.Contains(secrets, s) {
+			secrets = append(secrets, s)
 		}
 	}
+	return policy, secrets
 }
 
 // resources resolves CPU and memory. Memory overhead is Spark's:
@@ -456,20 +463,26 @@ func checkEnvName(p *parser, key, name string) {
 
 // secrets resolves secret mounts and secret environment variables.
 func (p *parser) secrets(ec *ExecutorConf) {
-	mounts := config.KubernetesExecutorSecrets.Values(p.c)
+	ec.Secrets, ec.SecretEnv = p.secretsOf(config.KubernetesExecutorSecrets, config.KubernetesExecutorSecretKeyRefs)
+}
+
+// secretsOf resolves a role's secret mounts (the family mountsFam) and
+// secret environment variables (refsFam).
+func (p *parser) secretsOf(mountsFam, refsFam *config.PrefixEntry) (secrets []SecretMount, secretEnv []SecretEnv) {
+	mounts := mountsFam.Values(p.c)
 	for _, name := range slices.Sorted(maps.Keys(mounts)) {
-		key, dir := config.KubernetesExecutorSecrets.Prefix()+name, mounts[name]
+		key, dir := mountsFam.Prefix()+name, mounts[name]
 		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 			p.fail("%s: invalid secret name %q: %s", key, name, strings.Join(msgs, "; "))
 		}
 		if !path.IsAbs(dir) {
 			p.fail("%s=%s: expected the absolute path to mount the secret at", key, dir)
 		}
-		ec.Secrets = append(ec.Secrets, SecretMount{Name: name, Path: dir})
+		secrets = append(secrets, SecretMount{Name: name, Path: dir})
 	}
-	refs := config.KubernetesExecutorSecretKeyRefs.Values(p.c)
+	refs := refsFam.Values(p.c)
 	for _, env := range slices.Sorted(maps.Keys(refs)) {
-		key, ref := config.KubernetesExecutorSecretKeyRefs.Prefix()+env, refs[env]
+		key, ref := refsFam.Prefix()+env, refs[env]
 		checkEnvName(p, key, env)
 		secret, item, ok := strings.Cut(ref, ":")
 		secret, item = strings.TrimSpace(secret), strings.TrimSpace(item)
@@ -483,8 +496,9 @@ func (p *parser) secrets(ec *ExecutorConf) {
 		if msgs := validation.IsConfigMapKey(item); len(msgs) > 0 {
 			p.fail("%s=%s: invalid secret key %q: %s", key, ref, item, strings.Join(msgs, "; "))
 		}
-		ec.SecretEnv = append(ec.SecretEnv, SecretEnv{Env: env, Secret: secret, Key: item})
+		secretEnv = append(secretEnv, SecretEnv{Env: env, Secret: secret, Key: item})
 	}
+	return secrets, secretEnv
 }
 
 // secretVolumeName is the volume of a mounted secret: Spark's

@@ -1,4 +1,4 @@
-// Package podspec builds executor pods, and the objects created with them,
+// Package podspec builds executor and driver pods, and the objects created with them,
 // from ordered feature steps, as Spark's KubernetesExecutorBuilder does.
 //
 // [NewExecutorConf] resolves the application's configuration once into an
@@ -27,6 +27,19 @@
 // [OnDemandClaims], [ExecutorConfigMap] and [ExecutorAuthSecret] build the
 // other objects: the PersistentVolumeClaims of one executor pod, and the
 // application's executor ConfigMap and authentication Secret.
+//
+// # The driver pod (cluster mode)
+//
+// [NewDriverConf] resolves the driver's keys the same way, and
+// [BuildDriverPod] applies Spark's driver steps: basic (name
+// <prefix>-driver, labels spark-app-selector and spark-role=driver, image,
+// CPU and memory from spark.driver.*, the application binary run with
+// --properties-file [DriverConfFile], the pod's IP and name from the
+// downward API, GOMEMLIMIT and GOMAXPROCS, the RPC port, a restricted
+// securityContext), the service account, then the executor steps it
+// shares (mount secrets, env secrets, mount volumes, local dirs) and the
+// mount of the driver ConfigMap. [DriverService] (headless) and
+// [DriverConfigMap] are created after the pod, owned by it.
 //
 // # Pod templates
 //

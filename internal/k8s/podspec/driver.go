@@ -1,0 +1,487 @@
+package podspec
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+)
+
+// Names and places of a cluster-mode driver.
+const (
+	// DriverContainerName is the driver's container, unless a pod template
+	// names its own (Spark's name).
+	DriverContainerName = "spark-kubernetes-driver"
+	// DriverConfVolumeName is the volume of the driver ConfigMap.
+	DriverConfVolumeName = "drover-conf-volume-driver"
+	// DriverConfDir is where the driver ConfigMap is mounted; the driver
+	// reads DriverConfDir/spark-defaults.conf (--properties-file).
+	DriverConfDir = "/opt/drover/conf"
+	// DriverPortName and DefaultDriverPort are the driver's RPC port
+	// (Spark's name and port) unless spark.driver.port is set.
+	DriverPortName    = "driver-rpc-port"
+	DefaultDriverPort = 7078
+	// EnvDriverPodIP and EnvDriverPodName carry the driver pod's address
+	// and name (downward API); the driver advertises the address to its
+	// executors unless spark.driver.host is set.
+	EnvDriverPodIP   = "DROVER_DRIVER_POD_IP"
+	EnvDriverPodName = "DROVER_DRIVER_POD_NAME"
+	// EnvVolumePrefix is how a process node (internal/testenv/procnode),
+	// which cannot mount volumes at their paths, tells a container where
+	// volume NAME is: $DROVER_VOLUME_<NAME>.
+	EnvVolumePrefix = "DROVER_VOLUME_"
+)
+
+// DriverConfFile is the properties file the driver container reads.
+var DriverConfFile = path.Join(DriverConfDir, config.DefaultsFile)
+
+// DriverConf is everything the driver steps need, resolved and checked
+// once by [NewDriverConf] so that bad input fails before anything is
+// created.
+type DriverConf struct {
+	AppID, AppName, Namespace string
+	// PodName, ServiceName and ConfigMapName name the driver pod, its
+	// headless service and its configuration.
+	PodName, ServiceName, ConfigMapName string
+	// Port is the driver's RPC port.
+	Port int
+
+	Image, PullPolicy string
+	PullSecrets       []string
+	// Cores is spark.driver.cores (GOMAXPROCS); RequestCores and LimitCores
+	// are the container's CPU request and limit (nil for none).
+	Cores        int
+	RequestCores resource.Quantity
+	LimitCores   *resource.Quantity
+	// MemoryBytes is spark.driver.memory (GOMEMLIMIT); the container's
+	// memory request and limit are MemoryBytes + OverheadBytes.
+	MemoryBytes, OverheadBytes int64
+
+	// Labels and Annotations of the driver pod, the headless service's
+	// ServiceLabels and ServiceAnnotations, the NodeSelector, and Env
+	// (spark.kubernetes.driverEnv.*).
+	Labels, Annotations, ServiceLabels, ServiceAnnotations, NodeSelector, Env map[string]string
+	SchedulerName, ServiceAccount                                             string
+
+	// Secrets, SecretEnv, Volumes, LocalDirs and TmpfsLocalDirs are as in
+	// ExecutorConf, from the driver's keys; no on-demand claims.
+	Secrets        []SecretMount
+	SecretEnv      []SecretEnv
+	Volumes        []Volume
+	LocalDirs      []string
+	TmpfsLocalDirs bool
+
+	// Template is the parsed driver pod template (nil for none), and
+	// ContainerName the driver container's resolved name.
+	Template      *corev1.Pod
+	ContainerName string
+
+	LogEnv []corev1.EnvVar
+	// Command runs the application binary; Args are the application's
+	// arguments, after --properties-file DriverConfFile.
+	Command, Args []string
+}
+
+// NewDriverConf resolves and checks the driver pod of application appID
+// from c: command is the application binary in the image, args its
+// arguments. Every problem is reported at once, each naming its key.
+func NewDriverConf(c *config.Conf, appID string, command, args []string) (*DriverConf, error) {
+	p := &parser{c: c}
+	if appID == "" {
+		p.fail("building the driver pod: the application id is empty")
+	}
+	if len(command) == 0 || command[0] == "" {
+		p.fail("building the driver pod: no application binary")
+	}
+	dc := &DriverConf{
+		AppID:     appID,
+		AppName:   get(p, config.AppName),
+		Namespace: get(p, config.KubernetesNamespace),
+		Cores:     get(p, config.DriverCores),
+		Command:   slices.Clone(command),
+		Args:      slices.Clone(args),
+		Port:      DefaultDriverPort,
+	}
+	if config.DriverPort.IsSet(c) {
+		if dc.Port = get(p, config.DriverPort); dc.Port <= 0 || dc.Port > 65535 {
+			p.fail("%s=%d: a cluster-mode driver needs a fixed port between 1 and 65535", config.DriverPort.Key(), dc.Port)
+		}
+	}
+	prefix := defaultPodNamePrefix(dc.AppName, appID)
+	dc.PodName = prefix + "-driver"
+	dc.ServiceName = prefix + "-driver-svc"
+	if len(dc.ServiceName) > maxLabelLength {
+		dc.ServiceName = "drover-" + appIDPart(appID) + "-driver-svc"
+	}
+	dc.ConfigMapName = "drover-drv-" + appIDPart(appID) + "-conf-map"
+
+	p.driverTemplate(dc)
+	p.driverImage(dc)
+	p.driverResources(dc)
+	p.driverMetadata(dc)
+	dc.Secrets, dc.SecretEnv = p.secretsOf(config.KubernetesDriverSecrets, config.KubernetesDriverSecretKeyRefs)
+	vols, err := parseVolumes(config.KubernetesDriverVolumes.Prefix(), config.KubernetesDriverVolumes.Values(c))
+	p.add(err)
+	for _, v := range vols {
+		if v.Claim != nil {
+			p.fail("%s%s.%s.options.claimName=%s: on-demand claims are for executors only; name an existing claim",
+				config.KubernetesDriverVolumes.Prefix(), v.Type, v.Name, OnDemandClaim)
+		}
+	}
+	dc.Volumes = vols
+	dc.TmpfsLocalDirs = get(p, config.KubernetesLocalDirsTmpfs)
+	dc.LocalDirs = []string{DefaultLocalDir}
+	if config.LocalDir.IsSet(c) {
+		dc.LocalDirs = config.LocalDirs(c)
+		for _, d := range dc.LocalDirs {
+			if !path.IsAbs(d) {
+				p.fail("%s: %q is not an absolute path", config.LocalDir.Key(), d)
+			}
+		}
+	}
+	for _, kv := range config.LogEnv(c) {
+		name, value, _ := strings.Cut(kv, "=")
+		dc.LogEnv = append(dc.LogEnv, corev1.EnvVar{Name: name, Value: value})
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return dc, nil
+}
+
+func (p *parser) driverTemplate(dc *DriverConf) {
+	dc.ContainerName = DriverContainerName
+	name := get(p, config.KubernetesDriverPodTemplateContainerName)
+	file := get(p, config.KubernetesDriverPodTemplateFile)
+	if file == "" {
+		if name != "" {
+			p.fail("%s=%s is set without %s", config.KubernetesDriverPodTemplateContainerName.Key(), name,
+				config.KubernetesDriverPodTemplateFile.Key())
+		}
+		return
+	}
+	pod, err := loadTemplate(file, "driver")
+	if err != nil {
+		p.fail("%s=%s: %w", config.KubernetesDriverPodTemplateFile.Key(), file, err)
+		return
+	}
+	cs := pod.Spec.Containers
+	switch i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == name }); {
+	case name != "" && i < 0:
+		p.fail("%s=%s: the template %s has no such container", config.KubernetesDriverPodTemplateContainerName.Key(), name, file)
+		return
+	case name != "":
+		dc.ContainerName = name
+	case len(cs) > 0 && cs[0].Name != "":
+		dc.ContainerName = cs[0].Name
+	case len(cs) > 0:
+		pod.Spec.Containers[0].Name = DriverContainerName
+	}
+	dc.Template = pod
+}
+
+func (p *parser) driverImage(dc *DriverConf) {
+	dc.Image = get(p, config.KubernetesDriverContainerImage)
+	var tc *corev1.Container
+	if dc.Template != nil {
+		tc = findContainer(dc.Template, dc.ContainerName)
+	}
+	if dc.Image == "" && tc != nil {
+		dc.Image = tc.Image
+	}
+	if dc.Image == "" {
+		p.fail("no driver image: set %s (or %s) to the application's image",
+			config.KubernetesDriverContainerImage.Key(), config.KubernetesContainerImage.Key())
+	}
+	// The executors' pull policy and secrets are the driver's too.
+	dc.PullPolicy, dc.PullSecrets = p.pull(tc)
+}
+
+// driverResources resolves CPU and memory like the executors' (Spark's
+// BasicDriverFeatureStep): request = spark.kubernetes.driver.request.cores
+// or spark.driver.cores, memory = spark.driver.memory + overhead.
+func (p *parser) driverResources(dc *DriverConf) {
+	dc.MemoryBytes = get(p, config.DriverMemory)
+	if dc.MemoryBytes <= 0 {
+		p.fail("%s=%s: expected a size > 0", config.DriverMemory.Key(), p.c.Get(config.DriverMemory.Key()))
+	}
+	dc.OverheadBytes = Overhead(dc.MemoryBytes,
+		get(p, config.DriverMemoryOverhead), config.DriverMemoryOverhead.IsSet(p.c),
+		get(p, config.DriverMemoryOverheadFactor), get(p, config.DriverMinMemoryOverhead))
+	cpu := func(e *config.Entry[string]) *resource.Quantity {
+		s := get(p, e)
+		if s == "" {
+			return nil
+		}
+		q, err := resource.ParseQuantity(strings.TrimSpace(s))
+		if err != nil || q.Sign() <= 0 {
+			p.fail("%s=%s: expected a CPU quantity > 0 such as 0.5, 500m or 2", e.Key(), s)
+			return nil
+		}
+		return &q
+	}
+	if q := cpu(config.KubernetesDriverRequestCores); q != nil {
+		dc.RequestCores = *q
+	} else {
+		dc.RequestCores = *resource.NewQuantity(int64(dc.Cores), resource.DecimalSI)
+	}
+	dc.LimitCores = cpu(config.KubernetesDriverLimitCores)
+	if dc.LimitCores != nil && dc.RequestCores.Cmp(*dc.LimitCores) > 0 {
+		p.fail("the driver CPU request %s is above the limit %s=%s; Kubernetes would reject the driver pod",
+			dc.RequestCores.String(), config.KubernetesDriverLimitCores.Key(), dc.LimitCores.String())
+	}
+}
+
+func (p *parser) driverMetadata(dc *DriverConf) {
+	check := func(fam *config.PrefixEntry, reserved bool) map[string]string {
+		vals := fam.Values(p.c)
+		for _, k := range slices.Sorted(maps.Keys(vals)) {
+			if reserved && slices.Contains(reservedLabels, k) {
+				p.fail("%s%s: the label %s is reserved for drover", fam.Prefix(), k, k)
+				continue
+			}
+			checkLabel(fam.Prefix()+k, k, vals[k], &p.errs)
+		}
+		return vals
+	}
+	dc.Labels = check(config.KubernetesDriverLabels, true)
+	dc.ServiceLabels = check(config.KubernetesDriverServiceLabels, true)
+	dc.Annotations = config.KubernetesDriverAnnotations.Values(p.c)
+	dc.ServiceAnnotations = config.KubernetesDriverServiceAnnotations.Values(p.c)
+	dc.NodeSelector = check(config.KubernetesNodeSelector, false)
+	maps.Copy(dc.NodeSelector, check(config.KubernetesDriverNodeSelector, false))
+	dc.SchedulerName = get(p, config.KubernetesDriverSchedulerName)
+	dc.ServiceAccount = get(p, config.KubernetesDriverServiceAccountName)
+	for key, name := range map[string]string{
+		config.KubernetesDriverSchedulerName.Key():      dc.SchedulerName,
+		config.KubernetesDriverServiceAccountName.Key(): dc.ServiceAccount,
+	} {
+		if name == "" {
+			continue
+		}
+		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+			p.fail("%s=%s: %s", key, name, strings.Join(msgs, "; "))
+		}
+	}
+	dc.Env = config.KubernetesDriverEnv.Values(p.c)
+	for _, k := range slices.Sorted(maps.Keys(dc.Env)) {
+		checkEnvName(p, config.KubernetesDriverEnv.Prefix()+k, k)
+	}
+}
+
+// mountView is the ExecutorConf the executor steps that the driver shares
+// (secrets, volumes, local directories) read.
+func (dc *DriverConf) mountView() *ExecutorConf {
+	return &ExecutorConf{
+		ContainerName: dc.ContainerName, Secrets: dc.Secrets, SecretEnv: dc.SecretEnv, Volumes: dc.Volumes,
+		LocalDirs: dc.LocalDirs, TmpfsLocalDirs: dc.TmpfsLocalDirs,
+	}
+}
+
+// BuildDriverPod builds the driver pod, in Spark's order
+// (KubernetesDriverBuilder): from a copy of the pod template (or an empty
+// pod), the basic driver step (name, labels spark-app-selector and
+// spark-role=driver, image, resources, command, environment, port, a
+// restricted securityContext), the service account, then the executor
+// steps it shares: mount secrets, env secrets, mount volumes, local dirs;
+// last the driver ConfigMap's mount at DriverConfDir.
+func BuildDriverPod(dc *DriverConf) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	if dc.Template != nil {
+		pod = dc.Template.DeepCopy()
+	}
+	if err := basicDriver(pod, dc); err != nil {
+		return nil, fmt.Errorf("building the driver pod: step basic: %w", err)
+	}
+	if dc.ServiceAccount != "" && pod.Spec.ServiceAccountName == "" {
+		pod.Spec.ServiceAccountName = dc.ServiceAccount
+	}
+	view := dc.mountView()
+	for _, s := range []Step{mountSecretsStep{}, envSecretsStep{}, mountVolumesStep{}, localDirsStep{}} {
+		if err := s.Configure(pod, view, 0); err != nil {
+			return nil, fmt.Errorf("building the driver pod: step %s: %w", s.Name(), err)
+		}
+	}
+	ctr := findContainer(pod, dc.ContainerName)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
+		Name: DriverConfVolumeName,
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: dc.ConfigMapName},
+		}},
+	})
+	ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: DriverConfVolumeName, MountPath: DriverConfDir, ReadOnly: true})
+	if err := checkPod(pod, view); err != nil {
+		return nil, fmt.Errorf("building the driver pod: %w", err)
+	}
+	return pod, nil
+}
+
+func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
+	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	pod.Name, pod.GenerateName, pod.Namespace = dc.PodName, "", dc.Namespace
+	labels := maps.Clone(pod.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[snapshot.LabelAppName] = appNameLabel(dc.AppName)
+	maps.Copy(labels, dc.Labels)
+	labels[snapshot.LabelAppID] = dc.AppID
+	labels[snapshot.LabelRole] = RoleDriver
+	pod.Labels = labels
+	if len(dc.Annotations) > 0 {
+		ann := maps.Clone(pod.Annotations)
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		maps.Copy(ann, dc.Annotations)
+		pod.Annotations = ann
+	}
+	spec := &pod.Spec
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	if len(dc.NodeSelector) > 0 {
+		ns := maps.Clone(spec.NodeSelector)
+		if ns == nil {
+			ns = map[string]string{}
+		}
+		maps.Copy(ns, dc.NodeSelector)
+		spec.NodeSelector = ns
+	}
+	for _, s := range dc.PullSecrets {
+		if !slices.ContainsFunc(spec.ImagePullSecrets, func(r corev1.LocalObjectReference) bool { return r.Name == s }) {
+			spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+		}
+	}
+	if dc.SchedulerName != "" {
+		spec.SchedulerName = dc.SchedulerName
+	}
+	ctr := findContainer(pod, dc.ContainerName)
+	if ctr == nil {
+		spec.Containers = append(spec.Containers, corev1.Container{Name: dc.ContainerName})
+		ctr = &spec.Containers[len(spec.Containers)-1]
+	}
+	ctr.Image = dc.Image
+	ctr.ImagePullPolicy = corev1.PullPolicy(dc.PullPolicy)
+	ctr.Command = slices.Clone(dc.Command)
+	ctr.Args = append([]string{"--properties-file", DriverConfFile}, dc.Args...)
+	// The end of the log is the termination message of a driver that
+	// fails, which drover submit shows.
+	ctr.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	mem := resource.NewQuantity(dc.MemoryBytes+dc.OverheadBytes, resource.BinarySI)
+	ctr.Resources.Requests = setResource(ctr.Resources.Requests, corev1.ResourceMemory, *mem)
+	ctr.Resources.Limits = setResource(ctr.Resources.Limits, corev1.ResourceMemory, *mem)
+	ctr.Resources.Requests = setResource(ctr.Resources.Requests, corev1.ResourceCPU, dc.RequestCores)
+	if dc.LimitCores != nil {
+		ctr.Resources.Limits = setResource(ctr.Resources.Limits, corev1.ResourceCPU, *dc.LimitCores)
+	}
+	if !slices.ContainsFunc(ctr.Ports, func(p corev1.ContainerPort) bool { return p.Name == DriverPortName }) {
+		ctr.Ports = append(ctr.Ports, corev1.ContainerPort{Name: DriverPortName, ContainerPort: int32(dc.Port), Protocol: corev1.ProtocolTCP})
+	}
+	env := []corev1.EnvVar{
+		fieldEnv(EnvDriverPodIP, "status.podIP"),
+		fieldEnv(EnvDriverPodName, "metadata.name"),
+		// The Go counterparts of the JVM's -Xmx and of the driver's cores.
+		{Name: "GOMEMLIMIT", Value: strconv.FormatInt(dc.MemoryBytes, 10)},
+		{Name: "GOMAXPROCS", Value: strconv.Itoa(dc.Cores)},
+	}
+	env = append(env, dc.LogEnv...)
+	for _, k := range slices.Sorted(maps.Keys(dc.Env)) {
+		env = append(env, corev1.EnvVar{Name: k, Value: dc.Env[k]})
+	}
+	ctr.Env = append(ctr.Env, env...)
+	if ctr.SecurityContext == nil {
+		ctr.SecurityContext = restrictedSecurityContext()
+	}
+	return nil
+}
+
+// RoleDriver is the spark-role label of the driver pod.
+const RoleDriver = "driver"
+
+// DriverService is the driver's headless service (Spark's
+// DriverServiceFeatureStep): the driver's RPC port, selecting the driver
+// pod by application id and role, owned by the driver pod.
+func DriverService(dc *DriverConf, driver *corev1.Pod) *corev1.Service {
+	labels := maps.Clone(dc.ServiceLabels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[snapshot.LabelAppID] = dc.AppID
+	svc := &corev1.Service{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: dc.ServiceName, Namespace: dc.Namespace, Labels: labels, Annotations: maps.Clone(dc.ServiceAnnotations),
+		},
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			Selector:                 map[string]string{snapshot.LabelAppID: dc.AppID, snapshot.LabelRole: RoleDriver},
+			PublishNotReadyAddresses: true,
+			Ports: []corev1.ServicePort{{
+				Name: DriverPortName, Port: int32(dc.Port), TargetPort: intstr.FromInt32(int32(dc.Port)), Protocol: corev1.ProtocolTCP,
+			}},
+		},
+	}
+	if len(svc.Annotations) == 0 {
+		svc.Annotations = nil
+	}
+	if driver != nil {
+		svc.OwnerReferences = []metav1.OwnerReference{ownerReference(driver)}
+	}
+	return svc
+}
+
+// DriverConfigMap holds the driver's resolved configuration, conf, as
+// spark-defaults.conf (properties format), mounted at DriverConfDir; it is
+// immutable and owned by the driver pod.
+func DriverConfigMap(dc *DriverConf, conf map[string]string, driver *corev1.Pod) *corev1.ConfigMap {
+	var b strings.Builder
+	b.WriteString("# Configuration of the driver of " + dc.AppID + ", written by drover submit.\n")
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		b.WriteString(escapeProperty(k, true))
+		b.WriteByte('=')
+		b.WriteString(escapeProperty(conf[k], false))
+		b.WriteByte('\n')
+	}
+	cm := &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      dc.ConfigMapName,
+			Namespace: dc.Namespace,
+			Labels:    map[string]string{snapshot.LabelAppID: dc.AppID, snapshot.LabelRole: RoleDriver},
+		},
+		Immutable: ptr.To(true),
+		Data:      map[string]string{config.DefaultsFile: b.String()},
+	}
+	if driver != nil {
+		cm.OwnerReferences = []metav1.OwnerReference{ownerReference(driver)}
+	}
+	return cm
+}
+
+// LocalConfFile returns where the driver's properties file is: file
+// itself, unless file is under DriverConfDir and a process node (tests)
+// said where it put the driver ConfigMap's volume, which it cannot mount
+// at its path.
+func LocalConfFile(file string, getenv func(string) string) string {
+	rel, ok := strings.CutPrefix(file, DriverConfDir+"/")
+	if !ok {
+		return file
+	}
+	name := strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(DriverConfVolumeName))
+	if dir := getenv(EnvVolumePrefix + name); dir != "" {
+		return filepath.Join(dir, rel)
+	}
+	return file
+}

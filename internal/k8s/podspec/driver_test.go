@@ -1,0 +1,151 @@
+package podspec
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestDriverGolden(t *testing.T) {
+	testCases := map[string]struct {
+		pairs []string
+		args  []string
+	}{
+		"driver-minimal": {
+			pairs: []string{"spark.app.name=wordcount", "spark.kubernetes.container.image=registry.example/wordcount:1.0"},
+			args:  []string{"/data/input.txt", "10"},
+		},
+		"driver-full": {
+			pairs: []string{
+				"spark.app.name=Word Count (nightly)",
+				"spark.kubernetes.namespace=spark",
+				"spark.kubernetes.container.image=registry.example/base:1",
+				"spark.kubernetes.driver.container.image=registry.example/wordcount:2.1",
+				"spark.kubernetes.container.image.pullPolicy=Always",
+				"spark.kubernetes.container.image.pullSecrets=regcred",
+				"spark.driver.cores=2",
+				"spark.driver.memory=2g",
+				"spark.driver.port=7100",
+				"spark.kubernetes.driver.request.cores=1500m",
+				"spark.kubernetes.driver.limit.cores=2",
+				"spark.kubernetes.driver.label.team=data",
+				"spark.kubernetes.driver.annotation.example.com/owner=data-platform",
+				"spark.kubernetes.driver.service.label.expose=no",
+				"spark.kubernetes.driver.service.annotation.example.com/svc=driver",
+				"spark.kubernetes.node.selector.pool=batch",
+				"spark.kubernetes.driver.node.selector.zone=a",
+				"spark.kubernetes.scheduler.name=volcano",
+				"spark.kubernetes.authenticate.driver.serviceAccountName=drover-driver",
+				"spark.kubernetes.driverEnv.AWS_REGION=eu-west-1",
+				"spark.kubernetes.driver.secrets.s3-credentials=/etc/secrets/s3",
+				"spark.kubernetes.driver.secretKeyRef.DB_PASSWORD=db:password",
+				"spark.kubernetes.driver.volumes.persistentVolumeClaim.input.mount.path=/input",
+				"spark.kubernetes.driver.volumes.persistentVolumeClaim.input.mount.readOnly=true",
+				"spark.kubernetes.driver.volumes.persistentVolumeClaim.input.options.claimName=datasets",
+				"spark.local.dir=/var/data/a",
+				"drover.log.level=debug",
+			},
+		},
+		"driver-template": {
+			pairs: []string{
+				"spark.app.name=pi",
+				"spark.kubernetes.driver.podTemplateFile=" + filepath.Join("testdata", "templates", "executor.yaml"),
+				"spark.kubernetes.driver.podTemplateContainerName=main",
+			},
+		},
+	}
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			dc, err := NewDriverConf(newConf(t, tc.pairs...), testAppID, []string{"/app/wordcount"}, tc.args)
+			if err != nil {
+				t.Fatalf("NewDriverConf: %v", err)
+			}
+			pod, err := BuildDriverPod(dc)
+			if err != nil {
+				t.Fatalf("BuildDriverPod: %v", err)
+			}
+			created := pod.DeepCopy()
+			created.UID = "6f1c1d9e-driver-uid"
+			conf := map[string]string{"spark.app.name": "wordcount", "spark.app.id": testAppID}
+			checkGolden(t, name, pod, DriverService(dc, created), DriverConfigMap(dc, conf, created))
+		})
+	}
+}
+
+func TestDriverConfErrors(t *testing.T) {
+	testCases := map[string]struct {
+		pairs []string
+		want  []string
+	}{
+		"no image": {
+			want: []string{"no driver image: set spark.kubernetes.driver.container.image (or spark.kubernetes.container.image)"},
+		},
+		"several": {
+			pairs: []string{
+				"spark.kubernetes.container.image=img",
+				"spark.driver.memory=lots",
+				"spark.kubernetes.driver.label.spark-role=x",
+				"spark.kubernetes.driver.limit.cores=500m",
+				"spark.kubernetes.driver.volumes.persistentVolumeClaim.d.mount.path=/d",
+				"spark.kubernetes.driver.volumes.persistentVolumeClaim.d.options.claimName=OnDemand",
+				"spark.kubernetes.driver.volumes.persistentVolumeClaim.d.options.sizeLimit=1Gi",
+			},
+			want: []string{
+				"spark.driver.memory",
+				"spark.kubernetes.driver.label.spark-role: the label spark-role is reserved for drover",
+				"the driver CPU request 1 is above the limit spark.kubernetes.driver.limit.cores=500m",
+				"spark.kubernetes.driver.volumes.persistentVolumeClaim.d.options.claimName=OnDemand: on-demand claims are for executors only",
+			},
+		},
+	}
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			_, err := NewDriverConf(newConf(t, tc.pairs...), testAppID, []string{"/app/x"}, nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLocalConfFile(t *testing.T) {
+	env := map[string]string{"DROVER_VOLUME_DROVER_CONF_VOLUME_DRIVER": "/tmp/pod/volumes/conf"}
+	got := []string{
+		LocalConfFile(DriverConfFile, func(k string) string { return env[k] }),
+		LocalConfFile(DriverConfFile, func(string) string { return "" }),
+		LocalConfFile("/etc/other.conf", func(k string) string { return env[k] }),
+	}
+	want := []string{"/tmp/pod/volumes/conf/spark-defaults.conf", DriverConfFile, "/etc/other.conf"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Error(diff)
+	}
+}
+
+func TestDriverServiceSelectsDriverPod(t *testing.T) {
+	dc, err := NewDriverConf(newConf(t, "spark.kubernetes.container.image=img"), testAppID, []string{"/app/x"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := BuildDriverPod(dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := DriverService(dc, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: "u"}})
+	for k, v := range svc.Spec.Selector {
+		if pod.Labels[k] != v {
+			t.Errorf("service selects %s=%s, the driver pod has %q", k, v, pod.Labels[k])
+		}
+	}
+	if svc.OwnerReferences[0].Name != pod.Name {
+		t.Errorf("service owner %v", svc.OwnerReferences)
+	}
+}
