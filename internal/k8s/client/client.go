@@ -34,7 +34,7 @@ func RESTConfig(o Options) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	if useInCluster(o.APIServer) {
-		cfg, err = rest.InClusterConfig()
+		cfg, err = inClusterConfig()
 		if err != nil {
 			return nil, fmt.Errorf("loading the in-cluster Kubernetes configuration for %s: %w", o.APIServer, err)
 		}
