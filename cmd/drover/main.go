@@ -15,7 +15,5 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := cli.NewRootCommand().ExecuteContext(ctx)
 	stop()
-	if err != nil {
-		os.Exit(1)
-	}
+	os.Exit(cli.ExitCode(err))
 }

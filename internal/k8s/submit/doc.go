@@ -1,0 +1,18 @@
+// Package submit is drover's submission client for Kubernetes, Spark's
+// KubernetesClientApplication, Client, LoggingPodStatusWatcher and
+// K8SSparkSubmitOperation in one place:
+//
+//   - [Prepare] resolves a cluster-mode submission (the driver pod, its
+//     headless service and its configuration) and reports every bad input
+//     before anything exists; [Plan.Create] creates the driver pod first,
+//     then the config map and the service owned by it, and deletes what it
+//     created when a later step fails;
+//   - [Watcher] follows the application's pods with one informer (which
+//     re-lists after a watch expires, 410 Gone, so no outcome is lost),
+//     prints state changes and a status line every
+//     spark.kubernetes.report.interval, and returns the driver's outcome;
+//   - [Find], [Status] and [Kill] act on submission ids namespace:pod,
+//     where the pod name may end in * (a glob over driver pods);
+//   - [RBAC] is the least-privilege ServiceAccount, Role and RoleBinding
+//     of a cluster-mode driver.
+package submit

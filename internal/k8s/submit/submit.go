@@ -1,0 +1,184 @@
+package submit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/client"
+	"github.com/drover-project/drover/internal/k8s/podspec"
+	"github.com/drover-project/drover/internal/master"
+)
+
+// Plan is a checked cluster-mode submission: what Create will create.
+type Plan struct {
+	AppID     string
+	Namespace string
+	Master    master.URL
+	Driver    *podspec.DriverConf
+	Pod       *corev1.Pod
+	// DriverProperties is the driver's configuration, written to its
+	// config map.
+	DriverProperties map[string]string
+}
+
+// ID is the submission id, namespace:driver-pod.
+func (p *Plan) ID() string { return p.Namespace + ":" + p.Pod.Name }
+
+// Resource turns the application resource into the binary's path in the
+// image: local:///path is /path; an absolute path is taken as it is.
+func Resource(res string) (string, error) {
+	switch {
+	case res == "":
+		return "", errors.New("no application resource: expected local:///path/to/binary (its path in the image)")
+	case strings.HasPrefix(res, "local://"):
+		p := strings.TrimPrefix(res, "local://")
+		if !strings.HasPrefix(p, "/") || p == "/" {
+			return "", fmt.Errorf("application resource %q: expected local:///absolute/path/in/the/image", res)
+		}
+		return p, nil
+	case strings.HasPrefix(res, "/"):
+		return res, nil
+	case strings.Contains(res, "://"):
+		return "", fmt.Errorf("application resource %q: drover does not upload files; expected local:///path/in/the/image", res)
+	default:
+		return "", fmt.Errorf("application resource %q: expected local:///path/in/the/image (an absolute path)", res)
+	}
+}
+
+// keysNotForDriver are the submitter's own settings, which the driver must
+// not inherit.
+var keysNotForDriver = []string{
+	"spark.kubernetes.authenticate.submission.", "spark.kubernetes.authenticate.oauth", "spark.kubernetes.authenticate.client",
+	"spark.kubernetes.authenticate.caCertFile", config.KubernetesContext.Key(), config.DriverHost.Key(),
+}
+
+// Prepare checks a cluster-mode submission of resource (see [Resource])
+// with args, configured by conf, and builds the driver's objects. It talks
+// to no API server: an error here means nothing was created. appID is the
+// application's id (spark.app.id when set, else a new one).
+func Prepare(conf *config.Conf, resource string, args []string, newAppID func() string) (*Plan, error) {
+	bin, err := Resource(resource)
+	if err != nil {
+		return nil, err
+	}
+	m, err := master.Parse(config.Master.Get(conf))
+	if err != nil {
+		return nil, err
+	}
+	if m.Kind != master.Kubernetes {
+		return nil, fmt.Errorf("cluster mode needs a Kubernetes master (--master k8s://https://host:port), not %s", m.Raw)
+	}
+	if !config.AppName.IsSet(conf) {
+		// The binary's name, not drover's.
+		conf = conf.Clone().Set(config.AppName.Key(), path.Base(bin))
+	}
+	appID := config.AppID.Get(conf)
+	if appID == "" {
+		appID = newAppID()
+	}
+	dc, err := podspec.NewDriverConf(conf, appID, []string{bin}, args)
+	if err != nil {
+		return nil, err
+	}
+	pod, err := podspec.BuildDriverPod(dc)
+	if err != nil {
+		return nil, err
+	}
+	props := conf.Explicit()
+	for k := range props {
+		for _, drop := range keysNotForDriver {
+			if strings.HasPrefix(k, drop) {
+				delete(props, k)
+			}
+		}
+	}
+	maps.Copy(props, map[string]string{
+		config.AppID.Key():                   appID,
+		config.AppName.Key():                 config.AppName.Get(conf),
+		config.Master.Key():                  "k8s://" + config.KubernetesDriverMaster.Get(conf),
+		config.DeployMode.Key():              "cluster",
+		config.KubernetesNamespace.Key():     dc.Namespace,
+		config.KubernetesDriverPodName.Key(): dc.PodName,
+		config.DriverPort.Key():              strconv.Itoa(dc.Port),
+	})
+	return &Plan{AppID: appID, Namespace: dc.Namespace, Master: m, Driver: dc, Pod: pod, DriverProperties: props}, nil
+}
+
+// NewClient is the submission client: the master's API server with the
+// kubeconfig's credentials, or spark.kubernetes.authenticate.submission.*.
+func NewClient(conf *config.Conf, m master.URL) (kubernetes.Interface, error) {
+	cs, _, err := client.New(client.Options{
+		APIServer: m.APIServer,
+		Context:   config.KubernetesContext.Get(conf),
+		Auth:      config.KubernetesSubmissionAuth,
+		Conf:      conf,
+		UserAgent: "drover-submit",
+	})
+	return cs, err
+}
+
+// Create creates the driver pod, then its config map and headless
+// service, owned by it (Spark's order: the pod waits for its config map
+// like any volume). When a step fails, what was created is deleted.
+func (p *Plan) Create(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod, error) {
+	pods := cs.CoreV1().Pods(p.Namespace)
+	created, err := pods.Create(ctx, p.Pod, metav1.CreateOptions{})
+	if err != nil {
+		return nil, explain(fmt.Errorf("creating driver pod %s/%s: %w", p.Namespace, p.Pod.Name, err), p.Namespace, "pods")
+	}
+	cm := podspec.DriverConfigMap(p.Driver, p.DriverProperties, created)
+	if _, err = cs.CoreV1().ConfigMaps(p.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		err = explain(fmt.Errorf("creating the driver's config map %s: %w", cm.Name, err), p.Namespace, "configmaps")
+	} else {
+		svc := podspec.DriverService(p.Driver, created)
+		if _, err = cs.CoreV1().Services(p.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			err = explain(fmt.Errorf("creating the driver's service %s: %w", svc.Name, err), p.Namespace, "services")
+		}
+	}
+	if err != nil {
+		// Deleting the pod deletes what it owns.
+		cleanup := context.WithoutCancel(ctx)
+		if derr := pods.Delete(cleanup, created.Name, metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)}); derr != nil && !apierrors.IsNotFound(derr) {
+			err = errors.Join(err, fmt.Errorf("deleting driver pod %s after the failure: %w", created.Name, derr))
+		}
+		return nil, err
+	}
+	return created, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// explain adds what a user can do about common API errors.
+func explain(err error, ns, resource string) error {
+	var status apierrors.APIStatus
+	switch {
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%w (check the submitting user's rights: kubectl auth can-i create %s -n %s)", err, resource, ns)
+	case apierrors.IsNotFound(err) && errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Kind == "namespaces":
+		return fmt.Errorf("namespace %s does not exist (spark.kubernetes.namespace): %w", ns, err)
+	case isUnreachable(err):
+		return fmt.Errorf("cannot reach the Kubernetes API server (check --master or the kubeconfig): %w", err)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("%w (the credentials of the kubeconfig or spark.kubernetes.authenticate.submission.* were refused)", err)
+	}
+	return err
+}
+
+func isUnreachable(err error) bool {
+	var ue *url.Error
+	var oe *net.OpError
+	return errors.As(err, &ue) && errors.As(err, &oe)
+}
