@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -84,6 +85,9 @@ var (
 	_ lifecycle.Applier                = (*applier)(nil)
 )
 
+// wrapTransport lets benchmarks count the driver's API requests.
+var wrapTransport func(http.RoundTripper) http.RoundTripper
+
 // newCluster checks everything that can be checked without the API server,
 // so bad configuration fails before anything is created.
 func newCluster(app master.App) (master.Cluster, error) {
@@ -107,11 +111,12 @@ func newCluster(app master.App) (master.Cluster, error) {
 	}
 	logging.RouteKlog(c.log)
 	cs, _, err := client.New(client.Options{
-		APIServer: app.Master.APIServer,
-		Context:   config.KubernetesContext.Get(app.Conf),
-		Auth:      authKeys(app.Conf),
-		Conf:      app.Conf,
-		UserAgent: "drover-driver/" + app.ID,
+		APIServer:     app.Master.APIServer,
+		Context:       config.KubernetesContext.Get(app.Conf),
+		Auth:          authKeys(app.Conf),
+		Conf:          app.Conf,
+		UserAgent:     "drover-driver/" + app.ID,
+		WrapTransport: wrapTransport,
 	})
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
@@ -27,6 +28,9 @@ type Options struct {
 	Conf *config.Conf
 	// UserAgent names the component in the API server's logs and metrics.
 	UserAgent string
+	// WrapTransport, when set, wraps the client's transport (request
+	// accounting in benchmarks).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // RESTConfig resolves the client configuration.
@@ -56,6 +60,9 @@ func RESTConfig(o Options) (*rest.Config, error) {
 		}
 		cfg.QPS = float32(config.KubernetesClientQPS.Get(o.Conf))
 		cfg.Burst = config.KubernetesClientBurst.Get(o.Conf)
+	}
+	if o.WrapTransport != nil {
+		cfg.Wrap(o.WrapTransport)
 	}
 	cfg.UserAgent = o.UserAgent
 	if cfg.UserAgent == "" {

@@ -1,0 +1,512 @@
+package k8s
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/master"
+	"github.com/drover-project/drover/internal/scheduler"
+	"github.com/drover-project/drover/internal/testenv"
+)
+
+// The scale benchmarks run on a real control plane with kwok nodes: pods
+// are scheduled by kube-scheduler and "run" on kwok, and each Running pod
+// gets an executor simulated in this process that registers with the
+// driver over the real RPC, like the executor in a real pod would. Each
+// benchmark's ns/op is the time until every executor registered (or, for
+// the raw baseline, every pod runs); setup and teardown are not counted.
+//
+//	DROVER_SCALE_N=1000 go test -run '^$' -bench '^BenchmarkAllocation' -benchtime 1x -timeout 25m ./internal/k8s/
+//
+// DROVER_SCALE_N is the number of executors (default 1000);
+// DROVER_SCALE_HOLD is how long the application stays up after all
+// executors registered (default 35s, more than Spark's 30 s
+// apiPollingInterval) to check that no LIST runs while the watch is
+// healthy. Without the Kubernetes test binaries they skip, unless CI=true.
+var scaleEnv = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true, KwokNodes: 6}}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	_ = scaleEnv.Stop()
+	os.Exit(code)
+}
+
+func scaleN() int {
+	if n, err := strconv.Atoi(os.Getenv("DROVER_SCALE_N")); err == nil && n > 0 {
+		return n
+	}
+	return 1000
+}
+
+func scaleHold() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("DROVER_SCALE_HOLD")); err == nil && d >= 0 {
+		return d
+	}
+	return 35 * time.Second
+}
+
+// requestCounter counts the driver's API requests by verb: LIST for a
+// plain list, WATCHLIST for a watch that streams the initial state (how
+// client-go 1.35+ informers list), WATCH for a watch that resumes.
+type requestCounter struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	n    map[string]int
+	// lists counts the LIST and WATCHLIST requests since started was set.
+	started atomic.Bool
+	lists   atomic.Int64
+}
+
+func (r *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	verb := req.Method
+	q := req.URL.Query()
+	switch {
+	case q.Get("watch") == "true" && q.Get("sendInitialEvents") == "true":
+		verb = "WATCHLIST"
+	case q.Get("watch") == "true":
+		verb = "WATCH"
+	case req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/pods"):
+		verb = "LIST"
+	}
+	if (verb == "LIST" || verb == "WATCHLIST") && r.started.Load() {
+		r.lists.Add(1)
+	}
+	r.mu.Lock()
+	r.n[verb]++
+	r.mu.Unlock()
+	return r.next.RoundTrip(req)
+}
+
+func (r *requestCounter) snapshot() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := make(map[string]int, len(r.n))
+	for k, v := range r.n {
+		m[k] = v
+	}
+	return m
+}
+
+func writes(m map[string]int) int {
+	return m[http.MethodPost] + m[http.MethodPut] + m[http.MethodPatch] + m[http.MethodDelete]
+}
+
+func formatCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if v != 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// apiserverRequests reads apiserver_request_total from the API server's
+// /metrics for the given resources, summed by "VERB resource[/subresource]".
+// It counts every client of the control plane (the driver, kube-scheduler's
+// bindings, kwok's status updates, the controller manager).
+func apiserverRequests(b *testing.B, env *testenv.Env, resources ...string) map[string]int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	raw, err := env.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		b.Fatalf("reading the API server's metrics: %v", err)
+	}
+	want := map[string]bool{}
+	for _, r := range resources {
+		want[r] = true
+	}
+	out := map[string]int{}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		labelText, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range strings.Split(labelText, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			labels[k] = strings.Trim(v, `"`)
+		}
+		if !want[labels["resource"]] {
+			continue
+		}
+		n, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		key := labels["verb"] + " " + labels["resource"]
+		if s := labels["subresource"]; s != "" {
+			key += "/" + s
+		}
+		out[key] += int(n)
+	}
+	return out
+}
+
+func diffCounts(after, before map[string]int) map[string]int {
+	d := map[string]int{}
+	for k, v := range after {
+		if v -= before[k]; v != 0 {
+			d[k] = v
+		}
+	}
+	return d
+}
+
+// podWatcher follows the namespace's pods: it records the peak number of
+// pods not yet running and calls onRunning once per pod that runs.
+type podWatcher struct {
+	peakPending atomic.Int64
+	running     atomic.Int64
+	stop        chan struct{}
+
+	mu            sync.Mutex
+	pending       int
+	unschedulable string // the scheduler's last Unschedulable message
+}
+
+func watchPods(b *testing.B, env *testenv.Env, ns string, onRunning func(*corev1.Pod)) *podWatcher {
+	w := &podWatcher{stop: make(chan struct{})}
+	f := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(ns))
+	inf := f.Core().V1().Pods().Informer()
+	state := map[string]bool{} // pod → running
+	update := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		w.mu.Lock()
+		wasRunning, known := state[p.Name]
+		isRunning := p.Status.Phase == corev1.PodRunning
+		state[p.Name] = isRunning || wasRunning
+		pending := 0
+		for _, r := range state {
+			if !r {
+				pending++
+			}
+		}
+		w.pending = pending
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {
+				w.unschedulable = p.Name + ": " + c.Message
+			}
+		}
+		w.mu.Unlock()
+		if int64(pending) > w.peakPending.Load() {
+			w.peakPending.Store(int64(pending))
+		}
+		if isRunning && (!known || !wasRunning) {
+			w.running.Add(1)
+			if onRunning != nil {
+				onRunning(p)
+			}
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: update, UpdateFunc: func(_, o any) { update(o) }}); err != nil {
+		b.Fatal(err)
+	}
+	f.Start(w.stop)
+	f.WaitForCacheSync(w.stop)
+	b.Cleanup(func() { close(w.stop); f.Shutdown() })
+	return w
+}
+
+// progress logs every 30 s how far the run is, so a run that stalls says
+// why (an Unschedulable pod names the missing resource) instead of hanging
+// silently until the test binary's timeout.
+func (w *podWatcher) progress(b *testing.B, registered func() int) (stop func()) {
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(30 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			w.mu.Lock()
+			pending, unsched := w.pending, w.unschedulable
+			w.mu.Unlock()
+			reg := -1
+			if registered != nil {
+				reg = registered()
+			}
+			b.Logf("after %s: %d pods running, %d not yet, %d executors registered; last unschedulable: %q",
+				time.Since(start).Round(time.Second), w.running.Load(), pending, reg, unsched)
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }
+}
+
+func kwokTemplate(b *testing.B) string {
+	path := b.TempDir() + "/kwok-template.yaml"
+	tmpl := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+spec:
+  nodeSelector:
+    %s: "true"
+  tolerations:
+  - key: %s
+    operator: Equal
+    value: %s
+    effect: NoSchedule
+`, testenv.KwokNodeLabel, testenv.KwokToleration.Key, testenv.KwokToleration.Value)
+	if err := os.WriteFile(path, []byte(tmpl), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// scaleRun is one application's figures.
+type scaleRun struct {
+	elapsed     time.Duration
+	peakPending int64
+	driver      map[string]int // the driver's requests over its life, by verb
+	listsAfter  int64          // LIST or WATCHLIST after Start returned
+	holdWrites  int            // writes while the application idled
+	apiserver   map[string]int // apiserver_request_total during the ramp-up
+}
+
+func benchmarkAllocation(b *testing.B, policy string) {
+	env := scaleEnv.Env(b)
+	n := scaleN()
+	hold := scaleHold()
+	var runs []scaleRun
+	for b.Loop() {
+		runs = append(runs, allocationRun(b, env, policy, n, hold))
+	}
+	var total time.Duration
+	var peak, lists int64
+	var w int
+	for _, r := range runs {
+		total += r.elapsed
+		peak = max(peak, r.peakPending)
+		lists += r.listsAfter
+		w = max(w, writes(r.driver))
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(len(runs)), "ns/op")
+	b.ReportMetric(total.Seconds()/float64(len(runs)), "s-to-registered")
+	b.ReportMetric(float64(peak), "peak-pending")
+	b.ReportMetric(float64(w)/float64(n), "writes/executor")
+	b.ReportMetric(float64(lists), "lists-after-start")
+}
+
+func allocationRun(b *testing.B, env *testenv.Env, policy string, n int, hold time.Duration) scaleRun {
+	ns := env.NewNamespace(b)
+	b.Setenv("KUBECONFIG", env.Kubeconfig)
+	counter := &requestCounter{n: map[string]int{}}
+	wrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
+	conf := config.New().
+		Set("spark.kubernetes.namespace", ns).
+		Set("spark.kubernetes.container.image", "drover-sim:latest").
+		Set("spark.kubernetes.executor.podTemplateFile", kwokTemplate(b)).
+		Set("spark.driver.host", "127.0.0.1").
+		Set("spark.executor.instances", strconv.Itoa(n)).
+		Set("spark.scheduler.minRegisteredResourcesRatio", "1").
+		Set("spark.scheduler.maxRegisteredResourcesWaitingTime", "15m").
+		Set("drover.kubernetes.allocation.policy", policy)
+	log := slog.New(slog.DiscardHandler)
+	if testing.Verbose() && os.Getenv("DROVER_SCALE_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	sched := scheduler.New(scheduler.Options{MaxFailures: 4})
+	failed := make(chan error, 1)
+	app := master.App{ID: "drover-scale-" + policy, Conf: conf, Scheduler: sched, Logger: log,
+		Master: master.URL{Kind: master.Kubernetes, APIServer: env.URL},
+		Fail: func(err error) {
+			select {
+			case failed <- err:
+			default:
+			}
+		}}
+	mc, err := newCluster(app)
+	wrapTransport = nil
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl := mc.(*Cluster)
+	sched.SetBackend(cl.Backend())
+
+	// Simulated executors: one per Running pod, over the real RPC.
+	execCtx, stopExecs := context.WithCancel(context.Background())
+	var execs sync.WaitGroup
+	watcher := watchPods(b, env, ns, func(p *corev1.Pod) {
+		execs.Add(1)
+		go func() {
+			defer execs.Done()
+			_ = executor.Run(execCtx, executor.Options{
+				DriverURL: cl.backend.URL(), AppID: app.ID, ExecutorID: p.Labels["spark-exec-id"],
+				PodName: p.Name, Cores: 1, Logger: log,
+			})
+		}()
+	})
+	stopProgress := watcher.progress(b, func() int { return len(cl.backend.Executors()) })
+	defer stopProgress()
+
+	resources := []string{"pods", "configmaps"}
+	before := apiserverRequests(b, env, resources...)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if err := cl.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	counter.started.Store(true)
+	ready := make(chan error, 1)
+	go func() { ready <- cl.Backend().WaitReady(ctx) }()
+	select {
+	case err := <-ready:
+		if err != nil {
+			b.Fatal(err)
+		}
+	case err := <-failed:
+		b.Fatalf("application failed: %v", err)
+	}
+	r := scaleRun{elapsed: time.Since(start), peakPending: watcher.peakPending.Load()}
+	stopProgress()
+	r.apiserver = diffCounts(apiserverRequests(b, env, resources...), before)
+	registered := len(cl.backend.Executors())
+
+	// Idle: the watch is healthy, so nothing may list, and nothing writes.
+	atReady := counter.snapshot()
+	select {
+	case <-time.After(hold):
+	case err := <-failed:
+		b.Fatalf("application failed while idle: %v", err)
+	}
+	r.holdWrites = writes(counter.snapshot()) - writes(atReady)
+
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	if err := cl.Stop(stopCtx); err != nil {
+		b.Errorf("stop: %v", err)
+	}
+	stopCancel()
+	stopExecs()
+	execs.Wait()
+	r.driver = counter.snapshot()
+	r.listsAfter = counter.lists.Load()
+	if registered < n {
+		b.Fatalf("%d of %d executors registered", registered, n)
+	}
+	if r.listsAfter > 0 {
+		b.Errorf("the driver listed pods %d times after its informer synced", r.listsAfter)
+	}
+	if r.holdWrites > 0 {
+		b.Errorf("the driver wrote %d times while the application idled", r.holdWrites)
+	}
+	b.Logf("%s: %d executors registered in %s; peak pending pods %d; driver requests over the application's life (counting transport): %s "+
+		"= %.3f writes per executor; LIST after start: %d; writes while idle for %s: %d",
+		policy, n, r.elapsed.Round(10*time.Millisecond), r.peakPending, formatCounts(r.driver),
+		float64(writes(r.driver))/float64(n), r.listsAfter, hold, r.holdWrites)
+	b.Logf("%s: apiserver_request_total during the ramp-up, all clients: %s", policy, formatCounts(r.apiserver))
+	return r
+}
+
+// BenchmarkAllocationAdaptive is drover's default policy.
+func BenchmarkAllocationAdaptive(b *testing.B) { benchmarkAllocation(b, "adaptive") }
+
+// BenchmarkAllocationSpark is Spark's direct allocator, batch 20 per second.
+func BenchmarkAllocationSpark(b *testing.B) { benchmarkAllocation(b, "spark") }
+
+// BenchmarkAllocationRawBaseline is the physical limit of the control
+// plane: N executor-sized pods (the requests of a default executor pod)
+// created by 16 parallel clients, timed until all are Running; no driver,
+// no registration.
+func BenchmarkAllocationRawBaseline(b *testing.B) {
+	env := scaleEnv.Env(b)
+	n := scaleN()
+	var total time.Duration
+	var peak int64
+	runs := 0
+	for b.Loop() {
+		elapsed, pending := rawRun(b, env, n)
+		total += elapsed
+		peak = max(peak, pending)
+		runs++
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(runs), "ns/op")
+	b.ReportMetric(total.Seconds()/float64(runs), "s-to-running")
+	b.ReportMetric(float64(peak), "peak-pending")
+}
+
+func rawRun(b *testing.B, env *testenv.Env, n int) (time.Duration, int64) {
+	ns := env.NewNamespace(b)
+	watcher := watchPods(b, env, ns, nil)
+	stopProgress := watcher.progress(b, nil)
+	defer stopProgress()
+	before := apiserverRequests(b, env, "pods")
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				pod := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("raw-%d", i), Labels: map[string]string{"spark-role": "executor"}},
+					Spec: corev1.PodSpec{
+						NodeSelector:  map[string]string{testenv.KwokNodeLabel: "true"},
+						Tolerations:   []corev1.Toleration{testenv.KwokToleration},
+						RestartPolicy: corev1.RestartPolicyNever,
+						Containers: []corev1.Container{{Name: "executor", Image: "drover-sim:latest",
+							Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+								corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1408Mi")}}}},
+					},
+				}
+				if _, err := env.Client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Minute)
+	for watcher.running.Load() < int64(n) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d pods running after 10 minutes", watcher.running.Load(), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	b.Logf("raw baseline: %d pods running in %s; peak pending pods %d; apiserver_request_total, all clients: %s",
+		n, elapsed.Round(10*time.Millisecond), watcher.peakPending.Load(), formatCounts(diffCounts(apiserverRequests(b, env, "pods"), before)))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_ = env.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	return elapsed, watcher.peakPending.Load()
+}
