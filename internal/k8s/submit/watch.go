@@ -43,7 +43,9 @@ type Outcome struct {
 }
 
 // Succeeded reports whether the driver ended well.
-func (o Outcome) Succeeded() bool { return o.Phase == corev1.PodSucceeded && o.ExitCode == 0 && !o.Deleted }
+func (o Outcome) Succeeded() bool {
+	return o.Phase == corev1.PodSucceeded && o.ExitCode == 0 && !o.Deleted
+}
 
 // Watcher follows a driver pod and its executors until the driver ends.
 type Watcher struct {
@@ -124,7 +126,7 @@ func (w *Watcher) Wait(ctx context.Context) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("watching driver pod %s/%s: %w", w.Namespace, w.Pod, err)
 	}
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	defer func() { cancel(); factory.Shutdown() }()
 
 	ticker := w.Clock.NewTicker(w.Interval)
 	defer ticker.Stop()

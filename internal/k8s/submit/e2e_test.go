@@ -1,0 +1,435 @@
+package submit_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+
+	"github.com/drover-project/drover/internal/testenv"
+	"github.com/drover-project/drover/internal/testenv/procnode"
+)
+
+// cluster is the control plane this package's end-to-end tests share: the
+// controller manager garbage-collects what a killed driver owned, and
+// the process node runs the driver and executors as processes.
+var cluster = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true, ProcessNodes: 1}}
+
+// helperEnv makes this test binary, run as a driver pod's command, wait
+// for SIGTERM instead of running tests: a driver that runs until killed.
+const helperEnv = "DROVER_SUBMIT_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "sleep" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		fmt.Println("sleeping until killed")
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Minute):
+		}
+		os.Exit(0)
+	}
+	code := m.Run()
+	if err := cluster.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the shared control plane:", err)
+		code = 1
+	}
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// binaries builds the drover CLI and examples/wordcount once.
+func binaries(t testing.TB) (drover, wordcount string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "drover-submit-e2e-")
+		if buildErr != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "go", "build", "-o", binDir+"/",
+			"github.com/drover-project/drover/cmd/drover", "github.com/drover-project/drover/examples/wordcount").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "drover"), filepath.Join(binDir, "wordcount")
+}
+
+// result is one run of the CLI.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// drover runs the CLI with KUBECONFIG kubeconfig, bounded by timeout.
+func drover(t *testing.T, kubeconfig string, timeout time.Duration, args ...string) result {
+	t.Helper()
+	bin, _ := binaries(t)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("drover %s did not end within %s; stderr:\n%s", strings.Join(args, " "), timeout, stderr.String())
+	}
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running drover: %v", err)
+	}
+	return r
+}
+
+// restrictedNamespace is a namespace for t that enforces the restricted
+// Pod Security profile, with the driver's service account from
+// drover rbac applied.
+func restrictedNamespace(t *testing.T, env *testenv.Env) string {
+	t.Helper()
+	ns := env.NewNamespace(t)
+	ctx := t.Context()
+	n, err := env.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	if _, err := env.Client.CoreV1().Namespaces().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r := drover(t, env.Kubeconfig, 30*time.Second, "rbac", "--namespace", ns)
+	if r.code != 0 {
+		t.Fatalf("drover rbac: exit %d: %s", r.code, r.stderr)
+	}
+	for _, doc := range strings.Split(r.stdout, "\n---\n") {
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &tm); err != nil {
+			t.Fatal(err)
+		}
+		switch tm.Kind {
+		case "ServiceAccount":
+			var o corev1.ServiceAccount
+			mustUnmarshal(t, doc, &o)
+			_, err = env.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &o, metav1.CreateOptions{})
+		case "Role":
+			var o rbacv1.Role
+			mustUnmarshal(t, doc, &o)
+			_, err = env.Client.RbacV1().Roles(ns).Create(ctx, &o, metav1.CreateOptions{})
+		case "RoleBinding":
+			var o rbacv1.RoleBinding
+			mustUnmarshal(t, doc, &o)
+			_, err = env.Client.RbacV1().RoleBindings(ns).Create(ctx, &o, metav1.CreateOptions{})
+		default:
+			t.Fatalf("drover rbac printed a %q", tm.Kind)
+		}
+		if err != nil {
+			t.Fatalf("applying the %s of drover rbac: %v", tm.Kind, err)
+		}
+	}
+	return ns
+}
+
+func mustUnmarshal(t *testing.T, doc string, into any) {
+	t.Helper()
+	if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// clusterArgs are submit's flags for a cluster-mode application in ns.
+func clusterArgs(env *testenv.Env, ns string, extra ...string) []string {
+	args := []string{"submit", "--master", "k8s://" + env.URL, "--deploy-mode", "cluster",
+		"--conf", "spark.kubernetes.namespace=" + ns,
+		"--conf", "spark.kubernetes.container.image=drover-test:latest",
+		"--conf", "spark.kubernetes.authenticate.driver.serviceAccountName=drover-driver",
+		"--conf", "spark.kubernetes.node.selector." + procnode.NodeLabel + "=true",
+		"--conf", "spark.kubernetes.report.interval=2s",
+		"--driver-memory", "256m", "--executor-memory", "256m", "--num-executors", "2",
+	}
+	return append(args, extra...)
+}
+
+var submittedRE = regexp.MustCompile(`submitted ([a-z0-9-]+):([a-z0-9.-]+)`)
+
+func submittedPod(t *testing.T, r result) string {
+	t.Helper()
+	m := submittedRE.FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("no submission id in the output:\n%s", r.stderr)
+	}
+	return m[2]
+}
+
+func TestClusterModeWordCount(t *testing.T) {
+	env := cluster.Env(t)
+	_, wordcount := binaries(t)
+	ns := restrictedNamespace(t, env)
+	input := filepath.Join(t.TempDir(), "input.txt")
+	var text strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&text, "the quick brown fox %d jumps over the lazy dog\n", i%7)
+	}
+	if err := os.WriteFile(input, []byte(text.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := drover(t, env.Kubeconfig, 3*time.Minute, clusterArgs(env, ns, "--name", "wordcount", "local://"+wordcount, input, "3")...)
+	t.Logf("drover submit:\n%s", r.stderr)
+	if r.code != 0 {
+		t.Fatalf("exit code %d, want 0", r.code)
+	}
+	pod := submittedPod(t, r)
+	for _, want := range []string{"Running on procnode-", "succeeded"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("submit's output lacks %q", want)
+		}
+	}
+	logs, err := env.ProcessNode.Logs(ns, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"the\t400\n", "brown\t200\n", "dog\t200\n"} {
+		if !strings.Contains(string(logs), want) {
+			t.Errorf("the driver's output lacks %q:\n%s", want, logs)
+		}
+	}
+	// The executors ran as pods owned by the driver pod.
+	p, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.ServiceAccountName != "drover-driver" {
+		t.Errorf("driver service account %q", p.Spec.ServiceAccountName)
+	}
+	if !strings.Contains(string(logs), "application started") {
+		t.Errorf("the driver did not start its executors:\n%s", logs)
+	}
+}
+
+func TestClusterModeFailure(t *testing.T) {
+	env := cluster.Env(t)
+	_, wordcount := binaries(t)
+	ns := restrictedNamespace(t, env)
+	// wordcount without its file argument fails with its usage.
+	r := drover(t, env.Kubeconfig, 3*time.Minute, clusterArgs(env, ns, "--num-executors", "1", "local://"+wordcount)...)
+	t.Logf("drover submit:\n%s", r.stderr)
+	if r.code == 0 {
+		t.Fatal("exit code 0 for a failing application")
+	}
+	for _, want := range []string{"failed: the driver exited with code 1", "usage: wordcount <file"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("submit's output lacks %q", want)
+		}
+	}
+}
+
+func TestStatusAndKill(t *testing.T) {
+	env := cluster.Env(t)
+	ns := restrictedNamespace(t, env)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods []string
+	for range 2 {
+		r := drover(t, env.Kubeconfig, time.Minute, clusterArgs(env, ns, "--name", "sleeper",
+			"--conf", "spark.kubernetes.submission.waitAppCompletion=false",
+			"--conf", "spark.kubernetes.driverEnv."+helperEnv+"=sleep",
+			"local://"+self)...)
+		if r.code != 0 {
+			t.Fatalf("submit: exit %d:\n%s", r.code, r.stderr)
+		}
+		if id := strings.TrimSpace(r.stdout); id != ns+":"+submittedPod(t, r) {
+			t.Errorf("submit printed %q, want the submission id", id)
+		}
+		pods = append(pods, submittedPod(t, r))
+	}
+	waitFor(t, "both drivers running", func() bool {
+		r := drover(t, env.Kubeconfig, 30*time.Second, "status", ns+":sleeper-*")
+		return r.code == 0 && strings.Count(r.stdout, "Running on procnode-") == 2
+	})
+	r := drover(t, env.Kubeconfig, 30*time.Second, "status", ns+":sleeper-*")
+	t.Logf("drover status %s:sleeper-*:\n%s", ns, r.stdout)
+	r = drover(t, env.Kubeconfig, 30*time.Second, "status", ns+":"+pods[0])
+	if r.code != 0 || !strings.HasPrefix(r.stdout, ns+":"+pods[0]+"\t") || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("status of %s: exit %d, %q %s", pods[0], r.code, r.stdout, r.stderr)
+	}
+	r = drover(t, env.Kubeconfig, 30*time.Second, "submit", "--status", ns+":nothing-like-this-*")
+	if r.code == 0 || !strings.Contains(r.stderr, "no driver pod matches nothing-like-this-*") {
+		t.Errorf("status of no match: exit %d, %s", r.code, r.stderr)
+	}
+
+	grace := "--conf=spark.kubernetes.appKillPodDeletionGracePeriod=2s"
+	r = drover(t, env.Kubeconfig, 30*time.Second, "kill", grace, ns+":"+pods[0])
+	if r.code != 0 || r.stdout != "killed "+ns+":"+pods[0]+"\n" {
+		t.Errorf("kill %s: exit %d, %q %s", pods[0], r.code, r.stdout, r.stderr)
+	}
+	r = drover(t, env.Kubeconfig, 30*time.Second, "submit", "--kill", ns+":sleeper-*", grace)
+	if r.code != 0 || !strings.Contains(r.stdout, "killed "+ns+":"+pods[1]) {
+		t.Errorf("kill sleeper-*: exit %d, %q %s", r.code, r.stdout, r.stderr)
+	}
+	// Everything of both applications goes: the driver pods, and by
+	// garbage collection their executors, services and config maps.
+	start := time.Now()
+	waitFor(t, "nothing of the applications left", func() bool { return len(leftovers(t, env, ns)) == 0 })
+	t.Logf("pods, services and config maps gone %s after the kill", time.Since(start).Round(time.Millisecond))
+}
+
+// leftovers lists the application objects in ns.
+func leftovers(t *testing.T, env *testenv.Env, ns string) []string {
+	t.Helper()
+	ctx := t.Context()
+	sel := metav1.ListOptions{LabelSelector: "spark-app-selector"}
+	var out []string
+	pods, err := env.Client.CoreV1().Pods(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		out = append(out, "pod/"+p.Name)
+	}
+	svcs, err := env.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range svcs.Items {
+		out = append(out, "service/"+s.Name)
+	}
+	cms, err := env.Client.CoreV1().ConfigMaps(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cms.Items {
+		out = append(out, "configmap/"+c.Name)
+	}
+	return out
+}
+
+// waitFor polls cond for up to a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not %s after a minute", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	env := cluster.Env(t)
+	ns := restrictedNamespace(t, env)
+	nobody := kubeconfigFor(t, env, ns, "nobody")
+	testCases := map[string]struct {
+		kubeconfig string
+		args       []string
+		want       string
+	}{
+		"unknown flag": {args: []string{"submit", "--executor-memroy", "1g", "local:///app"}, want: "unknown flag: --executor-memroy"},
+		"no application": {args: clusterArgs(env, ns),
+			want: "no application: expected drover submit [flags] <application>"},
+		"malformed conf": {args: clusterArgs(env, ns, "--conf", "spark.executor.cores", "local:///app"),
+			want: `invalid configuration pair "spark.executor.cores": expected key=value`},
+		"invalid memory": {args: clusterArgs(env, ns, "--executor-memory", "2 gigs", "local:///app"),
+			want: `invalid value "2 gigs" for spark.executor.memory: expected a size such as 512m or 4g`},
+		"missing namespace": {args: clusterArgs(env, "no-such-namespace", "local:///app"),
+			want: "namespace no-such-namespace does not exist (spark.kubernetes.namespace)"},
+		"unreachable API server": {args: withMaster(clusterArgs(env, ns, "local:///app"), "k8s://https://127.0.0.1:1"),
+			want: "cannot reach the Kubernetes API server (check --master or the kubeconfig)"},
+		"forbidden": {kubeconfig: nobody, args: clusterArgs(env, ns, "local:///app"),
+			want: "is forbidden"},
+		"relative application": {args: clusterArgs(env, ns, "app"),
+			want: `application resource "app": expected local:///path/in/the/image`},
+	}
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			kc := tc.kubeconfig
+			if kc == "" {
+				kc = env.Kubeconfig
+			}
+			r := drover(t, kc, 30*time.Second, tc.args...)
+			if r.code == 0 {
+				t.Fatalf("exit code 0; stderr:\n%s", r.stderr)
+			}
+			if !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("stderr lacks %q:\n%s", tc.want, r.stderr)
+			}
+			if n := strings.Count(r.stderr, "Error:"); n != 1 {
+				t.Errorf("%d errors printed, want one:\n%s", n, r.stderr)
+			}
+			if left := leftovers(t, env, ns); len(left) > 0 {
+				t.Errorf("created %v", left)
+			}
+		})
+	}
+}
+
+// withMaster replaces the --master flag's value in args.
+func withMaster(args []string, m string) []string {
+	for i := range args[:len(args)-1] {
+		if args[i] == "--master" {
+			args[i+1] = m
+		}
+	}
+	return args
+}
+
+// kubeconfigFor writes a kubeconfig for a new service account without
+// any rights.
+func kubeconfigFor(t *testing.T, env *testenv.Env, ns, name string) string {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := env.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := env.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: env.URL, CertificateAuthorityData: env.Config.CAData}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: name, Namespace: ns}
+	cfg.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
