@@ -1,0 +1,234 @@
+package submit
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/drover-project/drover/internal/config"
+)
+
+func TestParseID(t *testing.T) {
+	testCases := map[string]struct {
+		in      string
+		want    ID
+		wantErr string
+	}{
+		"full":         {in: "spark:wc-driver", want: ID{Namespace: "spark", Pod: "wc-driver"}},
+		"default ns":   {in: "wc-driver", want: ID{Namespace: "default", Pod: "wc-driver"}},
+		"glob":         {in: "spark:wc-*", want: ID{Namespace: "spark", Pod: "wc-", Glob: true}},
+		"glob all":     {in: "spark:*", want: ID{Namespace: "spark", Glob: true}},
+		"empty ns":     {in: ":wc", wantErr: "the namespace before ':' is empty"},
+		"bad ns":       {in: "Spark_NS:wc", wantErr: `"Spark_NS" is not a namespace name`},
+		"no pod":       {in: "spark:", wantErr: "no pod name"},
+		"inner star":   {in: "spark:w*c", wantErr: "* is allowed only at the end"},
+		"white spaces": {in: " spark:wc ", want: ID{Namespace: "spark", Pod: "wc"}},
+	}
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseID(tc.in, "default")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Error(diff)
+			}
+		})
+	}
+}
+
+func TestResource(t *testing.T) {
+	testCases := map[string]struct{ in, want, wantErr string }{
+		"local":     {in: "local:///app/wc", want: "/app/wc"},
+		"absolute":  {in: "/app/wc", want: "/app/wc"},
+		"relative":  {in: "wc", wantErr: "expected local:///path/in/the/image"},
+		"remote":    {in: "https://example.com/wc", wantErr: "drover does not upload files"},
+		"local rel": {in: "local://app/wc", wantErr: "expected local:///absolute/path"},
+		"empty":     {in: "", wantErr: "no application resource"},
+	}
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			got, err := Resource(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("Resource(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	conf := config.New().
+		Set("spark.master", "k8s://https://kube.example:6443").
+		Set("spark.kubernetes.namespace", "spark").
+		Set("spark.kubernetes.container.image", "img").
+		Set("spark.kubernetes.authenticate.submission.oauthToken", "submitter-only").
+		Set("spark.kubernetes.context", "mine")
+	p, err := Prepare(conf, "local:///app/wordcount", []string{"in.txt"}, func() string { return "drover-00112233aabbccdd" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.ID(), "spark:wordcount-00112233-driver"; got != want {
+		t.Errorf("id %s, want %s", got, want)
+	}
+	want := map[string]string{
+		"spark.app.id":                     "drover-00112233aabbccdd",
+		"spark.app.name":                   "wordcount",
+		"spark.master":                     "k8s://https://kubernetes.default.svc",
+		"spark.submit.deployMode":          "cluster",
+		"spark.kubernetes.namespace":       "spark",
+		"spark.kubernetes.driver.pod.name": "wordcount-00112233-driver",
+		"spark.driver.port":                "7078",
+		"spark.kubernetes.container.image": "img",
+	}
+	if diff := cmp.Diff(want, p.DriverProperties); diff != "" {
+		t.Errorf("driver properties (-want +got):\n%s", diff)
+	}
+	if _, err := Prepare(config.New().Set("spark.master", "local[2]"), "local:///app", nil, NewAppID); err == nil ||
+		!strings.Contains(err.Error(), "cluster mode needs a Kubernetes master") {
+		t.Errorf("local master: %v", err)
+	}
+}
+
+func pod(phase corev1.PodPhase, exit *int32, rv string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "wc-driver", Namespace: "spark", ResourceVersion: rv,
+			Labels: map[string]string{"spark-app-selector": "app-1", "spark-role": "driver"}},
+		Spec:   corev1.PodSpec{NodeName: "node-1"},
+		Status: corev1.PodStatus{Phase: phase},
+	}
+	cs := corev1.ContainerStatus{Name: "spark-kubernetes-driver"}
+	if exit != nil {
+		cs.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: *exit, Reason: "Error", Message: "panic: boom"}
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
+	return p
+}
+
+// syncWriter is a bytes.Buffer safe for the watcher and the test.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestWatcherSurvivesGone expires the first watch with 410 Gone while the
+// driver fails: the informer lists again and the outcome is not lost.
+func TestWatcherSurvivesGone(t *testing.T) {
+	cs := fake.NewClientset(pod(corev1.PodRunning, nil, "1"))
+	var watches atomic.Int32
+	cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		if watches.Add(1) > 1 {
+			return false, nil, nil // the tracker's own watch
+		}
+		w := watch.NewFake()
+		go func() {
+			// The driver fails while the watch is expiring.
+			exit := int32(3)
+			_ = cs.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), pod(corev1.PodFailed, &exit, "2"), "spark")
+			w.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
+		}()
+		return true, w, nil
+	})
+	out := &syncWriter{}
+	clk := clocktesting.NewFakeClock(time.Now())
+	w := &Watcher{Client: cs, Namespace: "spark", Pod: "wc-driver", AppID: "app-1", Container: "spark-kubernetes-driver",
+		Interval: time.Second, Clock: clk, Out: out}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := w.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Outcome{Phase: corev1.PodFailed, ExitCode: 3, Reason: "Error", Message: "panic: boom"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outcome (-want +got):\n%s\noutput:\n%s", diff, out)
+	}
+	if watches.Load() < 2 {
+		t.Errorf("the watch was opened %d times; want it re-opened after 410 Gone", watches.Load())
+	}
+	if !strings.Contains(out.String(), "Failed on node-1, container exited with code 3 (Error)") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+// TestWatcherReports prints a status line on each tick of the clock.
+func TestWatcherReports(t *testing.T) {
+	cs := fake.NewClientset(pod(corev1.PodRunning, nil, "1"))
+	out := &syncWriter{}
+	clk := clocktesting.NewFakeClock(time.Now())
+	w := &Watcher{Client: cs, Namespace: "spark", Pod: "wc-driver", AppID: "app-1", Container: "spark-kubernetes-driver",
+		Interval: 5 * time.Second, Clock: clk, Out: out}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan Outcome, 1)
+	go func() {
+		o, _ := w.Wait(ctx)
+		done <- o
+	}()
+	waitUntil(t, func() bool { return strings.Contains(out.String(), "Running on node-1") })
+	for !strings.Contains(out.String(), "status: Running on node-1 for 5s") {
+		if !clk.HasWaiters() {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		clk.Step(5 * time.Second)
+		waitUntil(t, func() bool { return strings.Contains(out.String(), "status:") })
+	}
+	zero := int32(0)
+	ok := pod(corev1.PodSucceeded, &zero, "2")
+	ok.Status.ContainerStatuses[0].State.Terminated.Reason = "Completed"
+	if _, err := cs.CoreV1().Pods("spark").UpdateStatus(ctx, ok, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if o := <-done; !o.Succeeded() {
+		t.Errorf("outcome %+v", o)
+	}
+}
+
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
