@@ -433,3 +433,22 @@ func kubeconfigFor(t *testing.T, env *testenv.Env, ns, name string) string {
 	}
 	return path
 }
+
+// TestClientMode runs the local binary with submit's flags: the driver
+// runs here, and its exit code is submit's.
+func TestClientMode(t *testing.T) {
+	_, wordcount := binaries(t)
+	input := filepath.Join(t.TempDir(), "input.txt")
+	if err := os.WriteFile(input, []byte("a b a\nc a b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := drover(t, "/nonexistent", time.Minute, "submit", "--master", "local[2]", "--name", "wc",
+		"--conf", "spark.ui.showConsoleProgress=false", wordcount, input, "2")
+	if r.code != 0 || r.stdout != "a\t3\nb\t2\n" {
+		t.Errorf("client mode: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = drover(t, "/nonexistent", time.Minute, "submit", "--master", "local[2]", wordcount)
+	if r.code != 1 || !strings.Contains(r.stderr, "usage: wordcount") {
+		t.Errorf("client mode, failing: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
