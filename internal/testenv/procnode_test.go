@@ -77,6 +77,31 @@ func TestPodCommandNotFound(t *testing.T) {
 	}
 }
 
+// TestPodImageCannotBePulled: an image from a registry on .invalid keeps
+// the pod Pending with the kubelet's pull errors, and the pod can still be
+// deleted.
+func TestPodImageCannotBePulled(t *testing.T) {
+	e := cluster.Env(t)
+	ns := e.NewNamespace(t)
+	pod := procPod(ns, "unpullable", "sleep", "60")
+	pod.Spec.Containers[0].Image = "registry.invalid/drover:missing"
+	createPod(t, e, pod)
+	for _, reason := range []string{"ErrImagePull", "ImagePullBackOff"} {
+		p := waitPod(t, e, ns, pod.Name, "waiting with "+reason, time.Minute, func(p *corev1.Pod) bool {
+			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+				p.Status.ContainerStatuses[0].State.Waiting.Reason == reason
+		})
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		if p.Status.Phase != corev1.PodPending || !strings.Contains(w.Message, "registry.invalid/drover:missing") {
+			t.Errorf("phase %s, waiting %+v; want Pending and a message naming the image", p.Status.Phase, w)
+		}
+	}
+	if err := e.Client.CoreV1().Pods(ns).Delete(t.Context(), pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, e, ns, pod.Name, 30*time.Second)
+}
+
 func TestPodEnvironmentAndVolumes(t *testing.T) {
 	e := cluster.Env(t)
 	ns := e.NewNamespace(t)

@@ -1,7 +1,8 @@
 // Package procnode is a node agent that runs Kubernetes pods as local OS
 // processes. It registers one or more Nodes, keeps them Ready with a lease in
 // kube-node-lease, and runs every pod bound to them: each container's command
-// is executed on this machine (images are ignored), each pod gets its own
+// is executed on this machine (images are ignored, except that images from a
+// registry on the .invalid domain cannot be pulled), each pod gets its own
 // loopback address (127.x.y.z) as its pod IP, and the pod's status follows a
 // kubelet's (Pending, Running, Succeeded or Failed with exit codes and
 // reasons). Deleting a pod signals its processes the way a kubelet does:
@@ -22,5 +23,8 @@
 // containers, run in order before the app containers; container logs through
 // Logs and through the kubelet API (kubectl logs) when the API server is given
 // a client certificate the agent trusts. Not supported: probes (containers are
-// ready once started), resource limits, exec/attach/port-forward, images.
+// ready once started), resource limits, exec/attach/port-forward, images
+// (but an image such as registry.invalid/app:1 fails to pull: its containers
+// wait with ErrImagePull and ImagePullBackOff and the pod stays Pending, see
+// UnpullableImage).
 package procnode

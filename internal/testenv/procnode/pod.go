@@ -159,6 +159,10 @@ func (w *podWorker) start(ctx context.Context, pod *corev1.Pod, st *podState) ou
 		}
 	}
 	w.post(ctx, st)
+	// A kubelet pulls the images before it creates the containers.
+	if out := w.pullImages(ctx, st); out != finished {
+		return out
+	}
 	var envs map[string][]string
 	for {
 		var err error
