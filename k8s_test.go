@@ -16,8 +16,9 @@ import (
 )
 
 // cluster is one real control plane (etcd, kube-apiserver, kube-scheduler,
-// a process node) shared by this package's Kubernetes tests.
-var cluster = &testenv.Shared{Options: testenv.Options{Scheduler: true, ProcessNodes: 1}}
+// kube-controller-manager for resource quotas, a process node) shared by
+// this package's Kubernetes tests.
+var cluster = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true, ProcessNodes: 1}}
 
 var slowSquare = Register("test.slowSquare", func(tc *TaskContext, n int) (int, error) {
 	select {

@@ -58,6 +58,10 @@ func classify(err error) errClass {
 		return classTransient
 	case apierrors.IsForbidden(err) && isQuotaExceeded(err):
 		return classQuota
+	case apierrors.IsForbidden(err) && isQuotaUnknown(err):
+		// A quota the controller manager has not processed yet: its
+		// status appears within seconds.
+		return classTransient
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err):
 		return classFatal
 	}
@@ -69,4 +73,11 @@ func classify(err error) errClass {
 // a quota 403 but a spec error, so only "exceeded quota" qualifies.
 func isQuotaExceeded(err error) bool {
 	return strings.Contains(err.Error(), "exceeded quota")
+}
+
+// isQuotaUnknown recognises the ResourceQuota admission rejection of a
+// quota whose status the quota controller has not computed yet (just
+// created, or the controller is down).
+func isQuotaUnknown(err error) bool {
+	return strings.Contains(err.Error(), "status unknown for quota")
 }

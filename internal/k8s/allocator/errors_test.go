@@ -50,6 +50,8 @@ func TestClassify(t *testing.T) {
 		"quota exceeded": {quotaErr(1), classQuota},
 		"quota needs limits: a spec error": {apierrors.NewForbidden(podsResource, "app-exec-1",
 			errors.New("failed quota: compute: must specify limits.cpu for: executor")), classFatal},
+		"quota not yet processed": {apierrors.NewForbidden(podsResource, "app-exec-1",
+			errors.New("status unknown for quota: pods, resources: pods")), classTransient},
 		"namespace terminating": {namespaceTerminatingErr(), classTransient},
 		"internal":              {apierrors.NewInternalError(errBoom), classTransient},
 		"throttled":             {apierrors.NewTooManyRequests("slow down", 1), classTransient},

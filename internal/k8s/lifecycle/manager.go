@@ -174,7 +174,7 @@ func (m *Manager) process(ctx context.Context) {
 		RunningExecutors: len(registered),
 		DeletedByDriver:  killed,
 	}, m.opts)
-	m.apply(ctx, actions)
+	m.apply(ctx, actions, registered)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -192,15 +192,17 @@ func (m *Manager) process(ctx context.Context) {
 
 // apply carries out actions in order; pod deletions and labels run
 // concurrently, and apply returns when they are done. A failed call is
-// logged: Decide asks again while the pod is still there.
-func (m *Manager) apply(ctx context.Context, actions []Action) {
+// logged, unless ctx ended (the application is stopping, and stopping
+// deletes its pods): Decide asks again while the pod is still there.
+// registered tells executors that ran from pods that never got that far.
+func (m *Manager) apply(ctx context.Context, actions []Action, registered map[int64]time.Time) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, apiParallelism)
 	call := func(what, name string, f func(context.Context, string) error) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := f(ctx, name); err != nil {
+			if err := f(ctx, name); err != nil && ctx.Err() == nil {
 				m.log.Warn(what+" failed", "pod", name, "err", err)
 			}
 		})
@@ -212,7 +214,11 @@ func (m *Manager) apply(ctx context.Context, actions []Action) {
 			if a.Reason.CausedByApp {
 				level = slog.LevelWarn
 			}
-			m.log.Log(ctx, level, "executor lost", "executor", a.ID,
+			msg := "executor lost"
+			if _, ok := registered[a.ID]; !ok {
+				msg = "executor pod ended before its executor registered"
+			}
+			m.log.Log(ctx, level, msg, "executor", a.ID,
 				"reason", a.Reason.String(), "caused_by_app", a.Reason.CausedByApp)
 			m.applier.RemoveExecutor(a.ID, a.Reason)
 		case DeletePod:
@@ -222,7 +228,9 @@ func (m *Manager) apply(ctx context.Context, actions []Action) {
 		case Warn:
 			m.applier.Warn(a.Message)
 		case FailApplication:
-			m.log.Error("failing the application", "err", a.Err)
+			// The applier reports the application's failure; one error
+			// line is enough.
+			m.log.Debug("failing the application", "err", a.Err)
 			m.applier.Fail(a.Err)
 		}
 	}

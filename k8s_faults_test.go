@@ -1,0 +1,238 @@
+package drover
+
+import (
+	"bytes"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-project/drover/internal/testenv"
+)
+
+// Faults of executor pods on a real control plane with a process node. Each
+// driver run is bounded: a run that hangs fails the test instead of
+// waiting for the test binary's timeout.
+
+// syncBuffer is a bytes.Buffer safe to read while the driver writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// runDriverWithin runs a driver and fails t if it does not end within
+// timeout.
+func runDriverWithin(t *testing.T, timeout time.Duration, args []string, run func(*Context) error) (int, string) {
+	t.Helper()
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- runDriver(args, &stderr, run) }()
+	select {
+	case code := <-done:
+		return code, stderr.String()
+	case <-time.After(timeout):
+		t.Fatalf("the driver did not end within %s; stderr so far:\n%s", timeout, stderr.String())
+		return 0, ""
+	}
+}
+
+// driverError is the driver's final error: the one "drover: …" line.
+func driverError(t *testing.T, stderr string) string {
+	t.Helper()
+	var lines []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "drover: ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 {
+		t.Fatalf("want one final error line, got %d; stderr:\n%s", len(lines), stderr)
+	}
+	return lines[0]
+}
+
+// failedOnce checks that the application's failure, cause, was logged once
+// and ended the driver once, with no noise from the shutdown that follows.
+func failedOnce(t *testing.T, stderr, cause string) {
+	t.Helper()
+	if n := strings.Count(stderr, "application failing"); n != 1 {
+		t.Errorf("the application failed %d times, want once; stderr:\n%s", n, stderr)
+	}
+	if n := strings.Count(stderr, cause); n != 2 {
+		t.Errorf("%q appears %d times, want twice (the failure's log line and the driver's error); stderr:\n%s", cause, n, stderr)
+	}
+	if strings.Contains(stderr, "deleting executor pod failed") {
+		t.Errorf("the shutdown after the failure logged failed pod deletions; stderr:\n%s", stderr)
+	}
+}
+
+// waitNoExecutorPods waits until the application's executor pods are gone.
+func waitNoExecutorPods(t *testing.T, env *testenv.Env, ns string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		pods, cms := appObjects(t, env, ns)
+		if len(pods)+len(cms) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d executor pods and config maps %v remain 60s after the application ended", len(pods), cms)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// execPodName matches the executor pod names the errors must quote.
+var execPodName = regexp.MustCompile(`pod [a-z0-9-]+-exec-\d+`)
+
+func TestKubernetesImageCannotBePulled(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.NewNamespace(t)
+	t.Setenv("KUBECONFIG", env.Kubeconfig)
+
+	const image = "registry.invalid/drover:missing"
+	ran := false
+	code, stderr := runDriverWithin(t, 2*time.Minute, k8sArgs(env, ns, "spark.executor.instances=2",
+		"spark.kubernetes.container.image="+image, "drover.kubernetes.executor.startTimeout=10s"),
+		func(*Context) error { ran = true; return nil })
+	if code == 0 || ran {
+		t.Fatalf("exit code %d, job ran %v: want a failed application; stderr:\n%s", code, ran, stderr)
+	}
+	msg := driverError(t, stderr)
+	for _, want := range []string{"no executor could start", image} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not say %q: %s", want, msg)
+		}
+	}
+	if !execPodName.MatchString(msg) || !regexp.MustCompile(`ErrImagePull|ImagePullBackOff`).MatchString(msg) {
+		t.Errorf("the error names no executor pod or pull reason: %s", msg)
+	}
+	failedOnce(t, stderr, "no executor could start")
+	// Each pod's problem is reported once (pods seen together share one
+	// warning), not at every check.
+	if n := strings.Count(stderr, "the pod will be deleted if this lasts"); n < 1 || n > 2 {
+		t.Errorf("%d warnings about the pods that cannot pull, want one per pod at most; stderr:\n%s", n, stderr)
+	}
+	waitNoExecutorPods(t, env, ns)
+}
+
+func TestKubernetesCommandCannotStart(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.NewNamespace(t)
+	t.Setenv("KUBECONFIG", env.Kubeconfig)
+	// The process node cannot start a command whose working directory does
+	// not exist: StartError, exit code 128, as a runtime reports it.
+	tmpl := t.TempDir() + "/template.yaml"
+	if err := os.WriteFile(tmpl, []byte("apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: executor\n"+
+		"    workingDir: /nonexistent/drover-fault-test\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	ran := false
+	code, stderr := runDriverWithin(t, 2*time.Minute, k8sArgs(env, ns, "spark.executor.instances=2",
+		"spark.kubernetes.executor.podTemplateFile="+tmpl, "drover.kubernetes.executor.startTimeout=10s"),
+		func(*Context) error { ran = true; return nil })
+	if code == 0 || ran {
+		t.Fatalf("exit code %d, job ran %v: want a failed application; stderr:\n%s", code, ran, stderr)
+	}
+	msg := driverError(t, stderr)
+	for _, want := range []string{"could not start", "/nonexistent/drover-fault-test"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not say %q: %s", want, msg)
+		}
+	}
+	if !execPodName.MatchString(msg) {
+		t.Errorf("the error names no executor pod: %s", msg)
+	}
+	// The pods fail at once and are replaced until
+	// spark.executor.maxNumFailures (4 with two executors) or the start
+	// timeout ends the application, whichever comes first.
+	cause := "exceeded spark.executor.maxNumFailures"
+	if strings.Contains(msg, "no executor could start") {
+		cause = "no executor could start"
+	}
+	failedOnce(t, stderr, cause)
+	waitNoExecutorPods(t, env, ns)
+}
+
+func TestKubernetesResourceQuota(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.NewNamespace(t)
+	t.Setenv("KUBECONFIG", env.Kubeconfig)
+	ctx := t.Context()
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}},
+	}
+	if _, err := env.Client.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The quota controller fills in the status the admission checks.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		q, err := env.Client.CoreV1().ResourceQuotas(ns).Get(ctx, quota.Name, metav1.GetOptions{})
+		if err == nil && q.Status.Hard != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the quota controller did not process the quota within 30s (err %v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	inputs := make([]int, 16)
+	for i := range inputs {
+		inputs[i] = i + 1
+	}
+	var got []int
+	var during []corev1.Pod
+	code, stderr := runDriverWithin(t, 2*time.Minute, k8sArgs(env, ns, "spark.executor.instances=4",
+		"spark.scheduler.maxRegisteredResourcesWaitingTime=3s"),
+		func(c *Context) error {
+			var err error
+			// 16 tasks of 300 ms on 2 executors: several allocation
+			// rounds pass while the quota holds.
+			got, err = RunPartitions(c, slowSquare, inputs)
+			during, _ = appObjects(t, env, ns)
+			return err
+		})
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr)
+	}
+	if len(got) != len(inputs) {
+		t.Fatalf("results %v", got)
+	}
+	for i, v := range got {
+		if v != (i+1)*(i+1) {
+			t.Fatalf("results %v", got)
+		}
+	}
+	if len(during) != 2 {
+		t.Errorf("%d executor pods during the job, want the 2 the quota admits", len(during))
+	}
+	if n := strings.Count(stderr, "exceeded quota"); n != 1 {
+		t.Errorf("the quota error was reported %d times, want once; stderr:\n%s", n, stderr)
+	}
+	if !strings.Contains(stderr, "continuing with 2 of 4 executors") {
+		t.Errorf("the report does not say the application goes on with 2 of 4 executors; stderr:\n%s", stderr)
+	}
+	waitNoExecutorPods(t, env, ns)
+}
