@@ -2,9 +2,12 @@ package executor
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/rpc"
 )
 
@@ -24,6 +27,11 @@ const (
 	EnvPodIP      = "DROVER_EXECUTOR_POD_IP"
 	EnvPodName    = "DROVER_EXECUTOR_POD_NAME"
 	EnvAuthSecret = "DROVER_AUTH_SECRET"
+	// EnvConfVolume is where a process node (tests, drover dev-cluster)
+	// put the executor ConfigMap's volume, which it cannot mount at
+	// $DROVER_CONF_DIR: its DROVER_VOLUME_<NAME> for the volume
+	// podspec.ConfVolumeName.
+	EnvConfVolume = "DROVER_VOLUME_DROVER_CONF_VOLUME_EXEC"
 
 	RoleExecutor = "executor"
 )
@@ -72,8 +80,51 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 		return o, err
 	}
 	mem, err := envInt(getenv, EnvMemory, 0)
+	if err != nil {
+		return o, err
+	}
 	o.MemoryBytes = int64(mem)
-	return o, err
+	conf, err := confFromDir(getenv)
+	if err != nil || conf == nil {
+		return o, err
+	}
+	// What the executor needs before it registers; the driver sends its
+	// whole configuration with the registration.
+	o.NetworkTimeout = config.NetworkTimeout.Get(conf)
+	o.HeartbeatInterval = config.ExecutorHeartbeatInterval.Get(conf)
+	return o, nil
+}
+
+// confFromDir reads the configuration the driver wrote for its executors:
+// $DROVER_CONF_DIR/spark-defaults.conf, where a Kubernetes executor pod
+// mounts the executor ConfigMap (or the directory in EnvConfVolume on a
+// process node). It returns nil when there is no such file: no ConfigMap
+// (spark.kubernetes.executor.disableConfigMap), or not on Kubernetes.
+func confFromDir(getenv func(string) string) (*config.Conf, error) {
+	dir := getenv(config.EnvConfDir)
+	if dir == "" {
+		return nil, nil
+	}
+	file := filepath.Join(dir, config.DefaultsFile)
+	if !regularFile(file) {
+		vol := getenv(EnvConfVolume)
+		if vol == "" {
+			return nil, nil
+		}
+		if file = filepath.Join(vol, config.DefaultsFile); !regularFile(file) {
+			return nil, nil
+		}
+	}
+	conf, _, err := config.Load(config.Sources{PropertiesFile: file, Env: func(string) string { return "" }})
+	if err != nil {
+		return nil, fmt.Errorf("starting executor: reading the driver's configuration: %w", err)
+	}
+	return conf, nil
+}
+
+func regularFile(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 func envInt(getenv func(string) string, name string, def int) (int, error) {
