@@ -176,6 +176,43 @@ func TestLoopRounds(t *testing.T) {
 	})
 }
 
+// TestLoopMarkSeen: pods the informer reported (MarkSeen) meet their
+// creation's expectation even when no snapshot ever contains them, so a
+// spark round is not blocked on them until PodCreationTimeout.
+func TestLoopMarkSeen(t *testing.T) {
+	tests := map[string]struct {
+		mark []int64
+		want []int64
+	}{
+		"both marked: the next round runs":      {mark: ids(1, 2), want: ids(1, 4)},
+		"one marked: the round waits for 2":     {mark: ids(1, 1), want: ids(1, 2)},
+		"none marked: the round waits for both": {want: ids(1, 2)},
+		"unknown ids are harmless":              {mark: []int64{1, 2, 99}, want: ids(1, 4)},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				l := startLoop(t, sparkOptions(2), &fakePods{})
+				l.a.SetTarget(4)
+				l.snap()
+				if diff := cmp.Diff(ids(1, 2), l.created()); diff != "" {
+					t.Fatalf("first round (-want +got):\n%s", diff)
+				}
+				// The pods appear and vanish between two snapshots.
+				l.a.MarkSeen(tc.mark...)
+				l.snap()
+				l.step(time.Second)
+				if diff := cmp.Diff(tc.want, l.created()); diff != "" {
+					t.Errorf("created after the second round (-want +got):\n%s", diff)
+				}
+				if err := l.stop(); err != nil {
+					t.Error(err)
+				}
+			})
+		})
+	}
+}
+
 func TestLoopCreateConcurrency(t *testing.T) {
 	tests := map[string]struct {
 		o    Options
