@@ -10,11 +10,10 @@ K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 build:
 	$(GO) build -o bin/drover ./cmd/drover
 
-## demo: Monte Carlo Pi on executors that are separate processes (local-cluster mode)
+## demo: examples/wordcount in cluster mode on the dev cluster (a real control plane on loopback; builds the
+## Kubernetes binaries the first time, several minutes), with its progress and result; cleans up after itself
 demo:
-	@echo "drover: building examples/pi"
-	@$(GO) build -o bin/pi ./examples/pi
-	./bin/pi --master 'local-cluster[2,1,512]' 100
+	@./hack/demo.sh
 
 ## testbin: etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl and kwok from Go modules
 testbin:
