@@ -4,7 +4,7 @@ GO ?= go
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 
-.PHONY: demo test unit integration testbin lint proto docs bench bench-compare build clean
+.PHONY: demo test unit integration testbin lint proto docs bench bench-compare bench-k8s build clean
 
 ## build: the drover CLI into bin/
 build:
@@ -45,6 +45,11 @@ docs:
 ## bench: the benchmark suite against the limit and peers (Dask), writing docs/benchmarks.{json,md} (≈ 20 min)
 bench:
 	$(GO) run ./hack/bench
+
+## bench-k8s: executor allocation on a real control plane with kwok nodes: the adaptive and spark policies and the
+## raw parallel-create baseline, DROVER_SCALE_N executors (default 1000; ≈ 5 min with two 35 s idle checks)
+bench-k8s: testbin
+	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" $(GO) test -count=1 -run '^$$' -bench '^BenchmarkAllocation' -benchtime 1x -timeout 25m -v ./internal/k8s/
 
 ## bench-compare: run the suite again and print each figure against the committed one
 bench-compare:

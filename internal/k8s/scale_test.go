@@ -42,7 +42,9 @@ import (
 // DROVER_SCALE_HOLD is how long the application stays up after all
 // executors registered (default 35s, more than Spark's 30 s
 // apiPollingInterval) to check that no LIST runs while the watch is
-// healthy. Without the Kubernetes test binaries they skip, unless CI=true.
+// healthy. DROVER_SCALE_CONF adds driver configuration for experiments
+// ("key=value,key=value"); DROVER_SCALE_LOG=1 with -v prints the driver's
+// debug log. Without the Kubernetes test binaries they skip, unless CI=true.
 var scaleEnv = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true, KwokNodes: 6}}
 
 func TestMain(m *testing.M) {
@@ -340,6 +342,11 @@ func allocationRun(b *testing.B, env *testenv.Env, policy string, n int, hold ti
 		Set("spark.scheduler.minRegisteredResourcesRatio", "1").
 		Set("spark.scheduler.maxRegisteredResourcesWaitingTime", "15m").
 		Set("drover.kubernetes.allocation.policy", policy)
+	for _, kv := range strings.Split(os.Getenv("DROVER_SCALE_CONF"), ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			conf.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+	}
 	log := slog.New(slog.DiscardHandler)
 	if testing.Verbose() && os.Getenv("DROVER_SCALE_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
