@@ -142,7 +142,11 @@ func expandPath(path string) ([]string, error) {
 		var files []string
 		for _, e := range entries {
 			if !e.IsDir() && !strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(e.Name(), "_") {
-				files = append(files, filepath.Join(path, e.Name()))
+				abs, err := filepath.Abs(filepath.Join(path, e.Name()))
+				if err != nil {
+					return nil, err
+				}
+				files = append(files, abs)
 			}
 		}
 		if len(files) == 0 {
@@ -298,7 +302,7 @@ func GroupByKey[K comparable, V any](d *Dataset[KV[K, V]], numPartitions int) *D
 	n := d.c.shufflePartitions(numPartitions, d.parts)
 	sid := d.c.graph.AddShuffle(dataflow.Shuffle{Parent: d.id, NumPartitions: n, Partitioner: dataflow.HashPartitioner})
 	return newDataset[KV[K, []V]](d.c, dataflow.Node{Kind: dataflow.Shuffled, Shuffles: []int{sid}, Reduce: dataflow.Group,
-		NumPartitions: n}, nil)
+		ByteValues: reflect.TypeFor[V]().Kind() == reflect.Uint8, NumPartitions: n}, nil)
 }
 
 // Join pairs the values of each key present on both sides.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"sync"
 	"unsafe"
 )
@@ -70,7 +71,11 @@ func EncoderFor[T any]() Encoder[T] {
 		return any(Encoder[bool](appendBool)).(Encoder[T])
 	}
 	if pc, ok := any(*new(T)).(pairCoder); ok {
-		return pc.encoder().(Encoder[T])
+		// A struct embedding a Pair has its methods too: only a Pair
+		// itself takes this path.
+		if enc, ok := pc.encoder().(Encoder[T]); ok {
+			return enc
+		}
 	}
 	c := mustCoder(reflect.TypeFor[T]())
 	tmp := new(T)
@@ -108,7 +113,9 @@ func DecoderFor[T any]() Decoder[T] {
 		})).(Decoder[T])
 	}
 	if pc, ok := any(*new(T)).(pairCoder); ok {
-		return pc.decoder().(Decoder[T])
+		if dec, ok := pc.decoder().(Decoder[T]); ok {
+			return dec
+		}
 	}
 	c := mustCoder(reflect.TypeFor[T]())
 	tmp := new(T)
@@ -261,7 +268,6 @@ func coderFor(t reflect.Type) (*coder, error) {
 var (
 	binaryMarshaler   = reflect.TypeFor[encoding.BinaryMarshaler]()
 	binaryUnmarshaler = reflect.TypeFor[encoding.BinaryUnmarshaler]()
-	pairCoderType     = reflect.TypeFor[pairCoder]()
 )
 
 // compile builds the coder of t. inProgress breaks cycles of recursive
@@ -413,6 +419,14 @@ func compile(t reflect.Type, inProgress map[reflect.Type]*coder) (*coder, error)
 	}
 	return c, nil
 }
+
+// isPair reports whether t is a Pair instantiation itself, not a struct
+// that embeds one (and so has its methods).
+func isPair(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && t.PkgPath() == pairPkg && strings.HasPrefix(t.Name(), "Pair[")
+}
+
+var pairPkg = reflect.TypeFor[Pair[int, int]]().PkgPath()
 
 func fixed(n int, set func(b []byte, p unsafe.Pointer)) func([]byte, unsafe.Pointer) ([]byte, error) {
 	return func(b []byte, p unsafe.Pointer) ([]byte, error) {
@@ -574,7 +588,7 @@ func compileStruct(c *coder, t reflect.Type, inProgress map[reflect.Type]*coder)
 		}
 		fields = append(fields, field{f.Offset, fc})
 	}
-	pair := t.Implements(pairCoderType) && len(fields) == 2
+	pair := isPair(t)
 	c.enc = func(b []byte, p unsafe.Pointer) []byte {
 		if pair {
 			return appendPair(b, func(b []byte) []byte { return fields[0].c.enc(b, unsafe.Add(p, fields[0].off)) },

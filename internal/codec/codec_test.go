@@ -203,3 +203,26 @@ func TestSchemaFormatMatchesFmt(t *testing.T) {
 		t.Error("SchemaOf(recursive type) succeeded")
 	}
 }
+
+type embedsPair struct {
+	Pair[string, int]
+	Extra bool
+}
+
+// A struct embedding a Pair has its methods, but is encoded as a struct.
+func TestStructEmbeddingPair(t *testing.T) {
+	roundTrip(t, embedsPair{Pair[string, int]{"a", 1}, true})
+	s, err := SchemaOf(reflect.TypeFor[embedsPair]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := embedsPair{Pair[string, int]{"a", 1}, true}
+	b, _ := Encode(v)
+	got, _, err := s.Format(nil, b)
+	if err != nil || string(got) != fmt.Sprint(v) {
+		t.Errorf("Format = %q, %v; want %q", got, err, fmt.Sprint(v))
+	}
+	if _, ok := PairAdder[embedsPair](nil); ok {
+		t.Error("PairAdder accepted a struct embedding a Pair")
+	}
+}

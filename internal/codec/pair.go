@@ -125,5 +125,6 @@ func PairAdder[U any](sink any) (func(U) error, bool) {
 	if !ok {
 		return nil, false
 	}
-	return f.(func(U) error), true
+	add, ok := f.(func(U) error) // false for a struct that embeds a Pair
+	return add, ok
 }

@@ -51,7 +51,7 @@ func schemaOf(t reflect.Type, seen map[reflect.Type]bool) (*Schema, error) {
 			s.Elem, err = schemaOf(t.Elem(), seen)
 		}
 	case reflect.Struct:
-		s.Pair = t.Implements(pairCoderType)
+		s.Pair = isPair(t)
 		for i := range t.NumField() {
 			if t.Field(i).Name == "_" {
 				continue

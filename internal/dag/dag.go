@@ -37,7 +37,10 @@ type Graph struct {
 	shuffles  map[int]*shuffleState
 	nextID    int
 	nextStage int
-	nextJob   int64
+	// lost are the executors reported lost: their map outputs are gone,
+	// also those whose tasks report success afterwards.
+	lost    map[string]bool
+	nextJob int64
 }
 
 // shuffleState is a shuffle and the map outputs that exist.
@@ -59,7 +62,7 @@ func New(sched *scheduler.Scheduler, opts Options) *Graph {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Graph{sched: sched, opts: opts, log: opts.Logger, nodes: map[int]*dataflow.Node{},
-		data: map[int][][]byte{}, shuffles: map[int]*shuffleState{}}
+		data: map[int][][]byte{}, shuffles: map[int]*shuffleState{}, lost: map[string]bool{}}
 }
 
 // AddNode adds a dataset and returns its id; data holds a Parallelize
@@ -98,6 +101,7 @@ func (g *Graph) Node(id int) *dataflow.Node {
 func (g *Graph) ExecutorLost(id string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.lost[id] = true
 	lost := 0
 	for _, s := range g.shuffles {
 		for i, o := range s.outputs {
@@ -125,7 +129,7 @@ func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partiti
 	g.use(st, 1)
 	defer g.use(st, -1)
 	pending := slices.Clone(partitions)
-	for attempt := 0; ; attempt++ {
+	for attempt, lostInputs := 0, 0; ; attempt++ {
 		st.Attempt = attempt
 		if err := g.computeParents(ctx, st); err != nil {
 			return err
@@ -139,6 +143,16 @@ func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partiti
 			g.mu.Unlock()
 		}
 		done, err := g.runTasks(ctx, st, pending)
+		if errors.Is(err, errInputsLost) {
+			// Outputs computed by computeParents were lost before the tasks
+			// were built: compute them again, as Spark does on a missing
+			// map output, without counting a failed attempt.
+			if lostInputs++; lostInputs > 10*g.opts.MaxStageAttempts {
+				return fmt.Errorf("stage %d: %w %d times in a row", st.ID, err, lostInputs)
+			}
+			attempt--
+			continue
+		}
 		for _, r := range done {
 			if herr := onResult(r.partition, r.result); herr != nil {
 				return herr
@@ -204,7 +218,7 @@ func (g *Graph) lostOutput(ff *scheduler.FetchFailedError) {
 	// The executor that could not serve one block is likely gone: forget
 	// everything it wrote for this shuffle, as Spark does.
 	for i, o := range s.outputs {
-		if o != nil && (i == ff.MapID || o.ExecutorID == ff.ExecutorID) {
+		if o != nil && o.ExecutorID == ff.ExecutorID {
 			s.outputs[i] = nil
 		}
 	}
@@ -272,20 +286,29 @@ func (g *Graph) computeShuffle(ctx context.Context, sid int) error {
 		if attempt >= g.opts.MaxStageAttempts {
 			return fmt.Errorf("shuffle %d: map outputs keep getting lost (%d attempts)", sid, attempt)
 		}
+		// Map outputs are recorded as their tasks succeed (recordMapOutput).
 		err := g.Run(ctx, s.dep.Parent, dataflow.Output{Kind: dataflow.WriteShuffle, Shuffle: sid}, missing,
-			func(p int, b []byte) error {
-				ms, err := dataflow.DecodeMapStatus(b)
-				if err != nil {
-					return err
-				}
-				g.mu.Lock()
-				s.outputs[p] = &ms
-				g.mu.Unlock()
-				return nil
-			})
+			func(int, []byte) error { return nil })
 		if err != nil {
 			return err
 		}
+	}
+}
+
+// recordMapOutput keeps a map task's status, unless its executor was lost
+// meanwhile (then the output stays missing and is computed again). It runs
+// under the task scheduler's lock; g.mu is never held while calling the
+// scheduler, so the order is safe.
+func (g *Graph) recordMapOutput(sid, p int, b []byte) {
+	ms, err := dataflow.DecodeMapStatus(b)
+	if err != nil {
+		g.log.Error("map task returned an unreadable status; its output will be computed again", "shuffle", sid, "map", p, "err", err)
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.lost[ms.ExecutorID] {
+		g.shuffles[sid].outputs[p] = &ms
 	}
 }
 
@@ -301,6 +324,10 @@ func (g *Graph) missing(s *shuffleState) []int {
 	return out
 }
 
+// errInputsLost means a shuffle the stage reads lost map outputs after they
+// were computed and before the stage's tasks were built.
+var errInputsLost = errors.New("map outputs lost before the stage started")
+
 type result struct {
 	partition int
 	result    []byte
@@ -315,6 +342,17 @@ func (g *Graph) runTasks(ctx context.Context, st *dataflow.Stage, partitions []i
 	}
 	tasks := make([]scheduler.TaskSpec, len(partitions))
 	g.mu.Lock()
+	for _, n := range st.Nodes {
+		if n.Kind != dataflow.Shuffled {
+			continue
+		}
+		for _, sid := range n.Shuffles {
+			if slices.Contains(g.shuffles[sid].outputs, nil) {
+				g.mu.Unlock()
+				return nil, errInputsLost
+			}
+		}
+	}
 	for i, p := range partitions {
 		t := &dataflow.Task{Stage: stageBytes, Partition: p, MemoryBytes: g.opts.MemoryBytes, MaxInFlight: g.opts.MaxInFlight}
 		g.inputsLocked(st, st.Final, p, t)
@@ -334,6 +372,12 @@ func (g *Graph) runTasks(ctx context.Context, st *dataflow.Stage, partitions []i
 	err = g.sched.Run(ctx, scheduler.TaskSetSpec{
 		JobID: job, StageID: st.ID, StageAttempt: st.Attempt, Func: dataflow.TaskFunc, Tasks: tasks,
 		OnSuccess: func(p int, r []byte) {
+			if st.Output.Kind == dataflow.WriteShuffle {
+				// Recorded at once, not when the stage ends: dynamic
+				// allocation must see the executor holds shuffle data, and
+				// a loss of the executor before then must clear it.
+				g.recordMapOutput(st.Output.Shuffle, p, r)
+			}
 			mu.Lock()
 			done = append(done, result{p, r})
 			mu.Unlock()

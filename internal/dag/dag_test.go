@@ -19,12 +19,23 @@ type fakeBackend struct {
 
 	mu       sync.Mutex
 	launched map[dataflow.OutputKind]int
+	executor string // "e1" when empty
+}
+
+func (f *fakeBackend) executorID() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.executor == "" {
+		return "e1"
+	}
+	return f.executor
 }
 
 func (f *fakeBackend) ReviveOffers() {
 	go func() {
 		for {
-			tasks := f.sched.ResourceOffers([]scheduler.Offer{{ExecutorID: "e1", Cores: 4}})
+			id := f.executorID()
+			tasks := f.sched.ResourceOffers([]scheduler.Offer{{ExecutorID: id, Cores: 4}})
 			if len(tasks) == 0 {
 				return
 			}
@@ -38,7 +49,10 @@ func (f *fakeBackend) ReviveOffers() {
 				f.launched[st.Output.Kind]++
 				f.mu.Unlock()
 				s := f.respond(t, st)
-				s.TaskID, s.ExecutorID = td.TaskID, "e1"
+				if s.State == scheduler.Finished && st.Output.Kind == dataflow.WriteShuffle {
+					s.Result = mapStatus(t, id).Result
+				}
+				s.TaskID, s.ExecutorID = td.TaskID, id
 				statuses = append(statuses, s)
 			}
 			f.sched.StatusUpdates(statuses)
@@ -63,8 +77,8 @@ func newGraph(t *testing.T, maps int, respond func(*dataflow.Task, *dataflow.Sta
 	return g, f, final
 }
 
-func mapStatus(t *dataflow.Task) scheduler.Status {
-	b, err := dataflow.EncodeMapStatus(shuffle.MapStatus{MapID: t.Partition, ExecutorID: "e1", Address: "127.0.0.1:1", Sizes: []int64{10, 10}})
+func mapStatus(t *dataflow.Task, executor string) scheduler.Status {
+	b, err := dataflow.EncodeMapStatus(shuffle.MapStatus{MapID: t.Partition, ExecutorID: executor, Address: "127.0.0.1:1", Sizes: []int64{10, 10}})
 	if err != nil {
 		panic(err)
 	}
@@ -81,7 +95,7 @@ func TestFetchFailureRecomputesLostOutputsAndRetries(t *testing.T) {
 	failures := 0
 	g, f, final := newGraph(t, 3, func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
 		if st.Output.Kind == dataflow.WriteShuffle {
-			return mapStatus(task)
+			return mapStatus(task, "")
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -117,7 +131,7 @@ func TestFetchFailureRecomputesLostOutputsAndRetries(t *testing.T) {
 func TestStageFailsAfterMaxConsecutiveAttempts(t *testing.T) {
 	g, f, final := newGraph(t, 2, func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
 		if st.Output.Kind == dataflow.WriteShuffle {
-			return mapStatus(task)
+			return mapStatus(task, "")
 		}
 		for sid := range task.Blocks {
 			return fetchFailed(sid)
@@ -139,9 +153,9 @@ func TestStageFailsAfterMaxConsecutiveAttempts(t *testing.T) {
 }
 
 func TestExecutorLostForgetsItsOutputs(t *testing.T) {
-	g, _, final := newGraph(t, 2, func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
+	g, f, final := newGraph(t, 2, func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
 		if st.Output.Kind == dataflow.WriteShuffle {
-			return mapStatus(task)
+			return mapStatus(task, "")
 		}
 		return scheduler.Status{State: scheduler.Finished, Result: []byte{1}}
 	})
@@ -157,6 +171,9 @@ func TestExecutorLostForgetsItsOutputs(t *testing.T) {
 		t.Fatalf("missing outputs after the job: %v", missing)
 	}
 	g.ExecutorLost("e1")
+	f.mu.Lock()
+	f.executor = "e2" // executor ids are never reused
+	f.mu.Unlock()
 	if missing := g.missing(s); len(missing) != 2 {
 		t.Fatalf("missing outputs after losing their executor: %v, want both", missing)
 	}

@@ -94,6 +94,9 @@ type Node struct {
 	Sort             *SortOrder   // Shuffled with Sort
 	LeftOuter        bool         // Join: keep left records without a match
 	ZeroRight        []byte       // Join with LeftOuter: encoding of the right side's zero value
+	// ByteValues is set for Group when the values are bytes: a []byte list
+	// holds raw bytes, not each byte's own (uvarint) encoding.
+	ByteValues bool
 }
 
 // FileSplit is a byte range of a file; the lines starting in it belong to it.

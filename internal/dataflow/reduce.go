@@ -2,6 +2,7 @@ package dataflow
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -58,7 +59,15 @@ func (r *runner) shuffled(n *Node, p int) (Producer, error) {
 				list = list[:0]
 				count := 0
 				for v, ok := next(); ok; v, ok = next() {
-					list = append(list, v...)
+					if n.ByteValues {
+						b, k := binary.Uvarint(v)
+						if k <= 0 || b > 0xff {
+							return fmt.Errorf("malformed byte value in group")
+						}
+						list = append(list, byte(b))
+					} else {
+						list = append(list, v...)
+					}
 					count++
 				}
 				buf = binary.AppendUvarint(codec.AppendPairBytes(buf[:0], key, nil), uint64(count))
@@ -248,12 +257,5 @@ func Comparator(o *SortOrder) func(a, b []byte) int {
 	return cmp
 }
 
-func compare[T int64 | uint64 | float64 | float32](x, y T) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
-}
+// compare orders like cmp.Compare: NaN before every other float.
+func compare[T int64 | uint64 | float64 | float32](x, y T) int { return cmp.Compare(x, y) }

@@ -46,7 +46,10 @@ type Manager struct {
 
 	state     State
 	idleSince map[string]time.Time
-	removing  map[string]bool
+	// removing are the executors chosen for removal, until they leave the
+	// executor list; killed those already killed.
+	removing map[string]bool
+	killed   map[string]bool
 }
 
 // Metrics are the allocation's Prometheus metrics.
@@ -79,7 +82,7 @@ func (m *Manager) Run(ctx context.Context) {
 		m.Logger = slog.New(slog.DiscardHandler)
 	}
 	m.state = NewState(m.Config)
-	m.idleSince, m.removing = map[string]time.Time{}, map[string]bool{}
+	m.idleSince, m.removing, m.killed = map[string]time.Time{}, map[string]bool{}, map[string]bool{}
 	if m.Metrics != nil {
 		m.Metrics.Target.Set(float64(m.state.Target))
 	}
@@ -124,6 +127,7 @@ func (m *Manager) tick(now time.Time) {
 	for id := range m.removing {
 		if !registered[id] {
 			delete(m.removing, id)
+			delete(m.killed, id)
 		}
 	}
 
@@ -165,7 +169,7 @@ func (m *Manager) remove(chosen []string, running map[string]int) {
 	}
 	var kill []string
 	for id := range m.removing {
-		if !m.Decommission || running[id] == 0 {
+		if !m.killed[id] && (!m.Decommission || running[id] == 0) {
 			kill = append(kill, id)
 		}
 	}
@@ -176,9 +180,11 @@ func (m *Manager) remove(chosen []string, running map[string]int) {
 		m.Logger.Warn("removing executors failed", "executors", kill, "err", err)
 		return
 	}
+	// They stay pending removal until they leave the executor list, so
+	// that executors still going do not count as alive (a pod takes
+	// seconds to go).
 	for _, id := range kill {
-		delete(m.removing, id)
-		delete(m.idleSince, id)
+		m.killed[id] = true
 	}
 	// Killing may have lowered the cluster manager's own count; the target
 	// stands (SPARK-21834).

@@ -52,7 +52,7 @@ func newManager(decommission bool) (*Manager, *fakeTasks, *fakeClient, *clocktes
 		Executors: func() []string { return execs }, Metrics: NewMetrics(prometheus.NewRegistry()),
 		Logger: slog.New(slog.DiscardHandler)}
 	m.state = NewState(cfg)
-	m.idleSince, m.removing = map[string]time.Time{}, map[string]bool{}
+	m.idleSince, m.removing, m.killed = map[string]time.Time{}, map[string]bool{}, map[string]bool{}
 	return m, tasks, client, clk, &execs
 }
 

@@ -49,6 +49,12 @@ func FromConf(c *config.Conf, maxExecutors int) (Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	if !cfg.ShuffleTracking {
+		// There is no external shuffle service: removing an executor loses
+		// its map outputs, which running jobs would recompute in a loop.
+		return cfg, fmt.Errorf("%s=false needs an external shuffle service, which drover does not have; leave it true",
+			config.DynamicAllocationShuffleTrackingEnabled.Key())
+	}
 	if cfg.Min > cfg.Max {
 		return cfg, fmt.Errorf("%s (%d) is larger than %s (%d)", config.DynamicAllocationMinExecutors.Key(), cfg.Min,
 			config.DynamicAllocationMaxExecutors.Key(), cfg.Max)

@@ -239,6 +239,7 @@ func TestFromConf(t *testing.T) {
 		"initial is the largest":   {conf: conf("spark.dynamicAllocation.minExecutors", "2", "spark.dynamicAllocation.initialExecutors", "3", "spark.executor.instances", "1"), initial: 3, max: 1<<31 - 1},
 		"explicit instances count": {conf: conf("spark.executor.instances", "5"), initial: 5, max: 1<<31 - 1},
 		"capped by local-cluster":  {conf: conf("spark.dynamicAllocation.maxExecutors", "10"), cap: 4, initial: 0, max: 4},
+		"no shuffle tracking":      {conf: conf("spark.dynamicAllocation.shuffleTracking.enabled", "false"), wantErr: "needs an external shuffle service"},
 		"initial above max":        {conf: conf("spark.dynamicAllocation.maxExecutors", "2", "spark.executor.instances", "3"), wantErr: "initial number of executors (3"},
 	}
 	for name, tc := range tests {
