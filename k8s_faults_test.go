@@ -103,35 +103,55 @@ func waitNoExecutorPods(t *testing.T, env *testenv.Env, ns string) {
 // execPodName matches the executor pod names the errors must quote.
 var execPodName = regexp.MustCompile(`pod [a-z0-9-]+-exec-\d+`)
 
-func TestKubernetesImageCannotBePulled(t *testing.T) {
+// TestKubernetesExecutorPodsCannotStart: pods that wait forever (an image
+// that cannot be pulled, a Secret that does not exist) fail the application
+// after drover.kubernetes.executor.startTimeout with one error that names a
+// pod, the kubelet's reason and its message.
+func TestKubernetesExecutorPodsCannotStart(t *testing.T) {
 	env := cluster.Env(t)
-	ns := env.NewNamespace(t)
-	t.Setenv("KUBECONFIG", env.Kubeconfig)
-
-	const image = "registry.invalid/drover:missing"
-	ran := false
-	code, stderr := runDriverWithin(t, 2*time.Minute, k8sArgs(env, ns, "spark.executor.instances=2",
-		"spark.kubernetes.container.image="+image, "drover.kubernetes.executor.startTimeout=10s"),
-		func(*Context) error { ran = true; return nil })
-	if code == 0 || ran {
-		t.Fatalf("exit code %d, job ran %v: want a failed application; stderr:\n%s", code, ran, stderr)
+	tests := map[string]struct {
+		conf    []string
+		reason  string // regexp
+		message string
+	}{
+		"image cannot be pulled": {
+			conf:    []string{"spark.kubernetes.container.image=registry.invalid/drover:missing"},
+			reason:  `ErrImagePull|ImagePullBackOff`,
+			message: "registry.invalid/drover:missing",
+		},
+		"missing secret": {
+			conf:    []string{"spark.kubernetes.executor.secretKeyRef.TOKEN=no-such-secret:token"},
+			reason:  `CreateContainerConfigError`,
+			message: `secret "no-such-secret" not found`,
+		},
 	}
-	msg := driverError(t, stderr)
-	for _, want := range []string{"no executor could start", image} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("the error does not say %q: %s", want, msg)
-		}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ns := env.NewNamespace(t)
+			t.Setenv("KUBECONFIG", env.Kubeconfig)
+			ran := false
+			conf := append([]string{"spark.executor.instances=2", "drover.kubernetes.executor.startTimeout=10s"}, tc.conf...)
+			code, stderr := runDriverWithin(t, 2*time.Minute, k8sArgs(env, ns, conf...),
+				func(*Context) error { ran = true; return nil })
+			if code == 0 || ran {
+				t.Fatalf("exit code %d, job ran %v: want a failed application; stderr:\n%s", code, ran, stderr)
+			}
+			msg := driverError(t, stderr)
+			if !strings.Contains(msg, "no executor could start") || !strings.Contains(msg, tc.message) {
+				t.Errorf("the error does not say that no executor could start, and %q: %s", tc.message, msg)
+			}
+			if !execPodName.MatchString(msg) || !regexp.MustCompile(tc.reason).MatchString(msg) {
+				t.Errorf("the error names no executor pod or no %s: %s", tc.reason, msg)
+			}
+			failedOnce(t, stderr, "no executor could start")
+			// Each pod's problem is reported once (pods seen together
+			// share one warning), not at every check.
+			if n := strings.Count(stderr, "the pod will be deleted if this lasts"); n < 1 || n > 2 {
+				t.Errorf("%d warnings about the pods that cannot start, want one per pod at most; stderr:\n%s", n, stderr)
+			}
+			waitNoExecutorPods(t, env, ns)
+		})
 	}
-	if !execPodName.MatchString(msg) || !regexp.MustCompile(`ErrImagePull|ImagePullBackOff`).MatchString(msg) {
-		t.Errorf("the error names no executor pod or pull reason: %s", msg)
-	}
-	failedOnce(t, stderr, "no executor could start")
-	// Each pod's problem is reported once (pods seen together share one
-	// warning), not at every check.
-	if n := strings.Count(stderr, "the pod will be deleted if this lasts"); n < 1 || n > 2 {
-		t.Errorf("%d warnings about the pods that cannot pull, want one per pod at most; stderr:\n%s", n, stderr)
-	}
-	waitNoExecutorPods(t, env, ns)
 }
 
 func TestKubernetesCommandCannotStart(t *testing.T) {
