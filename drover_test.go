@@ -134,3 +134,20 @@ func TestFunctionsThatCannotBeUsed(t *testing.T) {
 		t.Fatalf("exit code %d: %s", code, stderr.String())
 	}
 }
+
+// A panic in the job ends the application through its error path, so the
+// cluster manager still stops its executors (deferred in drive).
+func TestPanickingDriverStillStopsItsExecutors(t *testing.T) {
+	var stderr bytes.Buffer
+	code := runDriver([]string{"--master", "local-cluster[1,1,256]", "--conf", "drover.log.level=info"}, &stderr,
+		func(*Context) error { panic("driver bug") })
+	if code != 1 {
+		t.Fatalf("exit code %d, want 1", code)
+	}
+	out := stderr.String()
+	for _, want := range []string{"drover: the application panicked: driver bug", "drover_test.go"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, out)
+		}
+	}
+}

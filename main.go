@@ -351,11 +351,25 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		go func() { reporter.Run(progressCtx); close(done) }()
 		defer func() { stopProgress(); <-done }()
 	}
-	err = run(c)
+	err = runApp(c, run)
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) && !strings.Contains(err.Error(), cause.Error()) {
 		err = fmt.Errorf("%w (%v)", err, cause)
 	}
 	return err
+}
+
+// runApp runs the application's function. A panic becomes its error, with
+// the stack, so the driver still stops its executors and deletes its pods.
+func runApp(c *Context, run func(*Context) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			// The stack goes to the log first, so the message stays the
+			// last line, where submit and kubectl show it.
+			c.log.Error("the application panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("the application panicked: %v", r)
+		}
+	}()
+	return run(c)
 }
 
 // startDynamicAllocation runs the allocation policy until the returned

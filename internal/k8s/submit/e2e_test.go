@@ -75,7 +75,8 @@ func binaries(t testing.TB) (drover, wordcount string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		out, err := exec.CommandContext(ctx, "go", "build", "-o", binDir+"/",
-			"github.com/drover-project/drover/cmd/drover", "github.com/drover-project/drover/examples/wordcount").CombinedOutput()
+			"github.com/drover-project/drover/cmd/drover", "github.com/drover-project/drover/examples/wordcount",
+			"github.com/drover-project/drover/internal/k8s/submit/testdata/panicapp").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -255,6 +256,20 @@ func TestClusterModeFailure(t *testing.T) {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("submit's output lacks %q", want)
 		}
+	}
+}
+
+func TestClusterModePanic(t *testing.T) {
+	env := cluster.Env(t)
+	binaries(t)
+	ns := restrictedNamespace(t, env)
+	r := drover(t, env.Kubeconfig, 3*time.Minute, clusterArgs(env, ns, "--num-executors", "1", "local://"+filepath.Join(binDir, "panicapp"))...)
+	t.Logf("drover submit:\n%s", r.stderr)
+	if r.code == 0 {
+		t.Fatal("exit code 0 for an application that panicked")
+	}
+	if !strings.Contains(r.stderr, "panicapp: the job cannot go on") {
+		t.Error("submit's output does not show the panic's message")
 	}
 }
 
