@@ -372,8 +372,18 @@ func (c *Cluster) markDirty() {
 	}
 }
 
+// adaptiveSnapshotDelay coalesces pod events for the adaptive allocator.
+const adaptiveSnapshotDelay = 100 * time.Millisecond
+
 func (c *Cluster) snapshotLoop(ctx context.Context) {
+	// Spark coalesces pod events per batch delay. The adaptive allocator
+	// starts its next round as soon as the cluster admitted the last one,
+	// so it hears of pods sooner (a snapshot costs a pass over the cached
+	// pods, no API request).
 	delay := config.KubernetesAllocationBatchDelay.Get(c.conf)
+	if allocator.Policy(config.KubernetesAllocationPolicy.Get(c.conf)) != allocator.PolicySpark {
+		delay = min(delay, adaptiveSnapshotDelay)
+	}
 	for {
 		select {
 		case <-ctx.Done():

@@ -128,6 +128,10 @@ func (a *Allocator) wake() {
 	}
 }
 
+// adaptiveGap is the least time between two adaptive rounds: wake-ups
+// closer together are coalesced.
+const adaptiveGap = 100 * time.Millisecond
+
 // Run allocates until ctx ends (it returns nil) or a create fails for good
 // (it returns the *FatalError). Rounds run on wake-ups from SetTarget and
 // OnSnapshot and at the latest when the previous plan asked, never less
@@ -135,6 +139,14 @@ func (a *Allocator) wake() {
 func (a *Allocator) Run(ctx context.Context) error {
 	if err := a.opts.Validate(); err != nil {
 		return err
+	}
+	// Spark's rounds are BatchDelay apart. Adaptive rounds follow the
+	// cluster instead: a wake-up (a snapshot in which the last round was
+	// admitted, a new target) may run one as soon as adaptiveGap after the
+	// last, and the round decides how many pods the cluster can take.
+	gap := a.opts.BatchDelay
+	if a.opts.Policy != PolicySpark {
+		gap = min(gap, adaptiveGap)
 	}
 	var last time.Time // end of the last round; zero before the first
 	next := a.clock.Now()
@@ -147,7 +159,7 @@ func (a *Allocator) Run(ctx context.Context) error {
 				return nil
 			case <-a.dirty:
 				t.Stop()
-				if earliest := last.Add(a.opts.BatchDelay); earliest.Before(next) {
+				if earliest := last.Add(gap); earliest.Before(next) {
 					next = earliest
 				}
 				continue
