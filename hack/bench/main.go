@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,10 +79,10 @@ func (r *Report) ratio(name, of, to, target string, met func(float64) bool) {
 var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)
 
 // goBench runs a go test benchmark command and records its metrics as
-// figures named "<benchmark> <unit>".
-func (r *Report) goBench(ctx context.Context, timeout time.Duration, env []string, args ...string) error {
+// figures named "<label><benchmark> <unit>".
+func (r *Report) goBench(ctx context.Context, timeout time.Duration, label string, env []string, args ...string) error {
 	out, err := run(ctx, timeout, env, "go", args...)
-	cmdline := "go " + strings.Join(args, " ")
+	cmdline := strings.Join(append(slices.Clone(env), "go", strings.Join(args, " ")), " ")
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	found := false
 	for sc.Scan() {
@@ -99,7 +100,7 @@ func (r *Report) goBench(ctx context.Context, timeout time.Duration, env []strin
 			if unit == "ns/op" {
 				v, unit = v/1e9, "s/op"
 			}
-			r.Figures = append(r.Figures, Figure{Name: m[1] + " " + unit, Value: v, Unit: unit, Command: cmdline})
+			r.Figures = append(r.Figures, Figure{Name: label + m[1] + " " + unit, Value: v, Unit: unit, Command: cmdline})
 			found = true
 		}
 	}
@@ -187,7 +188,7 @@ func machine() string {
 
 func main() {
 	compare := flag.Bool("compare", false, "run again and compare with the committed docs/benchmarks.json")
-	only := flag.String("only", "", "run only the steps whose name contains this")
+	only := flag.String("only", "", "run only the steps whose name contains this, and merge their figures into the committed results")
 	flag.Parse()
 	if err := mainErr(*compare, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -213,7 +214,7 @@ func mainErr(compare bool, only string) error {
 		run  func() error
 	}{
 		{"task throughput", func() error {
-			return r.goBench(ctx, 10*time.Minute, nil, "test", "-run", "^$", "-bench", "NoopTasksLocalCluster$", "-benchtime", "3x", "./internal/local/")
+			return r.goBench(ctx, 10*time.Minute, "", nil, "test", "-run", "^$", "-bench", "NoopTasksLocalCluster$", "-benchtime", "3x", "./internal/local/")
 		}},
 		{"task throughput dask", func() error {
 			if err := ensureDask(ctx); err != nil {
@@ -223,7 +224,7 @@ func mainErr(compare bool, only string) error {
 				map[string]string{"tasks_per_s": "Dask LocalCluster(4 processes × 1 thread) tasks/s"}, "tasks/s")
 		}},
 		{"word count", func() error {
-			return r.goBench(ctx, 20*time.Minute, nil, "test", "-run", "^$", "-bench", "WordCount", "-benchtime", "3x", "-timeout", "20m", "./examples/wordcount")
+			return r.goBench(ctx, 20*time.Minute, "", nil, "test", "-run", "^$", "-bench", "WordCount", "-benchtime", "3x", "-timeout", "20m", "./examples/wordcount")
 		}},
 		{"word count dask", func() error {
 			if err := ensureDask(ctx); err != nil {
@@ -236,13 +237,36 @@ func mainErr(compare bool, only string) error {
 				map[string]string{"seconds": "Dask bag word count, 2 processes × 1 thread s/op"}, "s/op")
 		}},
 		{"sort", func() error {
-			return r.goBench(ctx, 20*time.Minute, nil, "test", "-run", "^$", "-bench", "Sort", "-benchtime", "1x", "-timeout", "20m", "./examples/sort")
+			return r.goBench(ctx, 20*time.Minute, "", nil, "test", "-run", "^$", "-bench", "Sort", "-benchtime", "1x", "-timeout", "20m", "./examples/sort")
 		}},
 		{"kubernetes allocation", func() error {
 			if testbin == "" {
 				return errors.New("no Kubernetes test binaries (make testbin)")
 			}
-			return r.goBench(ctx, 25*time.Minute, []string{"DROVER_TESTBIN=" + testbin}, "test", "-run", "^$", "-bench", "Allocation", "-benchtime", "1x", "-timeout", "25m", "./internal/k8s/")
+			return r.goBench(ctx, 25*time.Minute, "", []string{"DROVER_TESTBIN=" + testbin}, "test", "-run", "^$", "-bench", "Allocation", "-benchtime", "1x", "-timeout", "25m", "./internal/k8s/")
+		}},
+		{"kubernetes allocation N=100", func() error {
+			if testbin == "" {
+				return errors.New("no Kubernetes test binaries (make testbin)")
+			}
+			return r.goBench(ctx, 10*time.Minute, "N=100 ", []string{"DROVER_TESTBIN=" + testbin, "DROVER_SCALE_N=100", "DROVER_SCALE_HOLD=0s"},
+				"test", "-run", "^$", "-bench", "^BenchmarkAllocation", "-benchtime", "1x", "-timeout", "10m", "./internal/k8s/")
+		}},
+		{"kubernetes allocation spark batch 5", func() error {
+			if testbin == "" {
+				return errors.New("no Kubernetes test binaries (make testbin)")
+			}
+			// Spark ≤ 3.5's default batch size.
+			return r.goBench(ctx, 15*time.Minute, "batch 5 ", []string{"DROVER_TESTBIN=" + testbin, "DROVER_SCALE_HOLD=0s",
+				"DROVER_SCALE_CONF=spark.kubernetes.allocation.batch.size=5"},
+				"test", "-run", "^$", "-bench", "^BenchmarkAllocationSpark$", "-benchtime", "1x", "-timeout", "15m", "./internal/k8s/")
+		}},
+		{"submission", func() error {
+			if testbin == "" {
+				return errors.New("no Kubernetes test binaries (make testbin)")
+			}
+			return r.goBench(ctx, 10*time.Minute, "", []string{"DROVER_TESTBIN=" + testbin},
+				"test", "-run", "^$", "-bench", ".", "-benchtime", "20x", "./internal/k8s/submit/")
 		}},
 	}
 	for _, s := range steps {
@@ -258,6 +282,19 @@ func mainErr(compare bool, only string) error {
 		}
 		fmt.Fprintf(os.Stderr, "bench: %s done in %s\n", s.name, time.Since(start).Round(time.Second))
 	}
+	if only != "" && !compare {
+		// A partial run updates the committed results instead of replacing them.
+		if b, err := os.ReadFile("docs/benchmarks.json"); err == nil {
+			var old Report
+			if err := json.Unmarshal(b, &old); err == nil {
+				for _, f := range old.Figures {
+					if _, ok := r.figure(f.Name); !ok {
+						r.Figures = append(r.Figures, f)
+					}
+				}
+			}
+		}
+	}
 	r.ratio("no-op task throughput, drover / Dask", "BenchmarkNoopTasksLocalCluster tasks/s",
 		"Dask LocalCluster(4 processes × 1 thread) tasks/s", "≥ 10", func(v float64) bool { return v >= 10 })
 	r.ratio("word count 1 GiB, drover / hand-written Go", "BenchmarkWordCount/drover-local-cluster[2,1,2048] s/op",
@@ -268,6 +305,10 @@ func mainErr(compare bool, only string) error {
 		"BenchmarkAllocationRawBaseline s/op", "≤ 1.25", func(v float64) bool { return v <= 1.25 })
 	r.ratio("allocation of 1,000 executors, adaptive / spark (batch 20)", "BenchmarkAllocationAdaptive s/op",
 		"BenchmarkAllocationSpark s/op", "≤ 1/3", func(v float64) bool { return v <= 1.0/3 })
+	r.ratio("allocation of 1,000 executors, adaptive / spark (batch 5, Spark ≤ 3.5)", "BenchmarkAllocationAdaptive s/op",
+		"batch 5 BenchmarkAllocationSpark s/op", "≤ 1/3", func(v float64) bool { return v <= 1.0/3 })
+	r.ratio("allocation of 100 executors, adaptive / raw parallel creates", "N=100 BenchmarkAllocationAdaptive s/op",
+		"N=100 BenchmarkAllocationRawBaseline s/op", "≤ 1.25", func(v float64) bool { return v <= 1.25 })
 	if compare {
 		return compareWith(r, "docs/benchmarks.json")
 	}
