@@ -252,6 +252,15 @@ func mainErr(compare bool, only string) error {
 			return r.goBench(ctx, 10*time.Minute, "N=100 ", []string{"DROVER_TESTBIN=" + testbin, "DROVER_SCALE_N=100", "DROVER_SCALE_HOLD=0s"},
 				"test", "-run", "^$", "-bench", "^BenchmarkAllocation", "-benchtime", "1x", "-timeout", "10m", "./internal/k8s/")
 		}},
+		{"kubernetes allocation general", func() error {
+			if testbin == "" {
+				return errors.New("no Kubernetes test binaries (make testbin)")
+			}
+			// kwok's realistic pod start-up: 1 s + up to 5 s of jitter.
+			return r.goBench(ctx, 15*time.Minute, "general N=300 ", []string{"DROVER_TESTBIN=" + testbin, "DROVER_SCALE_N=300",
+				"DROVER_SCALE_HOLD=0s", "DROVER_SCALE_STAGES=general"},
+				"test", "-run", "^$", "-bench", "^BenchmarkAllocation", "-benchtime", "1x", "-timeout", "15m", "./internal/k8s/")
+		}},
 		{"kubernetes allocation spark batch 5", func() error {
 			if testbin == "" {
 				return errors.New("no Kubernetes test binaries (make testbin)")
@@ -307,6 +316,12 @@ func mainErr(compare bool, only string) error {
 		"BenchmarkAllocationSpark s/op", "≤ 1/3", func(v float64) bool { return v <= 1.0/3 })
 	r.ratio("allocation of 1,000 executors, adaptive / spark (batch 5, Spark ≤ 3.5)", "BenchmarkAllocationAdaptive s/op",
 		"batch 5 BenchmarkAllocationSpark s/op", "≤ 1/3", func(v float64) bool { return v <= 1.0/3 })
+	r.ratio("allocation of 300 executors with realistic start latency, adaptive / raw parallel creates",
+		"general N=300 BenchmarkAllocationAdaptive s/op", "general N=300 BenchmarkAllocationRawBaseline s/op", "≤ 1.25",
+		func(v float64) bool { return v <= 1.25 })
+	r.ratio("allocation of 300 executors with realistic start latency, adaptive / spark (batch 20)",
+		"general N=300 BenchmarkAllocationAdaptive s/op", "general N=300 BenchmarkAllocationSpark s/op", "≤ 1/3",
+		func(v float64) bool { return v <= 1.0/3 })
 	r.ratio("allocation of 100 executors, adaptive / raw parallel creates", "N=100 BenchmarkAllocationAdaptive s/op",
 		"N=100 BenchmarkAllocationRawBaseline s/op", "≤ 1.25", func(v float64) bool { return v <= 1.25 })
 	if compare {

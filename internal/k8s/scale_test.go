@@ -44,8 +44,10 @@ import (
 // apiPollingInterval) to check that no LIST runs while the watch is
 // healthy. DROVER_SCALE_CONF adds driver configuration for experiments
 // ("key=value,key=value"); DROVER_SCALE_LOG=1 with -v prints the driver's
-// debug log. Without the Kubernetes test binaries they skip, unless CI=true.
-var scaleEnv = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true, KwokNodes: 6}}
+// debug log. DROVER_SCALE_STAGES=general gives pods kwok's realistic start
+// latency (1 s + up to 5 s) instead of "fast". Without the Kubernetes test binaries they skip, unless CI=true.
+var scaleEnv = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true, KwokNodes: 6,
+	KwokStages: os.Getenv("DROVER_SCALE_STAGES")}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()

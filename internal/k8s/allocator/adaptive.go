@@ -54,12 +54,27 @@ func (s *State) adaptiveRound(in Input, c Counts, r roundResult, o Options, p *P
 	}
 	// Executors the scheduler backend knows run, whatever the cache says.
 	running := c.Running + c.PendingKnown + c.UnseenKnown
-	pending := c.Pending + c.Unseen
+	// The cap counts the pods the cluster has not admitted yet: unseen, or
+	// pending without a node. A bound pod that is still starting (pulling
+	// its image, a slow node) is the kubelet's; the lifecycle manager
+	// catches those that never start (drover.kubernetes.executor.startTimeout).
+	pending := c.Unseen + s.unbound(in)
 	limit := o.MaxPendingPods
 	if limit == 0 {
 		limit = max(o.BatchSize, running)
 	}
 	return max(0, min(s.round, need, limit-pending))
+}
+
+// unbound counts the live pods pending without a node.
+func (s *State) unbound(in Input) int {
+	n := 0
+	for id, ep := range in.Snapshot.Pods {
+		if ep.State == snapshot.Pending && s.deleted[id] == nil && !in.Registered[id] && (ep.Pod == nil || ep.Pod.Spec.NodeName == "") {
+			n++
+		}
+	}
+	return n
 }
 
 // admitted reports whether every pod of the last round is observed and
