@@ -354,33 +354,13 @@ func (p *parser) pull(tc *corev1.Container) (policy string, secrets []string) {
 // spark.executor.memoryOverhead, else max(factor × memory in whole MiB,
 // minMemoryOverhead).
 func (p *parser) resources(ec *ExecutorConf) {
-	ec.MemoryBytes = get(p, config.ExecutorMemory)
-	if ec.MemoryBytes <= 0 {
-		p.fail("%s=%s: expected a size > 0", config.ExecutorMemory.Key(), p.c.Get(config.ExecutorMemory.Key()))
-	}
-	ec.OverheadBytes = Overhead(ec.MemoryBytes,
-		get(p, config.ExecutorMemoryOverhead), config.ExecutorMemoryOverhead.IsSet(p.c),
-		get(p, config.ExecutorMemoryOverheadFactor), get(p, config.ExecutorMinMemoryOverhead))
-
-	cpu := func(e *config.Entry[string]) *resource.Quantity {
-		s := get(p, e)
-		if s == "" {
-			return nil
-		}
-		q, err := resource.ParseQuantity(strings.TrimSpace(s))
-		if err != nil || q.Sign() <= 0 {
-			p.fail("%s=%s: expected a CPU quantity > 0 such as 0.5, 500m or 2", e.Key(), s)
-			return nil
-		}
-		return &q
-	}
-	if q := cpu(config.KubernetesExecutorRequestCores); q != nil {
-		ec.RequestCores = *q
-	} else {
-		ec.RequestCores = *resource.NewQuantity(int64(ec.Cores), resource.DecimalSI)
-	}
-	ec.LimitCores = cpu(config.KubernetesExecutorLimitCores)
-	if ec.LimitCores != nil && ec.RequestCores.Cmp(*ec.LimitCores) > 0 {
+	var limitOK bool
+	ec.MemoryBytes, ec.OverheadBytes, ec.RequestCores, ec.LimitCores, limitOK = p.podResources(roleKeys{
+		memory: config.ExecutorMemory, overhead: config.ExecutorMemoryOverhead,
+		factor: config.ExecutorMemoryOverheadFactor, minOverhead: config.ExecutorMinMemoryOverhead,
+		requestCores: config.KubernetesExecutorRequestCores, limitCores: config.KubernetesExecutorLimitCores,
+	}, ec.Cores)
+	if !limitOK {
 		req := config.KubernetesExecutorRequestCores.Key()
 		if !config.KubernetesExecutorRequestCores.IsSet(p.c) {
 			req = config.ExecutorCores.Key()
@@ -394,6 +374,43 @@ func (p *parser) resources(ec *ExecutorConf) {
 		ec.Template.Spec.TerminationGracePeriodSeconds != nil {
 		ec.TerminationGracePeriod = *ec.Template.Spec.TerminationGracePeriodSeconds
 	}
+}
+
+// roleKeys are the configuration keys of a pod role's memory and CPU.
+type roleKeys struct {
+	memory, overhead, minOverhead *config.Entry[int64]
+	factor                        *config.Entry[float64]
+	requestCores, limitCores      *config.Entry[string]
+}
+
+// podResources resolves a role's memory (with Spark's overhead) and CPU
+// request (requestCores, else cores) and limit; limitOK is false when the
+// request is above the limit.
+func (p *parser) podResources(k roleKeys, cores int) (memory, overhead int64, request resource.Quantity, limit *resource.Quantity, limitOK bool) {
+	memory = get(p, k.memory)
+	if memory <= 0 {
+		p.fail("%s=%s: expected a size > 0", k.memory.Key(), p.c.Get(k.memory.Key()))
+	}
+	overhead = Overhead(memory, get(p, k.overhead), k.overhead.IsSet(p.c), get(p, k.factor), get(p, k.minOverhead))
+	cpu := func(e *config.Entry[string]) *resource.Quantity {
+		s := get(p, e)
+		if s == "" {
+			return nil
+		}
+		q, err := resource.ParseQuantity(strings.TrimSpace(s))
+		if err != nil || q.Sign() <= 0 {
+			p.fail("%s=%s: expected a CPU quantity > 0 such as 0.5, 500m or 2", e.Key(), s)
+			return nil
+		}
+		return &q
+	}
+	if q := cpu(k.requestCores); q != nil {
+		request = *q
+	} else {
+		request = *resource.NewQuantity(int64(cores), resource.DecimalSI)
+	}
+	limit = cpu(k.limitCores)
+	return memory, overhead, request, limit, limit == nil || request.Cmp(*limit) <= 0
 }
 
 // Overhead is the executor pod's memory beyond spark.executor.memory:

@@ -214,32 +214,13 @@ func (p *parser) driverImage(dc *DriverConf) {
 // BasicDriverFeatureStep): request = spark.kubernetes.driver.request.cores
 // or spark.driver.cores, memory = spark.driver.memory + overhead.
 func (p *parser) driverResources(dc *DriverConf) {
-	dc.MemoryBytes = get(p, config.DriverMemory)
-	if dc.MemoryBytes <= 0 {
-		p.fail("%s=%s: expected a size > 0", config.DriverMemory.Key(), p.c.Get(config.DriverMemory.Key()))
-	}
-	dc.OverheadBytes = Overhead(dc.MemoryBytes,
-		get(p, config.DriverMemoryOverhead), config.DriverMemoryOverhead.IsSet(p.c),
-		get(p, config.DriverMemoryOverheadFactor), get(p, config.DriverMinMemoryOverhead))
-	cpu := func(e *config.Entry[string]) *resource.Quantity {
-		s := get(p, e)
-		if s == "" {
-			return nil
-		}
-		q, err := resource.ParseQuantity(strings.TrimSpace(s))
-		if err != nil || q.Sign() <= 0 {
-			p.fail("%s=%s: expected a CPU quantity > 0 such as 0.5, 500m or 2", e.Key(), s)
-			return nil
-		}
-		return &q
-	}
-	if q := cpu(config.KubernetesDriverRequestCores); q != nil {
-		dc.RequestCores = *q
-	} else {
-		dc.RequestCores = *resource.NewQuantity(int64(dc.Cores), resource.DecimalSI)
-	}
-	dc.LimitCores = cpu(config.KubernetesDriverLimitCores)
-	if dc.LimitCores != nil && dc.RequestCores.Cmp(*dc.LimitCores) > 0 {
+	var limitOK bool
+	dc.MemoryBytes, dc.OverheadBytes, dc.RequestCores, dc.LimitCores, limitOK = p.podResources(roleKeys{
+		memory: config.DriverMemory, overhead: config.DriverMemoryOverhead,
+		factor: config.DriverMemoryOverheadFactor, minOverhead: config.DriverMinMemoryOverhead,
+		requestCores: config.KubernetesDriverRequestCores, limitCores: config.KubernetesDriverLimitCores,
+	}, dc.Cores)
+	if !limitOK {
 		p.fail("the driver CPU request %s is above the limit %s=%s; Kubernetes would reject the driver pod",
 			dc.RequestCores.String(), config.KubernetesDriverLimitCores.Key(), dc.LimitCores.String())
 	}
