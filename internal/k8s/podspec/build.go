@@ -137,17 +137,8 @@ func ExecutorConfigMap(c *ExecutorConf, conf map[string]string) *corev1.ConfigMa
 		all.Set(k, v)
 	}
 	redacted := all.Redacted()
-	var b strings.Builder
-	b.WriteString("# Configuration of the executors of " + c.AppID + ", written by the driver.\n")
-	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		if redacted[k] != conf[k] {
-			continue
-		}
-		b.WriteString(escapeProperty(k, true))
-		b.WriteByte('=')
-		b.WriteString(escapeProperty(conf[k], false))
-		b.WriteByte('\n')
-	}
+	text := properties("# Configuration of the executors of "+c.AppID+", written by the driver.", conf,
+		func(k string) bool { return redacted[k] == conf[k] })
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -156,7 +147,7 @@ func ExecutorConfigMap(c *ExecutorConf, conf map[string]string) *corev1.ConfigMa
 			Labels:    map[string]string{snapshot.LabelAppID: c.AppID, snapshot.LabelRole: snapshot.RoleExecutor},
 		},
 		Immutable: ptr.To(true),
-		Data:      map[string]string{config.DefaultsFile: b.String()},
+		Data:      map[string]string{config.DefaultsFile: text},
 	}
 	if c.DriverPod != nil {
 		cm.OwnerReferences = []metav1.OwnerReference{ownerReference(c.DriverPod)}
@@ -220,6 +211,23 @@ func escapeProperty(s string, key bool) string {
 		default:
 			b.WriteRune(r)
 		}
+	}
+	return b.String()
+}
+
+// properties renders conf in the properties format under a comment
+// header, in key order, keeping the keys keep accepts (all when nil).
+func properties(header string, conf map[string]string, keep func(key string) bool) string {
+	var b strings.Builder
+	b.WriteString(header + "\n")
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
+		if keep != nil && !keep(k) {
+			continue
+		}
+		b.WriteString(escapeProperty(k, true))
+		b.WriteByte('=')
+		b.WriteString(escapeProperty(conf[k], false))
+		b.WriteByte('\n')
 	}
 	return b.String()
 }

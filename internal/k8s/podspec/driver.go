@@ -332,22 +332,7 @@ func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 	}
 	spec := &pod.Spec
 	spec.RestartPolicy = corev1.RestartPolicyNever
-	if len(dc.NodeSelector) > 0 {
-		ns := maps.Clone(spec.NodeSelector)
-		if ns == nil {
-			ns = map[string]string{}
-		}
-		maps.Copy(ns, dc.NodeSelector)
-		spec.NodeSelector = ns
-	}
-	for _, s := range dc.PullSecrets {
-		if !slices.ContainsFunc(spec.ImagePullSecrets, func(r corev1.LocalObjectReference) bool { return r.Name == s }) {
-			spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
-		}
-	}
-	if dc.SchedulerName != "" {
-		spec.SchedulerName = dc.SchedulerName
-	}
+	place(spec, dc.NodeSelector, dc.PullSecrets, dc.SchedulerName)
 	ctr := findContainer(pod, dc.ContainerName)
 	if ctr == nil {
 		spec.Containers = append(spec.Containers, corev1.Container{Name: dc.ContainerName})
@@ -427,14 +412,7 @@ func DriverService(dc *DriverConf, driver *corev1.Pod) *corev1.Service {
 // spark-defaults.conf (properties format), mounted at DriverConfDir; it is
 // immutable and owned by the driver pod.
 func DriverConfigMap(dc *DriverConf, conf map[string]string, driver *corev1.Pod) *corev1.ConfigMap {
-	var b strings.Builder
-	b.WriteString("# Configuration of the driver of " + dc.AppID + ", written by drover submit.\n")
-	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		b.WriteString(escapeProperty(k, true))
-		b.WriteByte('=')
-		b.WriteString(escapeProperty(conf[k], false))
-		b.WriteByte('\n')
-	}
+	text := properties("# Configuration of the driver of "+dc.AppID+", written by drover submit.", conf, nil)
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -443,7 +421,7 @@ func DriverConfigMap(dc *DriverConf, conf map[string]string, driver *corev1.Pod)
 			Labels:    map[string]string{snapshot.LabelAppID: dc.AppID, snapshot.LabelRole: RoleDriver},
 		},
 		Immutable: ptr.To(true),
-		Data:      map[string]string{config.DefaultsFile: b.String()},
+		Data:      map[string]string{config.DefaultsFile: text},
 	}
 	if driver != nil {
 		cm.OwnerReferences = []metav1.OwnerReference{ownerReference(driver)}

@@ -106,22 +106,7 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id int64) error {
 	if h := hostname(name); h != "" {
 		spec.Hostname = h
 	}
-	if len(c.NodeSelector) > 0 {
-		ns := maps.Clone(spec.NodeSelector)
-		if ns == nil {
-			ns = map[string]string{}
-		}
-		maps.Copy(ns, c.NodeSelector)
-		spec.NodeSelector = ns
-	}
-	for _, s := range c.PullSecrets {
-		if !slices.ContainsFunc(spec.ImagePullSecrets, func(r corev1.LocalObjectReference) bool { return r.Name == s }) {
-			spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
-		}
-	}
-	if c.SchedulerName != "" {
-		spec.SchedulerName = c.SchedulerName
-	}
+	place(spec, c.NodeSelector, c.PullSecrets, c.SchedulerName)
 	spec.TerminationGracePeriodSeconds = ptr.To(c.TerminationGracePeriod)
 
 	ctr := findContainer(pod, c.ContainerName)
@@ -382,4 +367,25 @@ func (configMapStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ int64) error 
 	ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: ConfVolumeName, MountPath: ConfDir, ReadOnly: true})
 	ctr.Env = append(ctr.Env, corev1.EnvVar{Name: config.EnvConfDir, Value: ConfDir})
 	return nil
+}
+
+// place adds a pod's node selector, image pull secrets (once each) and
+// scheduler, over what its template set.
+func place(spec *corev1.PodSpec, nodeSelector map[string]string, pullSecrets []string, schedulerName string) {
+	if len(nodeSelector) > 0 {
+		ns := maps.Clone(spec.NodeSelector)
+		if ns == nil {
+			ns = map[string]string{}
+		}
+		maps.Copy(ns, nodeSelector)
+		spec.NodeSelector = ns
+	}
+	for _, s := range pullSecrets {
+		if !slices.ContainsFunc(spec.ImagePullSecrets, func(r corev1.LocalObjectReference) bool { return r.Name == s }) {
+			spec.ImagePullSecrets = append(spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+		}
+	}
+	if schedulerName != "" {
+		spec.SchedulerName = schedulerName
+	}
 }
