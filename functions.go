@@ -112,7 +112,7 @@ type ReduceFunc[T any] struct {
 // accumulators) and Reduce.
 func RegisterReduce[T any](name string, f func(T, T) T) *ReduceFunc[T] {
 	return &ReduceFunc[T]{fn: register(&dataflow.Function{Name: name,
-		Merge:  dataflow.MergeCombiner(name, f),
+		Merge:  dataflow.MergeCombiner(f),
 		Reduce: dataflow.ReduceSink(f),
 	}, codec.Check[T]()), f: f}
 }

@@ -251,18 +251,17 @@ func MapPartitionsTransform[T, U any](name string, f func(context.Context, funcs
 // mergeCombiner keeps one accumulator per key in a map keyed by the key's
 // encoding: lookups do not allocate, only new keys do.
 type mergeCombiner[A, V any] struct {
-	m      map[string]*A
-	size   int64
-	decV   codec.Decoder[V]
-	encA   codec.Encoder[A]
-	first  func(V) A
-	fold   func(A, V) A
-	buf    []byte
-	fnName string
-	limit  int64
-	flush  func(key, acc []byte) error
-	raw    bool // keys are strings as they are, not encoded
-	key    []byte
+	m     map[string]*A
+	size  int64
+	decV  codec.Decoder[V]
+	encA  codec.Encoder[A]
+	first func(V) A
+	fold  func(A, V) A
+	buf   []byte
+	limit int64
+	flush func(key, acc []byte) error
+	raw   bool // keys are strings as they are, not encoded
+	key   []byte
 }
 
 func (c *mergeCombiner[A, V]) Add(key, value []byte) error {
@@ -276,18 +275,11 @@ func (c *mergeCombiner[A, V]) Add(key, value []byte) error {
 // AddValue folds a typed value: the path of a map-side combine fed
 // directly by the function that produced the pairs.
 func (c *mergeCombiner[A, V]) AddValue(key []byte, v V) error {
-	if acc := c.m[string(key)]; acc != nil {
+	if acc := c.m[string(key)]; acc != nil { // no allocation for a lookup
 		*acc = c.fold(*acc, v)
 		return nil
 	}
-	acc := new(A)
-	*acc = c.first(v)
-	c.m[string(key)] = acc
-	c.size += int64(2*len(key)) + 96
-	if c.limit > 0 && c.size > c.limit {
-		return c.Drain(c.flush)
-	}
-	return nil
+	return c.insert(string(key), v)
 }
 
 // AddStringKey is AddValue for a string key given as it is, not encoded. A
@@ -298,9 +290,14 @@ func (c *mergeCombiner[A, V]) AddStringKey(key string, v V) error {
 		*acc = c.fold(*acc, v)
 		return nil
 	}
+	return c.insert(strings.Clone(key), v) // the key may point into a larger string
+}
+
+// insert adds a new key's accumulator and drains past the limit.
+func (c *mergeCombiner[A, V]) insert(key string, v V) error {
 	acc := new(A)
 	*acc = c.first(v)
-	c.m[strings.Clone(key)] = acc // the key may point into a larger string
+	c.m[key] = acc
 	c.size += int64(2*len(key)) + 96
 	if c.limit > 0 && c.size > c.limit {
 		return c.Drain(c.flush)
@@ -336,11 +333,11 @@ func (c *mergeCombiner[A, V]) Drain(emit func(key, acc []byte) error) error {
 }
 
 // MergeCombiner builds combiners merging values with a reduce function.
-func MergeCombiner[V any](name string, f func(V, V) V) func() Combiner {
+func MergeCombiner[V any](f func(V, V) V) func() Combiner {
 	return func() Combiner {
 		return &mergeCombiner[V, V]{
 			m: map[string]*V{}, decV: codec.DecoderFor[V](), encA: codec.EncoderFor[V](),
-			first: func(v V) V { return v }, fold: f, fnName: name,
+			first: func(v V) V { return v }, fold: f,
 		}
 	}
 }
@@ -358,7 +355,7 @@ func FoldCombiner[A, V any](name string, f func(A, V) A) func(zero []byte) (Comb
 			// Decode the zero afresh for every key: accumulators must not
 			// share slices or maps.
 			first: func(v V) A { z, _, _ := decA(zero); return f(z, v) },
-			fold:  f, fnName: name,
+			fold:  f,
 		}, nil
 	}
 }
