@@ -4,15 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,24 +35,39 @@ import (
 // The scale benchmarks run on a real control plane with kwok nodes: pods
 // are scheduled by kube-scheduler and "run" on kwok, and each Running pod
 // gets an executor simulated in this process that registers with the
-// driver over the real RPC, like the executor in a real pod would. Each
+// driver over the real RPC, like the executor in a real pod would. The
+// driver is a process of its own, so its CPU time and peak resident
+// memory (driver-cpu-s, driver-peak-rss-MiB) are its alone. Each
 // benchmark's ns/op is the time until every executor registered (or, for
 // the raw baseline, every pod runs); setup and teardown are not counted.
 //
 //	DROVER_SCALE_N=1000 go test -run '^$' -bench '^BenchmarkAllocation' -benchtime 1x -timeout 25m ./internal/k8s/
 //
-// DROVER_SCALE_N is the number of executors (default 1000);
+// DROVER_SCALE_N is the number of executors (default 1000; the control
+// plane gets a kwok node per 250 of them);
 // DROVER_SCALE_HOLD is how long the application stays up after all
 // executors registered (default 35s, more than Spark's 30 s
 // apiPollingInterval) to check that no LIST runs while the watch is
 // healthy. DROVER_SCALE_CONF adds driver configuration for experiments
 // ("key=value,key=value"); DROVER_SCALE_LOG=1 with -v prints the driver's
 // debug log. DROVER_SCALE_STAGES=general gives pods kwok's realistic start
-// latency (1 s + up to 5 s) instead of "fast". Without the Kubernetes test binaries they skip, unless CI=true.
-var scaleEnv = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true, KwokNodes: 6,
-	KwokStages: os.Getenv("DROVER_SCALE_STAGES")}}
+// latency (1 s + up to 5 s) instead of "fast". Without the Kubernetes
+// test binaries they skip, unless CI=true.
+var scaleEnv = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true,
+	KwokNodes: kwokNodesFor(scaleN()), KwokStages: os.Getenv("DROVER_SCALE_STAGES")}}
+
+// kwokNodesFor is how many kwok nodes hold n executor pods with room to
+// spare (each takes 250 pods): at least 6, so the other tests' pods fit.
+func kwokNodesFor(n int) int { return max(6, (n+249)/250+2) }
 
 func TestMain(m *testing.M) {
+	if p := os.Getenv(driverEnv); p != "" {
+		if err := driverMain(p); err != nil {
+			fmt.Fprintln(os.Stderr, "driver:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	_ = scaleEnv.Stop()
 	os.Exit(code)
@@ -250,7 +268,7 @@ func watchPods(b *testing.B, env *testenv.Env, ns string, onRunning func(*corev1
 // progress logs every 30 s how far the run is, so a run that stalls says
 // why (an Unschedulable pod names the missing resource) instead of hanging
 // silently until the test binary's timeout.
-func (w *podWatcher) progress(b *testing.B, registered func() int) (stop func()) {
+func (w *podWatcher) progress(b *testing.B) (stop func()) {
 	done := make(chan struct{})
 	start := time.Now()
 	go func() {
@@ -265,12 +283,8 @@ func (w *podWatcher) progress(b *testing.B, registered func() int) (stop func())
 			w.mu.Lock()
 			pending, unsched := w.pending, w.unschedulable
 			w.mu.Unlock()
-			reg := -1
-			if registered != nil {
-				reg = registered()
-			}
-			b.Logf("after %s: %d pods running, %d not yet, %d executors registered; last unschedulable: %q",
-				time.Since(start).Round(time.Second), w.running.Load(), pending, reg, unsched)
+			b.Logf("after %s: %d pods running, %d not yet; last unschedulable: %q",
+				time.Since(start).Round(time.Second), w.running.Load(), pending, unsched)
 		}
 	}()
 	var once sync.Once
@@ -298,12 +312,11 @@ spec:
 
 // scaleRun is one application's figures.
 type scaleRun struct {
-	elapsed     time.Duration
+	driverResult
 	peakPending int64
-	driver      map[string]int // the driver's requests over its life, by verb
-	listsAfter  int64          // LIST or WATCHLIST after Start returned
-	holdWrites  int            // writes while the application idled
 	apiserver   map[string]int // apiserver_request_total during the ramp-up
+	cpu         time.Duration  // the driver process's CPU time over its life
+	peakRSS     int64          // the driver process's peak resident set, bytes
 }
 
 func benchmarkAllocation(b *testing.B, policy string) {
@@ -314,49 +327,83 @@ func benchmarkAllocation(b *testing.B, policy string) {
 	for b.Loop() {
 		runs = append(runs, allocationRun(b, env, policy, n, hold))
 	}
-	var total time.Duration
-	var peak, lists int64
+	var total, cpuReady, cpu time.Duration
+	var peak, lists, rss int64
 	var w int
 	for _, r := range runs {
-		total += r.elapsed
+		total += r.Elapsed
+		cpuReady += r.CPUToReady
+		cpu += r.cpu
 		peak = max(peak, r.peakPending)
-		lists += r.listsAfter
-		w = max(w, writes(r.driver))
+		rss = max(rss, r.peakRSS)
+		lists += r.ListsAfter
+		w = max(w, writes(r.Driver))
 	}
-	b.ReportMetric(float64(total.Nanoseconds())/float64(len(runs)), "ns/op")
-	b.ReportMetric(total.Seconds()/float64(len(runs)), "s-to-registered")
+	k := float64(len(runs))
+	b.ReportMetric(float64(total.Nanoseconds())/k, "ns/op")
+	b.ReportMetric(total.Seconds()/k, "s-to-registered")
 	b.ReportMetric(float64(peak), "peak-pending")
 	b.ReportMetric(float64(w)/float64(n), "writes/executor")
 	b.ReportMetric(float64(lists), "lists-after-start")
+	b.ReportMetric(cpuReady.Seconds()/k, "driver-cpu-s-to-registered")
+	b.ReportMetric(cpu.Seconds()/k, "driver-cpu-s")
+	b.ReportMetric(float64(rss)/(1<<20), "driver-peak-rss-MiB")
 }
 
-func allocationRun(b *testing.B, env *testenv.Env, policy string, n int, hold time.Duration) scaleRun {
-	ns := env.NewNamespace(b)
-	b.Setenv("KUBECONFIG", env.Kubeconfig)
+// The driver runs in a process of its own (this test binary started again
+// with driverEnv set), so its CPU time and peak memory are measured apart
+// from the simulated executors, the pod watcher and the benchmark.
+const driverEnv = "DROVER_SCALE_DRIVER"
+
+// driverParams is what the driver process is told, as JSON in driverEnv.
+type driverParams struct {
+	Namespace, Policy, APIServer, Template string
+	N                                      int
+	Hold                                   time.Duration
+}
+
+// driverResult is what the driver process reports on its last line.
+type driverResult struct {
+	Elapsed    time.Duration  // from Start until every executor registered
+	CPUToReady time.Duration  // the process's CPU time until then, start-up included
+	Driver     map[string]int // the driver's requests over its life, by verb
+	ListsAfter int64          // LIST or WATCHLIST after Start returned
+	HoldWrites int            // writes while the application idled
+	Registered int
+}
+
+// driverMain is the driver process: it prints "url <driver URL>" once it
+// started (its RPC server listens), "ready" when every executor registered, and
+// "result <JSON driverResult>" after it stopped.
+func driverMain(raw string) error {
+	var p driverParams
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		return fmt.Errorf("reading %s: %w", driverEnv, err)
+	}
 	counter := &requestCounter{n: map[string]int{}}
 	wrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
 	conf := config.New().
-		Set("spark.kubernetes.namespace", ns).
+		Set("spark.kubernetes.namespace", p.Namespace).
 		Set("spark.kubernetes.container.image", "drover-sim:latest").
-		Set("spark.kubernetes.executor.podTemplateFile", kwokTemplate(b)).
+		Set("spark.kubernetes.executor.podTemplateFile", p.Template).
 		Set("spark.driver.host", "127.0.0.1").
-		Set("spark.executor.instances", strconv.Itoa(n)).
+		Set("spark.executor.instances", strconv.Itoa(p.N)).
 		Set("spark.scheduler.minRegisteredResourcesRatio", "1").
 		Set("spark.scheduler.maxRegisteredResourcesWaitingTime", "15m").
-		Set("drover.kubernetes.allocation.policy", policy)
+		Set("drover.kubernetes.allocation.policy", p.Policy)
 	for _, kv := range strings.Split(os.Getenv("DROVER_SCALE_CONF"), ",") {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			conf.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 		}
 	}
 	log := slog.New(slog.DiscardHandler)
-	if testing.Verbose() && os.Getenv("DROVER_SCALE_LOG") != "" {
+	if os.Getenv("DROVER_SCALE_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	sched := scheduler.New(scheduler.Options{MaxFailures: 4})
 	failed := make(chan error, 1)
-	app := master.App{ID: "drover-scale-" + policy, Conf: conf, Scheduler: sched, Logger: log,
-		Master: master.URL{Kind: master.Kubernetes, APIServer: env.URL},
+	app := master.App{ID: "drover-scale-" + p.Policy, Conf: conf, Scheduler: sched, Logger: log,
+		Master: master.URL{Kind: master.Kubernetes, APIServer: p.APIServer},
 		Fail: func(err error) {
 			select {
 			case failed <- err:
@@ -364,86 +411,171 @@ func allocationRun(b *testing.B, env *testenv.Env, policy string, n int, hold ti
 			}
 		}}
 	mc, err := newCluster(app)
-	wrapTransport = nil
 	if err != nil {
-		b.Fatal(err)
+		return err
 	}
 	cl := mc.(*Cluster)
 	sched.SetBackend(cl.Backend())
 
-	// Simulated executors: one per Running pod, over the real RPC.
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if err := cl.Start(ctx); err != nil {
+		return err
+	}
+	counter.started.Store(true)
+	fmt.Println("url", cl.backend.URL())
+	ready := make(chan error, 1)
+	go func() { ready <- cl.Backend().WaitReady(ctx) }()
+	select {
+	case err := <-ready:
+		if err != nil {
+			return err
+		}
+	case err := <-failed:
+		return fmt.Errorf("application failed: %w", err)
+	}
+	r := driverResult{Elapsed: time.Since(start), CPUToReady: cpuTime(syscall.RUSAGE_SELF),
+		Registered: len(cl.backend.Executors())}
+	fmt.Println("ready")
+
+	// Idle: the watch is healthy, so nothing may list, and nothing writes.
+	atReady := counter.snapshot()
+	select {
+	case <-time.After(p.Hold):
+	case err := <-failed:
+		return fmt.Errorf("application failed while idle: %w", err)
+	}
+	r.HoldWrites = writes(counter.snapshot()) - writes(atReady)
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer stopCancel()
+	if err := cl.Stop(stopCtx); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	r.Driver = counter.snapshot()
+	r.ListsAfter = counter.lists.Load()
+	out, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("result %s\n", out)
+	return nil
+}
+
+func cpuTime(who int) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(who, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// allocationRun starts a driver process for policy and, for each of its
+// pods that runs, an executor simulated here that registers with it.
+func allocationRun(b *testing.B, env *testenv.Env, policy string, n int, hold time.Duration) scaleRun {
+	ns := env.NewNamespace(b)
+	params, err := json.Marshal(driverParams{Namespace: ns, Policy: policy, APIServer: env.URL,
+		Template: kwokTemplate(b), N: n, Hold: hold})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), driverEnv+"="+string(params), "KUBECONFIG="+env.Kubeconfig)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if testing.Verbose() && os.Getenv("DROVER_SCALE_LOG") != "" {
+		cmd.Stderr = os.Stderr
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+
+	// Simulated executors: one per Running pod, over the real RPC, once the
+	// driver said where it listens.
+	driverURL := make(chan string)
+	var url string
+	var urlOnce sync.Once
 	execCtx, stopExecs := context.WithCancel(context.Background())
 	var execs sync.WaitGroup
 	watcher := watchPods(b, env, ns, func(p *corev1.Pod) {
 		execs.Add(1)
 		go func() {
 			defer execs.Done()
+			urlOnce.Do(func() { url = <-driverURL })
 			_ = executor.Run(execCtx, executor.Options{
-				DriverURL: cl.backend.URL(), AppID: app.ID, ExecutorID: p.Labels["spark-exec-id"],
-				PodName: p.Name, Cores: 1, Logger: log,
+				DriverURL: url, AppID: "drover-scale-" + policy, ExecutorID: p.Labels["spark-exec-id"],
+				PodName: p.Name, Cores: 1, Logger: slog.New(slog.DiscardHandler),
 			})
 		}()
 	})
-	stopProgress := watcher.progress(b, func() int { return len(cl.backend.Executors()) })
+	stopProgress := watcher.progress(b)
 	defer stopProgress()
 
 	resources := []string{"pods", "configmaps"}
 	before := apiserverRequests(b, env, resources...)
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	if err := cl.Start(ctx); err != nil {
+	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	counter.started.Store(true)
-	ready := make(chan error, 1)
-	go func() { ready <- cl.Backend().WaitReady(ctx) }()
-	select {
-	case err := <-ready:
-		if err != nil {
-			b.Fatal(err)
+	failed := func(format string, args ...any) {
+		stopExecs()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		b.Fatalf("%s; the driver's output:\n%s", fmt.Sprintf(format, args...), tail(stderr.Bytes()))
+	}
+	var r scaleRun
+	for lines.Scan() {
+		word, rest, _ := strings.Cut(lines.Text(), " ")
+		switch word {
+		case "url":
+			go func() { driverURL <- rest }()
+		case "ready":
+			r.peakPending = watcher.peakPending.Load()
+			stopProgress()
+			r.apiserver = diffCounts(apiserverRequests(b, env, resources...), before)
+		case "result":
+			if err := json.Unmarshal([]byte(rest), &r.driverResult); err != nil {
+				failed("reading the driver's result: %v", err)
+			}
 		}
-	case err := <-failed:
-		b.Fatalf("application failed: %v", err)
 	}
-	r := scaleRun{elapsed: time.Since(start), peakPending: watcher.peakPending.Load()}
-	stopProgress()
-	r.apiserver = diffCounts(apiserverRequests(b, env, resources...), before)
-	registered := len(cl.backend.Executors())
-
-	// Idle: the watch is healthy, so nothing may list, and nothing writes.
-	atReady := counter.snapshot()
-	select {
-	case <-time.After(hold):
-	case err := <-failed:
-		b.Fatalf("application failed while idle: %v", err)
+	if err := cmd.Wait(); err != nil {
+		failed("the driver process: %v", err)
 	}
-	r.holdWrites = writes(counter.snapshot()) - writes(atReady)
-
-	stopCtx, stopCancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	if err := cl.Stop(stopCtx); err != nil {
-		b.Errorf("stop: %v", err)
-	}
-	stopCancel()
 	stopExecs()
 	execs.Wait()
-	r.driver = counter.snapshot()
-	r.listsAfter = counter.lists.Load()
-	if registered < n {
-		b.Fatalf("%d of %d executors registered", registered, n)
+	if r.Driver == nil {
+		failed("the driver reported no result")
 	}
-	if r.listsAfter > 0 {
-		b.Errorf("the driver listed pods %d times after its informer synced", r.listsAfter)
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		r.peakRSS = ru.Maxrss << 10 // Linux reports kilobytes
 	}
-	if r.holdWrites > 0 {
-		b.Errorf("the driver wrote %d times while the application idled", r.holdWrites)
+	if r.Registered < n {
+		b.Fatalf("%d of %d executors registered", r.Registered, n)
+	}
+	if r.ListsAfter > 0 {
+		b.Errorf("the driver listed pods %d times after its informer synced", r.ListsAfter)
+	}
+	if r.HoldWrites > 0 {
+		b.Errorf("the driver wrote %d times while the application idled", r.HoldWrites)
 	}
 	b.Logf("%s: %d executors registered in %s; peak pending pods %d; driver requests over the application's life (counting transport): %s "+
-		"= %.3f writes per executor; LIST after start: %d; writes while idle for %s: %d",
-		policy, n, r.elapsed.Round(10*time.Millisecond), r.peakPending, formatCounts(r.driver),
-		float64(writes(r.driver))/float64(n), r.listsAfter, hold, r.holdWrites)
+		"= %.3f writes per executor; LIST after start: %d; writes while idle for %s: %d; driver CPU %.2f s until registered, %.2f s over its life; peak RSS %d MiB",
+		policy, n, r.Elapsed.Round(10*time.Millisecond), r.peakPending, formatCounts(r.Driver),
+		float64(writes(r.Driver))/float64(n), r.ListsAfter, hold, r.HoldWrites, r.CPUToReady.Seconds(), r.cpu.Seconds(), r.peakRSS>>20)
 	b.Logf("%s: apiserver_request_total during the ramp-up, all clients: %s", policy, formatCounts(r.apiserver))
 	return r
+}
+
+func tail(b []byte) string {
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
 }
 
 // BenchmarkAllocationAdaptive is drover's default policy.
@@ -476,7 +608,7 @@ func BenchmarkAllocationRawBaseline(b *testing.B) {
 func rawRun(b *testing.B, env *testenv.Env, n int) (time.Duration, int64) {
 	ns := env.NewNamespace(b)
 	watcher := watchPods(b, env, ns, nil)
-	stopProgress := watcher.progress(b, nil)
+	stopProgress := watcher.progress(b)
 	defer stopProgress()
 	before := apiserverRequests(b, env, "pods")
 	start := time.Now()

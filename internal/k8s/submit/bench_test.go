@@ -2,12 +2,19 @@ package submit_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-project/drover/internal/testenv"
+	"github.com/drover-project/drover/internal/testenv/procnode"
 )
 
 // BenchmarkSubmitProcess is the CLI's overhead per submission: a drover
@@ -55,4 +62,119 @@ func BenchmarkHelp(b *testing.B) {
 			b.Fatalf("drover --help: %v\n%s", err, out)
 		}
 	}
+}
+
+// BenchmarkSubmitToResult is a cluster-mode application end to end on the
+// process node: examples/wordcount with two executors submitted by drover
+// submit, timed until its driver pod is Running (to-running) and until
+// submit exits with the application's success (ns/op, s-to-result). The
+// limit it is compared with is BenchmarkBarePodToResult.
+func BenchmarkSubmitToResult(b *testing.B) {
+	env := cluster.Env(b)
+	_, wordcount := binaries(b)
+	input := benchInput(b)
+	var toRunning, toResult time.Duration
+	runs := 0
+	for b.Loop() {
+		ns := restrictedNamespace(b, env)
+		running := phaseTime(b, env, ns, "spark-role=driver", corev1.PodRunning)
+		start := time.Now()
+		r := drover(b, env.Kubeconfig, 3*time.Minute, clusterArgs(env, ns, "--name", "wordcount", "local://"+wordcount, input, "3")...)
+		toResult += time.Since(start)
+		if r.code != 0 {
+			b.Fatalf("drover submit: exit code %d\n%s", r.code, r.stderr)
+		}
+		toRunning += (<-running).Sub(start)
+		logs, err := env.ProcessNode.Logs(ns, submittedPod(b, r))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !strings.Contains(string(logs), "the\t400\n") {
+			b.Fatalf("the driver's output lacks the word count:\n%s", logs)
+		}
+		runs++
+	}
+	b.ReportMetric(float64(toResult.Nanoseconds())/float64(runs), "ns/op")
+	b.ReportMetric(toRunning.Seconds()/float64(runs), "s-to-running")
+	b.ReportMetric(toResult.Seconds()/float64(runs), "s-to-result")
+}
+
+// BenchmarkBarePodToResult is the limit for BenchmarkSubmitToResult: the
+// same word count run by a plain pod on the process node in local mode
+// (no submission, no executors), from the pod's creation until it
+// succeeded. What drover adds on top is submission, the driver's executor
+// pods and their registration.
+func BenchmarkBarePodToResult(b *testing.B) {
+	env := cluster.Env(b)
+	_, wordcount := binaries(b)
+	input := benchInput(b)
+	ns := env.NewNamespace(b)
+	var total time.Duration
+	runs := 0
+	for b.Loop() {
+		name := fmt.Sprintf("bare-%d", runs)
+		done := phaseTime(b, env, ns, "bench="+name, corev1.PodSucceeded)
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"bench": name}},
+			Spec: corev1.PodSpec{
+				NodeSelector:  map[string]string{procnode.NodeLabel: "true"},
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "main", Image: "drover-test:latest",
+					Command: []string{wordcount, "--master", "local[2]", input, "3"}}},
+			},
+		}
+		start := time.Now()
+		if _, err := env.Client.CoreV1().Pods(ns).Create(b.Context(), pod, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		total += (<-done).Sub(start)
+		logs, err := env.ProcessNode.Logs(ns, name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !strings.Contains(string(logs), "the\t400\n") {
+			b.Fatalf("the pod's output lacks the word count:\n%s", logs)
+		}
+		runs++
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(runs), "ns/op")
+	b.ReportMetric(total.Seconds()/float64(runs), "s-to-result")
+}
+
+// benchInput is a small text whose most frequent word is "the", 400 times.
+func benchInput(b *testing.B) string {
+	path := filepath.Join(b.TempDir(), "input.txt")
+	var text strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&text, "the quick brown fox %d jumps over the lazy dog\n", i%7)
+	}
+	if err := os.WriteFile(path, []byte(text.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// phaseTime watches the pods of ns that match selector and sends the time
+// the first of them reached phase; it fails b if none did within 3 minutes.
+func phaseTime(b *testing.B, env *testenv.Env, ns, selector string, phase corev1.PodPhase) <-chan time.Time {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	w, err := env.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	out := make(chan time.Time, 1)
+	go func() {
+		defer cancel()
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.Status.Phase == phase {
+				out <- time.Now()
+				return
+			}
+		}
+		b.Errorf("no pod %s in %s reached %s within 3 minutes", selector, ns, phase)
+		out <- time.Now()
+	}()
+	return out
 }

@@ -94,7 +94,7 @@ type result struct {
 }
 
 // drover runs the CLI with KUBECONFIG kubeconfig, bounded by timeout.
-func drover(t *testing.T, kubeconfig string, timeout time.Duration, args ...string) result {
+func drover(t testing.TB, kubeconfig string, timeout time.Duration, args ...string) result {
 	t.Helper()
 	bin, _ := binaries(t)
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
@@ -119,7 +119,7 @@ func drover(t *testing.T, kubeconfig string, timeout time.Duration, args ...stri
 // restrictedNamespace is a namespace for t that enforces the restricted
 // Pod Security profile, with the driver's service account from
 // drover rbac applied.
-func restrictedNamespace(t *testing.T, env *testenv.Env) string {
+func restrictedNamespace(t testing.TB, env *testenv.Env) string {
 	t.Helper()
 	ns := env.NewNamespace(t)
 	ctx := t.Context()
@@ -166,7 +166,7 @@ func restrictedNamespace(t *testing.T, env *testenv.Env) string {
 	return ns
 }
 
-func mustUnmarshal(t *testing.T, doc string, into any) {
+func mustUnmarshal(t testing.TB, doc string, into any) {
 	t.Helper()
 	if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
 		t.Fatal(err)
@@ -188,7 +188,7 @@ func clusterArgs(env *testenv.Env, ns string, extra ...string) []string {
 
 var submittedRE = regexp.MustCompile(`submitted ([a-z0-9-]+):([a-z0-9.-]+)`)
 
-func submittedPod(t *testing.T, r result) string {
+func submittedPod(t testing.TB, r result) string {
 	t.Helper()
 	m := submittedRE.FindStringSubmatch(r.stderr)
 	if m == nil {
