@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 
 	"github.com/drover-project/drover/internal/codec"
 	"github.com/drover-project/drover/internal/dataflow"
@@ -18,6 +19,9 @@ func (d *Dataset[T]) run(out dataflow.Output, partitions []int, onResult func(p 
 	if d.err != nil {
 		return d.err
 	}
+	// The dataset must outlive its job: its cleanup would drop the graph
+	// nodes the job runs.
+	defer runtime.KeepAlive(d)
 	return d.c.graph.Run(d.c, d.id, out, partitions, onResult)
 }
 

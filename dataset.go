@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/drover-project/drover/internal/codec"
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/dataflow"
 )
 
@@ -42,6 +44,9 @@ type Dataset[T any] struct {
 	id    int
 	parts int
 	err   error
+	// parents are the datasets this one is computed from: while it is
+	// reachable, so are they, and their part of the graph stays.
+	parents []any
 }
 
 // NumPartitions is the number of partitions of the dataset.
@@ -52,11 +57,25 @@ func (d *Dataset[T]) Err() error { return d.err }
 
 func failed[T any](c *Context, err error) *Dataset[T] { return &Dataset[T]{c: c, err: err} }
 
-func newDataset[T any](c *Context, n dataflow.Node, data [][]byte) *Dataset[T] {
+func newDataset[T any](c *Context, n dataflow.Node, data [][]byte, parents ...any) *Dataset[T] {
 	if err := codec.Check[T](); err != nil {
 		return failed[T](c, err)
 	}
-	return &Dataset[T]{c: c, id: c.graph.AddNode(n, data), parts: n.NumPartitions}
+	d := &Dataset[T]{c: c, id: c.graph.AddNode(n, data), parts: n.NumPartitions, parents: parents}
+	if c.tracking {
+		// Once the program holds neither this dataset nor one computed from
+		// it, nothing can read its node or its shuffles again.
+		runtime.AddCleanup(d, func(o owned) { o.graph.Forget(o.node, o.shuffles) },
+			owned{c.graph, d.id, n.Shuffles})
+	}
+	return d
+}
+
+// owned is what a dataset holds in its application's graph.
+type owned struct {
+	graph    *dag.Graph
+	node     int
+	shuffles []int
 }
 
 func (c *Context) partitions(n int) int {
@@ -182,7 +201,7 @@ func narrow[T, U any](d *Dataset[T], f *fn, mode dataflow.Mode) *Dataset[U] {
 		return failed[U](d.c, f.err)
 	}
 	return newDataset[U](d.c, dataflow.Node{Kind: dataflow.Func, Parent: d.id, Fn: f.name, Mode: mode,
-		NumPartitions: d.parts}, nil)
+		NumPartitions: d.parts}, nil, d)
 }
 
 // Map applies f to every record.
@@ -226,7 +245,7 @@ func (d *Dataset[T]) Coalesce(n int) *Dataset[T] {
 			groups[i] = append(groups[i], q)
 		}
 	}
-	return newDataset[T](d.c, dataflow.Node{Kind: dataflow.Coalesce, Parent: d.id, Groups: groups, NumPartitions: n}, nil)
+	return newDataset[T](d.c, dataflow.Node{Kind: dataflow.Coalesce, Parent: d.id, Groups: groups, NumPartitions: n}, nil, d)
 }
 
 // Repartition spreads the records evenly over n partitions with a shuffle.
@@ -239,7 +258,7 @@ func (d *Dataset[T]) Repartition(n int) *Dataset[T] {
 	}
 	sid := d.c.graph.AddShuffle(dataflow.Shuffle{Parent: d.id, NumPartitions: n, Partitioner: dataflow.RoundRobin})
 	return newDataset[T](d.c, dataflow.Node{Kind: dataflow.Shuffled, Shuffles: []int{sid}, Reduce: dataflow.Pass,
-		NumPartitions: n}, nil)
+		NumPartitions: n}, nil, d)
 }
 
 // shufflePartitions is the partition count of a shuffle's output when the
@@ -289,7 +308,7 @@ func combineByKey[K comparable, V, A any](d *Dataset[KV[K, V]], agg *dataflow.Ag
 	sid := d.c.graph.AddShuffle(dataflow.Shuffle{Parent: d.id, NumPartitions: n, Partitioner: dataflow.HashPartitioner,
 		MapCombine: agg})
 	return newDataset[KV[K, A]](d.c, dataflow.Node{Kind: dataflow.Shuffled, Shuffles: []int{sid}, Reduce: dataflow.Combine,
-		Agg: &dataflow.Aggregation{Comb: agg.Comb}, NumPartitions: n}, nil)
+		Agg: &dataflow.Aggregation{Comb: agg.Comb}, NumPartitions: n}, nil, d)
 }
 
 // GroupByKey gathers the values of each key into one list. Prefer
@@ -302,7 +321,7 @@ func GroupByKey[K comparable, V any](d *Dataset[KV[K, V]], numPartitions int) *D
 	n := d.c.shufflePartitions(numPartitions, d.parts)
 	sid := d.c.graph.AddShuffle(dataflow.Shuffle{Parent: d.id, NumPartitions: n, Partitioner: dataflow.HashPartitioner})
 	return newDataset[KV[K, []V]](d.c, dataflow.Node{Kind: dataflow.Shuffled, Shuffles: []int{sid}, Reduce: dataflow.Group,
-		ByteValues: reflect.TypeFor[V]().Kind() == reflect.Uint8, NumPartitions: n}, nil)
+		ByteValues: reflect.TypeFor[V]().Kind() == reflect.Uint8, NumPartitions: n}, nil, d)
 }
 
 // Join pairs the values of each key present on both sides.
@@ -333,7 +352,7 @@ func join[K comparable, V, W, J any](l *Dataset[KV[K, V]], r *Dataset[KV[K, W]],
 	left := g.AddShuffle(dataflow.Shuffle{Parent: l.id, NumPartitions: n, Partitioner: dataflow.HashPartitioner, Tagged: true, Side: 0})
 	right := g.AddShuffle(dataflow.Shuffle{Parent: r.id, NumPartitions: n, Partitioner: dataflow.HashPartitioner, Tagged: true, Side: 1})
 	return newDataset[KV[K, J]](l.c, dataflow.Node{Kind: dataflow.Shuffled, Shuffles: []int{left, right}, Reduce: dataflow.Join,
-		LeftOuter: outer, ZeroRight: zeroRight, NumPartitions: n}, nil)
+		LeftOuter: outer, ZeroRight: zeroRight, NumPartitions: n}, nil, l, r)
 }
 
 // SortByKey sorts the records by key into numPartitions ranges of keys,
@@ -352,7 +371,7 @@ func SortByKey[K cmp.Ordered, V any](d *Dataset[KV[K, V]], ascending bool, numPa
 	sid := d.c.graph.AddShuffle(dataflow.Shuffle{Parent: d.id, NumPartitions: n, Partitioner: dataflow.RangePartitioner,
 		Bounds: bounds, Order: order})
 	return newDataset[KV[K, V]](d.c, dataflow.Node{Kind: dataflow.Shuffled, Shuffles: []int{sid}, Reduce: dataflow.Sort,
-		Sort: order, NumPartitions: n}, nil)
+		Sort: order, NumPartitions: n}, nil, d)
 }
 
 func keyKind(k reflect.Kind) dataflow.KeyKind {

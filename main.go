@@ -52,6 +52,9 @@ type Context struct {
 	cluster master.Cluster
 	metrics *prometheus.Registry
 	jobs    atomic.Int64
+	// tracking is spark.cleaner.referenceTracking: datasets the program
+	// dropped are forgotten, with their shuffles' files.
+	tracking bool
 }
 
 // AppID is the application's id.
@@ -282,6 +285,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		maxFailures = m.MaxFailures
 	}
 	var graph *dag.Graph
+	var cluster master.Cluster
 	sched := scheduler.New(scheduler.Options{
 		MaxFailures:   maxFailures,
 		CPUsPerTask:   config.TaskCPUs.Get(conf),
@@ -293,7 +297,12 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		MaxStageAttempts: config.StageMaxConsecutiveAttempts.Get(conf),
 		MemoryBytes:      taskMemory(conf, m),
 		MaxInFlight:      config.ReducerMaxSizeInFlight.Get(conf),
-		Logger:           log,
+		RemoveShuffles: func(ids []int) {
+			if r, ok := cluster.Backend().(interface{ RemoveShuffles([]int) }); ok {
+				r.RemoveShuffles(ids)
+			}
+		},
+		Logger: log,
 	})
 	// Dynamic allocation's settings are checked before anything starts.
 	var dyn *dynalloc.Config
@@ -335,7 +344,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	}
 	log.Info("application started", "master", m.Raw, "name", config.AppName.Get(conf), "startup", time.Since(start).Round(time.Millisecond))
 	c := &Context{Context: ctx, appID: appID, conf: conf, args: args, log: log, sched: sched, graph: graph, cluster: cluster,
-		metrics: metrics}
+		metrics: metrics, tracking: config.CleanerReferenceTracking.Get(conf)}
 	if dyn != nil {
 		stop, err := startDynamicAllocation(ctx, *dyn, conf, sched, graph, cluster, metrics, log)
 		if err != nil {

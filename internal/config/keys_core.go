@@ -238,6 +238,10 @@ var (
 	DecommissionEnabled = Bool("spark.decommission.enabled", false,
 		"Decommission executors gracefully (stop giving them tasks and move their shuffle data) instead of "+
 			"killing them when scaling down.")
+
+	CleanerReferenceTracking = Bool("spark.cleaner.referenceTracking", true,
+		"Delete a shuffle's files on the executors once the program holds no dataset that reads it (found by "+
+			"Go's garbage collector), so disk is freed and dynamic allocation can release those executors.")
 )
 
 // Drover's own keys.

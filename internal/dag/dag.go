@@ -21,7 +21,10 @@ type Options struct {
 	MemoryBytes int64
 	// MaxInFlight is spark.reducer.maxSizeInFlight.
 	MaxInFlight int64
-	Logger      *slog.Logger
+	// RemoveShuffles deletes the executors' map outputs of shuffles the
+	// graph forgot; nil keeps them until the executors exit.
+	RemoveShuffles func(ids []int)
+	Logger         *slog.Logger
 }
 
 // Graph holds an application's datasets and shuffles, the map outputs of
@@ -51,6 +54,9 @@ type shuffleState struct {
 	// users counts the running stages that read or write the shuffle;
 	// guarded by Graph.mu.
 	users int
+	// forgotten is set when no dataset needs the shuffle any more but a
+	// stage still used it: the last user removes it.
+	forgotten bool
 }
 
 // New returns an empty graph running its tasks on sched.
@@ -181,10 +187,51 @@ func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partiti
 // writes.
 func (g *Graph) use(st *dataflow.Stage, delta int) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	var gone []int
 	for sid := range st.Shuffles {
-		g.shuffles[sid].users += delta
+		s := g.shuffles[sid]
+		if s == nil {
+			continue
+		}
+		if s.users += delta; s.users == 0 && s.forgotten {
+			delete(g.shuffles, sid)
+			gone = append(gone, sid)
+		}
 	}
+	g.mu.Unlock()
+	g.removeShuffles(gone)
+}
+
+// Forget drops a dataset that nothing can compute from any more, with the
+// shuffles only it read: their map outputs are deleted on the executors,
+// which dynamic allocation may then release. Spark's ContextCleaner does
+// this when the RDD is garbage collected; so does drover's root package.
+func (g *Graph) Forget(node int, shuffles []int) {
+	g.mu.Lock()
+	delete(g.nodes, node)
+	delete(g.data, node)
+	var gone []int
+	for _, sid := range shuffles {
+		s := g.shuffles[sid]
+		switch {
+		case s == nil:
+		case s.users > 0:
+			s.forgotten = true
+		default:
+			delete(g.shuffles, sid)
+			gone = append(gone, sid)
+		}
+	}
+	g.mu.Unlock()
+	g.removeShuffles(gone)
+}
+
+func (g *Graph) removeShuffles(ids []int) {
+	if len(ids) == 0 || g.opts.RemoveShuffles == nil {
+		return
+	}
+	g.log.Debug("removing shuffles no dataset reads", "shuffles", ids)
+	g.opts.RemoveShuffles(ids)
 }
 
 // ShuffleHolders reports the executors holding map outputs of shuffles that

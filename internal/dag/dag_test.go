@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/drover-project/drover/internal/dataflow"
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/shuffle"
@@ -180,5 +182,76 @@ func TestExecutorLostForgetsItsOutputs(t *testing.T) {
 	run() // recomputes them
 	if missing := g.missing(s); len(missing) != 0 {
 		t.Fatalf("missing outputs after the second job: %v", missing)
+	}
+}
+
+func TestForgetRemovesShuffles(t *testing.T) {
+	for _, duringJob := range []bool{false, true} {
+		name := "after the job"
+		if duringJob {
+			name = "while a job reads it"
+		}
+		t.Run(name, func(t *testing.T) {
+			reading := make(chan struct{})
+			release := make(chan struct{})
+			var once sync.Once
+			g, _, final := newGraph(t, 3, func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
+				if st.Output.Kind == dataflow.WriteShuffle {
+					return mapStatus(task, "")
+				}
+				if duringJob {
+					once.Do(func() { close(reading) })
+					<-release
+				}
+				return scheduler.Status{State: scheduler.Finished, Result: []byte{0}}
+			})
+			var mu sync.Mutex
+			var removed []int
+			g.opts.RemoveShuffles = func(ids []int) {
+				mu.Lock()
+				defer mu.Unlock()
+				removed = append(removed, ids...)
+			}
+			removedNow := func() []int {
+				mu.Lock()
+				defer mu.Unlock()
+				return append([]int(nil), removed...)
+			}
+			sid := g.Node(final).Shuffles[0]
+			done := make(chan error, 1)
+			go func() {
+				done <- g.Run(context.Background(), final, dataflow.Output{Kind: dataflow.Collect}, []int{0, 1},
+					func(int, []byte) error { return nil })
+			}()
+			if duringJob {
+				<-reading
+				g.Forget(final, []int{sid})
+				if got := removedNow(); len(got) != 0 {
+					t.Errorf("removed %v while a stage read it", got)
+				}
+				if _, held := g.ShuffleHolders(); !held["e1"] {
+					t.Error("the map outputs were forgotten while a stage read them")
+				}
+				close(release)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if !duringJob {
+				if _, held := g.ShuffleHolders(); !held["e1"] {
+					t.Fatal("no map outputs after the job")
+				}
+				g.Forget(final, []int{sid})
+			}
+			if diff := cmp.Diff([]int{sid}, removedNow()); diff != "" {
+				t.Errorf("removed shuffles (-want +got):\n%s", diff)
+			}
+			if _, held := g.ShuffleHolders(); len(held) != 0 {
+				t.Errorf("executors still hold forgotten map outputs: %v", held)
+			}
+			if g.Node(final) != nil {
+				t.Error("the forgotten node is still in the graph")
+			}
+		})
 	}
 }

@@ -281,6 +281,8 @@ func (e *Executor) receive(stream pb.Driver_ControlClient) error {
 			}
 		case *pb.DriverMessage_Kill:
 			e.killTask(m.Kill.GetTaskId(), m.Kill.GetReason())
+		case *pb.DriverMessage_RemoveShuffles:
+			e.removeShuffles(m.RemoveShuffles.GetShuffleIds())
 		case *pb.DriverMessage_Shutdown:
 			e.log.Info("driver asked executor to shut down", "reason", m.Shutdown.GetReason())
 			return nil
@@ -290,6 +292,23 @@ func (e *Executor) receive(stream pb.Driver_ControlClient) error {
 			}
 		}
 	}
+}
+
+// removeShuffles deletes map outputs no dataset can read any more. Off the
+// receive loop: a directory of many files takes a while to scan.
+func (e *Executor) removeShuffles(ids []int64) {
+	go func() {
+		shuffles := make([]int, len(ids))
+		for i, id := range ids {
+			shuffles[i] = int(id)
+		}
+		n, err := e.shuffles.RemoveShuffles(shuffles...)
+		if err != nil {
+			e.log.Warn("removing shuffle files", "shuffles", shuffles, "err", err)
+			return
+		}
+		e.log.Debug("removed shuffle files", "shuffles", shuffles, "files", n)
+	}()
 }
 
 func (e *Executor) send(stream pb.Driver_ControlClient, stop <-chan struct{}) error {

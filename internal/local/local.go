@@ -64,7 +64,9 @@ func (b *Backend) Start(context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.mu.Lock()
 	b.shuffles = m
+	b.mu.Unlock()
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
@@ -146,6 +148,19 @@ func (b *Backend) run(ctx context.Context, t scheduler.TaskDescription) {
 	b.mu.Unlock()
 	b.sched.StatusUpdates([]scheduler.Status{st})
 	b.offer()
+}
+
+// RemoveShuffles deletes the map outputs of the given shuffles.
+func (b *Backend) RemoveShuffles(ids []int) {
+	b.mu.Lock()
+	m, stopped := b.shuffles, b.stopped
+	b.mu.Unlock()
+	if m == nil || stopped {
+		return
+	}
+	if _, err := m.RemoveShuffles(ids...); err != nil && b.Logger != nil {
+		b.Logger.Warn("removing shuffle files", "shuffles", ids, "err", err)
+	}
 }
 
 // KillTask cancels a running task's context.

@@ -3,9 +3,11 @@ package shuffle
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -92,6 +94,48 @@ func (m *Manager) Close() error {
 		errs = append(errs, fmt.Errorf("shuffle: remove local dir: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// RemoveShuffles deletes this executor's map outputs of the given shuffles
+// (their data and index files, and the temporary files of writes in
+// progress) and returns how many files it removed.
+func (m *Manager) RemoveShuffles(ids ...int) (int, error) {
+	entries, err := os.ReadDir(m.dir)
+	if err != nil {
+		return 0, fmt.Errorf("shuffle: listing %s: %w", m.dir, err)
+	}
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[fmt.Sprintf("shuffle_%d_", id)] = true
+	}
+	removed := 0
+	var errs []error
+	for _, e := range entries {
+		name := e.Name()
+		prefix, ok := shufflePrefix(name)
+		if !ok || !want[prefix] {
+			continue
+		}
+		if err := os.Remove(filepath.Join(m.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+	}
+	return removed, errors.Join(errs...)
+}
+
+// shufflePrefix is "shuffle_<id>_" of a map output file's name.
+func shufflePrefix(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "shuffle_")
+	if !ok {
+		return "", false
+	}
+	i := strings.IndexByte(rest, '_')
+	if i < 0 {
+		return "", false
+	}
+	return name[:len("shuffle_")+i+1], true
 }
 
 // conn returns the cached client connection to address.

@@ -211,3 +211,40 @@ func TestManagerClose(t *testing.T) {
 		t.Error("conn after close: no error")
 	}
 }
+
+func TestRemoveShuffles(t *testing.T) {
+	m := newTestManager(t, "exec-1", "127.0.0.1:1")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, sid := range []int{1, 2, 10} {
+		for mapID := range 2 {
+			writeMap(t, m, sid, mapID, int64(100*sid+mapID), 3, 20, 1<<20, rng)
+		}
+	}
+	// A write in progress leaves a temporary file of its shuffle.
+	if _, err := m.NewMapWriter(1, 5, 999, 3, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := m.RemoveShuffles(1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if removed != 9 { // two maps × (data + index) for 1 and 2, and the temporary file
+		t.Errorf("removed %d files, want 9", removed)
+	}
+	entries, err := os.ReadDir(m.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	// Shuffle 10 shares the digit 1 with shuffle 1 and must stay.
+	want := []string{"shuffle_10_0_1000.data", "shuffle_10_0_1000.index", "shuffle_10_1_1001.data", "shuffle_10_1_1001.index"}
+	if diff := cmp.Diff(want, left); diff != "" {
+		t.Errorf("files left (-want +got):\n%s", diff)
+	}
+	if n, err := m.RemoveShuffles(1); err != nil || n != 0 {
+		t.Errorf("removing again: %d files, %v; want 0, nil", n, err)
+	}
+}

@@ -317,6 +317,21 @@ func (b *Backend) KillTask(taskID int64, executorID, reason string) {
 	}
 }
 
+// RemoveShuffles tells every executor to delete its map outputs of the
+// given shuffles. Executors without any ignore it; it costs one small
+// message each, as Spark's broadcast to every block manager does.
+func (b *Backend) RemoveShuffles(ids []int) {
+	msg := &pb.RemoveShuffles{ShuffleIds: make([]int64, len(ids))}
+	for i, id := range ids {
+		msg.ShuffleIds[i] = int64(id)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ex := range b.executors {
+		ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_RemoveShuffles{RemoveShuffles: msg}})
+	}
+}
+
 // Control serves one executor's control stream.
 func (b *Backend) Control(stream pb.Driver_ControlServer) error {
 	first, err := stream.Recv()

@@ -204,6 +204,7 @@ type DriverMessage struct {
 	//	*DriverMessage_Kill
 	//	*DriverMessage_Shutdown
 	//	*DriverMessage_HeartbeatAck
+	//	*DriverMessage_RemoveShuffles
 	Msg           isDriverMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -291,6 +292,15 @@ func (x *DriverMessage) GetHeartbeatAck() *HeartbeatAck {
 	return nil
 }
 
+func (x *DriverMessage) GetRemoveShuffles() *RemoveShuffles {
+	if x != nil {
+		if x, ok := x.Msg.(*DriverMessage_RemoveShuffles); ok {
+			return x.RemoveShuffles
+		}
+	}
+	return nil
+}
+
 type isDriverMessage_Msg interface {
 	isDriverMessage_Msg()
 }
@@ -315,6 +325,10 @@ type DriverMessage_HeartbeatAck struct {
 	HeartbeatAck *HeartbeatAck `protobuf:"bytes,5,opt,name=heartbeat_ack,json=heartbeatAck,proto3,oneof"`
 }
 
+type DriverMessage_RemoveShuffles struct {
+	RemoveShuffles *RemoveShuffles `protobuf:"bytes,6,opt,name=remove_shuffles,json=removeShuffles,proto3,oneof"`
+}
+
 func (*DriverMessage_Registered) isDriverMessage_Msg() {}
 
 func (*DriverMessage_Launch) isDriverMessage_Msg() {}
@@ -324,6 +338,8 @@ func (*DriverMessage_Kill) isDriverMessage_Msg() {}
 func (*DriverMessage_Shutdown) isDriverMessage_Msg() {}
 
 func (*DriverMessage_HeartbeatAck) isDriverMessage_Msg() {}
+
+func (*DriverMessage_RemoveShuffles) isDriverMessage_Msg() {}
 
 type Register struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -1095,6 +1111,52 @@ func (x *Shutdown) GetReason() string {
 	return ""
 }
 
+// RemoveShuffles tells an executor to delete its map outputs of shuffles no
+// dataset of the application can read any more.
+type RemoveShuffles struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ShuffleIds    []int64                `protobuf:"varint,1,rep,packed,name=shuffle_ids,json=shuffleIds,proto3" json:"shuffle_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveShuffles) Reset() {
+	*x = RemoveShuffles{}
+	mi := &file_drover_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveShuffles) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveShuffles) ProtoMessage() {}
+
+func (x *RemoveShuffles) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveShuffles.ProtoReflect.Descriptor instead.
+func (*RemoveShuffles) Descriptor() ([]byte, []int) {
+	return file_drover_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RemoveShuffles) GetShuffleIds() []int64 {
+	if x != nil {
+		return x.ShuffleIds
+	}
+	return nil
+}
+
 type FetchResultRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        int64                  `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -1104,7 +1166,7 @@ type FetchResultRequest struct {
 
 func (x *FetchResultRequest) Reset() {
 	*x = FetchResultRequest{}
-	mi := &file_drover_proto_msgTypes[14]
+	mi := &file_drover_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1178,7 @@ func (x *FetchResultRequest) String() string {
 func (*FetchResultRequest) ProtoMessage() {}
 
 func (x *FetchResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[14]
+	mi := &file_drover_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1191,7 @@ func (x *FetchResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResultRequest.ProtoReflect.Descriptor instead.
 func (*FetchResultRequest) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{14}
+	return file_drover_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FetchResultRequest) GetTaskId() int64 {
@@ -1150,7 +1212,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_drover_proto_msgTypes[15]
+	mi := &file_drover_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1224,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[15]
+	mi := &file_drover_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1237,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{15}
+	return file_drover_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -1203,7 +1265,7 @@ type FetchBlocksRequest struct {
 
 func (x *FetchBlocksRequest) Reset() {
 	*x = FetchBlocksRequest{}
-	mi := &file_drover_proto_msgTypes[16]
+	mi := &file_drover_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1215,7 +1277,7 @@ func (x *FetchBlocksRequest) String() string {
 func (*FetchBlocksRequest) ProtoMessage() {}
 
 func (x *FetchBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[16]
+	mi := &file_drover_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1228,7 +1290,7 @@ func (x *FetchBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchBlocksRequest.ProtoReflect.Descriptor instead.
 func (*FetchBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{16}
+	return file_drover_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FetchBlocksRequest) GetShuffleId() int32 {
@@ -1262,7 +1324,7 @@ type BlockID struct {
 
 func (x *BlockID) Reset() {
 	*x = BlockID{}
-	mi := &file_drover_proto_msgTypes[17]
+	mi := &file_drover_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1336,7 @@ func (x *BlockID) String() string {
 func (*BlockID) ProtoMessage() {}
 
 func (x *BlockID) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[17]
+	mi := &file_drover_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1349,7 @@ func (x *BlockID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockID.ProtoReflect.Descriptor instead.
 func (*BlockID) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{17}
+	return file_drover_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BlockID) GetMapId() int32 {
@@ -1314,7 +1376,7 @@ const file_drover_proto_rawDesc = "" +
 	"\theartbeat\x18\x02 \x01(\v2\x14.drover.v1.HeartbeatH\x00R\theartbeat\x120\n" +
 	"\x06status\x18\x03 \x01(\v2\x16.drover.v1.StatusBatchH\x00R\x06status\x12=\n" +
 	"\fdecommission\x18\x04 \x01(\v2\x17.drover.v1.DecommissionH\x00R\fdecommissionB\x05\n" +
-	"\x03msg\"\x9f\x02\n" +
+	"\x03msg\"\xe5\x02\n" +
 	"\rDriverMessage\x127\n" +
 	"\n" +
 	"registered\x18\x01 \x01(\v2\x15.drover.v1.RegisteredH\x00R\n" +
@@ -1322,7 +1384,8 @@ const file_drover_proto_rawDesc = "" +
 	"\x06launch\x18\x02 \x01(\v2\x16.drover.v1.LaunchBatchH\x00R\x06launch\x12)\n" +
 	"\x04kill\x18\x03 \x01(\v2\x13.drover.v1.KillTaskH\x00R\x04kill\x121\n" +
 	"\bshutdown\x18\x04 \x01(\v2\x13.drover.v1.ShutdownH\x00R\bshutdown\x12>\n" +
-	"\rheartbeat_ack\x18\x05 \x01(\v2\x17.drover.v1.HeartbeatAckH\x00R\fheartbeatAckB\x05\n" +
+	"\rheartbeat_ack\x18\x05 \x01(\v2\x17.drover.v1.HeartbeatAckH\x00R\fheartbeatAck\x12D\n" +
+	"\x0fremove_shuffles\x18\x06 \x01(\v2\x19.drover.v1.RemoveShufflesH\x00R\x0eremoveShufflesB\x05\n" +
 	"\x03msg\"\xc2\x01\n" +
 	"\bRegister\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1f\n" +
@@ -1388,7 +1451,10 @@ const file_drover_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\x03R\x06taskId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"\"\n" +
 	"\bShutdown\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"-\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"1\n" +
+	"\x0eRemoveShuffles\x12\x1f\n" +
+	"\vshuffle_ids\x18\x01 \x03(\x03R\n" +
+	"shuffleIds\"-\n" +
 	"\x12FetchResultRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\x03R\x06taskId\"<\n" +
 	"\x05Chunk\x12\x12\n" +
@@ -1428,7 +1494,7 @@ func file_drover_proto_rawDescGZIP() []byte {
 }
 
 var file_drover_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_drover_proto_goTypes = []any{
 	(TaskState)(0),             // 0: drover.v1.TaskState
 	(*ExecutorMessage)(nil),    // 1: drover.v1.ExecutorMessage
@@ -1445,11 +1511,12 @@ var file_drover_proto_goTypes = []any{
 	(*Decommission)(nil),       // 12: drover.v1.Decommission
 	(*KillTask)(nil),           // 13: drover.v1.KillTask
 	(*Shutdown)(nil),           // 14: drover.v1.Shutdown
-	(*FetchResultRequest)(nil), // 15: drover.v1.FetchResultRequest
-	(*Chunk)(nil),              // 16: drover.v1.Chunk
-	(*FetchBlocksRequest)(nil), // 17: drover.v1.FetchBlocksRequest
-	(*BlockID)(nil),            // 18: drover.v1.BlockID
-	nil,                        // 19: drover.v1.Registered.ConfEntry
+	(*RemoveShuffles)(nil),     // 15: drover.v1.RemoveShuffles
+	(*FetchResultRequest)(nil), // 16: drover.v1.FetchResultRequest
+	(*Chunk)(nil),              // 17: drover.v1.Chunk
+	(*FetchBlocksRequest)(nil), // 18: drover.v1.FetchBlocksRequest
+	(*BlockID)(nil),            // 19: drover.v1.BlockID
+	nil,                        // 20: drover.v1.Registered.ConfEntry
 }
 var file_drover_proto_depIdxs = []int32{
 	3,  // 0: drover.v1.ExecutorMessage.register:type_name -> drover.v1.Register
@@ -1461,23 +1528,24 @@ var file_drover_proto_depIdxs = []int32{
 	13, // 6: drover.v1.DriverMessage.kill:type_name -> drover.v1.KillTask
 	14, // 7: drover.v1.DriverMessage.shutdown:type_name -> drover.v1.Shutdown
 	6,  // 8: drover.v1.DriverMessage.heartbeat_ack:type_name -> drover.v1.HeartbeatAck
-	19, // 9: drover.v1.Registered.conf:type_name -> drover.v1.Registered.ConfEntry
-	7,  // 10: drover.v1.LaunchBatch.tasks:type_name -> drover.v1.TaskDescription
-	0,  // 11: drover.v1.TaskStatus.state:type_name -> drover.v1.TaskState
-	10, // 12: drover.v1.TaskStatus.fetch_failure:type_name -> drover.v1.FetchFailure
-	9,  // 13: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
-	18, // 14: drover.v1.FetchBlocksRequest.blocks:type_name -> drover.v1.BlockID
-	1,  // 15: drover.v1.Driver.Control:input_type -> drover.v1.ExecutorMessage
-	15, // 16: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
-	17, // 17: drover.v1.Executor.FetchBlocks:input_type -> drover.v1.FetchBlocksRequest
-	2,  // 18: drover.v1.Driver.Control:output_type -> drover.v1.DriverMessage
-	16, // 19: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
-	16, // 20: drover.v1.Executor.FetchBlocks:output_type -> drover.v1.Chunk
-	18, // [18:21] is the sub-list for method output_type
-	15, // [15:18] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	15, // 9: drover.v1.DriverMessage.remove_shuffles:type_name -> drover.v1.RemoveShuffles
+	20, // 10: drover.v1.Registered.conf:type_name -> drover.v1.Registered.ConfEntry
+	7,  // 11: drover.v1.LaunchBatch.tasks:type_name -> drover.v1.TaskDescription
+	0,  // 12: drover.v1.TaskStatus.state:type_name -> drover.v1.TaskState
+	10, // 13: drover.v1.TaskStatus.fetch_failure:type_name -> drover.v1.FetchFailure
+	9,  // 14: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
+	19, // 15: drover.v1.FetchBlocksRequest.blocks:type_name -> drover.v1.BlockID
+	1,  // 16: drover.v1.Driver.Control:input_type -> drover.v1.ExecutorMessage
+	16, // 17: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
+	18, // 18: drover.v1.Executor.FetchBlocks:input_type -> drover.v1.FetchBlocksRequest
+	2,  // 19: drover.v1.Driver.Control:output_type -> drover.v1.DriverMessage
+	17, // 20: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
+	17, // 21: drover.v1.Executor.FetchBlocks:output_type -> drover.v1.Chunk
+	19, // [19:22] is the sub-list for method output_type
+	16, // [16:19] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_drover_proto_init() }
@@ -1497,6 +1565,7 @@ func file_drover_proto_init() {
 		(*DriverMessage_Kill)(nil),
 		(*DriverMessage_Shutdown)(nil),
 		(*DriverMessage_HeartbeatAck)(nil),
+		(*DriverMessage_RemoveShuffles)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1504,7 +1573,7 @@ func file_drover_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_proto_rawDesc), len(file_drover_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
