@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -242,6 +243,22 @@ func TestFetchFailures(t *testing.T) {
 			mapID: 2, exec: "a",
 		},
 		{
+			name: "corrupt remote block",
+			break_: func(t *testing.T, a, b *testExecutor, refs []BlockRef) []BlockRef {
+				corrupt(t, b.m, 5, 3, 1003)
+				return refs
+			},
+			mapID: 3, exec: "b", code: codes.DataLoss, codeSet: true,
+		},
+		{
+			name: "corrupt local block",
+			break_: func(t *testing.T, a, b *testExecutor, refs []BlockRef) []BlockRef {
+				corrupt(t, a.m, 5, 2, 1002)
+				return refs
+			},
+			mapID: 2, exec: "a",
+		},
+		{
 			name: "wrong size",
 			break_: func(t *testing.T, a, b *testExecutor, refs []BlockRef) []BlockRef {
 				refs[1].Size--
@@ -293,6 +310,21 @@ func TestFetchFailures(t *testing.T) {
 				t.Errorf("code = %v, want %v: %v", status.Code(ffe.Err), tt.code, err)
 			}
 		})
+	}
+}
+
+// corrupt flips a bit in the middle of a map output's data file, as a bad
+// disk would.
+func corrupt(t *testing.T, m *Manager, shuffleID, mapID int, taskID int64) {
+	t.Helper()
+	path := dataPath(m.outputBase(shuffleID, mapID, taskID))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0x10
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,10 +19,13 @@ const DefaultBufferBytes = 8 << 20
 //
 //	numPartitions
 //	start[0..numPartitions]   partition p's segments are table[start[p]:start[p+1]]
-//	table: (offset, length) per segment, grouped by partition
+//	table: (offset, length, CRC-32C) per segment, grouped by partition
 //
 // so a block's segments are found with two small reads whatever the number of
-// partitions and segments.
+// partitions and segments. The checksums let a reader tell a corrupt map
+// output (a bad disk, a truncated file) from good data: it is reported as a
+// fetch failure, so the map output is computed again, instead of failing the
+// reduce task with undecodable records until the job gives up.
 
 // MapStatus describes a committed map output.
 type MapStatus struct {
@@ -32,7 +36,27 @@ type MapStatus struct {
 	Sizes []int64
 }
 
-type segment struct{ off, len int64 }
+type segment struct {
+	off, len int64
+	crc      uint32
+}
+
+// tableEntry is the size of a segment's entry in the index.
+const tableEntry = 24
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errChecksum marks map output data that does not match its checksum.
+var errChecksum = errors.New("map output does not match its checksum")
+
+// checkSegment is errChecksum when crc is not seg's.
+func checkSegment(seg segment, crc uint32) error {
+	if crc != seg.crc {
+		return fmt.Errorf("segment at offset %d (%d bytes): CRC-32C %08x, the index says %08x: %w",
+			seg.off, seg.len, crc, seg.crc, errChecksum)
+	}
+	return nil
+}
 
 // MapWriter writes the output of one map task attempt.
 type MapWriter struct {
@@ -110,7 +134,7 @@ func (w *MapWriter) flush() error {
 			w.err = fmt.Errorf("shuffle: write map output: %w", err)
 			return w.err
 		}
-		w.segs[p] = append(w.segs[p], segment{w.off, int64(len(b))})
+		w.segs[p] = append(w.segs[p], segment{w.off, int64(len(b)), crc32.Checksum(b, castagnoli)})
 		w.sizes[p] += int64(len(b))
 		w.off += int64(len(b))
 		// Keep a buffer for the next round unless this round left most of
@@ -200,7 +224,7 @@ func encodeIndex(segs [][]segment) []byte {
 	for _, s := range segs {
 		total += len(s)
 	}
-	b := make([]byte, 0, 8*(2+len(segs)+2*total))
+	b := make([]byte, 0, 8*(2+len(segs))+tableEntry*total)
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(segs)))
 	start := 0
 	b = binary.LittleEndian.AppendUint64(b, 0)
@@ -212,6 +236,7 @@ func encodeIndex(segs [][]segment) []byte {
 		for _, s := range ps {
 			b = binary.LittleEndian.AppendUint64(b, uint64(s.off))
 			b = binary.LittleEndian.AppendUint64(b, uint64(s.len))
+			b = binary.LittleEndian.AppendUint64(b, uint64(s.crc))
 		}
 	}
 	return b
@@ -254,17 +279,19 @@ func (m *Manager) openBlock(shuffleID, mapID int, taskID int64, reduceID int) (*
 		return nil, fmt.Errorf("read map index: %w", err)
 	}
 	tableOff := int64(8 * (2 + n))
-	if n > uint64(fi.Size()) || end < start || end-start > uint64(fi.Size()-tableOff)/16 {
+	if n > uint64(fi.Size()) || end < start || end-start > uint64(fi.Size()-tableOff)/tableEntry {
 		return nil, errBadIndex
 	}
-	table := make([]byte, 16*(end-start))
-	if _, err := idx.ReadAt(table, tableOff+int64(16*start)); err != nil {
+	table := make([]byte, tableEntry*(end-start))
+	if _, err := idx.ReadAt(table, tableOff+int64(tableEntry*start)); err != nil {
 		return nil, fmt.Errorf("read map index: %w", err)
 	}
 	segs := make([]segment, end-start)
 	var size int64
 	for i := range segs {
-		segs[i] = segment{int64(binary.LittleEndian.Uint64(table[16*i:])), int64(binary.LittleEndian.Uint64(table[16*i+8:]))}
+		e := table[tableEntry*i:]
+		segs[i] = segment{int64(binary.LittleEndian.Uint64(e)), int64(binary.LittleEndian.Uint64(e[8:])),
+			uint32(binary.LittleEndian.Uint64(e[16:]))}
 		size += segs[i].len
 	}
 	data, err := os.Open(dataPath(base))
@@ -289,6 +316,9 @@ func (m *Manager) readLocalBlock(shuffleID, mapID int, taskID int64, reduceID in
 				err = io.ErrUnexpectedEOF
 			}
 			return nil, fmt.Errorf("read map output: %w", err)
+		}
+		if err := checkSegment(s, crc32.Checksum(buf[n:n+s.len], castagnoli)); err != nil {
+			return nil, err
 		}
 		n += s.len
 	}

@@ -3,6 +3,7 @@ package shuffle
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 
@@ -18,7 +19,8 @@ import (
 // requested blocks in request order as Chunks of at most rpc.ChunkSize bytes,
 // each with the index in req.Blocks of the block its data belongs to. A
 // block's chunks are contiguous and an empty block sends none. A block whose
-// map output this executor does not have ends the stream with NotFound.
+// map output this executor does not have ends the stream with NotFound, one
+// whose data does not match its checksums with DataLoss.
 func (m *Manager) ServeBlocks(req *pb.FetchBlocksRequest, stream grpc.ServerStreamingServer[pb.Chunk]) error {
 	ctx := stream.Context()
 	for i, b := range req.GetBlocks() {
@@ -44,6 +46,7 @@ func (m *Manager) serveBlock(req *pb.FetchBlocksRequest, i int, b *pb.BlockID, s
 	defer bf.Close()
 	remaining := bf.size
 	seg, segOff := 0, int64(0)
+	var crc uint32
 	for remaining > 0 {
 		// A fresh buffer per chunk: a sent message must not be modified
 		// (stats handlers may read it lazily).
@@ -58,10 +61,17 @@ func (m *Manager) serveBlock(req *pb.FetchBlocksRequest, i int, b *pb.BlockID, s
 				}
 				return status.Errorf(codes.Internal, "shuffle %d map %d: read block: %v", req.GetShuffleId(), b.GetMapId(), err)
 			}
+			crc = crc32.Update(crc, castagnoli, buf[n:n+int(k)])
 			n += int(k)
 			segOff += k
 			if segOff == s.len {
-				seg, segOff = seg+1, 0
+				// Checked before the chunk that ends the segment is sent: the
+				// reader never gets all of a corrupt block.
+				if err := checkSegment(s, crc); err != nil {
+					return status.Errorf(codes.DataLoss, "shuffle %d map %d reduce %d on executor %s: %v",
+						req.GetShuffleId(), b.GetMapId(), req.GetReduceId(), m.opts.ExecutorID, err)
+				}
+				seg, segOff, crc = seg+1, 0, 0
 			}
 		}
 		remaining -= int64(n)
