@@ -2,6 +2,7 @@ package dataflow
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -131,5 +132,44 @@ func TestRangePartitionerUsesBounds(t *testing.T) {
 		if got := part(enc(key)); got != want {
 			t.Errorf("partition of %d = %d, want %d", key, got, want)
 		}
+	}
+}
+
+func TestRangeValues(t *testing.T) {
+	const minI, maxI = math.MinInt64, math.MaxInt64
+	tests := []struct {
+		name             string
+		start, end, step int64
+		parts            int
+		want             []int64
+	}{
+		{"ascending", 0, 10, 3, 2, []int64{0, 3, 6, 9}},
+		{"descending", 10, 0, -4, 3, []int64{10, 6, 2}},
+		{"empty", 5, 5, 1, 2, nil},
+		{"wrong direction", 0, 10, -1, 2, nil},
+		{"near the top", maxI - 3, maxI, 1, 2, []int64{maxI - 3, maxI - 2, maxI - 1}},
+		{"near the bottom", minI + 2, minI, -1, 1, []int64{minI + 2, minI + 1}},
+		{"whole int64 ascending", minI, maxI, 1 << 62, 3, []int64{minI, -1 << 62, 0, 1 << 62}},
+		{"whole int64 descending", maxI, minI, -(1 << 62), 3, []int64{maxI, 1<<62 - 1, -1, -1<<62 - 1}},
+		{"step larger than the span", -5, 5, maxI, 4, []int64{-5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []int64
+			for p := range tt.parts {
+				got = slices.AppendSeq(got, rangeValues(tt.start, tt.end, tt.step, p, tt.parts))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	// 2^64-1 values in 1,000 partitions: the shares neither overflow nor
+	// leave a value out.
+	if got := share(math.MaxUint64, 1000, 1000); got != math.MaxUint64 {
+		t.Errorf("the last partition ends at %d, want %d", got, uint64(math.MaxUint64))
+	}
+	if got, want := share(math.MaxUint64, 999, 1000), uint64(math.MaxUint64)/1000*999+uint64(math.MaxUint64)%1000*999/1000; got != want {
+		t.Errorf("partition 999 of 1000 starts at %d, want %d", got, want)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"iter"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"sort"
@@ -151,23 +153,50 @@ func (r *runner) input(id, p int) (Input, error) {
 
 func rangeProducer(n *Node, p int) Producer {
 	return func(emit func([]byte) error) error {
-		count := (n.End - n.Start + n.Step - 1) / n.Step
-		if n.Step < 0 {
-			count = (n.Start - n.End - n.Step - 1) / -n.Step
-		}
-		if count < 0 {
-			count = 0
-		}
-		parts := int64(n.NumPartitions)
-		lo, hi := count*int64(p)/parts, count*int64(p+1)/parts
 		var buf [binary.MaxVarintLen64]byte
-		for i := lo; i < hi; i++ {
-			if err := emit(binary.AppendVarint(buf[:0], n.Start+i*n.Step)); err != nil {
+		for v := range rangeValues(n.Start, n.End, n.Step, p, n.NumPartitions) {
+			if err := emit(binary.AppendVarint(buf[:0], v)); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
+}
+
+// rangeValues is partition p of parts of start, start+step, … up to end
+// (excluded). The arithmetic is unsigned and 128-bit where it must be, so
+// ranges that span most of int64 neither overflow nor lose values.
+func rangeValues(start, end, step int64, p, parts int) iter.Seq[int64] {
+	return func(yield func(int64) bool) {
+		var span, stride uint64
+		switch {
+		case step > 0 && end > start:
+			span, stride = uint64(end)-uint64(start), uint64(step)
+		case step < 0 && end < start:
+			span, stride = uint64(start)-uint64(end), -uint64(step)
+		default:
+			return
+		}
+		count := span / stride
+		if span%stride != 0 {
+			count++
+		}
+		lo, hi := share(count, p, parts), share(count, p+1, parts)
+		for i := lo; i < hi; i++ {
+			// Two's complement: the wrapped sum is the value, which lies
+			// between start and end.
+			if !yield(int64(uint64(start) + i*uint64(step))) {
+				return
+			}
+		}
+	}
+}
+
+// share is count×p/parts without overflow.
+func share(count uint64, p, parts int) uint64 {
+	hi, lo := bits.Mul64(count, uint64(p))
+	q, _ := bits.Div64(hi, lo, uint64(parts))
+	return q
 }
 
 // textLines emits the lines that start inside the split, without their
