@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 
@@ -57,6 +58,20 @@ type shuffleState struct {
 	// forgotten is set when no dataset needs the shuffle any more but a
 	// stage still used it: the last user removes it.
 	forgotten bool
+	// reads are the shuffles its map stage reads.
+	reads []int
+	// indeterminate is set when a map task's output depends on the order
+	// its input arrives in, not only on the input: a round-robin shuffle
+	// (Repartition) of records that come from another shuffle, whose
+	// fetches complete in any order. A recomputed map output would not
+	// fit with the others, so losing one recomputes them all (SPARK-23207).
+	indeterminate bool
+	// unstable is set when it or a shuffle upstream is indeterminate: its
+	// readers must not mix data of two generations.
+	unstable bool
+	// gen counts the times every output was dropped to be computed again;
+	// guarded by Graph.mu.
+	gen int
 }
 
 // New returns an empty graph running its tasks on sched.
@@ -91,8 +106,98 @@ func (g *Graph) AddShuffle(s dataflow.Shuffle) int {
 	defer g.mu.Unlock()
 	g.nextID++
 	s.ID = g.nextID
-	g.shuffles[s.ID] = &shuffleState{dep: &s, outputs: make([]*shuffle.MapStatus, g.nodes[s.Parent].NumPartitions)}
+	st := &shuffleState{dep: &s, outputs: make([]*shuffle.MapStatus, g.nodes[s.Parent].NumPartitions)}
+	st.reads = g.shuffleReadsLocked(s.Parent)
+	st.indeterminate = s.Partitioner == dataflow.RoundRobin && len(st.reads) > 0
+	st.unstable = st.indeterminate
+	for _, r := range st.reads {
+		st.unstable = st.unstable || g.shuffles[r].unstable
+	}
+	g.shuffles[s.ID] = st
 	return s.ID
+}
+
+// shuffleReadsLocked is the shuffles read in the stage that computes node
+// id: those of the shuffled nodes up its chain of narrow parents.
+func (g *Graph) shuffleReadsLocked(id int) []int {
+	n := g.nodes[id]
+	switch {
+	case n == nil:
+		return nil
+	case n.Kind == dataflow.Shuffled:
+		return slices.Clone(n.Shuffles)
+	case n.Kind == dataflow.Func || n.Kind == dataflow.Coalesce:
+		return g.shuffleReadsLocked(n.Parent)
+	}
+	return nil
+}
+
+// resetLocked drops every map output of shuffle sid, to be computed again,
+// and those of the shuffles computed from it: their outputs were computed
+// from data that will not be seen again.
+func (g *Graph) resetLocked(sid int) {
+	s := g.shuffles[sid]
+	if s == nil {
+		return
+	}
+	clear(s.outputs)
+	s.gen++
+	for tid, t := range g.shuffles {
+		if slices.Contains(t.reads, sid) {
+			g.resetLocked(tid)
+		}
+	}
+}
+
+// dropOutputsLocked forgets the outputs of shuffle s for which lost is
+// true, and all of them, with those computed from them, when the shuffle
+// is indeterminate. It returns how many outputs were lost.
+func (g *Graph) dropOutputsLocked(sid int, lost func(*shuffle.MapStatus) bool) int {
+	s := g.shuffles[sid]
+	n := 0
+	for i, o := range s.outputs {
+		if o != nil && lost(o) {
+			s.outputs[i] = nil
+			n++
+		}
+	}
+	if n > 0 && s.indeterminate {
+		g.log.Warn("map outputs of an indeterminate shuffle lost: computing all of them and what was computed from them again",
+			"shuffle", sid, "lost", n)
+		g.resetLocked(sid)
+	}
+	return n
+}
+
+// gensLocked is the generation of every shuffle st reads.
+func (g *Graph) gensLocked(st *dataflow.Stage) map[int]int {
+	gens := map[int]int{}
+	for _, n := range st.Nodes {
+		if n.Kind == dataflow.Shuffled {
+			for _, sid := range n.Shuffles {
+				gens[sid] = g.shuffles[sid].gen
+			}
+		}
+	}
+	return gens
+}
+
+// unstable reports whether st reads a shuffle that may be computed again
+// differently: then its results are kept until every partition has one of
+// the same generation.
+func (g *Graph) unstable(st *dataflow.Stage) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, n := range st.Nodes {
+		if n.Kind == dataflow.Shuffled {
+			for _, sid := range n.Shuffles {
+				if g.shuffles[sid].unstable {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // Node returns a dataset of the graph.
@@ -109,13 +214,8 @@ func (g *Graph) ExecutorLost(id string) {
 	defer g.mu.Unlock()
 	g.lost[id] = true
 	lost := 0
-	for _, s := range g.shuffles {
-		for i, o := range s.outputs {
-			if o != nil && o.ExecutorID == id {
-				s.outputs[i] = nil
-				lost++
-			}
-		}
+	for sid := range g.shuffles {
+		lost += g.dropOutputsLocked(sid, func(o *shuffle.MapStatus) bool { return o.ExecutorID == id })
 	}
 	if lost > 0 {
 		g.log.Info("map outputs lost with their executor", "executor", id, "outputs", lost)
@@ -124,7 +224,8 @@ func (g *Graph) ExecutorLost(id string) {
 
 // Run computes the given partitions of node final into out and calls
 // onResult with each partition's task result, once per partition, after
-// its stage attempt ended. Parent shuffles are computed first when their
+// its stage attempt ended (after the stage, when it reads an indeterminate
+// shuffle). Parent shuffles are computed first when their
 // outputs are missing; a fetch failure recomputes the lost map outputs and
 // retries the partitions still missing, up to spark.stage.maxConsecutiveAttempts.
 func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partitions []int, onResult func(partition int, result []byte) error) error {
@@ -135,6 +236,13 @@ func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partiti
 	g.use(st, 1)
 	defer g.use(st, -1)
 	pending := slices.Clone(partitions)
+	// A stage that reads an unstable shuffle holds its results until every
+	// partition has one computed from the same generation of its inputs:
+	// after an indeterminate shuffle was computed again, the results of the
+	// old one would duplicate or miss records.
+	unstable := g.unstable(st)
+	var held map[int][]byte
+	var heldGens map[int]int
 	for attempt, lostInputs := 0, 0; ; attempt++ {
 		st.Attempt = attempt
 		if err := g.computeParents(ctx, st); err != nil {
@@ -148,7 +256,7 @@ func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partiti
 			st.ID = g.nextStage
 			g.mu.Unlock()
 		}
-		done, err := g.runTasks(ctx, st, pending)
+		done, gens, err := g.runTasks(ctx, st, pending)
 		if errors.Is(err, errInputsLost) {
 			// Outputs computed by computeParents were lost before the tasks
 			// were built: compute them again, as Spark does on a missing
@@ -159,16 +267,47 @@ func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partiti
 			attempt--
 			continue
 		}
-		for _, r := range done {
-			if herr := onResult(r.partition, r.result); herr != nil {
-				return herr
+		if unstable {
+			if !maps.Equal(gens, heldGens) {
+				if len(held) > 0 {
+					g.log.Warn("the stage's input was computed again: running all its partitions again",
+						"stage", st.ID, "discarded", len(held))
+				}
+				held, heldGens = map[int][]byte{}, gens
 			}
-		}
-		pending = slices.DeleteFunc(pending, func(p int) bool {
-			return slices.ContainsFunc(done, func(r result) bool { return r.partition == p })
-		})
-		if err == nil {
-			return nil
+			for _, r := range done {
+				held[r.partition] = r.result
+			}
+			pending = slices.DeleteFunc(slices.Clone(partitions), func(p int) bool { _, ok := held[p]; return ok })
+			if len(pending) == 0 {
+				for _, p := range partitions {
+					if herr := onResult(p, held[p]); herr != nil {
+						return herr
+					}
+				}
+				return nil
+			}
+			if err == nil {
+				// The held results were of an older generation: run the
+				// partitions they covered again, without counting a failure.
+				if lostInputs++; lostInputs > 10*g.opts.MaxStageAttempts {
+					return fmt.Errorf("stage %d: its input was computed again %d times in a row", st.ID, lostInputs)
+				}
+				attempt--
+				continue
+			}
+		} else {
+			for _, r := range done {
+				if herr := onResult(r.partition, r.result); herr != nil {
+					return herr
+				}
+			}
+			pending = slices.DeleteFunc(pending, func(p int) bool {
+				return slices.ContainsFunc(done, func(r result) bool { return r.partition == p })
+			})
+			if err == nil {
+				return nil
+			}
 		}
 		var ff *scheduler.FetchFailedError
 		if !errors.As(err, &ff) {
@@ -258,17 +397,12 @@ func (g *Graph) ShuffleHolders() (active, held map[string]bool) {
 func (g *Graph) lostOutput(ff *scheduler.FetchFailedError) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s := g.shuffles[ff.ShuffleID]
-	if s == nil {
+	if g.shuffles[ff.ShuffleID] == nil {
 		return
 	}
 	// The executor that could not serve one block is likely gone: forget
 	// everything it wrote for this shuffle, as Spark does.
-	for i, o := range s.outputs {
-		if o != nil && o.ExecutorID == ff.ExecutorID {
-			s.outputs[i] = nil
-		}
-	}
+	g.dropOutputsLocked(ff.ShuffleID, func(o *shuffle.MapStatus) bool { return o.ExecutorID == ff.ExecutorID })
 }
 
 // stage collects the nodes computed in one task: the final node and its
@@ -343,10 +477,11 @@ func (g *Graph) computeShuffle(ctx context.Context, sid int) error {
 }
 
 // recordMapOutput keeps a map task's status, unless its executor was lost
-// meanwhile (then the output stays missing and is computed again). It runs
-// under the task scheduler's lock; g.mu is never held while calling the
-// scheduler, so the order is safe.
-func (g *Graph) recordMapOutput(sid, p int, b []byte) {
+// meanwhile or a shuffle it read was reset since its task was built (gens):
+// then the output stays missing and is computed again. It runs under the
+// task scheduler's lock; g.mu is never held while calling the scheduler, so
+// the order is safe.
+func (g *Graph) recordMapOutput(sid, p int, b []byte, gens map[int]int) {
 	ms, err := dataflow.DecodeMapStatus(b)
 	if err != nil {
 		g.log.Error("map task returned an unreadable status; its output will be computed again", "shuffle", sid, "map", p, "err", err)
@@ -354,6 +489,11 @@ func (g *Graph) recordMapOutput(sid, p int, b []byte) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	for r, gen := range gens {
+		if g.shuffles[r].gen != gen {
+			return
+		}
+	}
 	if !g.lost[ms.ExecutorID] {
 		g.shuffles[sid].outputs[p] = &ms
 	}
@@ -381,11 +521,12 @@ type result struct {
 }
 
 // runTasks runs one attempt of a stage over the partitions and returns the
-// results of those that succeeded, even when the attempt failed.
-func (g *Graph) runTasks(ctx context.Context, st *dataflow.Stage, partitions []int) ([]result, error) {
+// results of those that succeeded, even when the attempt failed, and the
+// generations of the shuffles its tasks read.
+func (g *Graph) runTasks(ctx context.Context, st *dataflow.Stage, partitions []int) ([]result, map[int]int, error) {
 	stageBytes, err := dataflow.EncodeStage(st)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tasks := make([]scheduler.TaskSpec, len(partitions))
 	g.mu.Lock()
@@ -396,17 +537,18 @@ func (g *Graph) runTasks(ctx context.Context, st *dataflow.Stage, partitions []i
 		for _, sid := range n.Shuffles {
 			if slices.Contains(g.shuffles[sid].outputs, nil) {
 				g.mu.Unlock()
-				return nil, errInputsLost
+				return nil, nil, errInputsLost
 			}
 		}
 	}
+	gens := g.gensLocked(st)
 	for i, p := range partitions {
 		t := &dataflow.Task{Stage: stageBytes, Partition: p, MemoryBytes: g.opts.MemoryBytes, MaxInFlight: g.opts.MaxInFlight}
 		g.inputsLocked(st, st.Final, p, t)
 		b, err := dataflow.EncodeTask(t)
 		if err != nil {
 			g.mu.Unlock()
-			return nil, err
+			return nil, nil, err
 		}
 		tasks[i] = scheduler.TaskSpec{Partition: p, Payload: b}
 	}
@@ -423,7 +565,7 @@ func (g *Graph) runTasks(ctx context.Context, st *dataflow.Stage, partitions []i
 				// Recorded at once, not when the stage ends: dynamic
 				// allocation must see the executor holds shuffle data, and
 				// a loss of the executor before then must clear it.
-				g.recordMapOutput(st.Output.Shuffle, p, r)
+				g.recordMapOutput(st.Output.Shuffle, p, r, gens)
 			}
 			mu.Lock()
 			done = append(done, result{p, r})
@@ -432,7 +574,7 @@ func (g *Graph) runTasks(ctx context.Context, st *dataflow.Stage, partitions []i
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	return done, err
+	return done, gens, err
 }
 
 // inputsLocked adds to t what partition p of node id reads: Parallelize
