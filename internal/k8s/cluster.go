@@ -323,6 +323,16 @@ func (c *Cluster) startSource(ctx context.Context) error {
 		informers.WithNamespace(c.ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.selector.String() }))
 	inf := factory.Core().V1().Pods()
+	// Managed fields are a large share of a cached pod and nothing here
+	// reads them: with thousands of executors they cost megabytes.
+	if err := inf.Informer().SetTransform(func(obj any) (any, error) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			p.ManagedFields = nil
+		}
+		return obj, nil
+	}); err != nil {
+		return err
+	}
 	c.lister = inf.Lister()
 	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.observed(obj) },
@@ -372,25 +382,37 @@ func (c *Cluster) markDirty() {
 	}
 }
 
-// adaptiveSnapshotDelay coalesces pod events for the adaptive allocator.
+// adaptiveSnapshotDelay coalesces pod events for the adaptive allocator,
+// per 1,000 pods: a snapshot is a pass over every cached pod, so with many
+// executors the pause grows with them and the driver's CPU per second
+// stays flat, up to spark.kubernetes.allocation.batch.delay.
 const adaptiveSnapshotDelay = 100 * time.Millisecond
+
+// snapshotDelay is the pause after a snapshot of n pods.
+func snapshotDelay(policy allocator.Policy, batchDelay time.Duration, n int) time.Duration {
+	if policy == allocator.PolicySpark {
+		return batchDelay
+	}
+	return min(batchDelay, adaptiveSnapshotDelay*time.Duration(max(1, (n+999)/1000)))
+}
 
 func (c *Cluster) snapshotLoop(ctx context.Context) {
 	// Spark coalesces pod events per batch delay. The adaptive allocator
 	// starts its next round as soon as the cluster admitted the last one,
 	// so it hears of pods sooner (a snapshot costs a pass over the cached
 	// pods, no API request).
-	delay := config.KubernetesAllocationBatchDelay.Get(c.conf)
-	if allocator.Policy(config.KubernetesAllocationPolicy.Get(c.conf)) != allocator.PolicySpark {
-		delay = min(delay, adaptiveSnapshotDelay)
-	}
+	batchDelay := config.KubernetesAllocationBatchDelay.Get(c.conf)
+	policy := allocator.Policy(config.KubernetesAllocationPolicy.Get(c.conf))
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.dirty:
 		}
-		pods, err := c.lister.List(c.selector)
+		// The informer holds only this application's executor pods (its
+		// watch has c.selector): matching the selector again per pod cost
+		// about as much as the rest of a snapshot.
+		pods, err := c.lister.List(labels.Everything())
 		if err != nil {
 			c.log.Warn("listing cached executor pods", "err", err)
 			continue
@@ -399,7 +421,7 @@ func (c *Cluster) snapshotLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.clock.After(delay):
+		case <-c.clock.After(snapshotDelay(policy, batchDelay, len(pods))):
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,7 +52,9 @@ import (
 // apiPollingInterval) to check that no LIST runs while the watch is
 // healthy. DROVER_SCALE_CONF adds driver configuration for experiments
 // ("key=value,key=value"); DROVER_SCALE_LOG=1 with -v prints the driver's
-// debug log. DROVER_SCALE_STAGES=general gives pods kwok's realistic start
+// debug log; DROVER_SCALE_PROFILE=/path/prefix writes the driver's CPU
+// profile and, once all executors registered, its heap profile and memory
+// summary (prefix.policy.cpu, prefix.policy.heap, prefix.policy.mem). DROVER_SCALE_STAGES=general gives pods kwok's realistic start
 // latency (1 s + up to 5 s) instead of "fast". Without the Kubernetes
 // test binaries they skip, unless CI=true.
 var scaleEnv = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true,
@@ -417,6 +421,19 @@ func driverMain(raw string) error {
 	cl := mc.(*Cluster)
 	sched.SetBackend(cl.Backend())
 
+	if prof := os.Getenv("DROVER_SCALE_PROFILE"); prof != "" {
+		f, err := os.Create(prof + "." + p.Policy + ".cpu")
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -438,6 +455,17 @@ func driverMain(raw string) error {
 	r := driverResult{Elapsed: time.Since(start), CPUToReady: cpuTime(syscall.RUSAGE_SELF),
 		Registered: len(cl.backend.Executors())}
 	fmt.Println("ready")
+	if prof := os.Getenv("DROVER_SCALE_PROFILE"); prof != "" {
+		if h, err := os.Create(prof + "." + p.Policy + ".heap"); err == nil {
+			_ = pprof.WriteHeapProfile(h)
+			h.Close()
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		_ = os.WriteFile(prof+"."+p.Policy+".mem", fmt.Appendf(nil,
+			"at ready: %d goroutines; heap in use %d MiB, heap from the OS %d MiB, stacks %d MiB, other runtime %d MiB\n",
+			runtime.NumGoroutine(), ms.HeapInuse>>20, ms.HeapSys>>20, ms.StackSys>>20, (ms.Sys-ms.HeapSys-ms.StackSys)>>20), 0o644)
+	}
 
 	// Idle: the watch is healthy, so nothing may list, and nothing writes.
 	atReady := counter.snapshot()

@@ -67,6 +67,12 @@ func NewSecret() string {
 // ServerOptions returns the options of a drover gRPC server.
 func ServerOptions(auth Auth) []grpc.ServerOption {
 	return []grpc.ServerOption{
+		// A driver holds a connection per executor, idle most of the time:
+		// write buffers come from a shared pool between flushes, and reads
+		// are small (control messages, block requests; large frames bypass
+		// the buffer), so each connection costs little while it waits.
+		grpc.SharedWriteBuffer(true),
+		grpc.ReadBufferSize(8 << 10),
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}),
