@@ -111,7 +111,9 @@ func (g *Graph) AddShuffle(s dataflow.Shuffle) int {
 	st.indeterminate = s.Partitioner == dataflow.RoundRobin && len(st.reads) > 0
 	st.unstable = st.indeterminate
 	for _, r := range st.reads {
-		st.unstable = st.unstable || g.shuffles[r].unstable
+		if rs := g.shuffles[r]; rs != nil && rs.unstable {
+			st.unstable = true
+		}
 	}
 	g.shuffles[s.ID] = st
 	return s.ID
