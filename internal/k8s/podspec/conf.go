@@ -251,7 +251,9 @@ func (p *parser) template(ec *ExecutorConf) {
 		}
 		return
 	}
-	pod, err := loadTemplate(file, "executor")
+	// A cluster-mode driver on a process node (tests) finds the uploaded
+	// template in its ConfigMap volume's directory.
+	pod, err := loadTemplate(LocalConfFile(file, os.Getenv), "executor")
 	if err != nil {
 		p.fail("%s=%s: %w", config.KubernetesExecutorPodTemplateFile.Key(), file, err)
 		return

@@ -3,6 +3,7 @@ package podspec
 import (
 	"fmt"
 	"maps"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -47,6 +48,28 @@ const (
 
 // DriverConfFile is the properties file the driver container reads.
 var DriverConfFile = path.Join(DriverConfDir, config.DefaultsFile)
+
+// ExecutorTemplateKey is the driver ConfigMap's key for the executor pod
+// template that submit read on the submitter's machine; the driver finds
+// it at ExecutorTemplateFile, as Spark's driver finds its uploaded one.
+const ExecutorTemplateKey = "executor-pod-template.yaml"
+
+// ExecutorTemplateFile is where a cluster-mode driver reads the uploaded
+// executor pod template.
+var ExecutorTemplateFile = path.Join(DriverConfDir, ExecutorTemplateKey)
+
+// ReadExecutorTemplate reads and checks the executor pod template file,
+// for submit to upload with the driver's configuration.
+func ReadExecutorTemplate(file string) (string, error) {
+	if _, err := loadTemplate(file, "executor"); err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("reading the executor pod template: %w", err)
+	}
+	return string(b), nil
+}
 
 // DriverConf is everything the driver steps need, resolved and checked
 // once by [NewDriverConf] so that bad input fails before anything is
@@ -409,9 +432,10 @@ func DriverService(dc *DriverConf, driver *corev1.Pod) *corev1.Service {
 }
 
 // DriverConfigMap holds the driver's resolved configuration, conf, as
-// spark-defaults.conf (properties format), mounted at DriverConfDir; it is
-// immutable and owned by the driver pod.
-func DriverConfigMap(dc *DriverConf, conf map[string]string, driver *corev1.Pod) *corev1.ConfigMap {
+// spark-defaults.conf (properties format), and files (name → content, such
+// as ExecutorTemplateKey), mounted at DriverConfDir; it is immutable and
+// owned by the driver pod.
+func DriverConfigMap(dc *DriverConf, conf, files map[string]string, driver *corev1.Pod) *corev1.ConfigMap {
 	text := properties("# Configuration of the driver of "+dc.AppID+", written by drover submit.", conf, nil)
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -423,6 +447,7 @@ func DriverConfigMap(dc *DriverConf, conf map[string]string, driver *corev1.Pod)
 		Immutable: ptr.To(true),
 		Data:      map[string]string{config.DefaultsFile: text},
 	}
+	maps.Copy(cm.Data, files)
 	if driver != nil {
 		cm.OwnerReferences = []metav1.OwnerReference{ownerReference(driver)}
 	}

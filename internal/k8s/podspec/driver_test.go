@@ -71,7 +71,7 @@ func TestDriverGolden(t *testing.T) {
 			created := pod.DeepCopy()
 			created.UID = "6f1c1d9e-driver-uid"
 			conf := map[string]string{"spark.app.name": "wordcount", "spark.app.id": testAppID}
-			checkGolden(t, name, pod, DriverService(dc, created), DriverConfigMap(dc, conf, created))
+			checkGolden(t, name, pod, DriverService(dc, created), DriverConfigMap(dc, conf, nil, created))
 		})
 	}
 }

@@ -72,7 +72,7 @@ func BenchmarkHelp(b *testing.B) {
 func BenchmarkSubmitToResult(b *testing.B) {
 	env := cluster.Env(b)
 	_, wordcount := binaries(b)
-	input := benchInput(b)
+	input := wordInput(b)
 	var toRunning, toResult time.Duration
 	runs := 0
 	for b.Loop() {
@@ -107,7 +107,7 @@ func BenchmarkSubmitToResult(b *testing.B) {
 func BenchmarkBarePodToResult(b *testing.B) {
 	env := cluster.Env(b)
 	_, wordcount := binaries(b)
-	input := benchInput(b)
+	input := wordInput(b)
 	ns := env.NewNamespace(b)
 	var total time.Duration
 	runs := 0
@@ -141,8 +141,8 @@ func BenchmarkBarePodToResult(b *testing.B) {
 	b.ReportMetric(total.Seconds()/float64(runs), "s-to-result")
 }
 
-// benchInput is a small text whose most frequent word is "the", 400 times.
-func benchInput(b *testing.B) string {
+// wordInput is a small text whose most frequent word is "the", 400 times.
+func wordInput(b testing.TB) string {
 	path := filepath.Join(b.TempDir(), "input.txt")
 	var text strings.Builder
 	for i := range 200 {

@@ -201,15 +201,7 @@ func TestClusterModeWordCount(t *testing.T) {
 	env := cluster.Env(t)
 	_, wordcount := binaries(t)
 	ns := restrictedNamespace(t, env)
-	input := filepath.Join(t.TempDir(), "input.txt")
-	var text strings.Builder
-	for i := range 200 {
-		fmt.Fprintf(&text, "the quick brown fox %d jumps over the lazy dog\n", i%7)
-	}
-	if err := os.WriteFile(input, []byte(text.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := drover(t, env.Kubeconfig, 3*time.Minute, clusterArgs(env, ns, "--name", "wordcount", "local://"+wordcount, input, "3")...)
+	r := drover(t, env.Kubeconfig, 3*time.Minute, clusterArgs(env, ns, "--name", "wordcount", "local://"+wordcount, wordInput(t), "3")...)
 	t.Logf("drover submit:\n%s", r.stderr)
 	if r.code != 0 {
 		t.Fatalf("exit code %d, want 0", r.code)
@@ -465,5 +457,54 @@ func TestClientMode(t *testing.T) {
 	r = drover(t, "/nonexistent", time.Minute, "submit", "--master", "local[2]", wordcount)
 	if r.code != 1 || !strings.Contains(r.stderr, "usage: wordcount") {
 		t.Errorf("client mode, failing: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
+
+// The executor pod template is read by submit on this machine and
+// uploaded: the driver, in its pod, builds its executors from it.
+func TestClusterModeExecutorTemplate(t *testing.T) {
+	env := cluster.Env(t)
+	_, wordcount := binaries(t)
+	ns := restrictedNamespace(t, env)
+	tmpl := filepath.Join(t.TempDir(), "executor.yaml")
+	if err := os.WriteFile(tmpl, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    team: data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := env.Client.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{LabelSelector: "spark-role=executor"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	r := drover(t, env.Kubeconfig, 3*time.Minute, clusterArgs(env, ns, "--conf", "spark.kubernetes.executor.podTemplateFile="+tmpl,
+		"local://"+wordcount, wordInput(t), "3")...)
+	if r.code != 0 {
+		t.Fatalf("exit code %d:\n%s", r.code, r.stderr)
+	}
+	labelled, seen := 0, 0
+	for done := false; !done; {
+		select {
+		case ev := <-w.ResultChan():
+			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == "ADDED" {
+				seen++
+				if p.Labels["team"] == "data" {
+					labelled++
+				}
+			}
+		case <-time.After(time.Second):
+			done = true
+		}
+	}
+	if seen == 0 || labelled != seen {
+		t.Errorf("%d of %d executor pods carry the template's label", labelled, seen)
+	}
+	// The driver read the uploaded copy, not the submitter's file.
+	cms, err := env.Client.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "spark-role=driver"})
+	if err != nil || len(cms.Items) != 1 {
+		t.Fatalf("driver config maps: %v, %v", cms, err)
+	}
+	data := cms.Items[0].Data
+	if !strings.Contains(data["executor-pod-template.yaml"], "team: data") ||
+		!strings.Contains(data["spark-defaults.conf"], "spark.kubernetes.executor.podTemplateFile=/opt/drover/conf/executor-pod-template.yaml") {
+		t.Errorf("the driver's config map does not carry the template and its path:\n%v", data)
 	}
 }

@@ -32,6 +32,9 @@ type Plan struct {
 	// DriverProperties is the driver's configuration, written to its
 	// config map.
 	DriverProperties map[string]string
+	// DriverFiles are the other files of its config map: the executor pod
+	// template read here, which the driver cannot read on this machine.
+	DriverFiles map[string]string
 }
 
 // ID is the submission id, namespace:driver-pod.
@@ -114,7 +117,17 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 		config.KubernetesDriverPodName.Key(): dc.PodName,
 		config.DriverPort.Key():              strconv.Itoa(dc.Port),
 	})
-	return &Plan{AppID: appID, Namespace: dc.Namespace, Master: m, Driver: dc, Pod: pod, DriverProperties: props}, nil
+	files := map[string]string{}
+	if f := config.KubernetesExecutorPodTemplateFile.Get(conf); f != "" {
+		text, err := podspec.ReadExecutorTemplate(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", config.KubernetesExecutorPodTemplateFile.Key(), f, err)
+		}
+		files[podspec.ExecutorTemplateKey] = text
+		props[config.KubernetesExecutorPodTemplateFile.Key()] = podspec.ExecutorTemplateFile
+	}
+	return &Plan{AppID: appID, Namespace: dc.Namespace, Master: m, Driver: dc, Pod: pod, DriverProperties: props,
+		DriverFiles: files}, nil
 }
 
 // NewClient is the submission client: the master's API server with the
@@ -139,7 +152,7 @@ func (p *Plan) Create(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod
 	if err != nil {
 		return nil, explain(fmt.Errorf("creating driver pod %s/%s: %w", p.Namespace, p.Pod.Name, err), p.Namespace, "pods")
 	}
-	cm := podspec.DriverConfigMap(p.Driver, p.DriverProperties, created)
+	cm := podspec.DriverConfigMap(p.Driver, p.DriverProperties, p.DriverFiles, created)
 	if _, err = cs.CoreV1().ConfigMaps(p.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		err = explain(fmt.Errorf("creating the driver's config map %s: %w", cm.Name, err), p.Namespace, "configmaps")
 	} else {

@@ -3,6 +3,8 @@ package submit
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,6 +113,45 @@ func TestPrepare(t *testing.T) {
 	if _, err := Prepare(config.New().Set("spark.master", "local[2]"), "local:///app", nil, NewAppID); err == nil ||
 		!strings.Contains(err.Error(), "cluster mode needs a Kubernetes master") {
 		t.Errorf("local master: %v", err)
+	}
+}
+
+// The executor pod template is a file on the submitter's machine: submit
+// uploads it with the driver's configuration and points the driver at it.
+func TestPrepareUploadsExecutorTemplate(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := "apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    team: data\n"
+	good := filepath.Join(dir, "exec.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(good, []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("kind: Deployment\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conf := func(file string) *config.Conf {
+		return config.New().Set("spark.master", "k8s://https://kube.example:6443").
+			Set("spark.kubernetes.container.image", "img").
+			Set("spark.kubernetes.executor.podTemplateFile", file)
+	}
+	p, err := Prepare(conf(good), "local:///app/wc", nil, NewAppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"executor-pod-template.yaml": tmpl}, p.DriverFiles); diff != "" {
+		t.Errorf("uploaded files (-want +got):\n%s", diff)
+	}
+	if got := p.DriverProperties["spark.kubernetes.executor.podTemplateFile"]; got != "/opt/drover/conf/executor-pod-template.yaml" {
+		t.Errorf("the driver reads its executor template at %q", got)
+	}
+	for file, want := range map[string]string{
+		filepath.Join(dir, "missing.yaml"): "no such file",
+		bad:                                "not a v1 Pod",
+	} {
+		_, err := Prepare(conf(file), "local:///app/wc", nil, NewAppID)
+		if err == nil || !strings.Contains(err.Error(), "spark.kubernetes.executor.podTemplateFile="+file) || !strings.Contains(err.Error(), want) {
+			t.Errorf("template %s: error %v, want one naming the key, the file and %q", file, err, want)
+		}
 	}
 }
 
