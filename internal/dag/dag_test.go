@@ -87,6 +87,25 @@ func mapStatus(t *dataflow.Task, executor string) scheduler.Status {
 	return scheduler.Status{State: scheduler.Finished, Result: b}
 }
 
+// collectFirstBytes runs a Collect of the partitions of node final and
+// returns the first byte of each partition's result, failing t if the job
+// fails or a partition is delivered twice.
+func collectFirstBytes(t *testing.T, g *Graph, final int, partitions ...int) map[int]byte {
+	t.Helper()
+	got := map[int]byte{}
+	err := g.Run(context.Background(), final, dataflow.Output{Kind: dataflow.Collect}, partitions, func(p int, b []byte) error {
+		if _, dup := got[p]; dup {
+			t.Errorf("partition %d delivered twice", p)
+		}
+		got[p] = b[0]
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 func fetchFailed(sid int) scheduler.Status {
 	return scheduler.Status{State: scheduler.Failed, Err: "fetch failed",
 		FetchFailed: &scheduler.FetchFailedError{ShuffleID: sid, MapID: 0, ExecutorID: "e1", Message: "connection refused"}}
@@ -109,17 +128,7 @@ func TestFetchFailureRecomputesLostOutputsAndRetries(t *testing.T) {
 		}
 		return scheduler.Status{State: scheduler.Finished, Result: []byte{byte(task.Partition)}}
 	})
-	got := map[int]byte{}
-	err := g.Run(context.Background(), final, dataflow.Output{Kind: dataflow.Collect}, []int{0, 1}, func(p int, b []byte) error {
-		if _, dup := got[p]; dup {
-			t.Errorf("partition %d reported twice", p)
-		}
-		got[p] = b[0]
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := collectFirstBytes(t, g, final, 0, 1)
 	if len(got) != 2 {
 		t.Errorf("results for %d partitions, want 2", len(got))
 	}

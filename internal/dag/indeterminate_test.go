@@ -1,7 +1,6 @@
 package dag
 
 import (
-	"context"
 	"sync"
 	"testing"
 
@@ -93,17 +92,7 @@ func TestIndeterminateShuffleRerunsItsReaders(t *testing.T) {
 		return scheduler.Status{State: scheduler.Finished, Result: []byte{byte(mapRuns[s2] / 2)}}
 	})
 	_, s2, _, _, final := chain(g)
-	got := map[int]byte{}
-	err := g.Run(context.Background(), final, dataflow.Output{Kind: dataflow.Collect}, []int{0, 1}, func(p int, b []byte) error {
-		if _, dup := got[p]; dup {
-			t.Errorf("partition %d delivered twice", p)
-		}
-		got[p] = b[0]
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := collectFirstBytes(t, g, final, 0, 1)
 	if diff := cmp.Diff(map[int]byte{0: 2, 1: 2}, got); diff != "" {
 		t.Errorf("results by the generation of s2 they read (-want +got):\n%s", diff)
 	}

@@ -67,11 +67,11 @@ func NewSecret() string {
 // ServerOptions returns the options of a drover gRPC server.
 func ServerOptions(auth Auth) []grpc.ServerOption {
 	return []grpc.ServerOption{
-		// A driver holds a connection per executor, idle most of the time:
-		// write buffers come from a shared pool between flushes, and reads
-		// are small (control messages, block requests; large frames bypass
-		// the buffer), so each connection costs little while it waits.
-		grpc.SharedWriteBuffer(true),
+		// A driver holds a connection per executor, idle most of the time,
+		// and reads on it are small (control messages, block requests;
+		// large frames bypass the buffer): a small read buffer keeps each
+		// connection cheap while it waits. (Write buffers are pooled by
+		// gRPC between flushes.)
 		grpc.ReadBufferSize(8 << 10),
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),

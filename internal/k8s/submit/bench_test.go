@@ -85,13 +85,7 @@ func BenchmarkSubmitToResult(b *testing.B) {
 			b.Fatalf("drover submit: exit code %d\n%s", r.code, r.stderr)
 		}
 		toRunning += (<-running).Sub(start)
-		logs, err := env.ProcessNode.Logs(ns, submittedPod(b, r))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if !strings.Contains(string(logs), "the\t400\n") {
-			b.Fatalf("the driver's output lacks the word count:\n%s", logs)
-		}
+		checkWordCount(b, env, ns, submittedPod(b, r))
 		runs++
 	}
 	b.ReportMetric(float64(toResult.Nanoseconds())/float64(runs), "ns/op")
@@ -128,17 +122,23 @@ func BenchmarkBarePodToResult(b *testing.B) {
 			b.Fatal(err)
 		}
 		total += (<-done).Sub(start)
-		logs, err := env.ProcessNode.Logs(ns, name)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if !strings.Contains(string(logs), "the\t400\n") {
-			b.Fatalf("the pod's output lacks the word count:\n%s", logs)
-		}
+		checkWordCount(b, env, ns, name)
 		runs++
 	}
 	b.ReportMetric(float64(total.Nanoseconds())/float64(runs), "ns/op")
 	b.ReportMetric(total.Seconds()/float64(runs), "s-to-result")
+}
+
+// checkWordCount fails b unless pod ns/name printed the count of
+// wordInput's most frequent word.
+func checkWordCount(b testing.TB, env *testenv.Env, ns, name string) {
+	logs, err := env.ProcessNode.Logs(ns, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !strings.Contains(string(logs), "the\t400\n") {
+		b.Fatalf("pod %s printed no word count:\n%s", name, logs)
+	}
 }
 
 // wordInput is a small text whose most frequent word is "the", 400 times.
