@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -65,10 +66,13 @@ func TestClientModeOnKubernetes(t *testing.T) {
 	ns := env.NewNamespace(t)
 	t.Setenv("KUBECONFIG", env.Kubeconfig)
 
+	// The executor image holds the binary elsewhere than this machine.
+	bin := linkedCopy(t)
 	var stderr bytes.Buffer
 	var got []int
 	var seen []corev1.Pod
-	code := runDriver(k8sArgs(env, ns, "spark.executor.instances=2", "spark.executor.memory=256m"), &stderr, func(ctx *Context) error {
+	code := runDriver(k8sArgs(env, ns, "spark.executor.instances=2", "spark.executor.memory=256m",
+		"drover.kubernetes.executor.binary="+bin), &stderr, func(ctx *Context) error {
 		var err error
 		got, err = RunPartitions(ctx, square, []int{1, 2, 3, 4, 5, 6, 7, 8})
 		seen, _ = appObjects(t, env, ns)
@@ -100,6 +104,9 @@ func TestClientModeOnKubernetes(t *testing.T) {
 		if p.Spec.RestartPolicy != corev1.RestartPolicyNever {
 			t.Errorf("pod %s restart policy %s", p.Name, p.Spec.RestartPolicy)
 		}
+		if len(c.Command) == 0 || c.Command[0] != bin {
+			t.Errorf("pod %s runs %v, want %s (drover.kubernetes.executor.binary)", p.Name, c.Command, bin)
+		}
 	}
 	// Nothing of the application remains: the driver deleted its pods
 	// (they may take their grace period to go) and its config map.
@@ -120,6 +127,27 @@ func TestClientModeOnKubernetes(t *testing.T) {
 	if len(pods) != 0 {
 		t.Errorf("%d executor pods still exist 30s after the application ended", len(pods))
 	}
+}
+
+// linkedCopy is this test binary under another path, as an executor image
+// would hold the application binary.
+func linkedCopy(t *testing.T) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "app-in-image")
+	if err := os.Link(exe, bin); err != nil {
+		b, err := os.ReadFile(exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
 }
 
 func TestDeletedExecutorPodIsReplaced(t *testing.T) {
@@ -187,6 +215,7 @@ func TestBadKubernetesConfFailsBeforeAnyPod(t *testing.T) {
 	}{
 		"no image":         {[]string{"--master", "k8s://" + env.URL, "--conf", "spark.kubernetes.namespace=" + ns, "--conf", "spark.driver.host=127.0.0.1"}, "image"},
 		"invalid template": {k8sArgs(env, ns, "spark.kubernetes.executor.podTemplateFile="+tmpl), "podTemplateFile"},
+		"relative binary":  {k8sArgs(env, ns, "drover.kubernetes.executor.binary=bin/app"), "drover.kubernetes.executor.binary=bin/app: expected the absolute path"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -39,6 +39,12 @@ var (
 		"Container image of the executor pods.",
 		FallbackTo(KubernetesContainerImage))
 
+	KubernetesExecutorBinary = String("drover.kubernetes.executor.binary", "",
+		"Absolute path of the application binary in the executor image: the executor container's command. "+
+			"Unset, the driver's own path, which is right in cluster mode (the driver runs the same image) and in "+
+			"client mode when the image holds the binary where the submitting machine does.",
+		Optional())
+
 	KubernetesContainerImagePullPolicy = Enum("spark.kubernetes.container.image.pullPolicy", "IfNotPresent",
 		[]string{"Always", "Never", "IfNotPresent"},
 		"Image pull policy of the driver and executor containers. When unset, a pod template's policy is kept.")

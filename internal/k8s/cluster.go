@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -229,9 +230,9 @@ func (c *Cluster) Start(ctx context.Context) error {
 	if err := c.backend.Start(ctx); err != nil {
 		return err
 	}
-	exe, err := os.Executable()
+	exe, err := executorBinary(c.conf)
 	if err != nil {
-		return fmt.Errorf("finding the application binary for executor pods: %w", err)
+		return err
 	}
 	ec, err := podspec.NewExecutorConf(c.conf, c.app.ID, c.driverPod, c.backend.URL(), []string{exe})
 	if err != nil {
@@ -380,6 +381,23 @@ func (c *Cluster) markDirty() {
 	case c.dirty <- struct{}{}:
 	default:
 	}
+}
+
+// executorBinary is the executor container's command: the application
+// binary's path in the image.
+func executorBinary(conf *config.Conf) (string, error) {
+	if bin := config.KubernetesExecutorBinary.Get(conf); bin != "" {
+		if !path.IsAbs(bin) {
+			return "", fmt.Errorf("%s=%s: expected the absolute path of the application binary in the executor image",
+				config.KubernetesExecutorBinary.Key(), bin)
+		}
+		return bin, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding the application binary for executor pods (set %s): %w", config.KubernetesExecutorBinary.Key(), err)
+	}
+	return exe, nil
 }
 
 // adaptiveSnapshotDelay coalesces pod events for the adaptive allocator,
