@@ -570,3 +570,34 @@ func TestExecutorKilledAfterRepartitionOfShuffle(t *testing.T) {
 		return MapPartitions(counts.Repartition(5), testKillLast).Collect()
 	})
 }
+
+var (
+	testPadded  = RegisterMap("test.padded", func(n int64) KV[int64, string] { return KV[int64, string]{Key: n % 4, Value: fmt.Sprintf("%0100d", n)} })
+	testCollect = RegisterFold("test.collect", func(acc []string, v string) []string { return append(acc, v) })
+	testConcat  = RegisterReduce("test.concat", func(a, b []string) []string { return append(a, b...) })
+	testListLen = RegisterMap("test.listLen", func(kv KV[int64, []string]) KV[int64, int] { return KV[int64, int]{Key: kv.Key, Value: len(kv.Value)} })
+)
+
+// Accumulators that grow (a list per key) count against the task's memory:
+// four keys holding 30 MB of values spill under a 40 MiB driver, and the
+// lists come out whole.
+func TestGrowingAccumulatorsSpill(t *testing.T) {
+	const records = 300_000
+	before := dataflow.Spills()
+	runJob(t, "local[2]", func(ctx *Context) error {
+		lists := AggregateByKey(Map(Range(ctx, 0, records, 1, 4), testPadded), []string(nil), testCollect, testConcat, 2)
+		got, err := Map(lists, testListLen).Collect()
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(got, func(a, b KV[int64, int]) int { return cmp.Compare(a.Key, b.Key) })
+		want := []KV[int64, int]{{Key: 0, Value: records / 4}, {Key: 1, Value: records / 4}, {Key: 2, Value: records / 4}, {Key: 3, Value: records / 4}}
+		if diff := gocmp.Diff(want, got); diff != "" {
+			t.Errorf("values per key (-want +got):\n%s", diff)
+		}
+		return nil
+	}, "spark.driver.memory=40m")
+	if dataflow.Spills() == before {
+		t.Error("four keys with 30 MB of values never spilled under a 40 MiB driver")
+	}
+}

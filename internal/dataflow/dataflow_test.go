@@ -173,3 +173,53 @@ func TestRangeValues(t *testing.T) {
 		t.Errorf("partition 999 of 1000 starts at %d, want %d", got, want)
 	}
 }
+
+// An accumulator that grows with every fold (here a list of values) is
+// counted in the combiner's size, so a hot key makes the task spill before
+// it runs out of memory; a fixed-size one costs its key's estimate only.
+func TestCombinerSizeFollowsGrowingAccumulators(t *testing.T) {
+	key := []byte("hot")
+	lists := MergeCombiner(func(a, b []string) []string { return append(a, b...) })()
+	val := codec.EncoderFor[[]string]()(nil, []string{strings.Repeat("x", 100)})
+	for range 10_000 {
+		if err := lists.Add(key, val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 10,000 strings of 100 bytes under one key: about 1 MB.
+	if got := lists.Size(); got < 900_000 || got > 2_000_000 {
+		t.Errorf("size of one key with 1 MB of values estimated at %d bytes", got)
+	}
+	var drained int
+	if err := lists.Drain(func(_, acc []byte) error { drained = len(acc); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if drained < 1_000_000 || lists.Size() != 0 {
+		t.Errorf("drained %d bytes, size after drain %d", drained, lists.Size())
+	}
+
+	// The typed path of a fused map-side combine samples the growth.
+	typed := MergeCombiner(func(a, b []string) []string { return append(a, b...) })().(interface {
+		AddValue([]byte, []string) error
+		Size() int64
+	})
+	for range 10_000 {
+		if err := typed.AddValue(key, []string{strings.Repeat("x", 100)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := typed.Size(); got < 900_000 || got > 2_000_000 {
+		t.Errorf("typed path: size of one key with 1 MB of values estimated at %d bytes", got)
+	}
+
+	sums := MergeCombiner(func(a, b int64) int64 { return a + b })()
+	one := codec.EncoderFor[int64]()(nil, 1)
+	for range 10_000 {
+		if err := sums.Add(key, one); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := sums.Size(), int64(2*len(key)+96); got != want {
+		t.Errorf("size of one fixed-size accumulator %d, want %d", got, want)
+	}
+}
