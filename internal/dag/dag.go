@@ -580,7 +580,7 @@ func (g *Graph) runTasks(ctx context.Context, st *dataflow.Stage, partitions []i
 }
 
 // inputsLocked adds to t what partition p of node id reads: Parallelize
-// records and shuffle blocks.
+// records, text file splits and shuffle blocks.
 func (g *Graph) inputsLocked(st *dataflow.Stage, id, p int, t *dataflow.Task) {
 	n := st.Nodes[id]
 	switch n.Kind {
@@ -589,6 +589,14 @@ func (g *Graph) inputsLocked(st *dataflow.Stage, id, p int, t *dataflow.Task) {
 			t.Data = map[int][]byte{}
 		}
 		t.Data[p] = g.data[id][p]
+	case dataflow.TextFile:
+		if t.Splits == nil {
+			t.Splits = map[int]map[int]dataflow.FileSplit{}
+		}
+		if t.Splits[id] == nil {
+			t.Splits[id] = map[int]dataflow.FileSplit{}
+		}
+		t.Splits[id][p] = n.Splits[p]
 	case dataflow.Func:
 		g.inputsLocked(st, n.Parent, p, t)
 	case dataflow.Coalesce:

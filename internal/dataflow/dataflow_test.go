@@ -223,3 +223,35 @@ func TestCombinerSizeFollowsGrowingAccumulators(t *testing.T) {
 		t.Errorf("size of one fixed-size accumulator %d, want %d", got, want)
 	}
 }
+
+// A stage over a text file of many splits encodes none of them: each task
+// carries its own, so a task's payload does not grow with the file's size.
+func TestTaskCarriesOnlyItsSplit(t *testing.T) {
+	splits := make([]FileSplit, 5000)
+	for i := range splits {
+		splits[i] = FileSplit{Path: "/data/logs/2026/11/23/part-of-a-rather-long-file-name.txt", Start: int64(i) << 27, Size: 1 << 27}
+	}
+	st := &Stage{ID: 1, Final: 1, Output: Output{Kind: Count},
+		Nodes: map[int]*Node{1: {ID: 1, Kind: TextFile, Splits: splits, NumPartitions: len(splits)}}}
+	b, err := EncodeStage(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Nodes[1].Splits) != len(splits) {
+		t.Fatal("encoding the stage changed the driver's node")
+	}
+	task, err := EncodeTask(&Task{Stage: b, Partition: 4321, Splits: map[int]map[int]FileSplit{1: {4321: splits[4321]}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(task) > 2048 {
+		t.Errorf("a task of a 5,000-split file takes %d bytes; the splits are in it", len(task))
+	}
+	got, _, err := DecodeTask(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(splits[4321], got.Splits[1][4321]); diff != "" {
+		t.Errorf("the task's split (-want +got):\n%s", diff)
+	}
+}

@@ -188,6 +188,7 @@ type Task struct {
 	Stage     []byte // encoded Stage, shared by the stage's tasks
 	Partition int
 	Data      map[int][]byte                     // Parallelize partition → framed records
+	Splits    map[int]map[int]FileSplit          // TextFile node → partition → its split
 	Blocks    map[int]map[int][]shuffle.BlockRef // shuffle id → reduce partition → its blocks
 	// MemoryBytes is the task's share of the executor's memory for
 	// aggregation and sort buffers before they spill.
@@ -196,10 +197,22 @@ type Task struct {
 	MaxInFlight int64
 }
 
-// EncodeStage encodes a stage once for all its tasks.
+// EncodeStage encodes a stage once for all its tasks. A text file's splits
+// are left out: each task carries its own (Task.Splits), so a stage over
+// thousands of splits does not send all of them with every task.
 func EncodeStage(s *Stage) ([]byte, error) {
+	plan := *s
+	plan.Nodes = make(map[int]*Node, len(s.Nodes))
+	for id, n := range s.Nodes {
+		if n.Kind == TextFile {
+			c := *n
+			c.Splits = nil
+			n = &c
+		}
+		plan.Nodes[id] = n
+	}
 	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(s); err != nil {
+	if err := gob.NewEncoder(&buf).Encode(&plan); err != nil {
 		return nil, fmt.Errorf("encoding stage %d: %w", s.ID, err)
 	}
 	return buf.Bytes(), nil

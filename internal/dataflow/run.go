@@ -138,10 +138,11 @@ func (r *runner) input(id, p int) (Input, error) {
 		parent, err := r.build(id, p)
 		return Input{Records: parent}, err
 	}
-	if p >= len(n.Splits) {
-		return Input{}, fmt.Errorf("text file node %d has no split %d", id, p)
+	split, ok := r.task.Splits[id][p]
+	if !ok {
+		return Input{}, fmt.Errorf("text file node %d: the task carries no split %d", id, p)
 	}
-	lines := textLines(r.ctx, n.Splits[p])
+	lines := textLines(r.ctx, split)
 	return Input{Lines: lines, Records: func(emit func([]byte) error) error {
 		var rec []byte
 		return lines(func(line string) error {
