@@ -4,6 +4,7 @@
 //
 //	go run ./hack/bench            # run everything, write the results
 //	go run ./hack/bench -compare   # run again, print each figure against the committed one
+//	go run ./hack/bench -render    # rewrite docs/benchmarks.md from the JSON and docs/benchmarks-notes.md
 //
 // Each step is bounded in time; a step that cannot run here (no Dask, no
 // Kubernetes test binaries) is recorded as skipped with the reason.
@@ -194,7 +195,22 @@ func machine() string {
 func main() {
 	compare := flag.Bool("compare", false, "run again and compare with the committed docs/benchmarks.json")
 	only := flag.String("only", "", "run only the steps whose name contains this, and merge their figures into the committed results")
+	render := flag.Bool("render", false, "run nothing: write docs/benchmarks.md again from docs/benchmarks.json and the notes")
 	flag.Parse()
+	if *render {
+		b, err := os.ReadFile("docs/benchmarks.json")
+		if err == nil {
+			var r Report
+			if err = json.Unmarshal(b, &r); err == nil {
+				err = write(&r)
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := mainErr(*compare, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
