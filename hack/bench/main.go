@@ -198,12 +198,9 @@ func main() {
 	render := flag.Bool("render", false, "run nothing: write docs/benchmarks.md again from docs/benchmarks.json and the notes")
 	flag.Parse()
 	if *render {
-		b, err := os.ReadFile("docs/benchmarks.json")
+		r, err := readReport(committed)
 		if err == nil {
-			var r Report
-			if err = json.Unmarshal(b, &r); err == nil {
-				err = write(&r)
-			}
+			err = write(r)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -230,6 +227,15 @@ func mainErr(compare bool, only string) error {
 		}
 	}
 	words := filepath.Join(home, ".cache", "drover", "bench", "words-1073741824.txt")
+	// k8sBench runs benchmarks of pkg on the Kubernetes test binaries, with
+	// env, bounded by timeout (also the test binary's own timeout).
+	k8sBench := func(timeout time.Duration, label, pkg, bench, benchtime string, env ...string) error {
+		if testbin == "" {
+			return errors.New("no Kubernetes test binaries (make testbin)")
+		}
+		return r.goBench(ctx, timeout, label, append([]string{"DROVER_TESTBIN=" + testbin}, env...),
+			"test", "-run", "^$", "-bench", bench, "-benchtime", benchtime, "-timeout", timeout.String(), pkg)
+	}
 	steps := []struct {
 		name string
 		run  func() error
@@ -261,51 +267,30 @@ func mainErr(compare bool, only string) error {
 			return r.goBench(ctx, 20*time.Minute, "", nil, "test", "-run", "^$", "-bench", "Sort", "-benchtime", "1x", "-timeout", "20m", "./examples/sort")
 		}},
 		{"kubernetes allocation", func() error {
-			if testbin == "" {
-				return errors.New("no Kubernetes test binaries (make testbin)")
-			}
-			return r.goBench(ctx, 25*time.Minute, "", []string{"DROVER_TESTBIN=" + testbin}, "test", "-run", "^$", "-bench", "Allocation", "-benchtime", "1x", "-timeout", "25m", "./internal/k8s/")
+			return k8sBench(25*time.Minute, "", "./internal/k8s/", "Allocation", "1x")
 		}},
 		{"kubernetes allocation N=100", func() error {
-			if testbin == "" {
-				return errors.New("no Kubernetes test binaries (make testbin)")
-			}
-			return r.goBench(ctx, 10*time.Minute, "N=100 ", []string{"DROVER_TESTBIN=" + testbin, "DROVER_SCALE_N=100", "DROVER_SCALE_HOLD=0s"},
-				"test", "-run", "^$", "-bench", "^BenchmarkAllocation", "-benchtime", "1x", "-timeout", "10m", "./internal/k8s/")
+			return k8sBench(10*time.Minute, "N=100 ", "./internal/k8s/", "^BenchmarkAllocation", "1x",
+				"DROVER_SCALE_N=100", "DROVER_SCALE_HOLD=0s")
 		}},
 		{"kubernetes allocation general", func() error {
-			if testbin == "" {
-				return errors.New("no Kubernetes test binaries (make testbin)")
-			}
 			// kwok's realistic pod start-up: 1 s + up to 5 s of jitter.
-			return r.goBench(ctx, 15*time.Minute, "general N=300 ", []string{"DROVER_TESTBIN=" + testbin, "DROVER_SCALE_N=300",
-				"DROVER_SCALE_HOLD=0s", "DROVER_SCALE_STAGES=general"},
-				"test", "-run", "^$", "-bench", "^BenchmarkAllocation", "-benchtime", "1x", "-timeout", "15m", "./internal/k8s/")
+			return k8sBench(15*time.Minute, "general N=300 ", "./internal/k8s/", "^BenchmarkAllocation", "1x",
+				"DROVER_SCALE_N=300", "DROVER_SCALE_HOLD=0s", "DROVER_SCALE_STAGES=general")
 		}},
 		{"kubernetes allocation N=5000", func() error {
-			if testbin == "" {
-				return errors.New("no Kubernetes test binaries (make testbin)")
-			}
 			// 22 kwok nodes of 250 pods. Spark's batch 5 is left out here: at
 			// 5 pods a second it takes over 1,000 s by construction.
-			return r.goBench(ctx, 25*time.Minute, "N=5000 ", []string{"DROVER_TESTBIN=" + testbin, "DROVER_SCALE_N=5000", "DROVER_SCALE_HOLD=0s"},
-				"test", "-run", "^$", "-bench", "^BenchmarkAllocation(Adaptive|Spark|RawBaseline)$", "-benchtime", "1x", "-timeout", "25m", "./internal/k8s/")
+			return k8sBench(25*time.Minute, "N=5000 ", "./internal/k8s/", "^BenchmarkAllocation(Adaptive|Spark|RawBaseline)$", "1x",
+				"DROVER_SCALE_N=5000", "DROVER_SCALE_HOLD=0s")
 		}},
 		{"kubernetes allocation spark batch 5", func() error {
-			if testbin == "" {
-				return errors.New("no Kubernetes test binaries (make testbin)")
-			}
 			// Spark ≤ 3.5's default batch size.
-			return r.goBench(ctx, 15*time.Minute, "batch 5 ", []string{"DROVER_TESTBIN=" + testbin, "DROVER_SCALE_HOLD=0s",
-				"DROVER_SCALE_CONF=spark.kubernetes.allocation.batch.size=5"},
-				"test", "-run", "^$", "-bench", "^BenchmarkAllocationSpark$", "-benchtime", "1x", "-timeout", "15m", "./internal/k8s/")
+			return k8sBench(15*time.Minute, "batch 5 ", "./internal/k8s/", "^BenchmarkAllocationSpark$", "1x",
+				"DROVER_SCALE_HOLD=0s", "DROVER_SCALE_CONF=spark.kubernetes.allocation.batch.size=5")
 		}},
 		{"submission", func() error {
-			if testbin == "" {
-				return errors.New("no Kubernetes test binaries (make testbin)")
-			}
-			return r.goBench(ctx, 10*time.Minute, "", []string{"DROVER_TESTBIN=" + testbin},
-				"test", "-run", "^$", "-bench", ".", "-benchtime", "10x", "-timeout", "10m", "./internal/k8s/submit/")
+			return k8sBench(10*time.Minute, "", "./internal/k8s/submit/", ".", "10x")
 		}},
 	}
 	for _, s := range steps {
@@ -323,13 +308,10 @@ func mainErr(compare bool, only string) error {
 	}
 	if only != "" && !compare {
 		// A partial run updates the committed results instead of replacing them.
-		if b, err := os.ReadFile("docs/benchmarks.json"); err == nil {
-			var old Report
-			if err := json.Unmarshal(b, &old); err == nil {
-				for _, f := range old.Figures {
-					if _, ok := r.figure(f.Name); !ok {
-						r.Figures = append(r.Figures, f)
-					}
+		if old, err := readReport(committed); err == nil {
+			for _, f := range old.Figures {
+				if _, ok := r.figure(f.Name); !ok {
+					r.Figures = append(r.Figures, f)
 				}
 			}
 		}
@@ -363,7 +345,7 @@ func mainErr(compare bool, only string) error {
 	r.ratio("allocation of 100 executors, adaptive / raw parallel creates", "N=100 BenchmarkAllocationAdaptive s/op",
 		"N=100 BenchmarkAllocationRawBaseline s/op", "≤ 1.25", func(v float64) bool { return v <= 1.25 })
 	if compare {
-		return compareWith(r, "docs/benchmarks.json")
+		return compareWith(r, committed)
 	}
 	return write(r)
 }
@@ -373,7 +355,7 @@ func write(r *Report) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile("docs/benchmarks.json", append(j, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(committed, append(j, '\n'), 0o644); err != nil {
 		return err
 	}
 	var b strings.Builder
@@ -407,14 +389,25 @@ func write(r *Report) error {
 	return os.WriteFile("docs/benchmarks.md", []byte(b.String()), 0o644)
 }
 
-func compareWith(r *Report, path string) error {
+// committed holds the results of the last run, as JSON.
+const committed = "docs/benchmarks.json"
+
+func readReport(path string) (*Report, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("reading the committed results: %w", err)
+		return nil, fmt.Errorf("reading the committed results: %w", err)
 	}
-	var old Report
-	if err := json.Unmarshal(b, &old); err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+func compareWith(r *Report, path string) error {
+	old, err := readReport(path)
+	if err != nil {
+		return err
 	}
 	fmt.Printf("%-70s %12s %12s %8s\n", "figure", "committed", "now", "now/then")
 	for _, f := range r.Figures {
