@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,10 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/drover-project/drover/internal/backend"
@@ -33,6 +31,7 @@ import (
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/lifecycle"
+	"github.com/drover-project/drover/internal/k8s/podsource"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/logging"
@@ -59,16 +58,21 @@ type Cluster struct {
 	selector  labels.Selector
 	backend   *coarse.Backend
 	alloc     *allocator.Allocator
-	life      *lifecycle.Manager
 	execConf  *podspec.ExecutorConf
 	driverPod *corev1.Pod
 	initial   int
 
-	lister   corelisters.PodLister
+	src      *podsource.Source
 	dirty    chan struct{}
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
+	// haltOnce stops the allocator the moment the driver decides to stop
+	// (signal, job end, failure): no pod is created after that.
+	haltOnce  sync.Once
+	haltAlloc context.CancelFunc
+	allocCtx  context.Context
+	lifePtr   atomic.Pointer[lifecycle.Manager]
 
 	mu      sync.Mutex
 	waiters map[string][]chan scheduler.LossReason
@@ -165,6 +169,8 @@ func newCluster(app master.App) (master.Cluster, error) {
 		return nil, err
 	}
 	c.alloc = allocator.New(allocOpts, &podClient{c}, c.clock, c.log.With("component", "allocator"))
+	c.alloc.OnLimit(c.limitChanged)
+	c.allocCtx, c.haltAlloc = context.WithCancel(context.Background())
 	return c, nil
 }
 
@@ -248,11 +254,17 @@ func (c *Cluster) Start(ctx context.Context) error {
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	lo := c.lifecycleOptions()
-	c.life = lifecycle.New(lo, &applier{c}, c.clock, c.log.With("component", "lifecycle"))
+	life := lifecycle.New(c.lifecycleOptions(), &applier{c}, c.clock, c.log.With("component", "lifecycle"))
+	c.lifePtr.Store(life)
 	c.alloc.SetTarget(c.initial)
-	c.goRun(func() error { return c.life.Run(runCtx) })
-	c.goRun(func() error { return c.alloc.Run(runCtx) })
+	// The driver's context ends on SIGINT/SIGTERM and when the application
+	// fails: allocation stops at once, before the job and the backend wind
+	// down, so executors lost meanwhile are not replaced.
+	context.AfterFunc(ctx, c.halt)
+	allocCtx, stopAlloc := context.WithCancel(runCtx)
+	context.AfterFunc(c.allocCtx, stopAlloc)
+	c.goRun(func() error { return life.Run(runCtx) })
+	c.goRun(func() error { return c.alloc.Run(allocCtx) })
 	if err := c.startSource(runCtx); err != nil {
 		return err
 	}
@@ -272,7 +284,43 @@ func (c *Cluster) goRun(f func() error) {
 	}()
 }
 
+// halt stops creating executor pods for good.
+func (c *Cluster) halt() {
+	c.haltOnce.Do(func() {
+		c.haltAlloc()
+		c.log.Debug("executor allocation stopped: the driver is stopping")
+	})
+}
+
+// limitChanged hears from the allocator when a cap (a quota, the id
+// maximum) starts holding executors back, changes or ends: the backend
+// stops waiting for registrations that cannot come, and a cluster-mode
+// driver shows it on its pod for drover submit's status line.
+func (c *Cluster) limitChanged(l allocator.Limit) {
+	reachable, value := -1, "null"
+	if l.Held > 0 {
+		reachable, value = l.Reachable, strconv.Quote(l.String())
+		c.log.Warn("executors held back", "held", l.Held, "by", l.Cause, "reachable", l.Reachable)
+	} else {
+		c.log.Info("executors no longer held back")
+	}
+	c.backend.LimitExecutors(reachable)
+	if c.driverPod == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.allocCtx, 5*time.Second)
+	defer cancel()
+	patch := []byte(`{"metadata":{"annotations":{"` + podspec.AnnotationExecutorsHeld + `":` + value + `}}}`)
+	if _, err := c.cs.CoreV1().Pods(c.ns).Patch(ctx, c.driverPod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		c.log.Debug("annotating the driver pod with the allocation limit", "err", err)
+	}
+}
+
+// life is the lifecycle manager, nil before Start.
+func (c *Cluster) life() *lifecycle.Manager { return c.lifePtr.Load() }
+
 func (c *Cluster) fail(err error) {
+	c.halt()
 	c.log.Error("application failing", "err", err)
 	if c.app.Fail != nil {
 		c.app.Fail(err)
@@ -313,67 +361,28 @@ func (c *Cluster) createSupportObjects(ctx context.Context) error {
 	return nil
 }
 
-// startSource starts the one informer of the application's executor pods
-// (filtered by app id and role) and the loop that turns its cache into
-// snapshots, at most one per spark.kubernetes.allocation.batch.delay. The
-// informer re-lists by itself after a watch expires, so no periodic LIST
-// runs while the watch is healthy; drover.kubernetes.executor.poll.enabled
-// adds one as a safety net.
+// startSource starts the one watch of the application's executor pods
+// (filtered by app id and role) and the loop that turns it into snapshots,
+// at most one per spark.kubernetes.allocation.batch.delay. The watch
+// re-lists by itself after it expires, so no periodic LIST runs while it is
+// healthy; drover.kubernetes.executor.poll.enabled adds one as a safety
+// net.
 func (c *Cluster) startSource(ctx context.Context) error {
-	factory := informers.NewSharedInformerFactoryWithOptions(c.cs, 0,
-		informers.WithNamespace(c.ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.selector.String() }))
-	inf := factory.Core().V1().Pods()
-	// Managed fields are a large share of a cached pod and nothing here
-	// reads them: with thousands of executors they cost megabytes.
-	if err := inf.Informer().SetTransform(func(obj any) (any, error) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			p.ManagedFields = nil
-		}
-		return obj, nil
-	}); err != nil {
+	c.src = podsource.New(c.cs, podsource.Options{Namespace: c.ns, Selector: c.selector, Clock: c.clock,
+		Logger: c.log.With("component", "pods")})
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.src.Run(ctx) }()
+	if err := c.src.WaitSynced(ctx); err != nil {
 		return err
 	}
-	c.lister = inf.Lister()
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.observed(obj) },
-		UpdateFunc: func(_, obj any) { c.observed(obj) },
-		DeleteFunc: func(obj any) { c.observed(obj) },
-	}); err != nil {
-		return fmt.Errorf("watching executor pods: %w", err)
-	}
-	factory.Start(ctx.Done())
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("syncing the executor pod cache (%v)", typ)
-		}
-	}
 	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer factory.Shutdown()
-		c.snapshotLoop(ctx)
-	}()
+	go func() { defer c.wg.Done(); c.snapshotLoop(ctx) }()
 	if config.KubernetesExecutorPollEnabled.Get(c.conf) {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.pollLoop(ctx) }()
 	}
 	c.markDirty()
 	return nil
-}
-
-// observed handles an informer event: the allocator learns the pod exists
-// at once, the snapshot waits for the next coalesced round.
-func (c *Cluster) observed(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		if id, err := strconv.ParseInt(pod.Labels[snapshot.LabelExecutorID], 10, 64); err == nil {
-			c.alloc.MarkSeen(id)
-		}
-	}
-	c.markDirty()
 }
 
 func (c *Cluster) markDirty() {
@@ -426,16 +435,13 @@ func (c *Cluster) snapshotLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-c.dirty:
+		case <-c.src.Changed():
 		}
-		// The informer holds only this application's executor pods (its
+		// The source holds only this application's executor pods (its
 		// watch has c.selector): matching the selector again per pod cost
 		// about as much as the rest of a snapshot.
-		pods, err := c.lister.List(labels.Everything())
-		if err != nil {
-			c.log.Warn("listing cached executor pods", "err", err)
-			continue
-		}
-		c.publish(pods)
+		pods, touched := c.src.Take()
+		c.publish(pods, touched)
 		select {
 		case <-ctx.Done():
 			return
@@ -461,15 +467,20 @@ func (c *Cluster) pollLoop(ctx context.Context) {
 			c.log.Warn("polling executor pods", "err", err)
 			continue
 		}
-		pods := make([]*corev1.Pod, len(list.Items))
+		// The list may be older than the watch's view: it only adds pods
+		// the watch has not shown, never hides one, so a stale list cannot
+		// make a live pod look gone (and be created again).
+		pods := c.src.Pods()
 		for i := range list.Items {
-			pods[i] = &list.Items[i]
+			if _, ok := c.src.Get(list.Items[i].Name); !ok {
+				pods = append(pods, &list.Items[i])
+			}
 		}
-		c.publish(pods)
+		c.publish(pods, nil)
 	}
 }
 
-func (c *Cluster) publish(pods []*corev1.Pod) {
+func (c *Cluster) publish(pods []*corev1.Pod, touched map[int64]bool) {
 	s := snapshot.New(pods, c.execConf.ContainerName, c.clock.Now())
 	reg := c.backend.Registered()
 	ids := make([]int64, 0, len(reg))
@@ -480,8 +491,8 @@ func (c *Cluster) publish(pods []*corev1.Pod) {
 	}
 	c.log.Debug("executor pod snapshot", "pods", len(s.Pods), "registered", len(ids))
 	c.alloc.SetRegistered(ids...)
-	c.alloc.OnSnapshot(s)
-	c.life.OnSnapshot(s, true)
+	c.alloc.OnSnapshot(s, touched)
+	c.life().OnSnapshot(s, true)
 }
 
 // admit refuses executors whose pods the allocator deleted, and pods of
@@ -494,8 +505,8 @@ func (c *Cluster) admit(id, podName string) error {
 	if c.alloc.IsDeleted(n) {
 		return fmt.Errorf("its pod was deleted")
 	}
-	if podName != "" && c.lister != nil {
-		if pod, err := c.lister.Pods(c.ns).Get(podName); err == nil && pod.Labels[snapshot.LabelAppID] != c.app.ID {
+	if podName != "" && c.src != nil {
+		if pod, ok := c.src.Get(podName); ok && pod.Labels[snapshot.LabelAppID] != c.app.ID {
 			return fmt.Errorf("pod %s belongs to application %q", podName, pod.Labels[snapshot.LabelAppID])
 		}
 	}
@@ -520,15 +531,20 @@ func (c *Cluster) ExitReason(ctx context.Context, id string) (scheduler.LossReas
 // ExecutorRemoved deletes the pod of an executor the driver dropped for its
 // own reasons (killed, heartbeat timeout); the lifecycle manager handles
 // pods of executors it removed itself.
-func (c *Cluster) ExecutorRemoved(id string, _ scheduler.LossReason) {
+func (c *Cluster) ExecutorRemoved(id string, reason scheduler.LossReason) {
 	c.mu.Lock()
 	byLifecycle := c.removedByLifecycle[id]
 	c.mu.Unlock()
 	n, err := strconv.ParseInt(id, 10, 64)
-	if byLifecycle || err != nil || c.life == nil {
+	life := c.life()
+	if byLifecycle || err != nil || life == nil {
 		return
 	}
-	c.life.KilledByDriver(n)
+	// An executor decommissions itself on SIGTERM: its pod is being
+	// deleted by someone else, whose cause the lifecycle manager names.
+	if reason.Message != coarse.Decommissioned {
+		life.KilledByDriver(n)
+	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -559,6 +575,7 @@ func (c *Cluster) KillExecutors(ids []string) error {
 func (c *Cluster) Stop(ctx context.Context) error {
 	var errs []error
 	c.stopOnce.Do(func() {
+		c.halt()
 		if err := c.backend.Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -635,8 +652,8 @@ func (p *podClient) CreateExecutorPod(ctx context.Context, id int64) error {
 }
 
 func (p *podClient) DeleteExecutorPods(ctx context.Context, ids []int64, onlyPending bool) error {
-	if p.c.life != nil {
-		p.c.life.KilledByDriver(ids...)
+	if life := p.c.life(); life != nil {
+		life.KilledByDriver(ids...)
 	}
 	return p.c.deletePods(ctx, ids, onlyPending)
 }

@@ -111,6 +111,10 @@ type Backend struct {
 	executors  map[string]*executorData
 	excluded   map[string]bool // killed or lost: may not register again
 	registered chan struct{}   // closed and replaced whenever an executor registers
+	// reachable is how many executors the cluster manager can have for
+	// now, < 0 for no limit; capped is closed and replaced when it changes.
+	reachable int
+	capped    chan struct{}
 	stopped    bool
 	totalCores int
 
@@ -149,6 +153,8 @@ func New(sched *scheduler.Scheduler, cluster ClusterManager, opts Options) *Back
 		executors:  map[string]*executorData{},
 		excluded:   map[string]bool{},
 		registered: make(chan struct{}),
+		reachable:  -1,
+		capped:     make(chan struct{}),
 	}
 }
 
@@ -556,6 +562,10 @@ func (b *Backend) fetch(ex *executorData, taskID, size int64) ([]byte, error) {
 	return data, nil
 }
 
+// Decommissioned is the loss message of an executor that left on its own
+// after a decommission (SIGTERM to its process, or the driver's request).
+const Decommissioned = "executor decommissioned"
+
 // disconnected handles the end of an executor's control stream. The cluster
 // manager, if it can, says why the executor went away; that decides whether
 // its running tasks count as failed.
@@ -574,7 +584,7 @@ func (b *Backend) disconnected(ex *executorData, err error) {
 		reason.Message = fmt.Sprintf("executor disconnected: %v", err)
 	}
 	if decom {
-		reason = scheduler.LossReason{Message: "executor decommissioned"}
+		reason = scheduler.LossReason{Message: Decommissioned}
 	}
 	if b.cluster == nil || decom {
 		b.RemoveExecutor(ex.ID, reason)
@@ -694,14 +704,23 @@ func (b *Backend) WaitReady(ctx context.Context) error {
 	timeout := b.opts.Clock.After(b.opts.MaxRegisteredWait)
 	for {
 		b.mu.Lock()
-		ok := sufficient(len(b.executors), b.opts.InitialExecutors, b.opts.MinRegisteredRatio)
-		ch := b.registered
+		wanted := b.opts.InitialExecutors
+		if b.reachable >= 0 {
+			wanted = min(wanted, b.reachable)
+		}
+		ok := sufficient(len(b.executors), wanted, b.opts.MinRegisteredRatio)
+		ch, capped := b.registered, b.capped
 		n := len(b.executors)
 		b.mu.Unlock()
 		if ok {
+			if wanted < b.opts.InitialExecutors {
+				b.log.Info("starting without all executors: the cluster manager cannot create more for now",
+					"registered", n, "wanted", b.opts.InitialExecutors, "reachable", wanted)
+			}
 			return nil
 		}
 		select {
+		case <-capped:
 		case <-ch:
 		case <-timeout:
 			b.log.Info("starting without all executors: spark.scheduler.maxRegisteredResourcesWaitingTime passed",
@@ -711,6 +730,17 @@ func (b *Backend) WaitReady(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// LimitExecutors tells WaitReady how many executors the cluster manager
+// can have for now (a quota, an id maximum), so it stops waiting for
+// registrations that cannot come; n < 0 lifts the limit.
+func (b *Backend) LimitExecutors(n int) {
+	b.mu.Lock()
+	b.reachable = n
+	close(b.capped)
+	b.capped = make(chan struct{})
+	b.mu.Unlock()
 }
 
 // DefaultParallelism is spark.default.parallelism or the registered cores.

@@ -353,6 +353,31 @@ func TestWaitReadyGivesUpAfterMaxWait(t *testing.T) {
 	}
 }
 
+// A quota caps the executors at 0: WaitReady does not wait the full
+// maxRegisteredResourcesWaitingTime for registrations that cannot come.
+func TestWaitReadyStopsWaitingForWhatCannotBeCreated(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	h := startBackend(t, Options{Clock: clk, InitialExecutors: 3, MinRegisteredRatio: 1, MaxRegisteredWait: 30 * time.Second})
+	done := make(chan error, 1)
+	go func() { done <- h.b.WaitReady(t.Context()) }()
+	waitFor(t, "WaitReady to wait on the clock", func() bool { return clk.HasWaiters() })
+	h.b.LimitExecutors(1)
+	select {
+	case <-done:
+		t.Fatal("WaitReady returned before the one executor the quota allows registered")
+	case <-time.After(50 * time.Millisecond):
+	}
+	startExecutor(t, h, "1", 1, rpc.Auth{})
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitReady still waits for executors the quota holds back")
+	}
+}
+
 func TestDecommissionFinishesRunningTasks(t *testing.T) {
 	h := startBackend(t, Options{})
 	cancel, done := startExecutor(t, h, "1", 2, rpc.Auth{})

@@ -16,6 +16,9 @@ import (
 
 var errBoom = errors.New("boom")
 
+// errRefused is a create the API server refused: nothing was stored.
+var errRefused = apierrors.NewTooManyRequests("slow down", 1)
+
 var podsResource = schema.GroupResource{Resource: "pods"}
 
 func quotaErr(id int64) error {
@@ -164,7 +167,7 @@ func TestAdaptiveHalvesOnUnschedulable(t *testing.T) {
 
 func TestAdaptiveBackoff(t *testing.T) {
 	w := newWorld(t, adaptiveOptions(16, 100000), 1000)
-	failing := func(int64) error { return apierrors.NewInternalError(errBoom) }
+	failing := func(int64) error { return errRefused }
 	w.createErr = failing
 	type want struct {
 		create int
@@ -216,8 +219,9 @@ func TestAdaptiveHalvesOnPartialFailure(t *testing.T) {
 	w.advance(time.Second)
 	w.createErr = nil
 	p := w.round()
-	// 1..4 created, 5 failed, 6..20 given back: halved, no back-off.
-	if diff := cmp.Diff(ids(6, 15), p.Create); diff != "" {
+	// 1..4 created, 5 timed out (it may exist: sent again with the same
+	// name), 6..20 given back: halved, no back-off.
+	if diff := cmp.Diff(ids(5, 15), p.Create); diff != "" || p.Resend != 1 {
 		t.Errorf("created (-want +got):\n%s", diff)
 	}
 	if !strings.Contains(p.Report, "(1 failed); retrying in 1s") {
@@ -241,28 +245,28 @@ func TestQuota(t *testing.T) {
 			}, {
 				name:   "reported, and no retry",
 				do:     later(time.Second),
-				want:   Plan{Counts: Counts{Target: 10, Unseen: 3}},
+				want:   Plan{Limit: Limit{Held: 7, Reachable: 3, Cause: "ResourceQuota compute"}, Counts: Counts{Target: 10, Unseen: 3}},
 				report: "exceeded quota: compute, requested: cpu=1, used: cpu=3, limited: cpu=3; continuing with 3 of 10 executors",
 			}, {
 				name: "still blocked, reported once",
 				do:   later(time.Second, func(w *world) { w.appear(snapshot.Running, ids(1, 3)) }),
-				want: Plan{Counts: Counts{Target: 10, Running: 3}},
+				want: Plan{Limit: Limit{Held: 7, Reachable: 3, Cause: "ResourceQuota compute"}, Counts: Counts{Target: 10, Running: 3}},
 			}, {
 				name: "still blocked many rounds later",
 				do:   later(time.Minute),
-				want: Plan{Counts: Counts{Target: 10, Running: 3}},
+				want: Plan{Limit: Limit{Held: 7, Reachable: 3, Cause: "ResourceQuota compute"}, Counts: Counts{Target: 10, Running: 3}},
 			}, {
 				name: "a pod ends: try again",
 				do:   later(time.Second, func(w *world) { w.appear(snapshot.Failed, ids(2, 2)) }),
-				want: Plan{Create: ids(5, map[Policy]int64{PolicyAdaptive: 9, PolicySpark: 12}[policy]), Counts: Counts{Target: 10, Running: 2}},
+				want: Plan{Create: ids(4, map[Policy]int64{PolicyAdaptive: 8, PolicySpark: 11}[policy]), Counts: Counts{Target: 10, Running: 2}},
 			}, {
 				name: "quota again: blocked, not reported again",
 				do:   later(time.Second),
-				want: Plan{Counts: Counts{Target: 10, Running: 2}},
+				want: Plan{Limit: Limit{Held: 8, Reachable: 2, Cause: "ResourceQuota compute"}, Counts: Counts{Target: 10, Running: 2}},
 			}, {
 				name: "the target changes: try again",
 				do:   later(time.Second, func(w *world) { w.target = 12 }),
-				want: Plan{Create: ids(6, map[Policy]int64{PolicyAdaptive: 7, PolicySpark: 15}[policy]),
+				want: Plan{Create: ids(4, map[Policy]int64{PolicyAdaptive: 5, PolicySpark: 13}[policy]),
 					Counts: Counts{Target: 12, Running: 2}},
 			}})
 		})

@@ -38,6 +38,9 @@ type Allocator struct {
 	dirty chan struct{}
 	// observe, if set (by tests), sees every plan.
 	observe func(Plan)
+	// onLimit hears when the cap on the executors changes.
+	onLimit   func(Limit)
+	lastLimit Limit
 
 	mu         sync.Mutex
 	state      State
@@ -65,6 +68,11 @@ func New(o Options, client PodClient, clk clock.WithTicker, logger *slog.Logger)
 	}
 }
 
+// OnLimit sets f to hear, from the loop, whenever what holds executors
+// back changes (a quota, the id maximum), and when it clears. Call it
+// before Run.
+func (a *Allocator) OnLimit(f func(Limit)) { a.onLimit = f }
+
 // SetTarget sets the number of executors the application wants.
 func (a *Allocator) SetTarget(n int) {
 	a.mu.Lock()
@@ -76,30 +84,25 @@ func (a *Allocator) SetTarget(n int) {
 	}
 }
 
-// OnSnapshot hands the allocator the current state of the executor pods;
-// the snapshot must not change afterwards. No round runs before the first
-// snapshot, so feed the informer's synced state first: an empty cache must
-// not look like an empty cluster.
-func (a *Allocator) OnSnapshot(s snapshot.Snapshot) {
+// OnSnapshot hands the allocator the current state of the executor pods
+// and the executors whose pods changed since the previous snapshot; neither
+// may change afterwards. Every change in touched must be reflected in s (a
+// pod that appeared and vanished is in touched, not in s), so a pod is
+// never taken as gone before the snapshot that holds it (podsource.Take
+// gives both under one lock). No round runs before the first snapshot, so
+// feed the synced state first: an empty cache must not look like an empty
+// cluster.
+func (a *Allocator) OnSnapshot(s snapshot.Snapshot, touched map[int64]bool) {
 	a.mu.Lock()
 	a.snap, a.haveSnap = s, true
 	for id := range s.Pods {
 		a.seen[id] = true
 	}
-	a.mu.Unlock()
-	a.wake()
-}
-
-// MarkSeen records that the pods of ids exist or existed. The pod source
-// calls it on every informer event, so a pod that appears and vanishes
-// between two snapshots still meets its creation's expectation instead of
-// stalling allocation until PodCreationTimeout.
-func (a *Allocator) MarkSeen(ids ...int64) {
-	a.mu.Lock()
-	for _, id := range ids {
+	for id := range touched {
 		a.seen[id] = true
 	}
 	a.mu.Unlock()
+	a.wake()
 }
 
 // SetRegistered replaces the set of executors the scheduler backend knows.
@@ -210,6 +213,12 @@ func (a *Allocator) round(ctx context.Context) (Plan, bool) {
 		return plan, true
 	}
 	a.logPlan(plan)
+	if plan.Limit != a.lastLimit {
+		a.lastLimit = plan.Limit
+		if a.onLimit != nil {
+			a.onLimit(plan.Limit)
+		}
+	}
 	deletes := a.delete(ctx, plan)
 	creates := a.create(ctx, plan.Create)
 	a.mu.Lock()

@@ -100,12 +100,20 @@ func (l *loop) step(d time.Duration) {
 	synctest.Wait()
 }
 
-func (l *loop) snap(pods ...snapshot.ExecutorPod) {
+func (l *loop) snap(pods ...snapshot.ExecutorPod) { l.snapTouched(nil, pods...) }
+
+// snapTouched hands the loop a snapshot and the executors whose pods
+// changed since the previous one.
+func (l *loop) snapTouched(touched []int64, pods ...snapshot.ExecutorPod) {
 	s := snapshot.Snapshot{Pods: map[int64]snapshot.ExecutorPod{}, Time: l.clk.Now()}
 	for _, p := range pods {
 		s.Pods[p.ID] = p
 	}
-	l.a.OnSnapshot(s)
+	m := map[int64]bool{}
+	for _, id := range touched {
+		m[id] = true
+	}
+	l.a.OnSnapshot(s, m)
 	synctest.Wait()
 }
 
@@ -176,10 +184,11 @@ func TestLoopRounds(t *testing.T) {
 	})
 }
 
-// TestLoopMarkSeen: pods the informer reported (MarkSeen) meet their
-// creation's expectation even when no snapshot ever contains them, so a
-// spark round is not blocked on them until PodCreationTimeout.
-func TestLoopMarkSeen(t *testing.T) {
+// TestLoopTouched: pods the source reports as changed meet their
+// creation's expectation even when no snapshot ever contains them (they
+// appeared and vanished in between), so a spark round is not blocked on
+// them until PodCreationTimeout.
+func TestLoopTouched(t *testing.T) {
 	tests := map[string]struct {
 		mark []int64
 		want []int64
@@ -199,8 +208,7 @@ func TestLoopMarkSeen(t *testing.T) {
 					t.Fatalf("first round (-want +got):\n%s", diff)
 				}
 				// The pods appear and vanish between two snapshots.
-				l.a.MarkSeen(tc.mark...)
-				l.snap()
+				l.snapTouched(tc.mark)
 				l.step(time.Second)
 				if diff := cmp.Diff(tc.want, l.created()); diff != "" {
 					t.Errorf("created after the second round (-want +got):\n%s", diff)
@@ -249,7 +257,7 @@ func TestLoopStopsCreatingAfterAFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		pods := &fakePods{gate: make(chan struct{}), err: func(id int64) error {
 			if id == 1 {
-				return apierrors.NewInternalError(errBoom)
+				return errRefused
 			}
 			return nil
 		}}
@@ -268,8 +276,8 @@ func TestLoopStopsCreatingAfterAFailure(t *testing.T) {
 		l.step(time.Second)
 		mu.Lock()
 		defer mu.Unlock()
-		if len(plans) != 2 || !slices.Equal(plans[1].Create, ids(5, 14)) {
-			t.Errorf("plans %+v: want a second round of 10 (halved), from id 5", plans)
+		if len(plans) != 2 || !slices.Equal(plans[1].Create, append([]int64{1}, ids(5, 13)...)) {
+			t.Errorf("plans %+v: want a second round of 10 (halved): the refused id 1 again, then from id 5", plans)
 		}
 		if err := l.stop(); err != nil {
 			t.Error(err)

@@ -32,9 +32,12 @@ type Input struct {
 	Target int
 	// Snapshot is the latest state of the application's executor pods.
 	Snapshot snapshot.Snapshot
-	// Seen holds the ids of every snapshot since the previous round, so a
-	// pod that appeared and vanished in between still clears its
-	// expectation (Spark merges its batch of snapshots the same way). The
+	// Seen holds the executors whose pods changed in any snapshot since
+	// the previous round, so a pod that appeared and vanished in between
+	// still clears its expectation (Spark merges its batch of snapshots the
+	// same way). Every change listed here must be reflected in Snapshot: a
+	// pod source that reports a change before the snapshot that holds it
+	// would make a live pod look gone, and it would be created again. The
 	// ids of Snapshot count as seen without being listed here.
 	Seen map[int64]bool
 	// Registered holds the executors the scheduler backend knows now.
@@ -47,8 +50,12 @@ type Input struct {
 
 // Plan is what one round decided.
 type Plan struct {
-	// Create holds new executor ids to create, in order.
+	// Create holds executor ids to create, in order: first creates sent
+	// again because their outcome was unknown (Resend), then new ones.
 	Create []int64
+	// Resend counts the leading ids of Create that are sent again with the
+	// same pod name: a previous create of theirs may have been stored.
+	Resend int
 	// DeleteExcess holds pending pods beyond the target; delete them only
 	// while still Pending, so one that started meanwhile keeps running.
 	DeleteExcess []int64
@@ -62,6 +69,9 @@ type Plan struct {
 	Report string
 	// NextRound is when to run again at the latest.
 	NextRound time.Duration
+	// Limit says what holds executors back from the target, if anything
+	// does: the user sees it, and the driver stops waiting for them.
+	Limit Limit
 	// Counts is the state the decision saw, after this round's deletions.
 	Counts Counts
 }
@@ -80,6 +90,26 @@ type Counts struct {
 	Unseen, UnseenKnown int
 }
 
+// Limit is a cap on the executors the allocator can create now.
+type Limit struct {
+	// Held is how many executors of the target are held back; 0 when
+	// nothing holds any.
+	Held int
+	// Reachable is how many executors the application can have while the
+	// cap lasts: the target less Held.
+	Reachable int
+	// Cause names what holds them: "ResourceQuota pods3", or
+	// "spark.kubernetes.allocation.maximum=100".
+	Cause string
+}
+
+func (l Limit) String() string {
+	if l.Held == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d held back by %s", l.Held, l.Cause)
+}
+
 // NotRunning is every counted executor that is not a Running pod.
 func (c Counts) NotRunning() int { return c.Pending + c.PendingKnown + c.Unseen + c.UnseenKnown }
 
@@ -89,8 +119,12 @@ func (c Counts) Total() int { return c.Running + c.NotRunning() }
 // State is what the policy remembers between rounds. The zero value is
 // ready; it is owned by one loop.
 type State struct {
-	// lastID is the last executor id issued; ids start at 1.
+	// lastID is the highest executor id issued; ids start at 1.
 	lastID int64
+	// free holds ids issued whose creates surely stored nothing (refused,
+	// throttled, not attempted): the next creates take them again, so
+	// failures burn no ids.
+	free []int64
 	// expect holds the creates not yet seen in a snapshot.
 	expect map[int64]*expectation
 	// deleted holds the pods deleted by the allocator, not counted even while
@@ -111,8 +145,14 @@ type State struct {
 }
 
 type expectation struct {
-	at    time.Time // when the create was decided
+	at    time.Time // when the create was last sent
 	known bool      // the executor registered before its pod was seen
+	// resend: a create's outcome is unknown (timeout, reset, 5xx): the
+	// pod may exist. It is sent again with the same name until the API
+	// server answers (AlreadyExists means it had been stored) or the pod
+	// is seen; meanwhile it counts as an unseen executor, so no new id
+	// is minted in its place.
+	resend bool
 }
 
 type deletion struct {
@@ -123,14 +163,24 @@ type deletion struct {
 
 // quotaBlock stops creation after a quota rejection until the target
 // changes or the live executors drop below live.
-type quotaBlock struct{ target, live int }
+type quotaBlock struct {
+	target, live int
+	cause        string
+}
+
+// quotaCause names the quota of an "exceeded quota" rejection.
+func quotaCause(err error) string {
+	_, rest, ok := strings.Cut(err.Error(), "exceeded quota: ")
+	if !ok {
+		return "a ResourceQuota"
+	}
+	name, _, _ := strings.Cut(rest, ",")
+	return "ResourceQuota " + name
+}
 
 // IsDeleted reports whether the allocator deleted the executor's pod; such
 // an executor must not register.
 func (s *State) IsDeleted(id int64) bool { return s.deleted[id] != nil }
-
-// LastID is the last executor id issued.
-func (s *State) LastID() int64 { return s.lastID }
 
 // roundResult sums up the previous round's creates.
 type roundResult struct {
@@ -156,7 +206,7 @@ func Decide(s *State, in Input, o Options) Plan {
 		p.Fatal = s.fatal
 		return p
 	}
-	r := s.absorbCreates(in.CreateResults)
+	r := s.absorbCreates(in.CreateResults, in.Now)
 	if r.fatal != nil {
 		s.fatal = r.fatal
 		p.Fatal = r.fatal
@@ -178,7 +228,7 @@ func Decide(s *State, in Input, o Options) Plan {
 	live := c.Total()
 	switch {
 	case r.quota != nil:
-		s.quota = &quotaBlock{target: in.Target, live: live}
+		s.quota = &quotaBlock{target: in.Target, live: live, cause: quotaCause(r.quota)}
 		if !s.quotaReported {
 			s.quotaReported = true
 			reports = append(reports, fmt.Sprintf("creating executor pods: %v; continuing with %d of %d executors "+
@@ -209,37 +259,56 @@ func Decide(s *State, in Input, o Options) Plan {
 	if s.quota != nil {
 		n = 0
 	}
+	// Resends wait out adaptive's back-off like new creates: an API
+	// server that is down is not asked faster because pods are in doubt.
+	if resend := s.resends(in.Now); len(resend) > 0 {
+		p.Create, p.Resend = resend, len(resend)
+	}
 	if n > 0 {
-		var capped bool
-		p.Create, capped = s.issue(n, in.Now, o)
+		fresh, capped := s.issue(n, in.Now, o)
+		if capped {
+			held := in.Target - live - len(fresh) - p.Resend
+			p.Limit = Limit{Held: held, Reachable: in.Target - held,
+				Cause: fmt.Sprintf("spark.kubernetes.allocation.maximum=%d", o.AllocationMaximum)}
+		}
 		if capped && !s.capReported {
 			s.capReported = true
 			reports = append(reports, fmt.Sprintf("Exceed the pod creation limit: %d "+
 				"(spark.kubernetes.allocation.maximum counts every executor id issued); continuing with %d of %d executors",
-				o.AllocationMaximum, live+len(p.Create), in.Target))
+				o.AllocationMaximum, live+len(fresh), in.Target))
 		}
-		if o.Policy != PolicySpark && len(p.Create) > 0 {
-			s.lastRound = slices.Clone(p.Create)
+		if o.Policy != PolicySpark && len(fresh) > 0 {
+			s.lastRound = slices.Clone(fresh)
 		}
+		p.Create = append(p.Create, fresh...)
+	}
+	if s.quota != nil && in.Target > live {
+		p.Limit = Limit{Held: in.Target - live, Reachable: live, Cause: s.quota.cause}
 	}
 	p.Report = strings.Join(reports, "; ")
 	return p
 }
 
-// absorbCreates forgets the expectations of failed and skipped creates and
-// gives back the ids of skipped ones at the end of the range, so a round cut
-// short leaves no gap (Spark increments its counter only per attempt).
-func (s *State) absorbCreates(rs []CreateResult) roundResult {
+// absorbCreates settles the previous round's creates. A create that stored
+// nothing frees its id for the next one (Spark increments its counter only
+// per attempt); one whose outcome is unknown keeps its expectation and is
+// sent again with the same name, since the pod may exist. A resent create
+// stays in doubt until the API server answers it: a refusal now does not
+// prove the first attempt stored nothing.
+func (s *State) absorbCreates(rs []CreateResult, now time.Time) roundResult {
 	var r roundResult
-	gone, skipped := map[int64]bool{}, map[int64]bool{}
+	gone := map[int64]bool{}
 	for _, cr := range rs {
-		switch classify(cr.Err) {
+		e := s.expect[cr.ID]
+		class := classify(cr.Err)
+		switch class {
 		case classOK:
 			r.ok++
+			if e != nil {
+				e.resend = false
+			}
 			continue
-		case classSkipped:
-			skipped[cr.ID] = true
-		case classTransient:
+		case classTransient, classUnknown:
 			r.failed++
 			r.transientN++
 			if r.transient == nil {
@@ -255,14 +324,40 @@ func (s *State) absorbCreates(rs []CreateResult) roundResult {
 				r.fatal = &FatalError{ID: cr.ID, Err: cr.Err}
 			}
 		}
+		if e == nil {
+			// Seen or trimmed meanwhile.
+			continue
+		}
+		if class == classUnknown || e.resend {
+			e.resend, e.at = true, now
+			continue
+		}
 		gone[cr.ID] = true
 		delete(s.expect, cr.ID)
+		if class != classFatal {
+			s.free = append(s.free, cr.ID)
+		}
 	}
-	for skipped[s.lastID] {
-		s.lastID--
-	}
+	slices.Sort(s.free)
 	s.lastRound = slices.DeleteFunc(s.lastRound, func(id int64) bool { return gone[id] })
 	return r
+}
+
+// resends returns the creates to send again, by id, and stamps them sent
+// (unless adaptive's back-off holds every create back).
+func (s *State) resends(now time.Time) []int64 {
+	if now.Before(s.notBefore) {
+		return nil
+	}
+	var ids []int64
+	for id, e := range s.expect {
+		if e.resend {
+			ids = append(ids, id)
+			e.at = now
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 func (s *State) absorbDeletes(rs []DeleteResult) {
@@ -419,15 +514,21 @@ func idleTimedOut(ep snapshot.ExecutorPod, now time.Time, idle time.Duration) bo
 	return now.Sub(ep.Pod.CreationTimestamp.Time) > idle
 }
 
-// issue hands out up to n new ids and expects their pods from now on. It
-// stops at AllocationMaximum, which Spark checks as id >= maximum.
+// issue hands out up to n ids, freed ones first, and expects their pods
+// from now on. It stops at AllocationMaximum, which Spark checks as
+// id >= maximum.
 func (s *State) issue(n int, now time.Time, o Options) (ids []int64, capped bool) {
 	for range n {
-		id := s.lastID + 1
-		if o.AllocationMaximum > 0 && id >= o.AllocationMaximum {
-			return ids, true
+		var id int64
+		if len(s.free) > 0 {
+			id, s.free = s.free[0], s.free[1:]
+		} else {
+			id = s.lastID + 1
+			if o.AllocationMaximum > 0 && id >= o.AllocationMaximum {
+				return ids, true
+			}
+			s.lastID = id
 		}
-		s.lastID = id
 		s.expect[id] = &expectation{at: now}
 		ids = append(ids, id)
 	}

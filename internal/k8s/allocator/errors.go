@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
 // ErrNotAttempted is the result of a create the loop skipped because an
@@ -37,8 +38,16 @@ type errClass int
 
 const (
 	classOK errClass = iota
+	// classSkipped: the loop did not send the create.
 	classSkipped
+	// classTransient: the API server did not store the pod (connection
+	// refused, throttled, an admission rejection that passes); the id is
+	// free for the next create.
 	classTransient
+	// classUnknown: the request may have been stored (timeout, reset
+	// connection, a 5xx after it was sent). The create is sent again with
+	// the same pod name; AlreadyExists then means it had been stored.
+	classUnknown
 	classQuota
 	classFatal
 )
@@ -64,8 +73,18 @@ func classify(err error) errClass {
 		return classTransient
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err):
 		return classFatal
+	case apierrors.IsTooManyRequests(err), utilnet.IsConnectionRefused(err):
+		// Refused before anything was stored.
+		return classTransient
 	}
-	return classTransient
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Code < 500 {
+		// The API server answered and did not store the pod.
+		return classTransient
+	}
+	// A 5xx, a timeout, a reset or closed connection, a cancelled request:
+	// the pod may exist.
+	return classUnknown
 }
 
 // isQuotaExceeded recognises the ResourceQuota admission rejection, which

@@ -1,9 +1,14 @@
 package allocator
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,10 +58,17 @@ func TestClassify(t *testing.T) {
 		"quota not yet processed": {apierrors.NewForbidden(podsResource, "app-exec-1",
 			errors.New("status unknown for quota: pods, resources: pods")), classTransient},
 		"namespace terminating": {namespaceTerminatingErr(), classTransient},
-		"internal":              {apierrors.NewInternalError(errBoom), classTransient},
 		"throttled":             {apierrors.NewTooManyRequests("slow down", 1), classTransient},
-		"timeout":               {apierrors.NewServerTimeout(podsResource, "create", 1), classTransient},
-		"connection refused":    {errors.New("dial tcp 10.0.0.1:443: connect: connection refused"), classTransient},
+		"unauthorized":          {apierrors.NewUnauthorized("token expired"), classTransient},
+		"connection refused": {&net.OpError{Op: "dial", Net: "tcp",
+			Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, classTransient},
+		// The request may have been stored: the same pod is sent again.
+		"internal":         {apierrors.NewInternalError(errBoom), classUnknown},
+		"server timeout":   {apierrors.NewServerTimeout(podsResource, "create", 1), classUnknown},
+		"unavailable":      {apierrors.NewServiceUnavailable("etcd is down"), classUnknown},
+		"connection reset": {&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, classUnknown},
+		"eof":              {fmt.Errorf("post: %w", io.ErrUnexpectedEOF), classUnknown},
+		"client timeout":   {fmt.Errorf("post: %w", context.DeadlineExceeded), classUnknown},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -125,7 +125,7 @@ func simulate(t *testing.T, o Options, target, perTick, capacity, maxTicks int) 
 		done := make(chan error, 1)
 		a.SetTarget(target)
 		s, _ := c.snapshot()
-		a.OnSnapshot(s)
+		a.OnSnapshot(s, nil)
 		go func() { done <- a.Run(ctx) }()
 		synctest.Wait()
 		for r.ticks = 1; r.ticks < maxTicks; r.ticks++ {
@@ -134,7 +134,7 @@ func simulate(t *testing.T, o Options, target, perTick, capacity, maxTicks int) 
 			if running >= target {
 				break
 			}
-			a.OnSnapshot(s)
+			a.OnSnapshot(s, nil)
 			synctest.Wait()
 			clk.Step(o.BatchDelay)
 			synctest.Wait()

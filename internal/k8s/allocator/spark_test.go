@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
@@ -198,16 +197,16 @@ func TestSparkAllocationMaximum(t *testing.T) {
 	w := newWorld(t, o, 5)
 	runSteps(t, w, []step{{
 		name:   "ids stop below the maximum",
-		want:   Plan{Create: []int64{1, 2, 3}, Counts: Counts{Target: 5}},
+		want:   Plan{Create: []int64{1, 2, 3}, Limit: Limit{Held: 2, Reachable: 3, Cause: "spark.kubernetes.allocation.maximum=4"}, Counts: Counts{Target: 5}},
 		report: "Exceed the pod creation limit: 4",
 	}, {
 		name: "reported once",
 		do:   later(time.Second, func(w *world) { w.appear(snapshot.Running, ids(1, 3)) }),
-		want: Plan{Counts: Counts{Target: 5, Running: 3}},
+		want: Plan{Limit: Limit{Held: 2, Reachable: 3, Cause: "spark.kubernetes.allocation.maximum=4"}, Counts: Counts{Target: 5, Running: 3}},
 	}, {
 		name: "replacements are refused too: the limit counts ids issued",
 		do:   later(time.Second, func(w *world) { w.appear(snapshot.Failed, ids(1, 1)) }),
-		want: Plan{Counts: Counts{Target: 5, Running: 2}},
+		want: Plan{Limit: Limit{Held: 3, Reachable: 2, Cause: "spark.kubernetes.allocation.maximum=4"}, Counts: Counts{Target: 5, Running: 2}},
 	}})
 }
 
@@ -215,7 +214,7 @@ func TestSparkSerialCreateFailure(t *testing.T) {
 	w := newWorld(t, sparkOptions(5), 5)
 	w.createErr = func(id int64) error {
 		if id == 2 {
-			return apierrors.NewInternalError(errBoom)
+			return errRefused
 		}
 		return nil
 	}
@@ -230,8 +229,8 @@ func TestSparkSerialCreateFailure(t *testing.T) {
 		want:   Plan{Counts: Counts{Target: 5, Unseen: 1}},
 		report: "retrying in the next round",
 	}, {
-		name: "ids skipped after the failure are issued again",
+		name: "the refused id and those skipped after it are issued again: no id is burned",
 		do:   later(time.Second, func(w *world) { w.appear(snapshot.Pending, ids(1, 1)) }),
-		want: Plan{Create: ids(3, 6), Counts: Counts{Target: 5, Pending: 1}},
+		want: Plan{Create: ids(2, 5), Counts: Counts{Target: 5, Pending: 1}},
 	}})
 }

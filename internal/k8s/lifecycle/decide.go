@@ -96,17 +96,25 @@ type Input struct {
 	// relist), so a registered executor it lacks has no pod.
 	FullSync bool
 	// Registered maps the ids of the executors the scheduler backend has
-	// registered to their registration times.
+	// registered to their registration times. The backend forgets an
+	// executor when it removes it, often before the pod's end reaches the
+	// snapshot: State remembers the ids it saw here until their pods are
+	// gone for DeletedCacheTimeout, so a loss still says the executor had
+	// registered.
 	Registered map[int64]time.Time
 	// RunningExecutors is how many executors the backend considers alive.
 	// With Registered and the snapshot's running pods it tells whether any
 	// executor runs: the start timeout only fails an application that has
 	// none.
 	RunningExecutors int
-	// DeletedByDriver holds the executors whose pods the driver deleted
-	// itself (dynamic allocation, excess pending pods): their losses are
-	// "executor killed by the driver", never failures.
-	DeletedByDriver map[int64]bool
+	// DeletedByDriver maps the executors whose pods the driver deleted
+	// itself (dynamic allocation, excess pending pods, executors the
+	// backend dropped) to when it asked. Their losses read "deleted by the
+	// driver" and are never failures, unless someone else was first: the
+	// pod was seen being deleted in a snapshot taken before the driver
+	// asked, or its status names a cause of the cluster's (a
+	// DisruptionTarget condition, an eviction, a lost node).
+	DeletedByDriver map[int64]time.Time
 }
 
 // Action is one thing Decide asks the caller to do: a [RemoveExecutor],
@@ -114,9 +122,12 @@ type Input struct {
 type Action interface{ isAction() }
 
 // RemoveExecutor tells the scheduler backend an executor is gone and why.
+// Registered says whether the executor had registered with the driver
+// (Reason's message says it too).
 type RemoveExecutor struct {
-	ID     int64
-	Reason scheduler.LossReason
+	ID         int64
+	Reason     scheduler.LossReason
+	Registered bool
 }
 
 // DeletePod deletes an executor's pod.
@@ -170,6 +181,16 @@ type State struct {
 	// seen is the pods of the previous snapshot, to name the cause when one
 	// vanishes.
 	seen map[int64]*corev1.Pod
+	// registered holds the executors seen in Input.Registered, with when
+	// they were last registered or had a pod: the backend forgets an
+	// executor it removes, and its pod's end may come later. An entry is
+	// dropped DeletedCacheTimeout after both ended.
+	registered map[int64]time.Time
+	// deleting holds when a pod was first seen with a deletionTimestamp
+	// (the time of the snapshot that showed it), until the executor is
+	// removed or the pod is gone: a deletion seen before the driver asked
+	// for one was not the driver's.
+	deleting map[int64]time.Time
 	// problems holds the problem each pod has, with when it was first seen.
 	problems map[int64]*tracked
 	// warned holds the pods and problems already reported.
@@ -217,6 +238,8 @@ func (s *State) init() {
 	if s.removed == nil {
 		s.removed = make(map[int64]*removal)
 		s.seen = make(map[int64]*corev1.Pod)
+		s.registered = make(map[int64]time.Time)
+		s.deleting = make(map[int64]time.Time)
 		s.problems = make(map[int64]*tracked)
 		s.warned = make(map[warnKey]bool)
 	}
@@ -228,6 +251,9 @@ func (s *State) init() {
 func Decide(s *State, in Input, o Options) []Action {
 	s.init()
 	d := &decision{s: s, in: in, o: o, now: in.Now}
+	for id := range in.Registered {
+		s.registered[id] = in.Now
+	}
 	d.expire()
 	for _, id := range d.ids() {
 		d.decide(id)
@@ -303,26 +329,32 @@ func (d *decision) decide(id int64) {
 		return
 	}
 	p := ep.Pod
-	killed := d.in.DeletedByDriver[id]
+	if p.DeletionTimestamp != nil {
+		if _, ok := d.s.deleting[id]; !ok {
+			d.s.deleting[id] = d.snapshotTime()
+		}
+	}
+	byDriver := d.byDriver(id, p)
+	when := d.when(id)
 	switch ep.State {
 	case snapshot.Deleted:
-		if killed {
-			d.remove(id, killedReason)
+		if byDriver {
+			d.remove(id, killedReason(podRef(id, p), when))
 		} else {
-			d.remove(id, deletedReason(p, d.o.ContainerName))
+			d.remove(id, deletedReason(p, d.o.ContainerName, when))
 		}
 	case snapshot.Failed, snapshot.Succeeded:
 		switch {
-		case killed:
-			d.remove(id, killedReason)
+		case byDriver:
+			d.remove(id, killedReason(podRef(id, p), when))
 			d.cleanup(id, p, false)
 		case p.DeletionTimestamp != nil && !oomKilled(p):
 			// Deleting a running pod ends its containers with SIGTERM
 			// (or SIGKILL after the grace period): the deletion, not the
 			// executor, is the cause.
-			d.remove(id, deletedReason(p, d.o.ContainerName))
+			d.remove(id, deletedReason(p, d.o.ContainerName, when))
 		default:
-			r, counted := endedReason(p, ep.State == snapshot.Failed, d.o.ContainerName)
+			r, counted := endedReason(p, ep.State == snapshot.Failed, d.o.ContainerName, when)
 			d.remove(id, r)
 			d.cleanup(id, p, false)
 			if counted {
@@ -330,19 +362,49 @@ func (d *decision) decide(id int64) {
 			}
 		}
 	default:
+		_, killed := d.in.DeletedByDriver[id]
 		d.active(id, ep, killed)
 	}
+}
+
+// snapshotTime is when the snapshot was taken, else now.
+func (d *decision) snapshotTime() time.Time {
+	if t := d.in.Snapshot.Time; !t.IsZero() {
+		return t
+	}
+	return d.now
+}
+
+// byDriver says the driver deleted the executor's pod (p is its last state,
+// nil if it was never seen): it asked to, no snapshot taken before it asked
+// showed the pod being deleted, and the pod's status names no cause of the
+// cluster's.
+func (d *decision) byDriver(id int64, p *corev1.Pod) bool {
+	asked, ok := d.in.DeletedByDriver[id]
+	if !ok {
+		return false
+	}
+	if seen, ok := d.s.deleting[id]; ok && seen.Before(asked) {
+		return false
+	}
+	return p == nil || !endedByCluster(p)
+}
+
+// when says whether the executor had registered when its pod ended.
+func (d *decision) when(id int64) registration {
+	_, ok := d.s.registered[id]
+	return registration(ok)
 }
 
 // absent handles an executor without a pod: one whose pod vanished since
 // the previous snapshot, or a registered one a full list lacks.
 func (d *decision) absent(id int64) {
-	killed := d.in.DeletedByDriver[id]
+	when := d.when(id)
 	if last, ok := d.s.seen[id]; ok {
-		if killed {
-			d.remove(id, killedReason)
+		if d.byDriver(id, last) {
+			d.remove(id, killedReason(podRef(id, last), when))
 		} else {
-			d.remove(id, deletedReason(last, d.o.ContainerName))
+			d.remove(id, deletedReason(last, d.o.ContainerName, when))
 		}
 		return
 	}
@@ -357,10 +419,10 @@ func (d *decision) absent(id int64) {
 	if at.Sub(reg) <= d.o.MissingPodDetectDelta {
 		return
 	}
-	if killed {
-		d.remove(id, killedReason)
+	if d.byDriver(id, nil) {
+		d.remove(id, killedReason(podRef(id, nil), when))
 	} else {
-		d.remove(id, missingReason)
+		d.remove(id, missingReason(id, when))
 	}
 }
 
@@ -375,9 +437,7 @@ func (d *decision) active(id int64, ep snapshot.ExecutorPod, killed bool) {
 	if prob, ok := nodeLost(p); ok {
 		t := d.track(id, prob)
 		if d.now.Sub(t.since) >= d.o.grace(ReasonNodeLost) {
-			d.remove(id, scheduler.LossReason{
-				Message: fmt.Sprintf("pod %s was lost with its node: %s", p.Name, prob.message),
-			})
+			d.remove(id, scheduler.LossReason{Message: loss("pod "+p.Name, "was lost with its node", d.when(id), prob.message)})
 			d.cleanup(id, p, false)
 		}
 		return
@@ -408,7 +468,7 @@ func (d *decision) pending(id int64, p *corev1.Pod, prob problem) {
 	default:
 		d.warn(id, p.Name, t, fmt.Sprintf("the pod will be deleted if this lasts %s", grace))
 		if elapsed >= grace {
-			r := scheduler.LossReason{Message: fmt.Sprintf("pod %s could not start: %s", p.Name, prob.detail())}
+			r := scheduler.LossReason{Message: loss("pod "+p.Name, "could not start and was deleted by the driver", d.when(id), prob.detail())}
 			d.remove(id, r)
 			d.cleanup(id, p, true)
 			d.failure(r)
@@ -439,9 +499,10 @@ func (d *decision) warn(id int64, pod string, t *tracked, what string) {
 }
 
 func (d *decision) remove(id int64, r scheduler.LossReason) {
-	d.actions = append(d.actions, RemoveExecutor{ID: id, Reason: r})
+	d.actions = append(d.actions, RemoveExecutor{ID: id, Reason: r, Registered: bool(d.when(id))})
 	d.s.removed[id] = &removal{lastSeen: d.now}
 	delete(d.s.problems, id)
+	delete(d.s.deleting, id)
 }
 
 // cleanup deletes or labels the pod of a removed executor, unless it is
@@ -483,19 +544,33 @@ func (d *decision) failure(r scheduler.LossReason) {
 }
 
 // expire forgets the removed executors whose pod has been gone for
-// DeletedCacheTimeout.
+// DeletedCacheTimeout, and the registrations of executors the backend no
+// longer lists whose pod has been gone as long.
 // A pod in the previous snapshot counts as seen until now.
 func (d *decision) expire() {
 	for id, r := range d.s.removed {
-		_, present := d.in.Snapshot.Pods[id]
-		_, seen := d.s.seen[id]
 		switch {
-		case present || seen:
+		case d.hasPod(id):
 			r.lastSeen = d.now
 		case d.now.Sub(r.lastSeen) > d.o.DeletedCacheTimeout:
 			delete(d.s.removed, id)
 		}
 	}
+	for id, last := range d.s.registered {
+		switch {
+		case d.hasPod(id):
+			d.s.registered[id] = d.now
+		case d.now.Sub(last) > d.o.DeletedCacheTimeout:
+			delete(d.s.registered, id)
+		}
+	}
+}
+
+// hasPod says the executor's pod is in the snapshot or the previous one.
+func (d *decision) hasPod(id int64) bool {
+	_, present := d.in.Snapshot.Pods[id]
+	_, seen := d.s.seen[id]
+	return present || seen
 }
 
 // forget drops the problems and reports of pods that are gone, and
@@ -505,6 +580,11 @@ func (d *decision) forget() {
 	for id := range d.s.problems {
 		if _, ok := pods[id]; !ok {
 			delete(d.s.problems, id)
+		}
+	}
+	for id := range d.s.deleting {
+		if _, ok := pods[id]; !ok {
+			delete(d.s.deleting, id)
 		}
 	}
 	for k := range d.s.warned {

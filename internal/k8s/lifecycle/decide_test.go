@@ -17,6 +17,13 @@ func remove(id int64, code int, byApp bool) RemoveExecutor {
 	return RemoveExecutor{ID: id, Reason: scheduler.LossReason{ExitCode: code, CausedByApp: byApp}}
 }
 
+// removeReg is remove for an executor that had registered.
+func removeReg(id int64, code int, byApp bool) RemoveExecutor {
+	r := remove(id, code, byApp)
+	r.Registered = true
+	return r
+}
+
 func del(id int64) DeletePod { return DeletePod{ID: id, Name: pod(id).obj().Name} }
 
 func TestDecideStates(t *testing.T) {
@@ -36,13 +43,13 @@ func TestDecideStates(t *testing.T) {
 		"deleted": {
 			pod:   pod(1).deleting(),
 			want:  []Action{remove(1, 0, false)},
-			texts: []string{"pod app-exec-1 was deleted by a user or by the cluster"},
+			texts: []string{"pod app-exec-1 was deleted by a user or the cluster (not the driver) before its executor registered"},
 		},
 		"deleted, preempted": {
 			pod: pod(1).deleting().cond(corev1.DisruptionTarget, corev1.ConditionTrue,
 				corev1.PodReasonPreemptionByScheduler, "Preempted in order to admit critical pod"),
 			want:  []Action{remove(1, 0, false)},
-			texts: []string{"pod app-exec-1 was preempted by the scheduler to make room for a higher-priority pod: Preempted in order to admit critical pod"},
+			texts: []string{"pod app-exec-1 was preempted by the scheduler to make room for a higher-priority pod before its executor registered: Preempted in order to admit critical pod"},
 		},
 		"deleted, drained": {
 			pod:   pod(1).deleting().cond(corev1.DisruptionTarget, corev1.ConditionTrue, "EvictionByEvictionAPI", "Eviction API: evicting"),
@@ -53,12 +60,12 @@ func TestDecideStates(t *testing.T) {
 			pod:    pod(1).deleting(),
 			killed: true,
 			want:   []Action{remove(1, 0, false)},
-			texts:  []string{"executor killed by the driver"},
+			texts:  []string{"pod app-exec-1 was deleted by the driver before its executor registered"},
 		},
 		"failed, error": {
 			pod:   failed(1, "Error"),
 			want:  []Action{remove(1, 1, true), del(1)},
-			texts: []string{"pod app-exec-1 failed: executor container exited with an error; see the executor's log (exit code 1)"},
+			texts: []string{"pod app-exec-1 failed before its executor registered: executor container exited with an error; see the executor's log (exit code 1)"},
 		},
 		"failed, Go panic": {
 			pod:   failed(2, "Error"),
@@ -68,7 +75,7 @@ func TestDecideStates(t *testing.T) {
 		"OOM-killed": {
 			pod:   failed(137, "OOMKilled"),
 			want:  []Action{remove(1, 137, true), del(1)},
-			texts: []string{"pod app-exec-1 failed: executor container was OOM-killed (memory limit 2Gi); raise spark.executor.memoryOverhead or spark.executor.memory (exit code 137)"},
+			texts: []string{"pod app-exec-1 failed before its executor registered: executor container was OOM-killed (memory limit 2Gi); raise spark.executor.memoryOverhead or spark.executor.memory (exit code 137)"},
 		},
 		"OOM-killed, no limit": {
 			pod:   failed(137, "OOMKilled").noMemoryLimit(),
@@ -113,7 +120,7 @@ func TestDecideStates(t *testing.T) {
 		"start error": {
 			pod:   failed(128, "StartError").termMessage(`exec: "/app": permission denied`),
 			want:  []Action{remove(1, 128, true), del(1)},
-			texts: []string{`pod app-exec-1 failed: executor container could not start; termination message: exec: "/app": permission denied`},
+			texts: []string{`pod app-exec-1 failed before its executor registered: executor container could not start; termination message: exec: "/app": permission denied`},
 		},
 		"termination message": {
 			pod:   failed(2, "Error").termMessage("panic: boom\n\ngoroutine 1 [running]:\n"),
@@ -123,17 +130,17 @@ func TestDecideStates(t *testing.T) {
 		"pod-level failure": {
 			pod:   pod(1).phase(corev1.PodFailed).status("DeadlineExceeded", "Pod was active on the node longer than the specified deadline"),
 			want:  []Action{remove(1, 0, true), del(1)},
-			texts: []string{"pod app-exec-1 failed; pod status: DeadlineExceeded: Pod was active on the node longer than the specified deadline"},
+			texts: []string{"pod app-exec-1 failed before its executor registered; pod status: DeadlineExceeded: Pod was active on the node longer than the specified deadline"},
 		},
 		"evicted": {
 			pod:   pod(1).phase(corev1.PodFailed).status("Evicted", "The node was low on resource: ephemeral-storage."),
 			want:  []Action{remove(1, 0, false), del(1)},
-			texts: []string{"pod app-exec-1 was evicted by the kubelet: The node was low on resource: ephemeral-storage."},
+			texts: []string{"pod app-exec-1 was evicted by the kubelet before its executor registered: The node was low on resource: ephemeral-storage."},
 		},
 		"succeeded": {
 			pod:   pod(1).phase(corev1.PodSucceeded).terminated(container, 0, "Completed"),
 			want:  []Action{remove(1, 0, true), del(1)},
-			texts: []string{"pod app-exec-1 ended: executor container exited cleanly, but an executor must not exit on its own"},
+			texts: []string{"pod app-exec-1 ended before its executor registered: executor container exited cleanly, but an executor must not exit on its own"},
 		},
 		"running pod, executor exited": {
 			pod:   pod(1).running().terminated(container, 1, "Error"),
@@ -143,7 +150,7 @@ func TestDecideStates(t *testing.T) {
 		"running pod, sidecar failed": {
 			pod:   pod(1).running().terminated("proxy", 1, "Error"),
 			want:  []Action{remove(1, 1, true), del(1)},
-			texts: []string{"pod app-exec-1 failed: container proxy exited with an error"},
+			texts: []string{"pod app-exec-1 failed before its executor registered: container proxy exited with an error"},
 		},
 		"sidecar OOM-killed": {
 			pod:   failed(143, "Error").terminated("proxy", 137, "OOMKilled"),
@@ -153,7 +160,7 @@ func TestDecideStates(t *testing.T) {
 		"terminated while being deleted": {
 			pod:   pod(1).running().deleting().terminated(container, 143, "Error"),
 			want:  []Action{remove(1, 143, false)},
-			texts: []string{"pod app-exec-1 was deleted by a user or by the cluster (exit code 143)"},
+			texts: []string{"pod app-exec-1 was deleted by a user or the cluster (not the driver) before its executor registered (exit code 143)"},
 		},
 		"OOM-killed while being deleted": {
 			pod:   pod(1).running().deleting().terminated(container, 137, "OOMKilled"),
@@ -164,7 +171,7 @@ func TestDecideStates(t *testing.T) {
 			pod:    failed(143, "Error"),
 			killed: true,
 			want:   []Action{remove(1, 0, false), del(1)},
-			texts:  []string{"executor killed by the driver"},
+			texts:  []string{"pod app-exec-1 was deleted by the driver before its executor registered"},
 		},
 		"failed, kept": {
 			pod:   failed(1, "Error"),
@@ -176,13 +183,13 @@ func TestDecideStates(t *testing.T) {
 			pod:   pod(1).running().status("NodeLost", "Node node-1 which was running pod app-exec-1 is unresponsive"),
 			opts:  func(o *Options) { o.PendingGrace = map[Reason]time.Duration{ReasonNodeLost: 0} },
 			want:  []Action{remove(1, 0, false), del(1)},
-			texts: []string{"pod app-exec-1 was lost with its node: Node node-1 which was running pod app-exec-1 is unresponsive"},
+			texts: []string{"pod app-exec-1 was lost with its node before its executor registered: Node node-1 which was running pod app-exec-1 is unresponsive"},
 		},
 		"node status unknown": {
 			pod:   pod(1).running().cond(corev1.PodReady, corev1.ConditionUnknown, "NodeStatusUnknown", ""),
 			opts:  func(o *Options) { o.PendingGrace = map[Reason]time.Duration{ReasonNodeLost: 0} },
 			want:  []Action{remove(1, 0, false), del(1)},
-			texts: []string{"lost with its node: node node-1 stopped reporting to the control plane"},
+			texts: []string{"lost with its node before its executor registered: node node-1 stopped reporting to the control plane"},
 		},
 		"node not ready": {
 			pod:   pod(1).running().cond(corev1.PodReady, corev1.ConditionFalse, "", ""),
@@ -213,7 +220,7 @@ func TestDecideStates(t *testing.T) {
 			pod:   pod(1).waiting("InvalidImageName", `couldn't parse image name "Nope:1": invalid reference format`),
 			opts:  func(o *Options) { o.PendingGrace = map[Reason]time.Duration{ReasonInvalidImageName: 0} },
 			want:  []Action{remove(1, 0, false), del(1), Warn{PodName: "app-exec-1"}},
-			texts: []string{`pod app-exec-1 could not start: InvalidImageName: couldn't parse image name "Nope:1": invalid reference format`},
+			texts: []string{`pod app-exec-1 could not start and was deleted by the driver before its executor registered: InvalidImageName: couldn't parse image name "Nope:1": invalid reference format`},
 		},
 		"unschedulable": {
 			pod: pod(1).unschedulable("0/3 nodes are available: 3 Insufficient memory."),
@@ -236,7 +243,7 @@ func TestDecideStates(t *testing.T) {
 			}
 			in := Input{Now: t0, Snapshot: snap(t0, tc.pod)}
 			if tc.killed {
-				in.DeletedByDriver = map[int64]bool{1: true}
+				in.DeletedByDriver = map[int64]time.Time{1: t0}
 			}
 			got := Decide(&State{}, in, o)
 			check(t, got, tc.want, tc.texts...)
@@ -277,7 +284,8 @@ func TestDecideRemovedCacheExpiry(t *testing.T) {
 	in := func(now time.Time, pods ...*podBuilder) Input {
 		return Input{Now: now, Snapshot: snap(now, pods...), FullSync: true, Registered: reg}
 	}
-	check(t, Decide(&s, in(t0, failed), o), []Action{remove(4, 1, true), del(4)})
+	check(t, Decide(&s, in(t0, failed), o), []Action{removeReg(4, 1, true), del(4)},
+		"pod app-exec-4 failed after its executor registered")
 	// The pod stays (say its deletion hangs) longer than the timeout: the
 	// entry lasts while the pod is seen.
 	check(t, Decide(&s, in(t0.Add(5*time.Minute), failed.deleting()), o), nil)
@@ -287,8 +295,8 @@ func TestDecideRemovedCacheExpiry(t *testing.T) {
 	check(t, Decide(&s, in(gone), o), nil)
 	check(t, Decide(&s, in(gone.Add(3*time.Minute-time.Second)), o), nil)
 	// Then forgotten: a registered executor without a pod is missing.
-	check(t, Decide(&s, in(gone.Add(3*time.Minute+time.Second)), o), []Action{remove(4, 0, false)},
-		"executor pod not found in the cluster")
+	check(t, Decide(&s, in(gone.Add(3*time.Minute+time.Second)), o), []Action{removeReg(4, 0, false)},
+		"pod of executor 4 was deleted by a user or the cluster (not the driver) after its executor registered: it is not found in a full list of the application's pods")
 	if len(s.removed) != 1 { // only the new removal
 		t.Errorf("removed cache holds %d entries, want 1", len(s.removed))
 	}
@@ -300,10 +308,10 @@ func TestDecideVanishedPod(t *testing.T) {
 		killed bool
 		want   string
 	}{
-		"deleted":   {last: pod(2).running(), want: "pod app-exec-2 was deleted by a user or by the cluster"},
-		"killed":    {last: pod(2).running(), killed: true, want: "executor killed by the driver"},
-		"node gone": {last: pod(2).running().cond(corev1.DisruptionTarget, corev1.ConditionTrue, "DeletionByPodGC", "PodGC: node no longer exists"), want: "pod app-exec-2 was deleted by the pod garbage collector: its node node-1 is gone: PodGC: node no longer exists"},
-		"pending":   {last: pod(2), want: "pod app-exec-2 was deleted by a user or by the cluster"},
+		"deleted":   {last: pod(2).running(), want: "pod app-exec-2 was deleted by a user or the cluster (not the driver) before its executor registered"},
+		"killed":    {last: pod(2).running(), killed: true, want: "pod app-exec-2 was deleted by the driver before its executor registered"},
+		"node gone": {last: pod(2).running().cond(corev1.DisruptionTarget, corev1.ConditionTrue, "DeletionByPodGC", "PodGC: node no longer exists"), want: "pod app-exec-2 was deleted by the pod garbage collector because its node node-1 is gone before its executor registered: PodGC: node no longer exists"},
+		"pending":   {last: pod(2), want: "pod app-exec-2 was deleted by a user or the cluster (not the driver) before its executor registered"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -312,7 +320,7 @@ func TestDecideVanishedPod(t *testing.T) {
 			check(t, Decide(&s, Input{Now: t0, Snapshot: snap(t0, tc.last)}, o), nil)
 			in := Input{Now: t0.Add(time.Second), Snapshot: snap(t0.Add(time.Second))}
 			if tc.killed {
-				in.DeletedByDriver = map[int64]bool{2: true}
+				in.DeletedByDriver = map[int64]time.Time{2: t0}
 			}
 			check(t, Decide(&s, in, o), []Action{remove(2, 0, false)}, tc.want)
 		})
@@ -331,8 +339,8 @@ func TestDecideMissingPod(t *testing.T) {
 	}{
 		"within the delta":         {at: 30 * time.Second, full: true},
 		"not a full sync":          {at: 31 * time.Second},
-		"after the delta":          {at: 31 * time.Second, full: true, want: []Action{remove(7, 0, false)}, text: "executor pod not found in the cluster"},
-		"after the delta, killed":  {at: 31 * time.Second, full: true, killed: true, want: []Action{remove(7, 0, false)}, text: "executor killed by the driver"},
+		"after the delta":          {at: 31 * time.Second, full: true, want: []Action{removeReg(7, 0, false)}, text: "pod of executor 7 was deleted by a user or the cluster (not the driver) after its executor registered: it is not found in a full list of the application's pods"},
+		"after the delta, killed":  {at: 31 * time.Second, full: true, killed: true, want: []Action{removeReg(7, 0, false)}, text: "pod of executor 7 was deleted by the driver after its executor registered"},
 		"registered after listing": {at: -time.Minute, full: true},
 	}
 	for name, tc := range tests {
@@ -340,7 +348,7 @@ func TestDecideMissingPod(t *testing.T) {
 			at := t0.Add(tc.at)
 			in := Input{Now: t0.Add(time.Hour), Snapshot: snap(at, pod(1).running()), FullSync: tc.full, Registered: reg}
 			if tc.killed {
-				in.DeletedByDriver = map[int64]bool{7: true}
+				in.DeletedByDriver = map[int64]time.Time{7: t0}
 			}
 			var s State
 			check(t, Decide(&s, in, o), tc.want, tc.text)
@@ -375,7 +383,7 @@ func TestDecideFailureAccounting(t *testing.T) {
 	clk.Step(time.Minute)
 	got := fail(4)
 	check(t, got, []Action{remove(4, 137, true), del(4), FailApplication{}},
-		"exceeded spark.executor.maxNumFailures (2): last failure: pod app-exec-4 failed: executor container was OOM-killed (memory limit 2Gi)")
+		"exceeded spark.executor.maxNumFailures (2): last failure: pod app-exec-4 failed before its executor registered: executor container was OOM-killed (memory limit 2Gi)")
 	if err := got[len(got)-1].(FailApplication).Err; !errors.Is(err, ErrTooManyFailures) {
 		t.Errorf("error %v is not ErrTooManyFailures", err)
 	}
@@ -395,7 +403,7 @@ func TestDecideFailuresNotCounted(t *testing.T) {
 		pod(5).phase(corev1.PodFailed).status("NodeLost", "unresponsive"),
 	}
 	var s State
-	got := Decide(&s, Input{Now: t0, Snapshot: snap(t0, pods...), DeletedByDriver: map[int64]bool{3: true}}, o)
+	got := Decide(&s, Input{Now: t0, Snapshot: snap(t0, pods...), DeletedByDriver: map[int64]time.Time{3: t0}}, o)
 	check(t, got, []Action{
 		remove(1, 0, false),
 		remove(2, 0, true), del(2),
@@ -431,7 +439,7 @@ func TestDecidePendingGrace(t *testing.T) {
 				"pod app-exec-3: "+string(reason)+": details; the pod will be deleted if this lasts "+grace.String())
 			check(t, at(grace-time.Second), nil)
 			check(t, at(grace), []Action{remove(3, 0, false), del(3)},
-				"pod app-exec-3 could not start: "+string(reason)+": details")
+				"pod app-exec-3 could not start and was deleted by the driver before its executor registered: "+string(reason)+": details")
 			if n := s.ExecutorFailures(); n != 1 {
 				t.Errorf("ExecutorFailures = %d, want 1", n)
 			}

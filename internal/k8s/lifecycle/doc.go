@@ -17,8 +17,16 @@
 //
 //   - a loss names its cause: OOM-killed with the container's memory limit,
 //     evicted with the kubelet's message, the meaning of the exit code of a Go
-//     executor, lost with its node, preempted or drained, deleted by someone
-//     else, or killed by the driver itself;
+//     executor, lost with its node, preempted or drained, deleted by a user or
+//     the cluster, or deleted by the driver itself. "Deleted by the driver"
+//     only when the driver asked first: a pod seen being deleted before it
+//     asked, or whose status names a cause of the cluster's, was not the
+//     driver's doing (an executor that leaves on SIGTERM is dropped by the
+//     driver, which then deletes its pod too);
+//   - a loss says whether the executor had registered: State remembers the
+//     registered executors until their pods are gone for
+//     DeletedCacheTimeout, since the backend forgets an executor it removes,
+//     often before its pod's end is seen;
 //   - pending pods are checked for image, container-configuration and
 //     scheduling problems; the user is told once per pod (aggregated over pods
 //     with the same problem), and pods whose problem outlasts its grace period

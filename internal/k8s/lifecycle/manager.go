@@ -51,7 +51,8 @@ type Manager struct {
 	snap  snapshot.Snapshot
 	dirty bool
 	full  bool
-	// killed holds the executors whose pods the driver deleted, with when.
+	// killed holds the executors whose pods the driver deleted, with when
+	// it first asked.
 	killed map[int64]time.Time
 
 	// state belongs to the Run goroutine.
@@ -117,13 +118,23 @@ func carry(prev, next snapshot.Snapshot) snapshot.Snapshot {
 }
 
 // KilledByDriver records that the driver deleted these executors' pods
-// itself, so their losses read "executor killed by the driver" and do not
-// count as failures.
+// itself, so their losses read "deleted by the driver" and do not count as
+// failures. Call it before deleting the pods. A pod the latest snapshot
+// already shows being deleted or ended is not recorded: someone else was
+// first (an executor that leaves on SIGTERM is dropped by the driver, which
+// then deletes its pod), and the earlier cause stands. An earlier request
+// for the same executor keeps its time.
 func (m *Manager) KilledByDriver(ids ...int64) {
 	now := m.clock.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, id := range ids {
+		if _, ok := m.killed[id]; ok {
+			continue
+		}
+		if ep, ok := m.snap.Pods[id]; ok && ep.Pod != nil && (ep.Pod.DeletionTimestamp != nil || ep.State.Final()) {
+			continue
+		}
 		m.killed[id] = now
 	}
 }
@@ -158,10 +169,7 @@ func (m *Manager) process(ctx context.Context) {
 	}
 	snap, full := m.snap, m.full
 	m.dirty, m.full = false, false
-	killed := make(map[int64]bool, len(m.killed))
-	for id := range m.killed {
-		killed[id] = true
-	}
+	killed := maps.Clone(m.killed)
 	m.mu.Unlock()
 
 	registered := m.applier.Registered()
@@ -174,7 +182,7 @@ func (m *Manager) process(ctx context.Context) {
 		RunningExecutors: len(registered),
 		DeletedByDriver:  killed,
 	}, m.opts)
-	m.apply(ctx, actions, registered)
+	m.apply(ctx, actions)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -194,8 +202,7 @@ func (m *Manager) process(ctx context.Context) {
 // concurrently, and apply returns when they are done. A failed call is
 // logged, unless ctx ended (the application is stopping, and stopping
 // deletes its pods): Decide asks again while the pod is still there.
-// registered tells executors that ran from pods that never got that far.
-func (m *Manager) apply(ctx context.Context, actions []Action, registered map[int64]time.Time) {
+func (m *Manager) apply(ctx context.Context, actions []Action) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, apiParallelism)
 	call := func(what, name string, f func(context.Context, string) error) {
@@ -215,7 +222,7 @@ func (m *Manager) apply(ctx context.Context, actions []Action, registered map[in
 				level = slog.LevelWarn
 			}
 			msg := "executor lost"
-			if _, ok := registered[a.ID]; !ok {
+			if !a.Registered {
 				msg = "executor pod ended before its executor registered"
 			}
 			m.log.Log(ctx, level, msg, "executor", a.ID,

@@ -74,15 +74,34 @@ func (f *fakeApplier) take() []string {
 
 // harness runs a Manager in a synctest bubble with a fake clock.
 type harness struct {
-	t   *testing.T
-	clk *testingclock.FakeClock
-	a   *fakeApplier
-	m   *Manager
+	t    *testing.T
+	clk  *testingclock.FakeClock
+	a    *fakeApplier
+	m    *Manager
+	logs *lockedBuffer
+}
+
+// lockedBuffer collects the Manager's log.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func startManager(t *testing.T, o Options) *harness {
-	h := &harness{t: t, clk: testingclock.NewFakeClock(t0), a: &fakeApplier{}}
-	h.m = New(o, h.a, h.clk, slog.New(slog.DiscardHandler))
+	h := &harness{t: t, clk: testingclock.NewFakeClock(t0), a: &fakeApplier{}, logs: &lockedBuffer{}}
+	h.m = New(o, h.a, h.clk, slog.New(slog.NewTextHandler(h.logs, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.m.Run(ctx) }()
@@ -127,7 +146,7 @@ func TestManagerRemovesOnce(t *testing.T) {
 		h.m.OnSnapshot(snap(h.clk.Now(), failed), false)
 		h.expect(h.tick(),
 			"delete app-exec-1",
-			"remove 1 (app true): pod app-exec-1 failed: executor container exited with a Go panic")
+			"remove 1 (app true): pod app-exec-1 failed before its executor registered: executor container exited with a Go panic")
 		h.m.OnSnapshot(snap(h.clk.Now(), failed.deleting()), false)
 		h.expect(h.tick())
 		h.m.OnSnapshot(snap(h.clk.Now()), false)
@@ -147,8 +166,8 @@ func TestManagerKeepsFinalStates(t *testing.T) {
 		h.m.OnSnapshot(snap(h.clk.Now()), false)
 		h.expect(h.tick(),
 			"delete app-exec-1",
-			"remove 1 (app true): pod app-exec-1 failed: executor container was OOM-killed (memory limit 2Gi)",
-			"remove 2 (app false): pod app-exec-2 was deleted by a user or by the cluster")
+			"remove 1 (app true): pod app-exec-1 failed before its executor registered: executor container was OOM-killed (memory limit 2Gi)",
+			"remove 2 (app false): pod app-exec-2 was deleted by a user or the cluster (not the driver) before its executor registered")
 	})
 }
 
@@ -159,10 +178,79 @@ func TestManagerKilledByDriver(t *testing.T) {
 		h.expect(h.tick())
 		h.m.KilledByDriver(3)
 		h.m.OnSnapshot(snap(h.clk.Now(), pod(3).running().deleting().terminated(container, 143, "Error")), false)
-		h.expect(h.tick(), "remove 3 (app false): executor killed by the driver")
+		h.expect(h.tick(), "remove 3 (app false): pod app-exec-3 was deleted by the driver before its executor registered")
 		if len(h.m.killed) != 0 {
 			t.Errorf("killed set still holds %v", h.m.killed)
 		}
+	})
+}
+
+// TestManagerUserDeletesRegistered is the graceful kubectl delete of a
+// registered executor's pod: the executor leaves on SIGTERM, the backend
+// drops it and the driver deletes its pod too, before the pod's end
+// reaches the Manager. The loss names the user or the cluster, not the
+// driver, and says the executor had registered.
+func TestManagerUserDeletesRegistered(t *testing.T) {
+	for _, decided := range []bool{true, false} {
+		name := "deletion decided before the driver's request"
+		if !decided {
+			name = "driver's request before the deletion was decided"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := startManager(t, testOptions())
+				h.a.mu.Lock()
+				h.a.registered = map[int64]time.Time{1: t0}
+				h.a.mu.Unlock()
+				h.m.OnSnapshot(snap(h.clk.Now(), pod(1).running()), false)
+				h.expect(h.tick())
+				h.m.OnSnapshot(snap(h.clk.Now(), pod(1).running().deleting()), false)
+				if decided {
+					h.expect(h.tick())
+				}
+				h.a.mu.Lock()
+				h.a.registered = nil
+				h.a.mu.Unlock()
+				h.m.KilledByDriver(1)
+				if len(h.m.killed) != 0 {
+					t.Errorf("recorded %v as the driver's deletion: the pod was being deleted already", h.m.killed)
+				}
+				h.m.OnSnapshot(snap(h.clk.Now(), pod(1).phase(corev1.PodSucceeded).deleting().terminated(container, 0, "Completed")), false)
+				h.expect(h.tick(), "remove 1 (app false): pod app-exec-1 was deleted by a user or the cluster (not the driver) after its executor registered")
+				logs := h.logs.String()
+				if !strings.Contains(logs, `msg="executor lost"`) || strings.Contains(logs, "ended before its executor registered") || strings.Contains(logs, "by the driver") {
+					t.Errorf("log:\n%s", logs)
+				}
+			})
+		})
+	}
+}
+
+// TestManagerKilledByDriverKeepsFirst checks that a second request to
+// delete an executor's pod, once the first shows, keeps the first.
+func TestManagerKilledByDriverKeepsFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startManager(t, testOptions())
+		h.a.mu.Lock()
+		h.a.registered = map[int64]time.Time{2: t0}
+		h.a.mu.Unlock()
+		h.m.OnSnapshot(snap(h.clk.Now(), pod(2).running()), false)
+		h.expect(h.tick())
+		// The allocator deletes the pod; its deletion shows; then the
+		// backend drops the executor and asks again.
+		h.m.KilledByDriver(2)
+		h.clk.Step(time.Second)
+		h.m.OnSnapshot(snap(h.clk.Now(), pod(2).running().deleting()), false)
+		h.expect(h.tick())
+		h.a.mu.Lock()
+		h.a.registered = nil
+		h.a.mu.Unlock()
+		h.m.KilledByDriver(2)
+		if got, want := h.m.killed[2], t0.Add(time.Second); !got.Equal(want) {
+			t.Errorf("killed[2] = %s, want the first request's %s", got, want)
+		}
+		h.m.OnSnapshot(snap(h.clk.Now()), false)
+		h.expect(h.tick(), "remove 2 (app false): pod app-exec-2 was deleted by the driver after its executor registered")
 	})
 }
 
@@ -179,7 +267,7 @@ func TestManagerTimeBasedWork(t *testing.T) {
 		}
 		h.expect(h.tick(),
 			"delete app-exec-4",
-			`remove 4 (app false): pod app-exec-4 could not start: ImagePullBackOff`)
+			`remove 4 (app false): pod app-exec-4 could not start and was deleted by the driver before its executor registered: ImagePullBackOff`)
 	})
 }
 
@@ -194,7 +282,7 @@ func TestManagerFails(t *testing.T) {
 		h.expect(h.tick(),
 			"delete app-exec-1",
 			"delete app-exec-2",
-			"fail exceeded spark.executor.maxNumFailures (1): last failure: pod app-exec-2 failed",
+			"fail exceeded spark.executor.maxNumFailures (1): last failure: pod app-exec-2 failed before its executor registered",
 			"remove 1", "remove 2")
 	})
 }
@@ -230,7 +318,7 @@ func TestManagerMissingPod(t *testing.T) {
 		h.m.OnSnapshot(snap(h.clk.Now(), pod(6).running()), false)
 		h.expect(h.tick()) // not a full list
 		h.m.OnSnapshot(snap(h.clk.Now(), pod(6).running()), true)
-		h.expect(h.tick(), "remove 5 (app false): executor pod not found in the cluster")
+		h.expect(h.tick(), "remove 5 (app false): pod of executor 5 was deleted by a user or the cluster (not the driver) after its executor registered")
 	})
 }
 

@@ -268,46 +268,109 @@ func describeExitCode(code int) string {
 	return "exited with an unexpected code"
 }
 
-// deletedReason is the loss of an executor whose pod someone other than
-// the driver deleted. It names who when the pod's DisruptionTarget
-// condition says so. The exit code is the container's, if it ended.
-func deletedReason(p *corev1.Pod, container string) scheduler.LossReason {
-	r := scheduler.LossReason{ExitCode: exitCode(p, container)}
-	name := p.Name
-	r.Message = fmt.Sprintf("pod %s was deleted by a user or by the cluster", name)
-	if c := condition(p, corev1.DisruptionTarget); c != nil && c.Status == corev1.ConditionTrue {
-		switch c.Reason {
-		case corev1.PodReasonPreemptionByScheduler:
-			r.Message = fmt.Sprintf("pod %s was preempted by the scheduler to make room for a higher-priority pod", name)
-		case reasonEvictionByAPI:
-			r.Message = fmt.Sprintf("pod %s was evicted through the eviction API (for example by kubectl drain)", name)
-		case reasonTaintManager:
-			r.Message = fmt.Sprintf("pod %s was deleted because its node %s has a NoExecute taint (often: the node is not ready or unreachable)", name, p.Spec.NodeName)
-		case reasonPodGC:
-			r.Message = fmt.Sprintf("pod %s was deleted by the pod garbage collector: its node %s is gone", name, p.Spec.NodeName)
-		case corev1.PodReasonTerminationByKubelet:
-			r.Message = fmt.Sprintf("pod %s was terminated by the kubelet", name)
-		}
-		if m := strings.TrimSpace(c.Message); m != "" && c.Reason != "" {
-			r.Message += ": " + m
-		}
+// registration says whether an executor had registered with the driver
+// when its pod ended; every loss message says it.
+type registration bool
+
+func (r registration) String() string {
+	if r {
+		return "after its executor registered"
 	}
+	return "before its executor registered"
+}
+
+// podRef names an executor's pod: by name when it was seen, else by the
+// executor's id.
+func podRef(id int64, p *corev1.Pod) string {
+	if p == nil || p.Name == "" {
+		return fmt.Sprintf("pod of executor %d", id)
+	}
+	return "pod " + p.Name
+}
+
+// loss builds a loss message: `SUBJECT WHAT WHEN[: DETAIL]`, such as
+// "pod NAME was deleted by the driver after its executor registered".
+func loss(subject, what string, when registration, detail string) string {
+	msg := subject + " " + what + " " + when.String()
+	if detail = strings.TrimSpace(detail); detail != "" {
+		msg += ": " + detail
+	}
+	return msg
+}
+
+// disruptions says, for each DisruptionTarget reason drover names, who
+// deleted the pod; {node} stands for the pod's node.
+var disruptions = map[string]string{
+	corev1.PodReasonPreemptionByScheduler: "was preempted by the scheduler to make room for a higher-priority pod",
+	reasonEvictionByAPI:                   "was evicted through the eviction API (for example by kubectl drain)",
+	reasonTaintManager:                    "was deleted by the taint manager because its node {node} has a NoExecute taint (often: the node is not ready or unreachable)",
+	reasonPodGC:                           "was deleted by the pod garbage collector because its node {node} is gone",
+	corev1.PodReasonTerminationByKubelet:  "was terminated by the kubelet (for example on node shutdown)",
+}
+
+// disruption is the pod's DisruptionTarget condition, nil if it has none
+// that holds.
+func disruption(p *corev1.Pod) *corev1.PodCondition {
+	if c := condition(p, corev1.DisruptionTarget); c != nil && c.Status == corev1.ConditionTrue && c.Reason != "" {
+		return c
+	}
+	return nil
+}
+
+// endedByCluster reports whether the pod's status says the cluster ended
+// it: a DisruptionTarget condition (preemption, the eviction API, the taint
+// manager, the pod garbage collector, the kubelet), a kubelet eviction or a
+// lost node. The driver never causes these, so they win over its own
+// request to delete the pod, which may come after them (an executor told
+// to leave by SIGTERM is dropped by the driver, which then deletes its
+// pod).
+func endedByCluster(p *corev1.Pod) bool {
+	return disruption(p) != nil || p.Status.Reason == podReasonEvicted || p.Status.Reason == podReasonNodeLost
+}
+
+// deletedReason is the loss of an executor whose pod someone other than
+// the driver deleted. It names who when the pod's status says so: the
+// kubelet's eviction, a DisruptionTarget condition, a lost node. The exit
+// code is the container's, if it ended.
+func deletedReason(p *corev1.Pod, container string, when registration) scheduler.LossReason {
+	r := scheduler.LossReason{ExitCode: exitCode(p, container)}
+	what, detail := "was deleted by a user or the cluster (not the driver)", ""
+	c := disruption(p)
+	switch {
+	case p.Status.Reason == podReasonEvicted:
+		what, detail = "was evicted by the kubelet", p.Status.Message
+	case c != nil:
+		if w, ok := disruptions[c.Reason]; ok {
+			what = strings.ReplaceAll(w, "{node}", p.Spec.NodeName)
+		}
+		detail = c.Message
+	case p.Status.Reason == podReasonNodeLost:
+		lost, _ := nodeLost(p)
+		what, detail = "was lost with its node", lost.message
+	}
+	r.Message = loss("pod "+p.Name, what, when, detail)
 	return r
 }
 
 // killedReason is the loss of an executor whose pod the driver deleted.
-var killedReason = scheduler.LossReason{Message: "executor killed by the driver"}
+func killedReason(subject string, when registration) scheduler.LossReason {
+	return scheduler.LossReason{Message: loss(subject, "was deleted by the driver", when, "")}
+}
 
 // missingReason is the loss of a registered executor whose pod a full list
-// of the application's pods does not contain.
-var missingReason = scheduler.LossReason{Message: "executor pod not found in the cluster"}
+// of the application's pods does not contain, though the driver did not
+// delete it.
+func missingReason(id int64, when registration) scheduler.LossReason {
+	return scheduler.LossReason{Message: loss(podRef(id, nil), "was deleted by a user or the cluster (not the driver)", when,
+		"it is not found in a full list of the application's pods")}
+}
 
 // endedReason is the loss of an executor whose pod failed or whose
 // executor container exited, and whether it counts as an executor failure.
 // A failed pod counts unless its node was lost; a succeeded one does not
 // (Spark's rule): the driver tells executors to exit, so a clean exit is
 // usually the end of an executor the backend had already removed.
-func endedReason(p *corev1.Pod, failed bool, container string) (scheduler.LossReason, bool) {
+func endedReason(p *corev1.Pod, failed bool, container string, when registration) (scheduler.LossReason, bool) {
 	name := p.Name
 	exec := executorContainer(p, container)
 	r := scheduler.LossReason{ExitCode: exitCode(p, container), CausedByApp: true}
@@ -316,15 +379,12 @@ func endedReason(p *corev1.Pod, failed bool, container string) (scheduler.LossRe
 		// The kubelet evicts under node pressure. That is the node's doing,
 		// though the pod's own use often caused it, so it still counts.
 		r.CausedByApp = false
-		r.Message = fmt.Sprintf("pod %s was evicted by the kubelet", name)
-		if m := strings.TrimSpace(p.Status.Message); m != "" {
-			r.Message += ": " + m
-		}
+		r.Message = loss("pod "+name, "was evicted by the kubelet", when, p.Status.Message)
 		return r, true
 	case podReasonNodeLost:
 		lost, _ := nodeLost(p)
 		r.CausedByApp = false
-		r.Message = fmt.Sprintf("pod %s was lost with its node: %s", name, lost.message)
+		r.Message = loss("pod "+name, "was lost with its node", when, lost.message)
 		return r, false
 	}
 
@@ -332,9 +392,9 @@ func endedReason(p *corev1.Pod, failed bool, container string) (scheduler.LossRe
 	primary := primaryContainer(p, exec)
 	switch {
 	case primary == nil && failed:
-		fmt.Fprintf(&b, "pod %s failed", name)
+		fmt.Fprintf(&b, "pod %s failed %s", name, when)
 	case primary == nil:
-		fmt.Fprintf(&b, "pod %s ended: the executor %s", name, describeExitCode(0))
+		fmt.Fprintf(&b, "pod %s ended %s: the executor %s", name, when, describeExitCode(0))
 	default:
 		t := primary.State.Terminated
 		who := "executor container"
@@ -346,9 +406,10 @@ func endedReason(p *corev1.Pod, failed bool, container string) (scheduler.LossRe
 		if !failed {
 			verb = "ended"
 		}
+		fmt.Fprintf(&b, "pod %s %s %s: ", name, verb, when)
 		switch t.Reason {
 		case containerOOMKilled:
-			fmt.Fprintf(&b, "pod %s %s: %s was OOM-killed", name, verb, who)
+			fmt.Fprintf(&b, "%s was OOM-killed", who)
 			if limit := memoryLimit(p, primary.Name); limit != "" {
 				fmt.Fprintf(&b, " (memory limit %s)", limit)
 			} else {
@@ -358,9 +419,9 @@ func endedReason(p *corev1.Pod, failed bool, container string) (scheduler.LossRe
 				b.WriteString("; raise spark.executor.memoryOverhead or spark.executor.memory")
 			}
 		case containerStartError, containerCannotRun:
-			fmt.Fprintf(&b, "pod %s %s: %s could not start", name, verb, who)
+			fmt.Fprintf(&b, "%s could not start", who)
 		default:
-			fmt.Fprintf(&b, "pod %s %s: %s %s", name, verb, who, describeExitCode(int(t.ExitCode)))
+			fmt.Fprintf(&b, "%s %s", who, describeExitCode(int(t.ExitCode)))
 		}
 		if m := strings.TrimSpace(t.Message); m != "" {
 			if len(m) > maxTerminationMessage {

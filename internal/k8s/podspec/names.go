@@ -38,6 +38,10 @@ const (
 	// EnvLocalDirs carries the local directories to the executor, as in
 	// Spark; it is the environment variable of spark.local.dir.
 	EnvLocalDirs = "SPARK_LOCAL_DIRS"
+	// AnnotationExecutorsHeld on the driver pod says what holds executors
+	// back ("4 held back by ResourceQuota pods3"), for drover submit's
+	// status line; the driver sets it while a cap lasts.
+	AnnotationExecutorsHeld = "drover.io/executors-held"
 )
 
 const (

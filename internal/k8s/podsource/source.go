@@ -1,0 +1,354 @@
+package podsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
+	"k8s.io/utils/clock"
+
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+)
+
+// Options configure a Source.
+type Options struct {
+	Namespace string
+	// Selector picks the application's executor pods.
+	Selector labels.Selector
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	// Backoff paces list and watch attempts after a failure. The default
+	// starts at 250 ms and doubles to 1 s (±50 %): after an API server
+	// outage the driver hears of its pods again within about a second,
+	// where client-go's default (800 ms doubling to 30 s) left it blind
+	// for up to ten.
+	Backoff *wait.Backoff
+}
+
+// DefaultBackoff is the reflector's pace after failures.
+func DefaultBackoff() wait.Backoff {
+	return wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 1 << 30, Cap: time.Second}
+}
+
+// Source keeps the executor pods of one application.
+type Source struct {
+	o     Options
+	cs    kubernetes.Interface
+	log   *slog.Logger
+	clock clock.Clock
+
+	changed chan struct{}
+	synced  chan struct{}
+
+	mu      sync.Mutex
+	pods    map[string]*corev1.Pod // by name
+	touched map[int64]bool         // executors changed since the last Take
+	didSync bool
+	health  Health
+}
+
+// Health is the state of the source's connection to the API server.
+type Health struct {
+	// Broken is set from the first failed list or watch until one
+	// succeeds again.
+	Broken bool
+	// Since is when the current outage began.
+	Since time.Time
+	// LastErr is the error that began it.
+	LastErr error
+	// Outages counts the outages so far, and LastOutage is how long the
+	// last one that ended lasted.
+	Outages    int
+	LastOutage time.Duration
+}
+
+// New returns a source; Run starts it.
+func New(cs kubernetes.Interface, o Options) *Source {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Backoff == nil {
+		b := DefaultBackoff()
+		o.Backoff = &b
+	}
+	if o.Selector == nil {
+		o.Selector = labels.Everything()
+	}
+	return &Source{o: o, cs: cs, log: o.Logger, clock: o.Clock,
+		changed: make(chan struct{}, 1), synced: make(chan struct{}),
+		pods: map[string]*corev1.Pod{}, touched: map[int64]bool{}}
+}
+
+// Run lists and watches the pods until ctx ends.
+func (s *Source) Run(ctx context.Context) {
+	r := cache.NewReflectorWithOptions(&listWatch{s}, &corev1.Pod{}, (*store)(s), cache.ReflectorOptions{
+		Name:    "executor pods",
+		Clock:   s.clock,
+		Backoff: s.o.Backoff,
+	})
+	r.RunWithContext(ctx)
+}
+
+// WaitSynced waits for the first complete list: before it, an empty store
+// does not mean an empty cluster.
+func (s *Source) WaitSynced(ctx context.Context) error {
+	select {
+	case <-s.synced:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("syncing the executor pod cache: %w", context.Cause(ctx))
+	}
+}
+
+// Changed wakes when a pod changed since the last Take.
+func (s *Source) Changed() <-chan struct{} { return s.changed }
+
+// Take returns the pods and the executors whose pods changed since the
+// previous Take. Every change in touched is reflected in pods: a pod added
+// and removed in between is in touched and not in pods.
+func (s *Source) Take() (pods []*corev1.Pod, touched map[int64]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	touched, s.touched = s.touched, map[int64]bool{}
+	return s.podsLocked(), touched
+}
+
+// Get returns the cached pod called name.
+func (s *Source) Get(name string) (*corev1.Pod, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pods[name]
+	return p, ok
+}
+
+// Len is the number of cached pods.
+func (s *Source) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pods)
+}
+
+// Health reports the connection's state.
+func (s *Source) Health() Health {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.health
+}
+
+func (s *Source) wake() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// failed records a failed list or watch call; the first of an outage is
+// logged.
+func (s *Source) failed(err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	s.mu.Lock()
+	first := !s.health.Broken
+	if first {
+		s.health.Broken, s.health.Since, s.health.LastErr = true, s.clock.Now(), err
+	}
+	s.mu.Unlock()
+	if first {
+		s.log.Warn("executor pod watch broken; the driver keeps its last view of the pods and creates none it cannot account for until the watch is back",
+			"err", err)
+	}
+}
+
+// succeeded records a list or watch call that worked; the end of an outage
+// is logged with its length.
+func (s *Source) succeeded() {
+	s.mu.Lock()
+	was := s.health.Broken
+	var d time.Duration
+	if was {
+		d = s.clock.Since(s.health.Since)
+		s.health.Broken, s.health.LastErr = false, nil
+		s.health.Outages++
+		s.health.LastOutage = d
+	}
+	s.mu.Unlock()
+	if was {
+		s.log.Info("executor pod watch recovered", "outage", d.Round(time.Millisecond))
+	}
+}
+
+// listWatch lists and watches the application's pods, recording the health
+// of each call.
+type listWatch struct{ s *Source }
+
+var (
+	_ cache.ListerWatcher            = (*listWatch)(nil)
+	_ cache.ListerWatcherWithContext = (*listWatch)(nil)
+)
+
+func (l *listWatch) options(o metav1.ListOptions) metav1.ListOptions {
+	o.LabelSelector = l.s.o.Selector.String()
+	return o
+}
+
+func (l *listWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	list, err := l.s.cs.CoreV1().Pods(l.s.o.Namespace).List(ctx, l.options(o))
+	if err != nil {
+		l.s.failed(err)
+		return nil, err
+	}
+	l.s.succeeded()
+	return list, nil
+}
+
+func (l *listWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	w, err := l.s.cs.CoreV1().Pods(l.s.o.Namespace).Watch(ctx, l.options(o))
+	if err != nil {
+		l.s.failed(err)
+		return nil, err
+	}
+	l.s.succeeded()
+	return w, nil
+}
+
+// IsWatchListSemanticsUnSupported lets the reflector stream its initial
+// list (WatchList) only from a client that supports it: a fake clientset
+// in unit tests does not.
+func (l *listWatch) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(l.s.cs)
+}
+
+func (l *listWatch) List(o metav1.ListOptions) (runtime.Object, error) {
+	return l.ListWithContext(context.Background(), o)
+}
+
+func (l *listWatch) Watch(o metav1.ListOptions) (watch.Interface, error) {
+	return l.WatchWithContext(context.Background(), o)
+}
+
+// store is the reflector's store: the Source's pods.
+type store Source
+
+var _ cache.ReflectorStore = (*store)(nil)
+
+// executorID is the pod's executor id, or false for a pod without one.
+func executorID(p *corev1.Pod) (int64, bool) {
+	id, err := strconv.ParseInt(p.Labels[snapshot.LabelExecutorID], 10, 64)
+	return id, err == nil
+}
+
+func podOf(obj any) (*corev1.Pod, error) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("executor pod store: unexpected object %T", obj)
+	}
+	// Managed fields are a large share of a cached pod and nothing here
+	// reads them: with thousands of executors they cost megabytes.
+	p.ManagedFields = nil
+	return p, nil
+}
+
+// touch records a changed executor; the caller holds the lock.
+func (st *store) touch(p *corev1.Pod) {
+	if id, ok := executorID(p); ok {
+		st.touched[id] = true
+	}
+}
+
+func (st *store) put(obj any) error {
+	p, err := podOf(obj)
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	st.pods[p.Name] = p
+	st.touch(p)
+	st.mu.Unlock()
+	(*Source)(st).wake()
+	return nil
+}
+
+func (st *store) Add(obj any) error    { return st.put(obj) }
+func (st *store) Update(obj any) error { return st.put(obj) }
+
+func (st *store) Delete(obj any) error {
+	p, err := podOf(obj)
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	delete(st.pods, p.Name)
+	st.touch(p)
+	st.mu.Unlock()
+	(*Source)(st).wake()
+	return nil
+}
+
+// Replace takes a full list: pods missing from it are gone.
+func (st *store) Replace(items []any, _ string) error {
+	pods := make(map[string]*corev1.Pod, len(items))
+	for _, obj := range items {
+		p, err := podOf(obj)
+		if err != nil {
+			return err
+		}
+		pods[p.Name] = p
+	}
+	st.mu.Lock()
+	for name, old := range st.pods {
+		if p, ok := pods[name]; !ok || p.ResourceVersion != old.ResourceVersion {
+			st.touch(old)
+		}
+	}
+	for name, p := range pods {
+		if _, ok := st.pods[name]; !ok {
+			st.touch(p)
+		}
+	}
+	st.pods = pods
+	first := !st.didSync
+	st.didSync = true
+	st.mu.Unlock()
+	if first {
+		close(st.synced)
+	}
+	(*Source)(st).wake()
+	return nil
+}
+
+func (st *store) Resync() error { return nil }
+
+// Pods returns the cached pods without taking the changes.
+func (s *Source) Pods() []*corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.podsLocked()
+}
+
+func (s *Source) podsLocked() []*corev1.Pod {
+	pods := make([]*corev1.Pod, 0, len(s.pods))
+	for _, p := range s.pods {
+		pods = append(pods, p)
+	}
+	return pods
+}

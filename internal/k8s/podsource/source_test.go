@@ -1,0 +1,263 @@
+package podsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const ns = "spark"
+
+var selector = labels.SelectorFromSet(labels.Set{snapshot.LabelAppID: "app-1", snapshot.LabelRole: snapshot.RoleExecutor})
+
+func execPod(id int, app string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: fmt.Sprintf("%s-exec-%d", app, id), Namespace: ns,
+		Labels: map[string]string{snapshot.LabelAppID: app, snapshot.LabelRole: snapshot.RoleExecutor,
+			snapshot.LabelExecutorID: fmt.Sprint(id)},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "drover"}},
+	}}
+}
+
+// harness runs a source against a fake clientset until the test ends.
+type harness struct {
+	t   *testing.T
+	cs  *fake.Clientset
+	src *Source
+	log *strings.Builder
+}
+
+func start(t *testing.T, o Options, objs ...runtime.Object) *harness {
+	return startWith(t, o, nil, objs...)
+}
+
+// startWith lets setup add reactors before the source starts.
+func startWith(t *testing.T, o Options, setup func(*fake.Clientset), objs ...runtime.Object) *harness {
+	t.Helper()
+	cs := fake.NewClientset(objs...)
+	if setup != nil {
+		setup(cs)
+	}
+	var mu sync.Mutex
+	b := &strings.Builder{}
+	o.Namespace, o.Selector = ns, selector
+	o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, b}, nil))
+	h := &harness{t: t, cs: cs, src: New(cs, o), log: b}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.src.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if err := h.src.WaitSynced(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// names is the sorted names of pods.
+func names(pods []*corev1.Pod) []string {
+	out := []string{}
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortedIDs(m map[int64]bool) []int64 {
+	out := []int64{}
+	for id := range m {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitChange waits until the source has taken in a change that makes ok
+// true, then takes it.
+func (h *harness) waitTake(ok func(pods []*corev1.Pod) bool) ([]*corev1.Pod, map[int64]bool) {
+	h.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for !ok(h.src.Pods()) {
+		select {
+		case <-h.src.Changed():
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			h.t.Fatalf("no change; pods %v", names(h.src.Pods()))
+		}
+	}
+	return h.src.Take()
+}
+
+func has(name string) func([]*corev1.Pod) bool {
+	return func(pods []*corev1.Pod) bool { return slices.Contains(names(pods), name) }
+}
+
+func TestTakeCoversEveryChange(t *testing.T) {
+	h := start(t, Options{}, execPod(1, "app-1"), execPod(2, "app-1"))
+	ctx := t.Context()
+	pods, touched := h.src.Take()
+	if diff := cmp.Diff([]string{"app-1-exec-1", "app-1-exec-2"}, names(pods)); diff != "" {
+		t.Errorf("synced pods (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int64{1, 2}, sortedIDs(touched)); diff != "" {
+		t.Errorf("touched by the first list (-want +got):\n%s", diff)
+	}
+	for _, p := range pods {
+		if p.ManagedFields != nil {
+			t.Errorf("%s keeps its managed fields: they cost megabytes with thousands of pods", p.Name)
+		}
+	}
+
+	// A pod created and deleted between two takes is a tombstone: touched,
+	// absent.
+	pods3 := h.cs.CoreV1().Pods(ns)
+	if _, err := pods3.Create(ctx, execPod(3, "app-1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitTake(has("app-1-exec-3"))
+	if _, err := pods3.Create(ctx, execPod(4, "app-1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods3.Delete(ctx, "app-1-exec-4", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods3.Delete(ctx, "app-1-exec-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods, touched = h.waitTake(func(p []*corev1.Pod) bool { return !has("app-1-exec-1")(p) })
+	// Pod 4's deletion may not have arrived when pod 1's did; take again
+	// once it has.
+	if touched[4] == has("app-1-exec-4")(pods) {
+		more, t2 := h.waitTake(func(p []*corev1.Pod) bool { return !has("app-1-exec-4")(p) })
+		pods = more
+		for id := range t2 {
+			touched[id] = true
+		}
+	}
+	if diff := cmp.Diff([]string{"app-1-exec-2", "app-1-exec-3"}, names(pods)); diff != "" {
+		t.Errorf("pods (-want +got):\n%s", diff)
+	}
+	if !touched[1] || !touched[4] || touched[2] || touched[3] {
+		t.Errorf("touched %v, want 1 and 4 (deleted), not 2 or 3 (unchanged)", sortedIDs(touched))
+	}
+	if p, ok := h.src.Get("app-1-exec-2"); !ok || p.Name != "app-1-exec-2" {
+		t.Errorf("Get(app-1-exec-2) = %v, %v", p, ok)
+	}
+}
+
+// In the steady state the source lists once and then only watches: no
+// periodic LIST, however many pods change.
+func TestNoListWhileTheWatchIsHealthy(t *testing.T) {
+	h := start(t, Options{})
+	for i := range 50 {
+		if _, err := h.cs.CoreV1().Pods(ns).Create(t.Context(), execPod(i+1, "app-1"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitTake(func(p []*corev1.Pod) bool { return len(p) == 50 })
+	counts := map[string]int{}
+	for _, a := range h.cs.Actions() {
+		counts[a.GetVerb()]++
+	}
+	if diff := cmp.Diff(map[string]int{"list": 1, "watch": 1, "create": 50}, counts); diff != "" {
+		t.Errorf("API calls (-want +got):\n%s", diff)
+	}
+	if got := h.src.Health(); got.Broken || got.Outages != 0 {
+		t.Errorf("health %+v, want healthy", got)
+	}
+}
+
+// The source hears of pods again soon after the API server returns, and
+// says once when the watch broke and once when it recovered.
+func TestWatchOutageIsReportedAndRecovers(t *testing.T) {
+	b := wait.Backoff{Duration: 5 * time.Millisecond, Factor: 2, Cap: 20 * time.Millisecond, Steps: 1 << 30}
+	var mu sync.Mutex
+	down := false
+	var watches []watch.Interface
+	refused := errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+	h := startWith(t, Options{Backoff: &b}, func(cs *fake.Clientset) {
+		cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if down {
+				return true, nil, refused
+			}
+			return false, nil, nil
+		})
+		cs.PrependWatchReactor("pods", func(a k8stesting.Action) (bool, watch.Interface, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if down {
+				return true, nil, refused
+			}
+			w, err := cs.Tracker().Watch(a.GetResource(), a.GetNamespace())
+			watches = append(watches, w)
+			return true, w, err
+		})
+	})
+	// The API server dies: its watch ends and every call is refused.
+	mu.Lock()
+	down = true
+	for _, w := range watches {
+		w.Stop()
+	}
+	mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for !h.src.Health().Broken {
+		if time.Now().After(deadline) {
+			t.Fatal("the outage was never noticed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // many failed attempts
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	if _, err := h.cs.CoreV1().Pods(ns).Create(t.Context(), execPod(7, "app-1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitTake(has("app-1-exec-7"))
+	got := h.src.Health()
+	if got.Broken || got.Outages != 1 {
+		t.Errorf("health %+v, want one outage, over", got)
+	}
+	log := h.log.String()
+	if n := strings.Count(log, "executor pod watch broken"); n != 1 {
+		t.Errorf("%d lines say the watch broke, want 1:\n%s", n, log)
+	}
+	if n := strings.Count(log, "executor pod watch recovered"); n != 1 {
+		t.Errorf("%d lines say the watch recovered, want 1:\n%s", n, log)
+	}
+}
