@@ -113,8 +113,8 @@ type Backend struct {
 	registered chan struct{}   // closed and replaced whenever an executor registers
 	// reachable is how many executors the cluster manager can have for
 	// now, < 0 for no limit; capped is closed and replaced when it changes.
-	reachable int
-	capped    chan struct{}
+	reachable  int
+	capped     chan struct{}
 	stopped    bool
 	totalCores int
 
