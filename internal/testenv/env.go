@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,6 +59,10 @@ type Options struct {
 	PodCIDR netip.Prefix
 	// Logf receives progress messages during Start; default none.
 	Logf func(format string, args ...any)
+	// AuditPodCreates makes the API server write an audit line for every
+	// pod create request it receives (see [Env.PodCreates]): the count of
+	// POSTs a driver sent, told by the server, not the client.
+	AuditPodCreates bool
 }
 
 // Env is a running control plane. Stop it with Stop.
@@ -201,9 +207,10 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 		return nil, err
 	}
 	plain := &http.Client{Timeout: 2 * time.Second}
-	if err := waitReady(ctx, etcd, func(ctx context.Context) error {
+	etcd.ready = func(ctx context.Context) error {
 		return httpOK(ctx, plain, etcdURL+"/health", "", `"health":"true"`)
-	}); err != nil {
+	}
+	if err := waitReady(ctx, etcd, etcd.ready); err != nil {
 		return nil, err
 	}
 	opts.Logf("testenv: etcd ready after %s", time.Since(began).Round(time.Millisecond))
@@ -235,6 +242,14 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 		// server's address in KUBERNETES_SERVICE_HOST/PORT instead.
 		"--endpoint-reconciler-type=none",
 	}
+	if opts.AuditPodCreates {
+		policy := filepath.Join(dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+			return nil, fmt.Errorf("writing the audit policy: %w", err)
+		}
+		apiArgs = append(apiArgs, "--audit-policy-file="+policy, "--audit-log-path="+e.auditLogPath(),
+			"--audit-log-mode=blocking", "--audit-log-format=json")
+	}
 	if !opts.ControllerManager {
 		// Without the service account controller no namespace gets its
 		// "default" service account, and this plugin would reject every pod.
@@ -247,9 +262,10 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 	ca := x509.NewCertPool()
 	ca.AppendCertsFromPEM(files.caPEM)
 	secure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca}}}
-	if err := waitReady(ctx, apiserver, func(ctx context.Context) error {
+	apiserver.ready = func(ctx context.Context) error {
 		return httpOK(ctx, secure, e.URL+"/readyz", files.adminToken, "")
-	}); err != nil {
+	}
+	if err := waitReady(ctx, apiserver, apiserver.ready); err != nil {
 		return nil, err
 	}
 	opts.Logf("testenv: kube-apiserver ready after %s", time.Since(began).Round(time.Millisecond))
@@ -628,4 +644,109 @@ func removeStale(parent string) {
 		}
 		_ = os.RemoveAll(dir)
 	}
+}
+
+// Kill SIGKILLs the component called name (Etcd, KubeAPIServer, …) and
+// waits until it has exited, as a crash would end it.
+func (e *Env) Kill(name string) error {
+	c := e.component(name)
+	if c == nil {
+		return fmt.Errorf("no component %s", name)
+	}
+	_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
+	<-c.done
+	return nil
+}
+
+// Restart starts a killed component again with the same flags and data
+// and waits until it is ready; it returns when it was.
+func (e *Env) Restart(ctx context.Context, name string) (time.Time, error) {
+	old := e.component(name)
+	if old == nil {
+		return time.Time{}, fmt.Errorf("no component %s", name)
+	}
+	if !old.exited() {
+		return time.Time{}, fmt.Errorf("%s is still running; Kill it first", name)
+	}
+	c, err := startComponent(old.dir, old.name, old.bin, old.args, old.env)
+	if err != nil {
+		return time.Time{}, err
+	}
+	c.ready = old.ready
+	for i, x := range e.comps {
+		if x == old {
+			e.comps[i] = c
+		}
+	}
+	if c.ready != nil {
+		if err := waitReady(ctx, c, c.ready); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return time.Now(), nil
+}
+
+func (e *Env) component(name string) *component {
+	for _, c := range e.comps {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// auditPolicy records pod creates only, without bodies.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create"]
+  resources:
+  - group: ""
+    resources: ["pods"]
+- level: None
+`
+
+func (e *Env) auditLogPath() string { return filepath.Join(e.Dir, "audit.log") }
+
+// PodCreate is one pod create request the API server received.
+type PodCreate struct {
+	Namespace, Name, UserAgent string
+	// Code is the response's status code (201 created, 409 exists, …).
+	Code     int
+	Received time.Time
+}
+
+// PodCreates returns the pod create requests the API server has audited
+// whose user agent starts with agentPrefix (Options.AuditPodCreates).
+func (e *Env) PodCreates(agentPrefix string) ([]PodCreate, error) {
+	b, err := os.ReadFile(e.auditLogPath())
+	if err != nil {
+		return nil, fmt.Errorf("reading the audit log (Options.AuditPodCreates): %w", err)
+	}
+	var out []PodCreate
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if line == "" {
+			continue
+		}
+		var ev struct {
+			UserAgent string `json:"userAgent"`
+			ObjectRef struct {
+				Namespace, Name string
+			} `json:"objectRef"`
+			ResponseStatus struct {
+				Code int `json:"code"`
+			} `json:"responseStatus"`
+			RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			continue // a line cut by a kill
+		}
+		if strings.HasPrefix(ev.UserAgent, agentPrefix) {
+			out = append(out, PodCreate{Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name,
+				UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, Received: ev.RequestReceivedTimestamp})
+		}
+	}
+	return out, nil
 }

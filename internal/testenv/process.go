@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,8 +18,12 @@ type component struct {
 	name    string
 	cmd     *exec.Cmd
 	logPath string
-	done    chan struct{} // closed when the process has exited and been reaped
-	err     error         // Wait's result, set before done closes
+	// What Restart needs to start it again the same way.
+	dir, bin  string
+	args, env []string
+	ready     func(context.Context) error
+	done      chan struct{} // closed when the process has exited and been reaped
+	err       error         // Wait's result, set before done closes
 }
 
 // startComponent starts bin with args, its output in dir/<name>.log. The
@@ -39,7 +44,8 @@ func startComponent(dir, name, bin string, args, env []string) (*component, erro
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	c := &component{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	c := &component{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{}),
+		dir: dir, bin: bin, args: args, env: env}
 	go func() {
 		c.err = cmd.Wait()
 		close(c.done)

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/drover-project/drover/internal/testenv"
@@ -207,4 +208,52 @@ func TestThousandPodsOnKwok(t *testing.T) {
 	}
 	t.Logf("%d pods on %d kwok nodes: created in %s (%d clients), all Running after %s",
 		n, len(e.KwokNodeNames), created.Round(time.Millisecond), workers, time.Since(start).Round(time.Millisecond))
+}
+
+// TestRestartAndAudit kills kube-apiserver and etcd as a crash would, starts
+// them again on the same data, and reads the pod creates from the audit log.
+func TestRestartAndAudit(t *testing.T) {
+	e := testenv.New(t, testenv.Options{AuditPodCreates: true})
+	ns := e.NewNamespace(t)
+	cfg := *e.Config
+	cfg.UserAgent = "restart-test/1"
+	cs, err := kubernetes.NewForConfig(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{NodeName: "nowhere", Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), pod("before"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{testenv.KubeAPIServer, testenv.Etcd} {
+		if err := e.Kill(name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.CoreV1().Pods(ns).Get(t.Context(), "before", metav1.GetOptions{}); err == nil && name == testenv.KubeAPIServer {
+			t.Fatalf("the API server answers after Kill")
+		}
+		if _, err := e.Restart(t.Context(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cs.CoreV1().Pods(ns).Get(t.Context(), "before", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the pod created before the restarts: %v", err)
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), pod("before"), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating it again: %v, want AlreadyExists", err)
+	}
+	creates, err := e.PodCreates("restart-test/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var codes []int
+	for _, c := range creates {
+		codes = append(codes, c.Code)
+	}
+	if len(codes) != 2 || codes[0] != 201 || codes[1] != 409 {
+		t.Errorf("audited pod creates %+v, want a 201 and a 409", creates)
+	}
 }
