@@ -145,8 +145,8 @@ runs here and creates its executor pods itself.`,
 	fl.StringVar(&o.executorMemory, "executor-memory", "", "memory per executor, such as 2g (spark.executor.memory)")
 	fl.StringVar(&o.driverCores, "driver-cores", "", "cores of the driver (spark.driver.cores)")
 	fl.StringVar(&o.driverMemory, "driver-memory", "", "memory of the driver, such as 1g (spark.driver.memory)")
-	fl.StringVar(&o.status, "status", "", "print the status of submission `ID` (namespace:driver-pod, a trailing * is a glob)")
-	fl.StringVar(&o.kill, "kill", "", "kill submission `ID` (namespace:driver-pod, a trailing * is a glob)")
+	fl.StringVar(&o.status, "status", "", "print the status of submission `ID` (namespace:driver-pod or namespace:app-id, a trailing * is a glob)")
+	fl.StringVar(&o.kill, "kill", "", "kill submission `ID` (namespace:driver-pod or namespace:app-id, a trailing * is a glob)")
 	fl.BoolVar(&o.verbose, "verbose", false, "print the resolved configuration and what is created")
 	return cmd
 }
@@ -302,12 +302,26 @@ func runSubmissionStatus(ctx context.Context, conf *config.Conf, raw string, out
 	if err != nil {
 		return err
 	}
-	lines, err := submit.Status(ctx, cs, id)
+	return printStatus(ctx, cs, id, time.Now(), out)
+}
+
+// printStatus prints a line per application and fails (exit code 1) when
+// one of them failed, so scripts can tell without parsing the lines.
+func printStatus(ctx context.Context, cs kubernetes.Interface, id submit.ID, now time.Time, out io.Writer) error {
+	apps, err := submit.Status(ctx, cs, id, now)
 	if err != nil {
 		return err
 	}
-	for _, l := range lines {
-		fmt.Fprintln(out, l)
+	var failed []string
+	for _, a := range apps {
+		fmt.Fprintln(out, a.Line)
+		if a.Failed {
+			failed = append(failed, a.Name)
+		}
+	}
+	if len(failed) > 0 {
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d of %d applications failed or lost their driver: %s",
+			len(failed), len(apps), strings.Join(failed, ", "))}
 	}
 	return nil
 }
@@ -322,7 +336,7 @@ func runKill(ctx context.Context, conf *config.Conf, raw string, out io.Writer) 
 		g := int64(config.KubernetesAppKillPodDeletionGracePeriod.Get(conf) / time.Second)
 		grace = &g
 	}
-	killed, err := submit.Kill(ctx, cs, id, grace)
+	killed, err := submit.Kill(ctx, cs, id, grace, time.Now())
 	for _, k := range killed {
 		fmt.Fprintln(out, "killed", k)
 	}
@@ -332,14 +346,20 @@ func runKill(ctx context.Context, conf *config.Conf, raw string, out io.Writer) 
 func newIDCommand(use, short string, run func(context.Context, *config.Conf, string, io.Writer) error) *cobra.Command {
 	f := &confFlags{}
 	cmd := &cobra.Command{
-		Use:   use + " <namespace:driver-pod>",
+		Use:   use + " <namespace:driver-pod | namespace:app-id>",
 		Short: short,
-		Long: short + `. The id is the one drover submit prints, namespace:driver-pod; a pod name
-ending in * matches every driver pod (label spark-role=driver) whose name starts with it. Without
-"namespace:", spark.kubernetes.namespace is used. The API server is --master's, else the kubeconfig's.`,
+		Long: short + `.
+
+The id is the one drover submit prints, namespace:driver-pod, or namespace:app-id: a name that
+is no pod's is taken as an application id (label spark-app-selector), which is how client-mode
+applications are named (drover-<16 hex digits>; their driver is a process, not a pod). A name
+ending in * matches every driver pod (label spark-role=driver) whose name starts with it and every
+application without a driver pod whose id does: namespace:* is everything in the namespace.
+Without "namespace:", spark.kubernetes.namespace is used. The API server is --master's, else the
+kubeconfig's.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return fmt.Errorf("expected one submission id (namespace:driver-pod), got %d arguments", len(args))
+				return fmt.Errorf("expected one submission id (namespace:driver-pod or namespace:app-id), got %d arguments", len(args))
 			}
 			return nil
 		},
@@ -356,12 +376,28 @@ ending in * matches every driver pod (label spark-role=driver) whose name starts
 }
 
 func newStatusCommand() *cobra.Command {
-	return newIDCommand("status", "Print the state of cluster-mode submissions", runSubmissionStatus)
+	cmd := newIDCommand("status", "Print the state of applications, one line each", runSubmissionStatus)
+	cmd.Long += `
+
+A cluster-mode line is namespace:driver-pod, the application id, the driver pod's state and start.
+A client-mode line is namespace:app-id, "client mode", the driver's state as the API server shows
+it (status never connects to the driver) and what the application left: "running: N executors"
+while executor pods run or wait, "driver gone" when an executor pod ended a minute ago or more and
+no driver deleted it, or when only the executor config map is left under static allocation.
+status exits with 1 when an application failed or lost its driver.`
+	return cmd
 }
 
 func newKillCommand() *cobra.Command {
-	return newIDCommand("kill", "Kill cluster-mode submissions: delete their driver pods (spark.kubernetes.appKillPodDeletionGracePeriod), "+
-		"and with them everything they own", runKill)
+	cmd := newIDCommand("kill", "Kill applications: delete their driver pods, or their executor pods and config maps", runKill)
+	cmd.Long += `
+
+A cluster-mode application goes with its driver pod (spark.kubernetes.appKillPodDeletionGracePeriod):
+garbage collection deletes everything the pod owns. Of an application without a driver pod, such as
+a client-mode one whose driver was killed, kill deletes the executor pods (with that grace period),
+the executor config map and the authentication secret, and prints what it removed; it cannot stop a
+client-mode driver process that still runs.`
+	return cmd
 }
 
 func newRBACCommand() *cobra.Command {

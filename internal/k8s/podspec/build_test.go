@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -385,4 +386,36 @@ func TestConcurrentBuilds(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestClientModeObjectsCarryTheAppID: without a driver pod nothing owns
+// the executor pods, config map and secret, so drover status and kill find
+// them by their labels alone (the application id and the executor role).
+func TestClientModeObjectsCarryTheAppID(t *testing.T) {
+	ec, err := NewExecutorConf(newConf(t, "spark.kubernetes.container.image=app:1"), testAppID, nil, testDriverURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec.Authenticate, ec.AuthSecret, ec.AuthSecretName = true, "s3cret", AuthSecretName(testAppID)
+	pod, err := BuildExecutorPod(ec, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, secret := ExecutorConfigMap(ec, nil), ExecutorAuthSecret(ec)
+	if cm == nil || secret == nil {
+		t.Fatalf("config map %v, secret %v: want both", cm, secret)
+	}
+	want := map[string]string{snapshot.LabelAppID: testAppID, snapshot.LabelRole: snapshot.RoleExecutor}
+	for _, o := range []metav1.Object{pod, cm, secret} {
+		got := map[string]string{}
+		for k := range want {
+			got[k] = o.GetLabels()[k]
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("labels of %s (-want +got):\n%s", o.GetName(), diff)
+		}
+		if refs := o.GetOwnerReferences(); len(refs) > 0 {
+			t.Errorf("%s is owned by %v in client mode", o.GetName(), refs)
+		}
+	}
 }

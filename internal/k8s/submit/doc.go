@@ -11,8 +11,11 @@
 //     re-lists after a watch expires, 410 Gone, so no outcome is lost),
 //     prints state changes and a status line every
 //     spark.kubernetes.report.interval, and returns the driver's outcome;
-//   - [Find], [Status] and [Kill] act on submission ids namespace:pod,
-//     where the pod name may end in * (a glob over driver pods);
+//   - [Find], [Status] and [Kill] act on submission ids namespace:name,
+//     where the name is a driver pod's or an application id (how
+//     client-mode applications, whose driver is no pod, are named) and
+//     may end in * (a glob over both); [DriverState] judges from the API
+//     objects alone whether such a driver is gone;
 //   - [RBAC] is the least-privilege ServiceAccount, Role and RoleBinding
 //     of a cluster-mode driver.
 package submit

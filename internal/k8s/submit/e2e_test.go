@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +24,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	"github.com/drover-project/drover/internal/k8s/podspec"
+	"github.com/drover-project/drover/internal/k8s/submit"
 	"github.com/drover-project/drover/internal/testenv"
 	"github.com/drover-project/drover/internal/testenv/procnode"
 )
@@ -76,7 +79,8 @@ func binaries(t testing.TB) (drover, wordcount string) {
 		defer cancel()
 		out, err := exec.CommandContext(ctx, "go", "build", "-o", binDir+"/",
 			"github.com/drover-project/drover/cmd/drover", "github.com/drover-project/drover/examples/wordcount",
-			"github.com/drover-project/drover/internal/k8s/submit/testdata/panicapp").CombinedOutput()
+			"github.com/drover-project/drover/internal/k8s/submit/testdata/panicapp",
+			"github.com/drover-project/drover/internal/k8s/submit/testdata/sleepapp").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -297,7 +301,7 @@ func TestStatusAndKill(t *testing.T) {
 		t.Errorf("status of %s: exit %d, %q %s", pods[0], r.code, r.stdout, r.stderr)
 	}
 	r = drover(t, env.Kubeconfig, 30*time.Second, "submit", "--status", ns+":nothing-like-this-*")
-	if r.code == 0 || !strings.Contains(r.stderr, "no driver pod matches nothing-like-this-*") {
+	if r.code == 0 || !strings.Contains(r.stderr, "no driver pod and no application id matches nothing-like-this-*") {
 		t.Errorf("status of no match: exit %d, %s", r.code, r.stderr)
 	}
 
@@ -507,4 +511,141 @@ func TestClusterModeExecutorTemplate(t *testing.T) {
 		!strings.Contains(data["spark-defaults.conf"], "spark.kubernetes.executor.podTemplateFile=/opt/drover/conf/executor-pod-template.yaml") {
 		t.Errorf("the driver's config map does not carry the template and its path:\n%v", data)
 	}
+}
+
+// TestClientModeDriverKilled SIGKILLs a client-mode driver on the real
+// control plane: its executors end by themselves, status reports the
+// driver gone (and exits 1), and kill removes the executor pods and the
+// config map, leaving nothing labelled with the application id.
+func TestClientModeDriverKilled(t *testing.T) {
+	env := cluster.Env(t)
+	binaries(t)
+	ns := restrictedNamespace(t, env)
+	var out syncBuffer
+	driver := exec.Command(filepath.Join(binDir, "sleepapp"), "--master", "k8s://"+env.URL,
+		"--conf", "spark.kubernetes.namespace="+ns,
+		"--conf", "spark.kubernetes.container.image=drover-test:latest",
+		"--conf", "spark.kubernetes.node.selector."+procnode.NodeLabel+"=true",
+		"--conf", "spark.driver.host=127.0.0.1",
+		"--conf", "spark.executor.instances=2", "--conf", "spark.executor.memory=256m",
+		"--conf", "spark.network.timeout=10s", "--conf", "spark.executor.heartbeatInterval=2s",
+		"--conf", "spark.ui.showConsoleProgress=false")
+	driver.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+	driver.Stdout, driver.Stderr = &out, &out
+	if err := driver.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			driver.Process.Kill()
+			driver.Wait()
+		}
+	})
+	executors := func() []corev1.Pod {
+		pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "spark-role=executor"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pods.Items
+	}
+	countPhase := func(pods []corev1.Pod, phases ...corev1.PodPhase) int {
+		n := 0
+		for _, p := range pods {
+			if slices.Contains(phases, p.Status.Phase) {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "two executors running", func() bool { return countPhase(executors(), corev1.PodRunning) == 2 })
+	appID := executors()[0].Labels["spark-app-selector"]
+	if !regexp.MustCompile(`^drover-[0-9a-f]{16}$`).MatchString(appID) {
+		t.Fatalf("application id %q, want drover-<16 hex digits>", appID)
+	}
+	name := ns + ":" + appID
+
+	r := drover(t, env.Kubeconfig, 30*time.Second, "status", name)
+	t.Logf("drover status %s while the driver runs: exit %d\n%s", name, r.code, r.stdout)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, name+"\tclient mode\trunning: 2 executors\t") {
+		t.Errorf("status of a running client-mode application: exit %d, %q %s", r.code, r.stdout, r.stderr)
+	}
+
+	if err := driver.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	driver.Wait()
+	killed = true
+	// The executors see the driver's connections close and exit.
+	waitFor(t, "the executors ended", func() bool {
+		pods := executors()
+		return len(pods) == 2 && countPhase(pods, corev1.PodFailed, corev1.PodSucceeded) == 2
+	})
+	start := time.Now()
+	deadline := start.Add(submit.DriverGoneAfter + time.Minute)
+	for {
+		r = drover(t, env.Kubeconfig, 30*time.Second, "status", ns+":*")
+		if strings.Contains(r.stdout, name+"\tclient mode\tdriver gone\t") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status does not report the driver gone %s after its executors ended: exit %d\n%s%s",
+				time.Since(start).Round(time.Second), r.code, r.stdout, r.stderr)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Logf("drover status %s:* %s after the executors ended: exit %d\n%s%s", ns, time.Since(start).Round(time.Second), r.code, r.stdout, r.stderr)
+	wantLine := name + "\tclient mode\tdriver gone\tleft: 2 executor pods (2 ended), configmap " + podspec.ConfigMapName(appID) + "\n"
+	if r.code != 1 || r.stdout != wantLine || !strings.Contains(r.stderr, "1 of 1 applications failed or lost their driver: "+name) {
+		t.Errorf("status: exit %d, stdout %q (want %q), stderr %s", r.code, r.stdout, wantLine, r.stderr)
+	}
+
+	r = drover(t, env.Kubeconfig, 30*time.Second, "kill", name)
+	t.Logf("drover kill %s: exit %d\n%s%s", name, r.code, r.stdout, r.stderr)
+	want := "killed " + name + " (client mode): removed 2 executor pods, configmap " + podspec.ConfigMapName(appID) + "\n"
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("kill: exit %d, stdout %q, want %q; stderr %s", r.code, r.stdout, want, r.stderr)
+	}
+	// Nothing labelled with the application id remains.
+	sel := metav1.ListOptions{LabelSelector: "spark-app-selector=" + appID}
+	waitFor(t, "nothing of the application left", func() bool {
+		pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cms, err := env.Client.CoreV1().ConfigMaps(ns).List(t.Context(), sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets, err := env.Client.CoreV1().Secrets(ns).List(t.Context(), sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(pods.Items)+len(cms.Items)+len(secrets.Items) == 0
+	})
+	r = drover(t, env.Kubeconfig, 30*time.Second, "status", name)
+	if r.code != 1 || !strings.Contains(r.stderr, "no driver pod and no application id "+appID) {
+		t.Errorf("status after kill: exit %d, %q %s", r.code, r.stdout, r.stderr)
+	}
+	if t.Failed() {
+		t.Logf("driver output:\n%s", out.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer that a process's output and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

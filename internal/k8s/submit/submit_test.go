@@ -29,15 +29,16 @@ func TestParseID(t *testing.T) {
 		want    ID
 		wantErr string
 	}{
-		"full":         {in: "spark:wc-driver", want: ID{Namespace: "spark", Pod: "wc-driver"}},
-		"default ns":   {in: "wc-driver", want: ID{Namespace: "default", Pod: "wc-driver"}},
-		"glob":         {in: "spark:wc-*", want: ID{Namespace: "spark", Pod: "wc-", Glob: true}},
+		"full":         {in: "spark:wc-driver", want: ID{Namespace: "spark", Name: "wc-driver"}},
+		"default ns":   {in: "wc-driver", want: ID{Namespace: "default", Name: "wc-driver"}},
+		"app id":       {in: "spark:drover-0123456789abcdef", want: ID{Namespace: "spark", Name: "drover-0123456789abcdef"}},
+		"glob":         {in: "spark:wc-*", want: ID{Namespace: "spark", Name: "wc-", Glob: true}},
 		"glob all":     {in: "spark:*", want: ID{Namespace: "spark", Glob: true}},
-		"empty ns":     {in: ":wc", wantErr: "the namespace before ':' is empty"},
+		"empty ns":     {in: ":wc", wantErr: "the namespace before ':' is empty; expected namespace:driver-pod or namespace:application-id"},
 		"bad ns":       {in: "Spark_NS:wc", wantErr: `"Spark_NS" is not a namespace name`},
-		"no pod":       {in: "spark:", wantErr: "no pod name"},
+		"no name":      {in: "spark:", wantErr: "no driver pod or application id; expected"},
 		"inner star":   {in: "spark:w*c", wantErr: "* is allowed only at the end"},
-		"white spaces": {in: " spark:wc ", want: ID{Namespace: "spark", Pod: "wc"}},
+		"white spaces": {in: " spark:wc ", want: ID{Namespace: "spark", Name: "wc"}},
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
