@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(executor.EnvRole) == executor.RoleExecutor {
 		os.Exit(runExecutor())
 	}
+	if os.Getenv(envChaosDriver) != "" {
+		os.Exit(chaosDriverMain())
+	}
 	code := m.Run()
 	if err := cluster.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the test control plane:", err)

@@ -224,8 +224,10 @@ func TestKubernetesResourceQuota(t *testing.T) {
 	}
 	var got []int
 	var during []corev1.Pod
-	code, stderr := runDriverWithin(t, 2*time.Minute, k8sArgs(env, ns, "spark.executor.instances=4",
-		"spark.scheduler.maxRegisteredResourcesWaitingTime=3s"),
+	// The default wait for registrations (30 s) stays: the driver must stop
+	// waiting for executors it knows the quota holds back.
+	start := time.Now()
+	code, stderr := runDriverWithin(t, 2*time.Minute, k8sArgs(env, ns, "spark.executor.instances=4", "drover.log.level=info"),
 		func(c *Context) error {
 			var err error
 			// 16 tasks of 300 ms on 2 executors: several allocation
@@ -254,5 +256,11 @@ func TestKubernetesResourceQuota(t *testing.T) {
 	if !strings.Contains(stderr, "continuing with 2 of 4 executors") {
 		t.Errorf("the report does not say the application goes on with 2 of 4 executors; stderr:\n%s", stderr)
 	}
+	if !strings.Contains(stderr, "starting without all executors: the cluster manager cannot create more for now") ||
+		!strings.Contains(stderr, `by="ResourceQuota pods"`) {
+		t.Errorf("the driver does not say the quota holds executors back and start without them; stderr:\n%s", stderr)
+	}
+	t.Logf("the application took %s with the quota", time.Since(start).Round(time.Millisecond))
 	waitNoExecutorPods(t, env, ns)
+	checkCreates(t, env, ns, 2, 0)
 }

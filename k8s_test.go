@@ -19,7 +19,8 @@ import (
 // cluster is one real control plane (etcd, kube-apiserver, kube-scheduler,
 // kube-controller-manager for resource quotas, a process node) shared by
 // this package's Kubernetes tests.
-var cluster = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true, ProcessNodes: 1}}
+var cluster = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true, ProcessNodes: 1,
+	AuditPodCreates: true}}
 
 var slowSquare = Register("test.slowSquare", func(tc *TaskContext, n int) (int, error) {
 	select {
