@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/funcs"
 )
 
@@ -27,7 +27,7 @@ var (
 // an executor process for local-cluster tests.
 func TestMain(m *testing.M) {
 	funcs.Freeze()
-	if os.Getenv(executor.EnvRole) == executor.RoleExecutor {
+	if os.Getenv(envvar.Role) == envvar.RoleExecutor {
 		os.Exit(runExecutor())
 	}
 	if os.Getenv(envChaosDriver) != "" {

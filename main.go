@@ -25,6 +25,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/dynalloc"
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/k8s/podspec"
@@ -124,7 +125,7 @@ func RunPartitions[In, Out any](c *Context, f *Func[In, Out], inputs []In) ([]Ou
 // (repeatable), --properties-file and --deploy-mode.
 func Main(run func(ctx *Context) error) {
 	funcs.Freeze()
-	if os.Getenv(executor.EnvRole) == executor.RoleExecutor {
+	if os.Getenv(envvar.Role) == envvar.RoleExecutor {
 		os.Exit(runExecutor())
 	}
 	os.Exit(runDriver(os.Args[1:], os.Stderr, run))
@@ -141,7 +142,7 @@ func Run(args []string, stderr io.Writer, run func(ctx *Context) error) int {
 }
 
 func runExecutor() int {
-	log, err := logging.New(os.Stderr, os.Getenv(logging.EnvLevel), os.Getenv(logging.EnvFormat))
+	log, err := logging.New(os.Stderr, os.Getenv(envvar.LogLevel), os.Getenv(envvar.LogFormat))
 	if err != nil {
 		log = slog.Default()
 	}

@@ -8,13 +8,13 @@ import (
 	"testing"
 
 	"github.com/drover-project/drover"
-	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/envvar"
 )
 
 // TestMain lets the test binary be the executor processes of
 // local-cluster jobs, as an application's main does.
 func TestMain(m *testing.M) {
-	if os.Getenv(executor.EnvRole) == executor.RoleExecutor {
+	if os.Getenv(envvar.Role) == envvar.RoleExecutor {
 		drover.Main(nil)
 	}
 	os.Exit(m.Run())

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/testenv"
 )
@@ -42,7 +43,6 @@ const (
 	kubeconfigOut = "kubeconfig"
 	daemonLog     = "daemon.log"
 	clusterDir    = "cluster"
-	readyFDEnv    = "DROVER_DEV_CLUSTER_READY_FD"
 )
 
 // devClusterState is what the daemon tells the other verbs about itself.
@@ -233,7 +233,7 @@ func runUp(cmd *cobra.Command, o *devClusterOptions) error {
 	daemon := exec.Command(self, args...)
 	daemon.Stdout, daemon.Stderr = logf, logf
 	daemon.ExtraFiles = []*os.File{readyW} // fd 3
-	daemon.Env = append(os.Environ(), readyFDEnv+"=3")
+	daemon.Env = append(os.Environ(), envvar.DevClusterReadyFD+"=3")
 	// Its own session: the daemon outlives this command and the terminal.
 	daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := daemon.Start(); err != nil {
@@ -324,7 +324,7 @@ func runServe(cmd *cobra.Command, o *devClusterOptions) error {
 		return err
 	}
 	var ready *os.File
-	if fd, err := strconv.Atoi(os.Getenv(readyFDEnv)); err == nil {
+	if fd, err := strconv.Atoi(os.Getenv(envvar.DevClusterReadyFD)); err == nil {
 		ready = os.NewFile(uintptr(fd), "ready")
 		defer ready.Close()
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/drover-project/drover/internal/envvar"
 )
 
 // Application and deployment.
@@ -248,11 +250,11 @@ var (
 var (
 	LogLevel = Enum("drover.log.level", "info", []string{"debug", "info", "warn", "error"},
 		"Log level of the driver and its executors.",
-		Env("DROVER_LOG_LEVEL"))
+		Env(envvar.LogLevel))
 
 	LogFormat = Enum("drover.log.format", "text", []string{"text", "json"},
 		"Log format of the driver and its executors: `text` (logfmt) or `json`.",
-		Env("DROVER_LOG_FORMAT"))
+		Env(envvar.LogFormat))
 
 	ShowConsoleProgress = Bool("spark.ui.showConsoleProgress", true,
 		"Show the progress of running stages on the driver's standard error: a bar per stage, redrawn in place "+
@@ -342,7 +344,7 @@ func LocalDirs(c *Conf) []string {
 
 // LogEnv returns the environment (NAME=value) that carries the log settings
 // of c to executor processes, which log before they receive the driver's
-// configuration; the names are logging.EnvLevel and logging.EnvFormat.
+// configuration; the names are envvar.LogLevel and envvar.LogFormat.
 func LogEnv(c *Conf) []string {
 	return []string{
 		LogLevel.opts.env[0] + "=" + LogLevel.Get(c),

@@ -9,17 +9,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/drover-project/drover/internal/envvar"
 )
 
 // DefaultsFile is the properties file Load reads from $DROVER_CONF_DIR or
 // $SPARK_CONF_DIR when no file is given, as spark-submit does.
 const DefaultsFile = "spark-defaults.conf"
-
-// Environment variables naming the directory of [DefaultsFile].
-const (
-	EnvConfDir      = "DROVER_CONF_DIR"
-	EnvSparkConfDir = "SPARK_CONF_DIR"
-)
 
 // Sources are the places Load reads configuration from. From lowest to
 // highest precedence: the registered defaults, PropertiesFile, the
@@ -144,7 +140,7 @@ func (l *loader) set(key, value, source string) {
 // if the directory is set and the file exists. $DROVER_CONF_DIR wins over
 // $SPARK_CONF_DIR.
 func defaultsFile(getenv func(string) string) string {
-	for _, name := range []string{EnvConfDir, EnvSparkConfDir} {
+	for _, name := range []string{envvar.ConfDir, envvar.SparkConfDir} {
 		dir := getenv(name)
 		if dir == "" {
 			continue

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/envvar"
 )
 
 // TestOptionsFromConfDir: an executor reads the timeouts it needs before
@@ -31,16 +32,16 @@ func TestOptionsFromConfDir(t *testing.T) {
 		wantErr bool
 	}{
 		"no conf dir: the executor's defaults apply later": {env: map[string]string{}},
-		"mounted at DROVER_CONF_DIR": {env: map[string]string{config.EnvConfDir: mounted},
+		"mounted at DROVER_CONF_DIR": {env: map[string]string{envvar.ConfDir: mounted},
 			want: timeouts{45 * time.Second, 3 * time.Second}},
-		"process node: the volume's directory": {env: map[string]string{config.EnvConfDir: "/opt/drover/conf", EnvConfVolume: mounted},
+		"process node: the volume's directory": {env: map[string]string{envvar.ConfDir: "/opt/drover/conf", envvar.ConfVolume: mounted},
 			want: timeouts{45 * time.Second, 3 * time.Second}},
-		"no file (config map disabled)": {env: map[string]string{config.EnvConfDir: t.TempDir()}},
-		"invalid value":                 {env: map[string]string{config.EnvConfDir: bad}, wantErr: true},
+		"no file (config map disabled)": {env: map[string]string{envvar.ConfDir: t.TempDir()}},
+		"invalid value":                 {env: map[string]string{envvar.ConfDir: bad}, wantErr: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			env := map[string]string{EnvDriverURL: "10.0.0.1:7078", EnvAppID: "app", EnvExecutorID: "1"}
+			env := map[string]string{envvar.DriverURL: "10.0.0.1:7078", envvar.AppID: "app", envvar.ExecutorID: "1"}
 			for k, v := range tc.env {
 				env[k] = v
 			}

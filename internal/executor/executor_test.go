@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/pb"
@@ -212,13 +213,13 @@ func TestOptionsFromEnv(t *testing.T) {
 	})); diff != "" {
 		t.Errorf("options round trip (-want +got):\n%s", diff)
 	}
-	delete(env, EnvDriverURL)
-	if _, err := OptionsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), EnvDriverURL) {
+	delete(env, envvar.DriverURL)
+	if _, err := OptionsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), envvar.DriverURL) {
 		t.Errorf("missing driver URL: %v", err)
 	}
-	env[EnvDriverURL] = "x"
-	env[EnvCores] = "two"
-	if _, err := OptionsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), EnvCores) {
+	env[envvar.DriverURL] = "x"
+	env[envvar.Cores] = "two"
+	if _, err := OptionsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), envvar.Cores) {
 		t.Errorf("bad cores: %v", err)
 	}
 }

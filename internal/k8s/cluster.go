@@ -28,6 +28,7 @@ import (
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dynalloc"
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/lifecycle"
@@ -190,7 +191,7 @@ func authKeys(c *config.Conf) config.AuthKeys {
 func driverAddress(c *config.Conf) (host, bind string) {
 	host = config.DriverHost.Get(c)
 	if host == "" {
-		host = os.Getenv("DROVER_DRIVER_POD_IP")
+		host = os.Getenv(envvar.DriverPodIP)
 	}
 	if host == "" {
 		host = outboundIP()

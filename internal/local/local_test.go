@@ -17,6 +17,7 @@ import (
 
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/rpc"
@@ -58,7 +59,7 @@ func init() {
 // cluster under test) or a driver process (for the orphan test).
 func TestMain(m *testing.M) {
 	switch {
-	case os.Getenv(executor.EnvRole) == executor.RoleExecutor:
+	case os.Getenv(envvar.Role) == envvar.RoleExecutor:
 		opts, err := executor.OptionsFromEnv(os.Getenv)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

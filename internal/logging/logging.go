@@ -9,13 +9,6 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Environment variables that carry the driver's log settings to executor
-// processes, which log before they receive the driver's configuration.
-const (
-	EnvLevel  = "DROVER_LOG_LEVEL"
-	EnvFormat = "DROVER_LOG_FORMAT"
-)
-
 // New returns a logger writing to w at level (debug, info, warn, error) in
 // format (text or json).
 func New(w io.Writer, level, format string) (*slog.Logger, error) {

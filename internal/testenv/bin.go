@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/drover-project/drover/internal/envvar"
 )
 
 // KubernetesVersion is the version of the control-plane binaries testenv
@@ -42,10 +44,10 @@ func FindBinaries(names ...string) (string, error) {
 }
 
 func binDirPath() (string, error) {
-	if d := os.Getenv("DROVER_TESTBIN"); d != "" {
+	if d := os.Getenv(envvar.TestBin); d != "" {
 		return filepath.Abs(d)
 	}
-	cache := os.Getenv("DROVER_CACHE")
+	cache := os.Getenv(envvar.Cache)
 	if cache == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/testenv"
 	"github.com/drover-project/drover/internal/testenv/procnode"
 )
@@ -75,7 +76,7 @@ func helper(mode string) int {
 }
 
 func whoami() int {
-	dir := os.Getenv(procnode.ServiceAccountDirEnv)
+	dir := os.Getenv(envvar.ServiceAccountDir)
 	cfg := &rest.Config{
 		Host:            "https://" + net.JoinHostPort(os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")),
 		BearerTokenFile: filepath.Join(dir, "token"),

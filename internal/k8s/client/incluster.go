@@ -7,18 +7,14 @@ import (
 	"path/filepath"
 
 	"k8s.io/client-go/rest"
-)
 
-// EnvServiceAccountDir names the directory of the pod's service-account
-// token, CA certificate and namespace when it is not at the standard path:
-// a process node (internal/testenv/procnode) cannot mount volumes at their
-// paths and says where it put them.
-const EnvServiceAccountDir = "DROVER_SERVICEACCOUNT_DIR"
+	"github.com/drover-project/drover/internal/envvar"
+)
 
 // inClusterConfig is rest.InClusterConfig, reading the service account's
 // files from $DROVER_SERVICEACCOUNT_DIR when it is set.
 func inClusterConfig() (*rest.Config, error) {
-	dir := os.Getenv(EnvServiceAccountDir)
+	dir := os.Getenv(envvar.ServiceAccountDir)
 	if dir == "" {
 		return rest.InClusterConfig()
 	}

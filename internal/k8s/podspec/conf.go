@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-project/drover/internal/config"
-	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -127,8 +127,8 @@ var reservedLabels = []string{snapshot.LabelAppID, snapshot.LabelRole, snapshot.
 
 // reservedEnv are set by the basic step; spark.executorEnv may not set them.
 var reservedEnv = []string{
-	executor.EnvRole, executor.EnvDriverURL, executor.EnvAppID, executor.EnvExecutorID, executor.EnvCores,
-	executor.EnvMemory, executor.EnvPodIP, executor.EnvPodName, executor.EnvAuthSecret,
+	envvar.Role, envvar.DriverURL, envvar.AppID, envvar.ExecutorID, envvar.Cores,
+	envvar.Memory, envvar.PodIP, envvar.PodName, envvar.AuthSecret,
 }
 
 // NewExecutorConf resolves and checks the executor pod configuration of

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -35,15 +36,6 @@ const (
 	// (Spark's name and port) unless spark.driver.port is set.
 	DriverPortName    = "driver-rpc-port"
 	DefaultDriverPort = 7078
-	// EnvDriverPodIP and EnvDriverPodName carry the driver pod's address
-	// and name (downward API); the driver advertises the address to its
-	// executors unless spark.driver.host is set.
-	EnvDriverPodIP   = "DROVER_DRIVER_POD_IP"
-	EnvDriverPodName = "DROVER_DRIVER_POD_NAME"
-	// EnvVolumePrefix is how a process node (internal/testenv/procnode),
-	// which cannot mount volumes at their paths, tells a container where
-	// volume NAME is: $DROVER_VOLUME_<NAME>.
-	EnvVolumePrefix = "DROVER_VOLUME_"
 )
 
 // DriverConfFile is the properties file the driver container reads.
@@ -379,8 +371,8 @@ func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 		ctr.Ports = append(ctr.Ports, corev1.ContainerPort{Name: DriverPortName, ContainerPort: int32(dc.Port), Protocol: corev1.ProtocolTCP})
 	}
 	env := []corev1.EnvVar{
-		fieldEnv(EnvDriverPodIP, "status.podIP"),
-		fieldEnv(EnvDriverPodName, "metadata.name"),
+		fieldEnv(envvar.DriverPodIP, "status.podIP"),
+		fieldEnv(envvar.DriverPodName, "metadata.name"),
 		// The Go counterparts of the JVM's -Xmx and of the driver's cores.
 		{Name: "GOMEMLIMIT", Value: strconv.FormatInt(dc.MemoryBytes, 10)},
 		{Name: "GOMAXPROCS", Value: strconv.Itoa(dc.Cores)},
@@ -464,7 +456,7 @@ func LocalConfFile(file string, getenv func(string) string) string {
 		return file
 	}
 	name := strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(DriverConfVolumeName))
-	if dir := getenv(EnvVolumePrefix + name); dir != "" {
+	if dir := getenv(envvar.VolumePrefix + name); dir != "" {
 		return filepath.Join(dir, rel)
 	}
 	return file

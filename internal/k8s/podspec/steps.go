@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drover-project/drover/internal/config"
-	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -129,27 +129,27 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id int64) error {
 	}
 
 	env := []corev1.EnvVar{
-		{Name: executor.EnvRole, Value: executor.RoleExecutor},
-		{Name: executor.EnvDriverURL, Value: c.DriverURL},
-		{Name: executor.EnvAppID, Value: c.AppID},
-		{Name: executor.EnvExecutorID, Value: idStr},
-		{Name: executor.EnvCores, Value: strconv.Itoa(c.Cores)},
-		{Name: executor.EnvMemory, Value: strconv.FormatInt(c.MemoryBytes, 10)},
-		fieldEnv(executor.EnvPodIP, "status.podIP"),
-		fieldEnv(executor.EnvPodName, "metadata.name"),
+		{Name: envvar.Role, Value: envvar.RoleExecutor},
+		{Name: envvar.DriverURL, Value: c.DriverURL},
+		{Name: envvar.AppID, Value: c.AppID},
+		{Name: envvar.ExecutorID, Value: idStr},
+		{Name: envvar.Cores, Value: strconv.Itoa(c.Cores)},
+		{Name: envvar.Memory, Value: strconv.FormatInt(c.MemoryBytes, 10)},
+		fieldEnv(envvar.PodIP, "status.podIP"),
+		fieldEnv(envvar.PodName, "metadata.name"),
 	}
 	env = append(env, c.LogEnv...)
 	if c.Authenticate {
 		switch {
 		case c.AuthSecretName != "":
-			env = append(env, corev1.EnvVar{Name: executor.EnvAuthSecret, ValueFrom: &corev1.EnvVarSource{
+			env = append(env, corev1.EnvVar{Name: envvar.AuthSecret, ValueFrom: &corev1.EnvVarSource{
 				SecretKeyRef: &corev1.SecretKeySelector{
 					LocalObjectReference: corev1.LocalObjectReference{Name: c.AuthSecretName},
 					Key:                  AuthSecretKey,
 				},
 			}})
 		case c.AuthSecret != "":
-			env = append(env, corev1.EnvVar{Name: executor.EnvAuthSecret, Value: c.AuthSecret})
+			env = append(env, corev1.EnvVar{Name: envvar.AuthSecret, Value: c.AuthSecret})
 		default:
 			return fmt.Errorf("%s is true but the executors have no secret: set ExecutorConf.AuthSecret or AuthSecretName",
 				config.Authenticate.Key())
@@ -365,7 +365,7 @@ func (configMapStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ int64) error 
 		}},
 	})
 	ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: ConfVolumeName, MountPath: ConfDir, ReadOnly: true})
-	ctr.Env = append(ctr.Env, corev1.EnvVar{Name: config.EnvConfDir, Value: ConfDir})
+	ctr.Env = append(ctr.Env, corev1.EnvVar{Name: envvar.ConfDir, Value: ConfDir})
 	return nil
 }
 

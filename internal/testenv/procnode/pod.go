@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+
+	"github.com/drover-project/drover/internal/envvar"
 )
 
 const (
@@ -225,7 +227,7 @@ func (w *podWorker) prepare(ctx context.Context, pod *corev1.Pod, st *podState) 
 				if p, ok := vols[m.Name]; ok {
 					env.set(VolumeEnvName(m.Name), filepath.Join(p, m.SubPath))
 					if m.MountPath == serviceAccountMountPath {
-						env.set(ServiceAccountDirEnv, filepath.Join(p, m.SubPath))
+						env.set(envvar.ServiceAccountDir, filepath.Join(p, m.SubPath))
 					}
 				}
 			}

@@ -10,26 +10,20 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-project/drover/internal/envvar"
 )
 
-// VolumeEnvPrefix starts the name of the environment variable that tells a
-// container where a volume it mounts was materialised: a volume named
-// "conf-dir" is at $DROVER_VOLUME_CONF_DIR. Processes share this machine's
-// filesystem, so the volume mount's own path cannot be honoured.
-const VolumeEnvPrefix = "DROVER_VOLUME_"
-
-// ServiceAccountDirEnv names the directory of the volume a container mounts
-// where in-cluster clients look for their credentials
-// (/var/run/secrets/kubernetes.io/serviceaccount: token, ca.crt, namespace).
-// With KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT it is all a
-// process needs to build an in-cluster client configuration.
-const ServiceAccountDirEnv = "DROVER_SERVICEACCOUNT_DIR"
-
+// serviceAccountMountPath is where in-cluster clients look for their
+// credentials (token, ca.crt, namespace); a pod's process finds the volume
+// mounted there at $DROVER_SERVICEACCOUNT_DIR (envvar.ServiceAccountDir),
+// which with KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT is all it
+// needs to build an in-cluster client configuration.
 const serviceAccountMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 // VolumeEnvName returns the environment variable holding volume's path.
 func VolumeEnvName(volume string) string {
-	return VolumeEnvPrefix + strings.NewReplacer("-", "_", ".", "_").Replace(strings.ToUpper(volume))
+	return envvar.VolumePrefix + strings.NewReplacer("-", "_", ".", "_").Replace(strings.ToUpper(volume))
 }
 
 // prepareVolumes materialises the pod's volumes under dir, once, before its

@@ -1,0 +1,98 @@
+// Package envvar declares every environment variable drover's processes
+// exchange: who sets each one, and who reads it. Nothing else declares
+// these names.
+//
+// Three kinds of variable live here. The executor contract is what a
+// cluster manager (local-cluster's process launcher, or the executor pod
+// spec built by internal/k8s/podspec) sets when it starts the application
+// binary as an executor; internal/executor reads it. The driver pod's
+// contract is set by the driver pod spec (downward API) and read by the
+// cluster-mode driver. The process-node stand-ins are set only by the
+// process node of the dev cluster and the tests (internal/testenv/procnode),
+// which runs pods as local processes and so cannot mount volumes at their
+// paths: real kubelets never set them, and every reader falls back to the
+// standard path without them.
+package envvar
+
+// The executor contract: set by the cluster manager that starts an
+// executor, read by internal/executor (Spark passes the same facts as
+// SPARK_* variables).
+const (
+	// Role is "executor" in an executor process; without it the
+	// application binary is a driver.
+	Role = "DROVER_ROLE"
+	// RoleExecutor is Role's value in an executor.
+	RoleExecutor = "executor"
+	// DriverURL is the driver's gRPC address the executor registers with.
+	DriverURL = "DROVER_DRIVER_URL"
+	// AppID is the application id; tools also find an application's
+	// processes by it.
+	AppID = "DROVER_APPLICATION_ID"
+	// ExecutorID is the executor's id, also in its pod's spark-exec-id
+	// label.
+	ExecutorID = "DROVER_EXECUTOR_ID"
+	// Cores and Memory (bytes) size the executor: GOMAXPROCS and
+	// GOMEMLIMIT follow them.
+	Cores  = "DROVER_EXECUTOR_CORES"
+	Memory = "DROVER_EXECUTOR_MEMORY"
+	// PodIP and PodName are the executor pod's (downward API): the
+	// address the executor serves shuffle blocks on, and its pod.
+	PodIP   = "DROVER_EXECUTOR_POD_IP"
+	PodName = "DROVER_EXECUTOR_POD_NAME"
+	// AuthSecret is the application's secret with spark.authenticate,
+	// from the application's Secret (never a ConfigMap).
+	AuthSecret = "DROVER_AUTH_SECRET"
+	// LocalDirs is Spark's variable for an executor's scratch directories
+	// (comma-separated); the first takes shuffle files.
+	LocalDirs = "SPARK_LOCAL_DIRS"
+	// LogLevel and LogFormat carry the driver's log settings to executors,
+	// which log before they receive its configuration (internal/logging).
+	LogLevel  = "DROVER_LOG_LEVEL"
+	LogFormat = "DROVER_LOG_FORMAT"
+)
+
+// Configuration directories, read by internal/config: the directory of
+// spark-defaults.conf. ConfDir (set by the executor pod spec to where the
+// executor ConfigMap is mounted, or by the user) wins over SparkConfDir.
+const (
+	ConfDir      = "DROVER_CONF_DIR"
+	SparkConfDir = "SPARK_CONF_DIR"
+)
+
+// The driver pod's contract: set by the driver pod spec (downward API),
+// read by the cluster-mode driver (internal/k8s): the address it
+// advertises to executors unless spark.driver.host is set, and its pod.
+const (
+	DriverPodIP   = "DROVER_DRIVER_POD_IP"
+	DriverPodName = "DROVER_DRIVER_POD_NAME"
+)
+
+// Process-node stand-ins: set only by internal/testenv/procnode (tests and
+// drover dev-cluster), never by a kubelet.
+const (
+	// VolumePrefix starts the variable that says where volume NAME of a
+	// pod was materialised: $DROVER_VOLUME_<NAME>, NAME upper-cased with
+	// '-' and '.' as '_'. Readers: the cluster-mode driver's conf file
+	// (internal/k8s/podspec) and the executor's ConfigMap (ConfVolume).
+	VolumePrefix = "DROVER_VOLUME_"
+	// ConfVolume is VolumePrefix for the executor ConfigMap's volume
+	// (podspec.ConfVolumeName).
+	ConfVolume = VolumePrefix + "DROVER_CONF_VOLUME_EXEC"
+	// ServiceAccountDir is where the pod's service-account token, CA and
+	// namespace are instead of /var/run/secrets/kubernetes.io/serviceaccount
+	// (read by internal/k8s/client's in-cluster configuration).
+	ServiceAccountDir = "DROVER_SERVICEACCOUNT_DIR"
+)
+
+// DevClusterReadyFD is set by drover dev-cluster's parent process for its
+// child: the file descriptor the child writes "ready" to.
+const DevClusterReadyFD = "DROVER_DEV_CLUSTER_READY_FD"
+
+// Test harness variables, read by internal/testenv only.
+const (
+	// TestBin is the directory of the Kubernetes binaries tests run
+	// (make test sets it from hack/build-testbin.sh).
+	TestBin = "DROVER_TESTBIN"
+	// Cache is the cache directory, ~/.cache/drover by default.
+	Cache = "DROVER_CACHE"
+)
