@@ -44,9 +44,11 @@ func runDriverWithin(t *testing.T, timeout time.Duration, args []string, run fun
 	t.Helper()
 	var stderr syncBuffer
 	done := make(chan int, 1)
+	start := time.Now()
 	go func() { done <- runDriver(args, &stderr, run) }()
 	select {
 	case code := <-done:
+		t.Logf("the driver ran %s", time.Since(start).Round(time.Millisecond))
 		return code, stderr.String()
 	case <-time.After(timeout):
 		t.Fatalf("the driver did not end within %s; stderr so far:\n%s", timeout, stderr.String())

@@ -3,8 +3,8 @@ package coarse
 import (
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync/atomic"
