@@ -2,8 +2,6 @@ package drover
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,7 +18,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/codec"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
@@ -254,12 +251,6 @@ func masterOrDefault(c *config.Conf) string {
 	return "local[*]"
 }
 
-func newAppID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "drover-" + hex.EncodeToString(b)
-}
-
 func drive(parent context.Context, conf *config.Conf, m master.URL, args []string, log *slog.Logger, console io.Writer, run func(*Context) error) error {
 	// A cluster manager that finds the application cannot go on (no
 	// executor can start, a pod spec the API server rejects) ends it
@@ -270,7 +261,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	// the driver pod with that id.
 	appID := config.AppID.Get(conf)
 	if appID == "" {
-		appID = newAppID()
+		appID = master.NewAppID()
 	}
 	log = log.With("app", appID)
 	var auth rpc.Auth
@@ -298,12 +289,8 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		MaxStageAttempts: config.StageMaxConsecutiveAttempts.Get(conf),
 		MemoryBytes:      taskMemory(conf, m),
 		MaxInFlight:      config.ReducerMaxSizeInFlight.Get(conf),
-		RemoveShuffles: func(ids []int) {
-			if r, ok := cluster.Backend().(interface{ RemoveShuffles([]int) }); ok {
-				r.RemoveShuffles(ids)
-			}
-		},
-		Logger: log,
+		RemoveShuffles:   func(ids []int) { cluster.Backend().RemoveShuffles(ids) },
+		Logger:           log,
 	})
 	// Dynamic allocation's settings are checked before anything starts.
 	var dyn *dynalloc.Config
@@ -387,29 +374,19 @@ func runApp(c *Context, run func(*Context) error) (err error) {
 func startDynamicAllocation(ctx context.Context, cfg dynalloc.Config, conf *config.Conf, sched *scheduler.Scheduler,
 	graph *dag.Graph, cluster master.Cluster, metrics prometheus.Registerer, log *slog.Logger) (func(), error) {
 	client := cluster.Allocation()
-	lister, ok := cluster.Backend().(interface{ Executors() []coarse.ExecutorInfo })
-	if client == nil || !ok {
+	if client == nil {
 		return nil, errors.New("dynamic allocation: this cluster manager cannot add or remove executors")
 	}
 	m := &dynalloc.Manager{
-		Config: cfg,
-		Tasks:  sched,
-		Client: client,
-		Executors: func() []string {
-			infos := lister.Executors()
-			ids := make([]string, len(infos))
-			for i, e := range infos {
-				ids[i] = e.ID
-			}
-			return ids
-		},
+		Config:       cfg,
+		Tasks:        sched,
+		Client:       client,
+		Executors:    client.ExecutorIDs,
+		Exclude:      client.ExcludeExecutor,
 		Shuffles:     graph.ShuffleHolders,
 		Decommission: config.DecommissionEnabled.Get(conf),
 		Logger:       log,
 		Metrics:      dynalloc.NewMetrics(metrics),
-	}
-	if ex, ok := cluster.Backend().(interface{ ExcludeExecutor(string) }); ok {
-		m.Exclude = ex.ExcludeExecutor
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -10,6 +10,7 @@ import (
 // of executors.
 type SchedulerBackend interface {
 	scheduler.Backend
+	ShuffleCleaner
 	// Start brings the backend up; executors may register from then on.
 	Start(ctx context.Context) error
 	// WaitReady blocks until enough executors have registered
@@ -22,6 +23,37 @@ type SchedulerBackend interface {
 	// DefaultParallelism is spark.default.parallelism, or the total number
 	// of executor cores (at least 2).
 	DefaultParallelism() int
+}
+
+// ShuffleCleaner deletes shuffles' map outputs wherever the executors keep
+// them, once no dataset reads them (the cleaner's target).
+type ShuffleCleaner interface {
+	RemoveShuffles(ids []int)
+}
+
+// ExecutorRegistry is the backend's view of its executors that dynamic
+// allocation needs.
+type ExecutorRegistry interface {
+	// ExecutorIDs lists the registered executors.
+	ExecutorIDs() []string
+	// ExcludeExecutor keeps new tasks off an executor about to be removed.
+	ExcludeExecutor(id string)
+}
+
+// Scalable is a cluster manager whose executors dynamic allocation can add
+// and remove.
+type Scalable interface {
+	ExecutorAllocationClient
+	ExecutorRegistry
+}
+
+// NewScalable joins a cluster manager's allocation client and its
+// backend's registry.
+func NewScalable(c ExecutorAllocationClient, r ExecutorRegistry) Scalable {
+	return struct {
+		ExecutorAllocationClient
+		ExecutorRegistry
+	}{c, r}
 }
 
 // ExecutorAllocationClient changes the number of executors: dynamic

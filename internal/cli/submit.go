@@ -216,7 +216,7 @@ func (o *submitOptions) runClient(ctx context.Context, args []string) error {
 
 // runCluster creates the driver and, with waitAppCompletion, follows it.
 func runCluster(ctx context.Context, conf *config.Conf, resource string, args []string, out io.Writer, verbose bool) error {
-	plan, err := submit.Prepare(conf, resource, args, submit.NewAppID)
+	plan, err := submit.Prepare(conf, resource, args, master.NewAppID)
 	if err != nil {
 		return err
 	}

@@ -14,9 +14,17 @@ import (
 	"github.com/drover-project/drover/internal/shuffle"
 )
 
+// maxInputRecomputes bounds, per allowed stage attempt, how often a stage
+// may compute its lost or stale inputs again without a failed attempt of
+// its own: inputs are lost through no fault of the stage (an executor that
+// held map outputs died), so they do not count as attempts, but a cluster
+// that keeps losing them must still end the job.
+const maxInputRecomputes = 10
+
 // Options configures a Graph.
 type Options struct {
-	// MaxStageAttempts is spark.stage.maxConsecutiveAttempts.
+	// MaxStageAttempts is spark.stage.maxConsecutiveAttempts; a stage's
+	// inputs may be recomputed maxInputRecomputes times as often.
 	MaxStageAttempts int
 	// MemoryBytes is each task's budget for aggregation and sort buffers.
 	MemoryBytes int64
@@ -263,7 +271,7 @@ func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partiti
 			// Outputs computed by computeParents were lost before the tasks
 			// were built: compute them again, as Spark does on a missing
 			// map output, without counting a failed attempt.
-			if lostInputs++; lostInputs > 10*g.opts.MaxStageAttempts {
+			if lostInputs++; lostInputs > maxInputRecomputes*g.opts.MaxStageAttempts {
 				return fmt.Errorf("stage %d: %w %d times in a row", st.ID, err, lostInputs)
 			}
 			attempt--
@@ -292,7 +300,7 @@ func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partiti
 			if err == nil {
 				// The held results were of an older generation: run the
 				// partitions they covered again, without counting a failure.
-				if lostInputs++; lostInputs > 10*g.opts.MaxStageAttempts {
+				if lostInputs++; lostInputs > maxInputRecomputes*g.opts.MaxStageAttempts {
 					return fmt.Errorf("stage %d: its input was computed again %d times in a row", st.ID, lostInputs)
 				}
 				attempt--

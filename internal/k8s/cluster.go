@@ -135,24 +135,11 @@ func newCluster(app master.App) (master.Cluster, error) {
 		ratio = config.MinRegisteredResourcesRatio.Get(app.Conf)
 	}
 	host, bind := driverAddress(app.Conf)
-	c.backend = coarse.New(app.Scheduler, c, coarse.Options{
-		AppID:              app.ID,
-		Conf:               app.Conf.Explicit(),
-		Auth:               app.Auth,
-		BindAddress:        bind,
-		Port:               config.DriverPort.Get(app.Conf),
-		AdvertiseHost:      host,
-		InitialExecutors:   c.initial,
-		MinRegisteredRatio: ratio,
-		MaxRegisteredWait:  config.MaxRegisteredResourcesWaitingTime.Get(app.Conf),
-		DefaultParallelism: config.DefaultParallelism.Get(app.Conf),
-		Prefetch:           config.SchedulerPrefetch.Get(app.Conf),
-		NetworkTimeout:     config.NetworkTimeout.Get(app.Conf),
-		TimeoutInterval:    config.NetworkTimeoutInterval.Get(app.Conf),
-		Admit:              c.admit,
-		OnExecutorsChanged: c.markDirty,
-		Logger:             c.log,
-	})
+	bo := coarse.ConfOptions(app.ID, app.Conf, app.Auth)
+	bo.BindAddress, bo.Port, bo.AdvertiseHost = bind, config.DriverPort.Get(app.Conf), host
+	bo.InitialExecutors, bo.MinRegisteredRatio = c.initial, ratio
+	bo.Admit, bo.OnExecutorsChanged, bo.Logger = c.admit, c.markDirty, c.log
+	c.backend = coarse.New(app.Scheduler, c, bo)
 	allocOpts := allocator.Options{
 		Policy:              allocator.Policy(config.KubernetesAllocationPolicy.Get(app.Conf)),
 		BatchSize:           config.KubernetesAllocationBatchSize.Get(app.Conf),
@@ -221,7 +208,7 @@ func outboundIP() string {
 func (c *Cluster) Backend() backend.SchedulerBackend { return c.backend }
 
 // Allocation grows and shrinks the executor pods.
-func (c *Cluster) Allocation() backend.ExecutorAllocationClient { return c }
+func (c *Cluster) Allocation() backend.Scalable { return backend.NewScalable(c, c.backend) }
 
 // Start brings the application's Kubernetes side up in Spark's order:
 // initial target, lifecycle manager, allocator, pod source; the executor

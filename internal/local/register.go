@@ -28,10 +28,10 @@ func newLocal(app master.App) (master.Cluster, error) {
 	return &localCluster{b: b}, nil
 }
 
-func (l *localCluster) Backend() backend.SchedulerBackend            { return l.b }
-func (l *localCluster) Allocation() backend.ExecutorAllocationClient { return nil }
-func (l *localCluster) Start(ctx context.Context) error              { return l.b.Start(ctx) }
-func (l *localCluster) Stop(ctx context.Context) error               { return l.b.Stop(ctx) }
+func (l *localCluster) Backend() backend.SchedulerBackend { return l.b }
+func (l *localCluster) Allocation() backend.Scalable      { return nil }
+func (l *localCluster) Start(ctx context.Context) error   { return l.b.Start(ctx) }
+func (l *localCluster) Stop(ctx context.Context) error    { return l.b.Stop(ctx) }
 
 type processCluster struct {
 	b *coarse.Backend
@@ -72,25 +72,16 @@ func newLocalCluster(app master.App) (master.Cluster, error) {
 	if config.MinRegisteredResourcesRatio.IsSet(app.Conf) {
 		ratio = config.MinRegisteredResourcesRatio.Get(app.Conf)
 	}
-	b := coarse.New(app.Scheduler, c, coarse.Options{
-		AppID:              app.ID,
-		Conf:               app.Conf.Explicit(),
-		Auth:               app.Auth,
-		BindAddress:        "127.0.0.1",
-		InitialExecutors:   initial,
-		MinRegisteredRatio: ratio,
-		MaxRegisteredWait:  config.MaxRegisteredResourcesWaitingTime.Get(app.Conf),
-		DefaultParallelism: config.DefaultParallelism.Get(app.Conf),
-		Prefetch:           config.SchedulerPrefetch.Get(app.Conf),
-		NetworkTimeout:     config.NetworkTimeout.Get(app.Conf),
-		TimeoutInterval:    config.NetworkTimeoutInterval.Get(app.Conf),
-		Logger:             app.Logger,
-	})
+	opts := coarse.ConfOptions(app.ID, app.Conf, app.Auth)
+	opts.BindAddress = "127.0.0.1"
+	opts.InitialExecutors, opts.MinRegisteredRatio = initial, ratio
+	opts.Logger = app.Logger
+	b := coarse.New(app.Scheduler, c, opts)
 	return &processCluster{b: b, c: c}, nil
 }
 
-func (p *processCluster) Backend() backend.SchedulerBackend            { return p.b }
-func (p *processCluster) Allocation() backend.ExecutorAllocationClient { return p.c }
+func (p *processCluster) Backend() backend.SchedulerBackend { return p.b }
+func (p *processCluster) Allocation() backend.Scalable      { return backend.NewScalable(p.c, p.b) }
 
 func (p *processCluster) Start(ctx context.Context) error {
 	if err := p.b.Start(ctx); err != nil {

@@ -2,6 +2,8 @@ package master
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -32,7 +34,7 @@ type Cluster interface {
 	Backend() backend.SchedulerBackend
 	// Allocation changes the number of executors; nil when the cluster
 	// manager has a fixed set (local mode).
-	Allocation() backend.ExecutorAllocationClient
+	Allocation() backend.Scalable
 	// Start starts the backend and the executors.
 	Start(ctx context.Context) error
 	// Stop stops the executors and the backend and releases what the
@@ -64,4 +66,13 @@ func NewCluster(app App) (Cluster, error) {
 		return nil, fmt.Errorf("master URL %q: %s cluster manager is not available in this build", app.Master.Raw, app.Master.Kind)
 	}
 	return f(app)
+}
+
+// NewAppID returns a new application id, drover-<16 hex digits>: the
+// spark-app-selector label of its pods and the name client-mode
+// applications are found by.
+func NewAppID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "drover-" + hex.EncodeToString(b)
 }

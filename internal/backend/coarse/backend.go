@@ -19,10 +19,27 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/drover-project/drover/internal/backend"
+	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
 )
+
+// ConfOptions are the options every cluster manager takes from the
+// application's configuration; the caller adds its addresses, executor
+// counts, hooks and logger.
+func ConfOptions(appID string, conf *config.Conf, auth rpc.Auth) Options {
+	return Options{
+		AppID:              appID,
+		Conf:               conf.Explicit(),
+		Auth:               auth,
+		MaxRegisteredWait:  config.MaxRegisteredResourcesWaitingTime.Get(conf),
+		DefaultParallelism: config.DefaultParallelism.Get(conf),
+		Prefetch:           config.SchedulerPrefetch.Get(conf),
+		NetworkTimeout:     config.NetworkTimeout.Get(conf),
+		TimeoutInterval:    config.NetworkTimeoutInterval.Get(conf),
+	}
+}
 
 // Options configures a Backend.
 type Options struct {
@@ -121,7 +138,10 @@ type Backend struct {
 	pb.UnimplementedDriverServer
 }
 
-var _ backend.SchedulerBackend = (*Backend)(nil)
+var (
+	_ backend.SchedulerBackend = (*Backend)(nil)
+	_ backend.ExecutorRegistry = (*Backend)(nil)
+)
 
 // New returns a backend for sched. The cluster manager may be nil.
 func New(sched *scheduler.Scheduler, cluster ClusterManager, opts Options) *Backend {
@@ -763,6 +783,16 @@ func (b *Backend) Registered() map[string]time.Time {
 		out[id] = ex.registeredAt
 	}
 	return out
+}
+
+// ExecutorIDs lists the registered executors' ids, sorted.
+func (b *Backend) ExecutorIDs() []string {
+	infos := b.Executors()
+	ids := make([]string, len(infos))
+	for i, e := range infos {
+		ids[i] = e.ID
+	}
+	return ids
 }
 
 // Executors lists the registered executors, sorted by id.

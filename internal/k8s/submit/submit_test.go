@@ -21,6 +21,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/master"
 )
 
 func TestParseID(t *testing.T) {
@@ -111,7 +112,7 @@ func TestPrepare(t *testing.T) {
 	if diff := cmp.Diff(want, p.DriverProperties); diff != "" {
 		t.Errorf("driver properties (-want +got):\n%s", diff)
 	}
-	if _, err := Prepare(config.New().Set("spark.master", "local[2]"), "local:///app", nil, NewAppID); err == nil ||
+	if _, err := Prepare(config.New().Set("spark.master", "local[2]"), "local:///app", nil, master.NewAppID); err == nil ||
 		!strings.Contains(err.Error(), "cluster mode needs a Kubernetes master") {
 		t.Errorf("local master: %v", err)
 	}
@@ -135,7 +136,7 @@ func TestPrepareUploadsExecutorTemplate(t *testing.T) {
 			Set("spark.kubernetes.container.image", "img").
 			Set("spark.kubernetes.executor.podTemplateFile", file)
 	}
-	p, err := Prepare(conf(good), "local:///app/wc", nil, NewAppID)
+	p, err := Prepare(conf(good), "local:///app/wc", nil, master.NewAppID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestPrepareUploadsExecutorTemplate(t *testing.T) {
 		filepath.Join(dir, "missing.yaml"): "no such file",
 		bad:                                "not a v1 Pod",
 	} {
-		_, err := Prepare(conf(file), "local:///app/wc", nil, NewAppID)
+		_, err := Prepare(conf(file), "local:///app/wc", nil, master.NewAppID)
 		if err == nil || !strings.Contains(err.Error(), "spark.kubernetes.executor.podTemplateFile="+file) || !strings.Contains(err.Error(), want) {
 			t.Errorf("template %s: error %v, want one naming the key, the file and %q", file, err, want)
 		}

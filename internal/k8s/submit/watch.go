@@ -2,8 +2,6 @@ package submit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
@@ -22,13 +20,6 @@ import (
 
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
-
-// NewAppID returns a new application id, drover-<16 hex digits>.
-func NewAppID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "drover-" + hex.EncodeToString(b)
-}
 
 // Outcome is how a driver pod ended.
 type Outcome struct {
