@@ -349,7 +349,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		defer func() { stopProgress(); <-done }()
 	}
 	err = runApp(c, run)
-	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) && !strings.Contains(err.Error(), cause.Error()) {
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(err, cause) {
 		err = fmt.Errorf("%w (%v)", err, cause)
 	}
 	return err
