@@ -122,7 +122,12 @@ type Backend struct {
 	listener net.Listener
 	revive   chan struct{}
 	stopCh   chan struct{}
-	wg       sync.WaitGroup
+	// runCtx ends when Stop begins: goroutines started with goTracked
+	// (result fetches, waits for an exit reason) stop with it, and Stop
+	// waits for them.
+	runCtx    context.Context
+	cancelRun context.CancelFunc
+	wg        sync.WaitGroup
 
 	mu         sync.Mutex
 	executors  map[string]*executorData
@@ -163,6 +168,7 @@ func New(sched *scheduler.Scheduler, cluster ClusterManager, opts Options) *Back
 	if opts.AdvertiseHost == "" {
 		opts.AdvertiseHost = opts.BindAddress
 	}
+	runCtx, cancelRun := context.WithCancel(context.Background())
 	return &Backend{
 		opts:       opts,
 		sched:      sched,
@@ -170,6 +176,8 @@ func New(sched *scheduler.Scheduler, cluster ClusterManager, opts Options) *Back
 		log:        opts.Logger,
 		revive:     make(chan struct{}, 1),
 		stopCh:     make(chan struct{}),
+		runCtx:     runCtx,
+		cancelRun:  cancelRun,
 		executors:  map[string]*executorData{},
 		excluded:   map[string]bool{},
 		registered: make(chan struct{}),
@@ -214,6 +222,7 @@ func (b *Backend) Stop(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 	close(b.stopCh)
+	b.cancelRun()
 	if b.server != nil {
 		done := make(chan struct{})
 		go func() { b.server.GracefulStop(); close(done) }()
@@ -221,8 +230,10 @@ func (b *Backend) Stop(ctx context.Context) error {
 		case <-done:
 		case <-ctx.Done():
 			b.server.Stop()
-		case <-time.After(5 * time.Second):
+			<-done
+		case <-b.opts.Clock.After(5 * time.Second):
 			b.server.Stop()
+			<-done
 		}
 	}
 	b.wg.Wait()
@@ -491,7 +502,8 @@ func (b *Backend) statusUpdate(ex *executorData, statuses []*pb.TaskStatus) {
 		}
 		terminal++
 		if s.GetIndirect() && st.State == scheduler.Finished {
-			go b.fetchResult(ex, st, s.GetResultSize())
+			size := s.GetResultSize()
+			b.goTracked(func(ctx context.Context) { b.fetchResult(ctx, ex, st, size) })
 			continue
 		}
 		out = append(out, st)
@@ -536,8 +548,8 @@ func fromProto(executorID string, s *pb.TaskStatus) scheduler.Status {
 
 // fetchResult pulls a result the executor kept because it was too large for
 // the control stream, then reports the task.
-func (b *Backend) fetchResult(ex *executorData, st scheduler.Status, size int64) {
-	data, err := b.fetch(ex, st.TaskID, size)
+func (b *Backend) fetchResult(ctx context.Context, ex *executorData, st scheduler.Status, size int64) {
+	data, err := b.fetch(ctx, ex, st.TaskID, size)
 	if err != nil {
 		st.State, st.Err = scheduler.Failed, fmt.Sprintf("fetching the task's result from executor %s: %v", ex.ID, err)
 	} else {
@@ -546,7 +558,7 @@ func (b *Backend) fetchResult(ex *executorData, st scheduler.Status, size int64)
 	b.sched.StatusUpdates([]scheduler.Status{st})
 }
 
-func (b *Backend) fetch(ex *executorData, taskID, size int64) ([]byte, error) {
+func (b *Backend) fetch(ctx context.Context, ex *executorData, taskID, size int64) ([]byte, error) {
 	b.mu.Lock()
 	conn := ex.fetchConn
 	if conn == nil {
@@ -559,7 +571,7 @@ func (b *Backend) fetch(ex *executorData, taskID, size int64) ([]byte, error) {
 		ex.fetchConn = conn
 	}
 	b.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), b.opts.NetworkTimeout)
+	ctx, cancel := context.WithTimeout(ctx, b.opts.NetworkTimeout)
 	defer cancel()
 	stream, err := pb.NewExecutorClient(conn).FetchResult(ctx, &pb.FetchResultRequest{TaskId: taskID})
 	if err != nil {
@@ -610,13 +622,33 @@ func (b *Backend) disconnected(ex *executorData, err error) {
 		b.RemoveExecutor(ex.ID, reason)
 		return
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	b.goTracked(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, exitReasonWait)
 		defer cancel()
 		if r, ok := b.cluster.ExitReason(ctx, ex.ID); ok {
 			reason = r
 		}
 		b.RemoveExecutor(ex.ID, reason)
+	})
+}
+
+// exitReasonWait bounds the wait for the cluster manager to say why an
+// executor's connection ended: pod events usually tell within a second.
+const exitReasonWait = 10 * time.Second
+
+// goTracked runs f on its own goroutine, with a context that ends when
+// Stop begins; Stop waits for it. Once the backend is stopping it runs
+// nothing.
+func (b *Backend) goTracked(f func(ctx context.Context)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		f(b.runCtx)
 	}()
 }
 

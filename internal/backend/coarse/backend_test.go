@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -345,14 +346,22 @@ func TestWaitReadyGivesUpAfterMaxWait(t *testing.T) {
 		t.Fatal("WaitReady returned before the wait time")
 	default:
 	}
+	// Other loops of the backend wait on the clock too, so WaitReady's
+	// timer may not be set yet: step until it has fired.
 	clk.Step(30 * time.Second)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		case <-time.After(10 * time.Millisecond):
+			clk.Step(30 * time.Second)
+		case <-deadline:
+			t.Fatal("WaitReady did not return after spark.scheduler.maxRegisteredResourcesWaitingTime")
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("WaitReady did not return after spark.scheduler.maxRegisteredResourcesWaitingTime")
 	}
 }
 
@@ -416,3 +425,7 @@ func TestDecommissionFinishesRunningTasks(t *testing.T) {
 	}
 	waitFor(t, "executor removed", func() bool { return len(h.b.Executors()) == 0 })
 }
+
+// TestMain fails the package when a goroutine a backend started outlives
+// its Stop.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
