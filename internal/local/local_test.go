@@ -22,6 +22,7 @@ import (
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/scheduler"
+	"go.uber.org/goleak"
 )
 
 const testApp = "drover-local-test"
@@ -78,7 +79,8 @@ func TestMain(m *testing.M) {
 		flag.Parse()
 		os.Exit(orphanDriver())
 	}
-	os.Exit(m.Run())
+	// No goroutine of a cluster or backend may outlive its Stop.
+	goleak.VerifyTestMain(m)
 }
 
 type testCluster struct {
