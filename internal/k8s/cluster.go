@@ -5,22 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"path"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -28,7 +21,6 @@ import (
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dynalloc"
-	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/lifecycle"
@@ -75,8 +67,10 @@ type Cluster struct {
 	allocCtx  context.Context
 	lifePtr   atomic.Pointer[lifecycle.Manager]
 
-	mu      sync.Mutex
-	waiters map[string][]chan scheduler.LossReason
+	mu       sync.Mutex
+	stopping bool
+	tracked  sync.WaitGroup // goTracked's goroutines
+	waiters  map[string][]chan scheduler.LossReason
 	// removedByLifecycle marks executors the lifecycle manager removed:
 	// their pods are already being handled.
 	removedByLifecycle map[string]bool
@@ -162,48 +156,6 @@ func newCluster(app master.App) (master.Cluster, error) {
 	return c, nil
 }
 
-// authKeys are the credentials of this driver: the cluster-mode driver's
-// own keys when it runs in its pod, else the client-mode keys.
-func authKeys(c *config.Conf) config.AuthKeys {
-	if config.KubernetesDriverPodName.Get(c) != "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
-		return config.KubernetesDriverAuth
-	}
-	return config.KubernetesAuth
-}
-
-// driverAddress picks the host executors dial and the address to listen
-// on: spark.driver.host (else this pod's IP, else this machine's address)
-// and spark.driver.bindAddress (else that host, or every interface when
-// the host is not loopback).
-func driverAddress(c *config.Conf) (host, bind string) {
-	host = config.DriverHost.Get(c)
-	if host == "" {
-		host = os.Getenv(envvar.DriverPodIP)
-	}
-	if host == "" {
-		host = outboundIP()
-	}
-	bind = config.DriverBindAddress.Get(c)
-	if bind == "" {
-		bind = host
-		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-			bind = "0.0.0.0"
-		}
-	}
-	return host, bind
-}
-
-// outboundIP is the address this machine uses to reach other hosts; it
-// sends no packet.
-func outboundIP() string {
-	conn, err := net.Dial("udp", "10.255.255.255:9")
-	if err != nil {
-		return "127.0.0.1"
-	}
-	defer conn.Close()
-	return conn.LocalAddr().(*net.UDPAddr).IP.String()
-}
-
 // Backend is the coarse-grained backend executors register with.
 func (c *Cluster) Backend() backend.SchedulerBackend { return c.backend }
 
@@ -280,30 +232,6 @@ func (c *Cluster) halt() {
 	})
 }
 
-// limitChanged hears from the allocator when a cap (a quota, the id
-// maximum) starts holding executors back, changes or ends: the backend
-// stops waiting for registrations that cannot come, and a cluster-mode
-// driver shows it on its pod for drover submit's status line.
-func (c *Cluster) limitChanged(l allocator.Limit) {
-	reachable, value := -1, "null"
-	if l.Held > 0 {
-		reachable, value = l.Reachable, strconv.Quote(l.String())
-		c.log.Warn("executors held back", "held", l.Held, "by", l.Cause, "reachable", l.Reachable)
-	} else {
-		c.log.Info("executors no longer held back")
-	}
-	c.backend.LimitExecutors(reachable)
-	if c.driverPod == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(c.allocCtx, 5*time.Second)
-	defer cancel()
-	patch := []byte(`{"metadata":{"annotations":{"` + podspec.AnnotationExecutorsHeld + `":` + value + `}}}`)
-	if _, err := c.cs.CoreV1().Pods(c.ns).Patch(ctx, c.driverPod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		c.log.Debug("annotating the driver pod with the allocation limit", "err", err)
-	}
-}
-
 // life is the lifecycle manager, nil before Start.
 func (c *Cluster) life() *lifecycle.Manager { return c.lifePtr.Load() }
 
@@ -349,220 +277,15 @@ func (c *Cluster) createSupportObjects(ctx context.Context) error {
 	return nil
 }
 
-// startSource starts the one watch of the application's executor pods
-// (filtered by app id and role) and the loop that turns it into snapshots,
-// at most one per spark.kubernetes.allocation.batch.delay. The watch
-// re-lists by itself after it expires, so no periodic LIST runs while it is
-// healthy; drover.kubernetes.executor.poll.enabled adds one as a safety
-// net.
-func (c *Cluster) startSource(ctx context.Context) error {
-	c.src = podsource.New(c.cs, podsource.Options{Namespace: c.ns, Selector: c.selector, Clock: c.clock,
-		Logger: c.log.With("component", "pods")})
-	c.wg.Add(1)
-	go func() { defer c.wg.Done(); c.src.Run(ctx) }()
-	if err := c.src.WaitSynced(ctx); err != nil {
-		return err
-	}
-	c.wg.Add(1)
-	go func() { defer c.wg.Done(); c.snapshotLoop(ctx) }()
-	if config.KubernetesExecutorPollEnabled.Get(c.conf) {
-		c.wg.Add(1)
-		go func() { defer c.wg.Done(); c.pollLoop(ctx) }()
-	}
-	c.markDirty()
-	return nil
-}
-
-func (c *Cluster) markDirty() {
-	select {
-	case c.dirty <- struct{}{}:
-	default:
-	}
-}
-
-// executorBinary is the executor container's command: the application
-// binary's path in the image.
-func executorBinary(conf *config.Conf) (string, error) {
-	if bin := config.KubernetesExecutorBinary.Get(conf); bin != "" {
-		if !path.IsAbs(bin) {
-			return "", fmt.Errorf("%s=%s: expected the absolute path of the application binary in the executor image",
-				config.KubernetesExecutorBinary.Key(), bin)
-		}
-		return bin, nil
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("finding the application binary for executor pods (set %s): %w", config.KubernetesExecutorBinary.Key(), err)
-	}
-	return exe, nil
-}
-
-// adaptiveSnapshotDelay coalesces pod events for the adaptive allocator,
-// per 1,000 pods: a snapshot is a pass over every cached pod, so with many
-// executors the pause grows with them and the driver's CPU per second
-// stays flat, up to spark.kubernetes.allocation.batch.delay.
-const adaptiveSnapshotDelay = 100 * time.Millisecond
-
-// snapshotDelay is the pause after a snapshot of n pods.
-func snapshotDelay(policy allocator.Policy, batchDelay time.Duration, n int) time.Duration {
-	if policy == allocator.PolicySpark {
-		return batchDelay
-	}
-	return min(batchDelay, adaptiveSnapshotDelay*time.Duration(max(1, (n+999)/1000)))
-}
-
-func (c *Cluster) snapshotLoop(ctx context.Context) {
-	// Spark coalesces pod events per batch delay. The adaptive allocator
-	// starts its next round as soon as the cluster admitted the last one,
-	// so it hears of pods sooner (a snapshot costs a pass over the cached
-	// pods, no API request).
-	batchDelay := config.KubernetesAllocationBatchDelay.Get(c.conf)
-	policy := allocator.Policy(config.KubernetesAllocationPolicy.Get(c.conf))
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.dirty:
-		case <-c.src.Changed():
-		}
-		// The source holds only this application's executor pods (its
-		// watch has c.selector): matching the selector again per pod cost
-		// about as much as the rest of a snapshot.
-		pods, touched := c.src.Take()
-		c.publish(pods, touched)
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.clock.After(snapshotDelay(policy, batchDelay, len(pods))):
-		}
-	}
-}
-
-// pollLoop lists the pods every spark.kubernetes.executor.apiPollingInterval,
-// from the API server's watch cache (resourceVersion=0), in case a watch
-// event was lost.
-func (c *Cluster) pollLoop(ctx context.Context) {
-	t := c.clock.NewTicker(config.KubernetesExecutorAPIPollingInterval.Get(c.conf))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-		list, err := c.cs.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: c.selector.String(), ResourceVersion: "0"})
-		if err != nil {
-			c.log.Warn("polling executor pods", "err", err)
-			continue
-		}
-		// The list may be older than the watch's view: it only adds pods
-		// the watch has not shown, never hides one, so a stale list cannot
-		// make a live pod look gone (and be created again).
-		pods := c.src.Pods()
-		for i := range list.Items {
-			if _, ok := c.src.Get(list.Items[i].Name); !ok {
-				pods = append(pods, &list.Items[i])
-			}
-		}
-		c.publish(pods, nil)
-	}
-}
-
-func (c *Cluster) publish(pods []*corev1.Pod, touched map[int64]bool) {
-	s := snapshot.New(pods, c.execConf.ContainerName, c.clock.Now())
-	reg := c.backend.Registered()
-	ids := make([]int64, 0, len(reg))
-	for id := range reg {
-		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
-			ids = append(ids, n)
-		}
-	}
-	c.log.Debug("executor pod snapshot", "pods", len(s.Pods), "registered", len(ids))
-	c.alloc.SetRegistered(ids...)
-	c.alloc.OnSnapshot(s, touched)
-	c.life().OnSnapshot(s, true)
-}
-
-// admit refuses executors whose pods the allocator deleted, and pods of
-// another application.
-func (c *Cluster) admit(id, podName string) error {
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil {
-		return fmt.Errorf("executor id %q is not a number", id)
-	}
-	if c.alloc.IsDeleted(n) {
-		return fmt.Errorf("its pod was deleted")
-	}
-	if podName != "" && c.src != nil {
-		if pod, ok := c.src.Get(podName); ok && pod.Labels[snapshot.LabelAppID] != c.app.ID {
-			return fmt.Errorf("pod %s belongs to application %q", podName, pod.Labels[snapshot.LabelAppID])
-		}
-	}
-	return nil
-}
-
-// ExitReason waits for the lifecycle manager to say why an executor whose
-// connection ended went away: pod events, not RPC drops, decide.
-func (c *Cluster) ExitReason(ctx context.Context, id string) (scheduler.LossReason, bool) {
-	ch := make(chan scheduler.LossReason, 1)
-	c.mu.Lock()
-	c.waiters[id] = append(c.waiters[id], ch)
-	c.mu.Unlock()
-	select {
-	case r := <-ch:
-		return r, true
-	case <-ctx.Done():
-		return scheduler.LossReason{}, false
-	}
-}
-
-// ExecutorRemoved deletes the pod of an executor the driver dropped for its
-// own reasons (killed, heartbeat timeout); the lifecycle manager handles
-// pods of executors it removed itself.
-func (c *Cluster) ExecutorRemoved(id string, reason scheduler.LossReason) {
-	c.mu.Lock()
-	byLifecycle := c.removedByLifecycle[id]
-	c.mu.Unlock()
-	n, err := strconv.ParseInt(id, 10, 64)
-	life := c.life()
-	if byLifecycle || err != nil || life == nil {
-		return
-	}
-	// An executor decommissions itself on SIGTERM: its pod is being
-	// deleted by someone else, whose cause the lifecycle manager names.
-	if reason.Message != coarse.Decommissioned {
-		life.KilledByDriver(n)
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := c.deletePods(ctx, []int64{n}, false); err != nil {
-			c.log.Warn("deleting executor pod", "executor", id, "err", err)
-		}
-	}()
-}
-
-// RequestTotalExecutors sets the allocator's target.
-func (c *Cluster) RequestTotalExecutors(total int) error {
-	c.alloc.SetTarget(total)
-	return nil
-}
-
-// KillExecutors removes executors from the driver and deletes their pods;
-// they may not register again.
-func (c *Cluster) KillExecutors(ids []string) error {
-	for _, id := range ids {
-		c.backend.RemoveExecutor(id, scheduler.LossReason{Message: "executor killed by the driver"})
-	}
-	return nil
-}
-
 // Stop shuts the executors down, stops the loops and, unless
 // spark.kubernetes.executor.deleteOnTermination=false, deletes the
 // application's executor pods and config map.
 func (c *Cluster) Stop(ctx context.Context) error {
 	var errs []error
 	c.stopOnce.Do(func() {
+		c.mu.Lock()
+		c.stopping = true
+		c.mu.Unlock()
 		c.halt()
 		if err := c.backend.Stop(ctx); err != nil {
 			errs = append(errs, err)
@@ -571,6 +294,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 			c.cancel()
 		}
 		c.wg.Wait()
+		c.tracked.Wait()
 		if !config.KubernetesExecutorDeleteOnTermination.Get(c.conf) {
 			return
 		}
@@ -595,101 +319,3 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	})
 	return errors.Join(errs...)
 }
-
-// deletePods deletes executor pods with one delete-collection call; with
-// onlyPending, pods that started meanwhile are kept.
-func (c *Cluster) deletePods(ctx context.Context, ids []int64, onlyPending bool) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	vals := make([]string, len(ids))
-	for i, id := range ids {
-		vals[i] = strconv.FormatInt(id, 10)
-	}
-	sort.Strings(vals)
-	sel := c.selector.String() + "," + snapshot.LabelExecutorID + " in (" + strings.Join(vals, ",") + ")"
-	opts := metav1.ListOptions{LabelSelector: sel}
-	if onlyPending {
-		opts.FieldSelector = "status.phase=Pending"
-	}
-	err := c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-// podClient creates and deletes executor pods for the allocator.
-type podClient struct{ c *Cluster }
-
-func (p *podClient) CreateExecutorPod(ctx context.Context, id int64) error {
-	c := p.c
-	pod, err := podspec.BuildExecutorPod(c.execConf, id)
-	if err != nil {
-		return err
-	}
-	for _, pvc := range podspec.OnDemandClaims(c.execConf, pod, id) {
-		if _, err := c.cs.CoreV1().PersistentVolumeClaims(c.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating claim %s of executor %d: %w", pvc.Name, id, err)
-		}
-	}
-	if _, err := c.cs.CoreV1().Pods(c.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating executor pod %s: %w", pod.Name, err)
-	}
-	return nil
-}
-
-func (p *podClient) DeleteExecutorPods(ctx context.Context, ids []int64, onlyPending bool) error {
-	if life := p.c.life(); life != nil {
-		life.KilledByDriver(ids...)
-	}
-	return p.c.deletePods(ctx, ids, onlyPending)
-}
-
-// applier carries out the lifecycle manager's actions.
-type applier struct{ c *Cluster }
-
-func (a *applier) Registered() map[int64]time.Time {
-	reg := a.c.backend.Registered()
-	out := make(map[int64]time.Time, len(reg))
-	for id, t := range reg {
-		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
-			out[n] = t
-		}
-	}
-	return out
-}
-
-func (a *applier) RemoveExecutor(id int64, r scheduler.LossReason) {
-	sid := strconv.FormatInt(id, 10)
-	a.c.mu.Lock()
-	a.c.removedByLifecycle[sid] = true
-	waiters := a.c.waiters[sid]
-	delete(a.c.waiters, sid)
-	a.c.mu.Unlock()
-	for _, w := range waiters {
-		w <- r
-	}
-	a.c.backend.RemoveExecutor(sid, r)
-}
-
-func (a *applier) DeletePod(ctx context.Context, name string) error {
-	err := a.c.cs.CoreV1().Pods(a.c.ns).Delete(ctx, name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-func (a *applier) LabelInactive(ctx context.Context, name string) error {
-	patch := []byte(`{"metadata":{"labels":{"` + snapshot.LabelInactive + `":"true"}}}`)
-	_, err := a.c.cs.CoreV1().Pods(a.c.ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
-
-func (a *applier) Warn(msg string) { a.c.log.Warn(msg) }
-
-func (a *applier) Fail(err error) { a.c.fail(err) }

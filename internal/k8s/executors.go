@@ -1,0 +1,236 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/drover-project/drover/internal/backend/coarse"
+	"github.com/drover-project/drover/internal/k8s/allocator"
+	"github.com/drover-project/drover/internal/k8s/podspec"
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+	"github.com/drover-project/drover/internal/scheduler"
+)
+
+// Executors coming and going: registration admission, removals, kills, the
+// allocator's pod client and the lifecycle manager's applier.
+
+// limitChanged hears from the allocator when a cap (a quota, the id
+// maximum) starts holding executors back, changes or ends: the backend
+// stops waiting for registrations that cannot come, and a cluster-mode
+// driver shows it on its pod for drover submit's status line.
+func (c *Cluster) limitChanged(l allocator.Limit) {
+	reachable, value := -1, "null"
+	if l.Held > 0 {
+		reachable, value = l.Reachable, strconv.Quote(l.String())
+		c.log.Warn("executors held back", "held", l.Held, "by", l.Cause, "reachable", l.Reachable)
+	} else {
+		c.log.Info("executors no longer held back")
+	}
+	c.backend.LimitExecutors(reachable)
+	if c.driverPod == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.allocCtx, 5*time.Second)
+	defer cancel()
+	patch := []byte(`{"metadata":{"annotations":{"` + podspec.AnnotationExecutorsHeld + `":` + value + `}}}`)
+	if _, err := c.cs.CoreV1().Pods(c.ns).Patch(ctx, c.driverPod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		c.log.Debug("annotating the driver pod with the allocation limit", "err", err)
+	}
+}
+
+// admit refuses executors whose pods the allocator deleted, and pods of
+// another application.
+func (c *Cluster) admit(id, podName string) error {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return fmt.Errorf("executor id %q is not a number", id)
+	}
+	if c.alloc.IsDeleted(n) {
+		return fmt.Errorf("its pod was deleted")
+	}
+	if podName != "" && c.src != nil {
+		if pod, ok := c.src.Get(podName); ok && pod.Labels[snapshot.LabelAppID] != c.app.ID {
+			return fmt.Errorf("pod %s belongs to application %q", podName, pod.Labels[snapshot.LabelAppID])
+		}
+	}
+	return nil
+}
+
+// ExitReason waits for the lifecycle manager to say why an executor whose
+// connection ended went away: pod events, not RPC drops, decide.
+func (c *Cluster) ExitReason(ctx context.Context, id string) (scheduler.LossReason, bool) {
+	ch := make(chan scheduler.LossReason, 1)
+	c.mu.Lock()
+	c.waiters[id] = append(c.waiters[id], ch)
+	c.mu.Unlock()
+	select {
+	case r := <-ch:
+		return r, true
+	case <-ctx.Done():
+		return scheduler.LossReason{}, false
+	}
+}
+
+// ExecutorRemoved deletes the pod of an executor the driver dropped for its
+// own reasons (killed, heartbeat timeout); the lifecycle manager handles
+// pods of executors it removed itself.
+func (c *Cluster) ExecutorRemoved(id string, reason scheduler.LossReason) {
+	c.mu.Lock()
+	byLifecycle := c.removedByLifecycle[id]
+	c.mu.Unlock()
+	n, err := strconv.ParseInt(id, 10, 64)
+	life := c.life()
+	if byLifecycle || err != nil || life == nil {
+		return
+	}
+	// An executor decommissions itself on SIGTERM: its pod is being
+	// deleted by someone else, whose cause the lifecycle manager names.
+	if reason.Message != coarse.Decommissioned {
+		life.KilledByDriver(n)
+	}
+	// Stop deletes every executor pod anyway: a deletion cut short by it
+	// loses nothing.
+	c.goTracked(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := c.deletePods(ctx, []int64{n}, false); err != nil && ctx.Err() == nil {
+			c.log.Warn("deleting executor pod", "executor", id, "err", err)
+		}
+	})
+}
+
+// goTracked runs f on its own goroutine with a context that ends when Stop
+// begins, unless Stop has begun; Stop waits for it.
+func (c *Cluster) goTracked(f func(ctx context.Context)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopping {
+		return
+	}
+	c.tracked.Add(1)
+	go func() {
+		defer c.tracked.Done()
+		f(c.allocCtx)
+	}()
+}
+
+// RequestTotalExecutors sets the allocator's target.
+func (c *Cluster) RequestTotalExecutors(total int) error {
+	c.alloc.SetTarget(total)
+	return nil
+}
+
+// KillExecutors removes executors from the driver and deletes their pods;
+// they may not register again.
+func (c *Cluster) KillExecutors(ids []string) error {
+	for _, id := range ids {
+		c.backend.RemoveExecutor(id, scheduler.LossReason{Message: "executor killed by the driver"})
+	}
+	return nil
+}
+
+// deletePods deletes executor pods with one delete-collection call; with
+// onlyPending, pods that started meanwhile are kept.
+func (c *Cluster) deletePods(ctx context.Context, ids []int64, onlyPending bool) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	vals := make([]string, len(ids))
+	for i, id := range ids {
+		vals[i] = strconv.FormatInt(id, 10)
+	}
+	sort.Strings(vals)
+	sel := c.selector.String() + "," + snapshot.LabelExecutorID + " in (" + strings.Join(vals, ",") + ")"
+	opts := metav1.ListOptions{LabelSelector: sel}
+	if onlyPending {
+		opts.FieldSelector = "status.phase=Pending"
+	}
+	err := c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// podClient creates and deletes executor pods for the allocator.
+type podClient struct{ c *Cluster }
+
+func (p *podClient) CreateExecutorPod(ctx context.Context, id int64) error {
+	c := p.c
+	pod, err := podspec.BuildExecutorPod(c.execConf, id)
+	if err != nil {
+		return err
+	}
+	for _, pvc := range podspec.OnDemandClaims(c.execConf, pod, id) {
+		if _, err := c.cs.CoreV1().PersistentVolumeClaims(c.ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating claim %s of executor %d: %w", pvc.Name, id, err)
+		}
+	}
+	if _, err := c.cs.CoreV1().Pods(c.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating executor pod %s: %w", pod.Name, err)
+	}
+	return nil
+}
+
+func (p *podClient) DeleteExecutorPods(ctx context.Context, ids []int64, onlyPending bool) error {
+	if life := p.c.life(); life != nil {
+		life.KilledByDriver(ids...)
+	}
+	return p.c.deletePods(ctx, ids, onlyPending)
+}
+
+// applier carries out the lifecycle manager's actions.
+type applier struct{ c *Cluster }
+
+func (a *applier) Registered() map[int64]time.Time {
+	reg := a.c.backend.Registered()
+	out := make(map[int64]time.Time, len(reg))
+	for id, t := range reg {
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+			out[n] = t
+		}
+	}
+	return out
+}
+
+func (a *applier) RemoveExecutor(id int64, r scheduler.LossReason) {
+	sid := strconv.FormatInt(id, 10)
+	a.c.mu.Lock()
+	a.c.removedByLifecycle[sid] = true
+	waiters := a.c.waiters[sid]
+	delete(a.c.waiters, sid)
+	a.c.mu.Unlock()
+	for _, w := range waiters {
+		w <- r
+	}
+	a.c.backend.RemoveExecutor(sid, r)
+}
+
+func (a *applier) DeletePod(ctx context.Context, name string) error {
+	err := a.c.cs.CoreV1().Pods(a.c.ns).Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (a *applier) LabelInactive(ctx context.Context, name string) error {
+	patch := []byte(`{"metadata":{"labels":{"` + snapshot.LabelInactive + `":"true"}}}`)
+	_, err := a.c.cs.CoreV1().Pods(a.c.ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (a *applier) Warn(msg string) { a.c.log.Warn(msg) }
+
+func (a *applier) Fail(err error) { a.c.fail(err) }

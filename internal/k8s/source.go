@@ -1,0 +1,135 @@
+package k8s
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/allocator"
+	"github.com/drover-project/drover/internal/k8s/podsource"
+	"github.com/drover-project/drover/internal/k8s/snapshot"
+)
+
+// The pod source loop: snapshots of the executor pods for the allocator and
+// the lifecycle manager.
+
+// startSource starts the one watch of the application's executor pods
+// (filtered by app id and role) and the loop that turns it into snapshots,
+// at most one per spark.kubernetes.allocation.batch.delay. The watch
+// re-lists by itself after it expires, so no periodic LIST runs while it is
+// healthy; drover.kubernetes.executor.poll.enabled adds one as a safety
+// net.
+func (c *Cluster) startSource(ctx context.Context) error {
+	c.src = podsource.New(c.cs, podsource.Options{Namespace: c.ns, Selector: c.selector, Clock: c.clock,
+		Logger: c.log.With("component", "pods")})
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.src.Run(ctx) }()
+	if err := c.src.WaitSynced(ctx); err != nil {
+		return err
+	}
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.snapshotLoop(ctx) }()
+	if config.KubernetesExecutorPollEnabled.Get(c.conf) {
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.pollLoop(ctx) }()
+	}
+	c.markDirty()
+	return nil
+}
+
+func (c *Cluster) markDirty() {
+	select {
+	case c.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// adaptiveSnapshotDelay coalesces pod events for the adaptive allocator,
+// per 1,000 pods: a snapshot is a pass over every cached pod, so with many
+// executors the pause grows with them and the driver's CPU per second
+// stays flat, up to spark.kubernetes.allocation.batch.delay.
+const adaptiveSnapshotDelay = 100 * time.Millisecond
+
+// snapshotDelay is the pause after a snapshot of n pods.
+func snapshotDelay(policy allocator.Policy, batchDelay time.Duration, n int) time.Duration {
+	if policy == allocator.PolicySpark {
+		return batchDelay
+	}
+	return min(batchDelay, adaptiveSnapshotDelay*time.Duration(max(1, (n+999)/1000)))
+}
+
+func (c *Cluster) snapshotLoop(ctx context.Context) {
+	// Spark coalesces pod events per batch delay. The adaptive allocator
+	// starts its next round as soon as the cluster admitted the last one,
+	// so it hears of pods sooner (a snapshot costs a pass over the cached
+	// pods, no API request).
+	batchDelay := config.KubernetesAllocationBatchDelay.Get(c.conf)
+	policy := allocator.Policy(config.KubernetesAllocationPolicy.Get(c.conf))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.dirty:
+		case <-c.src.Changed():
+		}
+		// The source holds only this application's executor pods (its
+		// watch has c.selector): matching the selector again per pod cost
+		// about as much as the rest of a snapshot.
+		pods, touched := c.src.Take()
+		c.publish(pods, touched)
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.clock.After(snapshotDelay(policy, batchDelay, len(pods))):
+		}
+	}
+}
+
+// pollLoop lists the pods every spark.kubernetes.executor.apiPollingInterval,
+// from the API server's watch cache (resourceVersion=0), in case a watch
+// event was lost.
+func (c *Cluster) pollLoop(ctx context.Context) {
+	t := c.clock.NewTicker(config.KubernetesExecutorAPIPollingInterval.Get(c.conf))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		list, err := c.cs.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: c.selector.String(), ResourceVersion: "0"})
+		if err != nil {
+			c.log.Warn("polling executor pods", "err", err)
+			continue
+		}
+		// The list may be older than the watch's view: it only adds pods
+		// the watch has not shown, never hides one, so a stale list cannot
+		// make a live pod look gone (and be created again).
+		pods := c.src.Pods()
+		for i := range list.Items {
+			if _, ok := c.src.Get(list.Items[i].Name); !ok {
+				pods = append(pods, &list.Items[i])
+			}
+		}
+		c.publish(pods, nil)
+	}
+}
+
+func (c *Cluster) publish(pods []*corev1.Pod, touched map[int64]bool) {
+	s := snapshot.New(pods, c.execConf.ContainerName, c.clock.Now())
+	reg := c.backend.Registered()
+	ids := make([]int64, 0, len(reg))
+	for id := range reg {
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+			ids = append(ids, n)
+		}
+	}
+	c.log.Debug("executor pod snapshot", "pods", len(s.Pods), "registered", len(ids))
+	c.alloc.SetRegistered(ids...)
+	c.alloc.OnSnapshot(s, touched)
+	c.life().OnSnapshot(s, true)
+}
