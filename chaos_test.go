@@ -210,82 +210,19 @@ func appIDIn(t *testing.T, env *testenv.Env, ns string) string {
 	return ""
 }
 
-// TestChaosExecutorPodsDeleted deletes 30% of the executor pods, gracefully
-// or forced, in the map stage or in the reduce stage of a word count.
-func TestChaosExecutorPodsDeleted(t *testing.T) {
-	const executors = 4
-	lost := int(math.Ceil(0.3 * executors))
-	for _, tc := range []struct {
-		stage string
-		grace *int64
-	}{
-		{"", nil}, {"map", nil}, {"map", ptr.To[int64](0)}, {"reduce", nil}, {"reduce", ptr.To[int64](0)},
-	} {
-		how, lost := "graceful", lost
-		if tc.grace != nil {
-			how = "forced"
-		}
-		name := tc.stage + "/" + how
-		if tc.stage == "" {
-			name, lost = "no fault", 0 // the reference time
-		}
-		t.Run(name, func(t *testing.T) {
-			env := cluster.Env(t)
-			ns := env.NewNamespace(t)
-			t.Setenv("KUBECONFIG", env.Kubeconfig)
-			job := newChaosJob(t)
-			var got map[string]int
-			var appID string
-			code, stderr := runDriverWithin(t, 3*time.Minute, k8sArgs(env, ns, job.conf(executors)...), func(c *Context) error {
-				appID = c.AppID()
-				done := make(chan struct{})
-				go func() {
-					defer close(done)
-					if tc.stage == "" {
-						return
-					}
-					job.waitMarker(t, tc.stage)
-					pods := runningExecutorPods(t, env, ns)
-					if len(pods) < lost {
-						t.Errorf("%d executor pods run in the %s stage, want %d", len(pods), tc.stage, executors)
-						return
-					}
-					for _, p := range pods[:lost] {
-						err := env.Client.CoreV1().Pods(ns).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: tc.grace})
-						if err != nil {
-							t.Errorf("deleting %s: %v", p.Name, err)
-						}
-					}
-				}()
-				var err error
-				got, err = job.run(c)
-				<-done
-				return err
-			})
-			if code != 0 {
-				t.Fatalf("exit code %d; stderr:\n%s", code, stderr)
-			}
-			if diff := gocmp.Diff(job.want, got); diff != "" {
-				t.Errorf("word counts (-want +got):\n%s", diff)
-			}
-			if n := strings.Count(stderr, "deleted by a user or the cluster (not the driver)"); n < lost {
-				t.Errorf("%d removals say a user or the cluster deleted the pod, want %d; stderr:\n%s", n, lost, stderr)
-			}
-			if strings.Contains(stderr, "killed by the driver") {
-				t.Errorf("a pod the user deleted is reported as killed by the driver; stderr:\n%s", stderr)
-			}
-			waitNoExecutorPods(t, env, ns)
-			waitNoProcesses(t, appID)
-			checkCreates(t, env, ns, executors, lost)
-		})
-	}
+// chaosTarget is the application a fault strikes.
+type chaosTarget struct {
+	appID, ns string
+	job       chaosJob
 }
 
-// TestChaosExecutorProcessKilled SIGKILLs an executor's process in the map
-// stage: its pod fails with exit code 137 and one replacement is created.
-func TestChaosExecutorProcessKilled(t *testing.T) {
-	const executors = 3
-	env := cluster.Env(t)
+// chaosRun runs the chaos word count as a client-mode driver on env with
+// executors executor pods while fault strikes from its own goroutine (it
+// gets the application id), then checks the answer, that nothing of the
+// application is left, and that the driver created at most executors +
+// lost pods. It returns the driver's stderr.
+func chaosRun(t *testing.T, env *testenv.Env, executors, lost int, fault func(chaosTarget)) string {
+	t.Helper()
 	ns := env.NewNamespace(t)
 	t.Setenv("KUBECONFIG", env.Kubeconfig)
 	job := newChaosJob(t)
@@ -296,14 +233,8 @@ func TestChaosExecutorProcessKilled(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			job.waitMarker(t, "map")
-			pids := appProcesses(appID)
-			if len(pids) == 0 {
-				t.Error("no executor process found")
-				return
-			}
-			if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
-				t.Errorf("killing executor process %d: %v", pids[0], err)
+			if fault != nil {
+				fault(chaosTarget{appID: appID, ns: ns, job: job})
 			}
 		}()
 		var err error
@@ -317,12 +248,78 @@ func TestChaosExecutorProcessKilled(t *testing.T) {
 	if diff := gocmp.Diff(job.want, got); diff != "" {
 		t.Errorf("word counts (-want +got):\n%s", diff)
 	}
+	waitNoExecutorPods(t, env, ns)
+	waitNoProcesses(t, appID)
+	checkCreates(t, env, ns, executors, lost)
+	return stderr
+}
+
+// TestChaosExecutorPodsDeleted deletes 30% of the executor pods, gracefully
+// or forced, in the map stage or in the reduce stage of a word count.
+func TestChaosExecutorPodsDeleted(t *testing.T) {
+	const executors = 4
+	for _, tc := range []struct {
+		stage string
+		grace *int64
+	}{
+		{"", nil}, {"map", nil}, {"map", ptr.To[int64](0)}, {"reduce", nil}, {"reduce", ptr.To[int64](0)},
+	} {
+		how, lost := "graceful", int(math.Ceil(0.3*executors))
+		if tc.grace != nil {
+			how = "forced"
+		}
+		name := tc.stage + "/" + how
+		if tc.stage == "" {
+			name, lost = "no fault", 0 // the reference time
+		}
+		t.Run(name, func(t *testing.T) {
+			env := cluster.Env(t)
+			var fault func(chaosTarget)
+			if tc.stage != "" {
+				fault = func(a chaosTarget) {
+					ns := a.ns
+					a.job.waitMarker(t, tc.stage)
+					pods := runningExecutorPods(t, env, ns)
+					if len(pods) < lost {
+						t.Errorf("%d executor pods run in the %s stage, want %d", len(pods), tc.stage, executors)
+						return
+					}
+					for _, p := range pods[:lost] {
+						err := env.Client.CoreV1().Pods(ns).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: tc.grace})
+						if err != nil {
+							t.Errorf("deleting %s: %v", p.Name, err)
+						}
+					}
+				}
+			}
+			stderr := chaosRun(t, env, executors, lost, fault)
+			if n := strings.Count(stderr, "deleted by a user or the cluster (not the driver)"); n < lost {
+				t.Errorf("%d removals say a user or the cluster deleted the pod, want %d; stderr:\n%s", n, lost, stderr)
+			}
+			if strings.Contains(stderr, "killed by the driver") {
+				t.Errorf("a pod the user deleted is reported as killed by the driver; stderr:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// TestChaosExecutorProcessKilled SIGKILLs an executor's process in the map
+// stage: its pod fails with exit code 137 and one replacement is created.
+func TestChaosExecutorProcessKilled(t *testing.T) {
+	stderr := chaosRun(t, cluster.Env(t), 3, 1, func(a chaosTarget) {
+		a.job.waitMarker(t, "map")
+		pids := appProcesses(a.appID)
+		if len(pids) == 0 {
+			t.Error("no executor process found")
+			return
+		}
+		if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+			t.Errorf("killing executor process %d: %v", pids[0], err)
+		}
+	})
 	if !strings.Contains(stderr, "137") {
 		t.Errorf("no removal names the killed executor's exit code 137; stderr:\n%s", stderr)
 	}
-	waitNoExecutorPods(t, env, ns)
-	waitNoProcesses(t, appID)
-	checkCreates(t, env, ns, executors, 1)
 }
 
 // envChaosDriver makes the test binary a client-mode driver running the
@@ -438,40 +435,16 @@ func lastLinesOf(s string, n int) string {
 // TestChaosEtcdRestarted kills etcd under a running word count and starts it
 // again 3 s later: the job is right and no pod is created for it.
 func TestChaosEtcdRestarted(t *testing.T) {
-	const executors = 3
 	env := testenv.New(t, testenv.Options{Scheduler: true, ControllerManager: true, ProcessNodes: 1, AuditPodCreates: true})
-	ns := env.NewNamespace(t)
-	t.Setenv("KUBECONFIG", env.Kubeconfig)
-	job := newChaosJob(t)
-	var got map[string]int
-	var appID string
-	code, stderr := runDriverWithin(t, 3*time.Minute, k8sArgs(env, ns, job.conf(executors)...), func(c *Context) error {
-		appID = c.AppID()
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			job.waitMarker(t, "map")
-			if err := env.Kill(testenv.Etcd); err != nil {
-				t.Error(err)
-				return
-			}
-			time.Sleep(3 * time.Second)
-			if _, err := env.Restart(context.Background(), testenv.Etcd); err != nil {
-				t.Error(err)
-			}
-		}()
-		var err error
-		got, err = job.run(c)
-		<-done
-		return err
+	chaosRun(t, env, 3, 0, func(a chaosTarget) {
+		a.job.waitMarker(t, "map")
+		if err := env.Kill(testenv.Etcd); err != nil {
+			t.Error(err)
+			return
+		}
+		time.Sleep(3 * time.Second)
+		if _, err := env.Restart(context.Background(), testenv.Etcd); err != nil {
+			t.Error(err)
+		}
 	})
-	if code != 0 {
-		t.Fatalf("exit code %d; stderr:\n%s", code, stderr)
-	}
-	if diff := gocmp.Diff(job.want, got); diff != "" {
-		t.Errorf("word counts (-want +got):\n%s", diff)
-	}
-	waitNoExecutorPods(t, env, ns)
-	waitNoProcesses(t, appID)
-	checkCreates(t, env, ns, executors, 0)
 }
