@@ -88,14 +88,37 @@ var (
 // wrapTransport lets benchmarks count the driver's API requests.
 var wrapTransport func(http.RoundTripper) http.RoundTripper
 
-// newCluster checks everything that can be checked without the API server,
-// so bad configuration fails before anything is created.
+// newCluster is the registry's factory: the production dependencies.
 func newCluster(app master.App) (master.Cluster, error) {
+	return New(app, Deps{WrapTransport: wrapTransport})
+}
+
+// Deps are what a Kubernetes cluster manager is built from, besides the
+// application. Zero fields take the production defaults.
+type Deps struct {
+	// Client talks to the API server; nil builds one from the master URL
+	// and the configuration (kubeconfig, in-cluster or spark.kubernetes.*
+	// credentials).
+	Client kubernetes.Interface
+	// Clock paces every loop; nil is the real clock.
+	Clock clock.WithTicker
+	// WrapTransport, with a nil Client, wraps the built client's
+	// transport (benchmarks count requests with it).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+}
+
+// New builds the cluster manager of app and checks everything that can be
+// checked without the API server, so bad configuration fails before
+// anything is created.
+func New(app master.App, deps Deps) (*Cluster, error) {
+	if deps.Clock == nil {
+		deps.Clock = clock.RealClock{}
+	}
 	c := &Cluster{
 		app:                app,
 		conf:               app.Conf,
 		log:                app.Logger,
-		clock:              clock.RealClock{},
+		clock:              deps.Clock,
 		ns:                 config.KubernetesNamespace.Get(app.Conf),
 		dirty:              make(chan struct{}, 1),
 		waiters:            map[string][]chan scheduler.LossReason{},
@@ -110,18 +133,21 @@ func newCluster(app master.App) (master.Cluster, error) {
 		c.log = slog.Default()
 	}
 	logging.RouteKlog(c.log)
-	cs, _, err := client.New(client.Options{
-		APIServer:     app.Master.APIServer,
-		Context:       config.KubernetesContext.Get(app.Conf),
-		Auth:          authKeys(app.Conf),
-		Conf:          app.Conf,
-		UserAgent:     "drover-driver/" + app.ID,
-		WrapTransport: wrapTransport,
-	})
-	if err != nil {
-		return nil, err
+	c.cs = deps.Client
+	if c.cs == nil {
+		cs, _, err := client.New(client.Options{
+			APIServer:     app.Master.APIServer,
+			Context:       config.KubernetesContext.Get(app.Conf),
+			Auth:          authKeys(app.Conf),
+			Conf:          app.Conf,
+			UserAgent:     "drover-driver/" + app.ID,
+			WrapTransport: deps.WrapTransport,
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.cs = cs
 	}
-	c.cs = cs
 	c.selector = labels.SelectorFromSet(labels.Set{snapshot.LabelAppID: app.ID, snapshot.LabelRole: snapshot.RoleExecutor})
 
 	ratio := 0.8 // Spark's default for Kubernetes

@@ -70,17 +70,17 @@ func (e *ParseError) Error() string {
 	return fmt.Sprintf("invalid master URL %q: %s; expected %s", e.URL, e.Reason, expectedForms)
 }
 
-// numCPU is the number of task slots of local[*]: GOMAXPROCS, which like
-// the JVM's availableProcessors (Spark's local[*]) follows the CPU limit
-// of the container.
-var numCPU = func() int { return runtime.GOMAXPROCS(0) }
-
 // Parse parses a master URL in Spark's syntax (SparkMasterRegex and
 // KubernetesUtils.parseMasterUrl): local, local[N], local[*], local[N,F],
 // local[*,F], local-cluster[N,C,M] (white space inside the brackets is
 // ignored) and k8s://[scheme://]host[:port][/path]. Spark's standalone,
 // YARN and Mesos masters are rejected. The error is a *ParseError.
-func Parse(s string) (URL, error) {
+// local[*] has a task slot per GOMAXPROCS, which like the JVM's
+// availableProcessors (Spark's local[*]) follows the container's CPU limit.
+func Parse(s string) (URL, error) { return ParseWithCPUs(s, runtime.GOMAXPROCS(0)) }
+
+// ParseWithCPUs is Parse with cpus task slots for local[*].
+func ParseWithCPUs(s string, cpus int) (URL, error) {
 	u := URL{Raw: s}
 	fail := func(format string, args ...any) (URL, error) {
 		return URL{}, &ParseError{URL: s, Reason: fmt.Sprintf(format, args...)}
@@ -104,7 +104,7 @@ func Parse(s string) (URL, error) {
 		}
 		u.Kind, u.MaxFailures = Local, 1
 		if args[0] == "*" {
-			u.Threads = numCPU()
+			u.Threads = cpus
 		} else {
 			n, err := positive(args[0])
 			if err != nil {

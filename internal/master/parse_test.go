@@ -2,15 +2,13 @@ package master
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
 func TestParse(t *testing.T) {
-	defer func(f func() int) { numCPU = f }(numCPU)
-	numCPU = func() int { return 8 }
-
 	testCases := map[string]struct {
 		in      string
 		want    URL
@@ -160,7 +158,7 @@ func TestParse(t *testing.T) {
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			got, err := Parse(tc.in)
+			got, err := ParseWithCPUs(tc.in, 8)
 			if tc.wantErr != "" {
 				if err == nil {
 					t.Fatalf("Parse(%q) = %+v, want error %q", tc.in, got, tc.wantErr)
@@ -189,8 +187,8 @@ func TestLocalStarUsesAvailableCPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Threads < 1 || got.Threads != numCPU() {
-		t.Errorf("local[*] has %d threads, want %d", got.Threads, numCPU())
+	if want := runtime.GOMAXPROCS(0); got.Threads < 1 || got.Threads != want {
+		t.Errorf("local[*] has %d threads, want %d", got.Threads, want)
 	}
 }
 

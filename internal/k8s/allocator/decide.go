@@ -436,7 +436,10 @@ func (s *State) reapDeleted(in Input, o Options) (excess, lost []int64) {
 
 // count splits the executors as in Spark step 5, leaving out deleted pods,
 // and returns the Pending pods unknown to the scheduler backend, the only
-// snapshot pods excess handling may delete.
+// snapshot pods excess handling may delete. Unlike Spark, a pod in an
+// unknown phase (its node stopped reporting, or no phase yet) counts as
+// pending: it may come back, and creating a replacement for it would make
+// one executor too many. The lifecycle manager ends it if it is lost.
 func (s *State) count(in Input) (Counts, []snapshot.ExecutorPod) {
 	c := Counts{Target: in.Target}
 	var pending []snapshot.ExecutorPod
@@ -447,7 +450,7 @@ func (s *State) count(in Input) (Counts, []snapshot.ExecutorPod) {
 		switch ep.State {
 		case snapshot.Running:
 			c.Running++
-		case snapshot.Pending:
+		case snapshot.Pending, snapshot.Unknown:
 			if in.Registered[id] {
 				c.PendingKnown++
 			} else {

@@ -1,0 +1,97 @@
+package k8s
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/master"
+	"github.com/drover-project/drover/internal/scheduler"
+)
+
+// TestClusterWithInjectedClient builds the cluster manager from a fake
+// clientset: it creates exactly its target of executor pods, creates none
+// after Stop began, deletes what it made, and every goroutine it started
+// has ended when Stop returns. (The control-plane tests prove the rest.)
+func TestClusterWithInjectedClient(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	conf, _, err := config.Load(config.Sources{Env: func(string) string { return "" }, Pairs: []string{
+		"spark.executor.instances=5", "spark.kubernetes.namespace=spark",
+		"spark.kubernetes.container.image=app:1", "spark.driver.host=127.0.0.1",
+		"spark.scheduler.maxRegisteredResourcesWaitingTime=1s",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := fake.NewClientset()
+	// The API server gives a new pod the Pending phase; the fake does not.
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if p, ok := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod); ok && p.Status.Phase == "" {
+			p.Status.Phase = corev1.PodPending
+		}
+		return false, nil, nil
+	})
+	sched := scheduler.New(scheduler.Options{})
+	app := master.App{ID: "drover-0123456789abcdef", Conf: conf, Scheduler: sched,
+		Master: master.URL{Raw: "k8s://https://127.0.0.1:1", Kind: master.Kubernetes, APIServer: "https://127.0.0.1:1"},
+		Logger: slog.New(slog.DiscardHandler)}
+	c, err := New(app, Deps{Client: cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched.SetBackend(c.Backend())
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for creates(cs) < 5 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The pods stay Pending (no node runs them): further rounds must not
+	// add any.
+	time.Sleep(300 * time.Millisecond)
+	if n := creates(cs); n != 5 {
+		t.Errorf("%d executor pod creates, want exactly 5", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := len(cs.Actions())
+	time.Sleep(200 * time.Millisecond)
+	if n := len(cs.Actions()); n != after {
+		t.Errorf("%d API calls after Stop returned", n-after)
+	}
+	var deletedPods, deletedConf bool
+	for _, a := range cs.Actions() {
+		switch {
+		case a.GetVerb() == "delete-collection" && a.GetResource().Resource == "pods":
+			deletedPods = true
+		case a.GetVerb() == "delete" && a.GetResource().Resource == "configmaps":
+			deletedConf = true
+		}
+	}
+	if !deletedPods || !deletedConf {
+		t.Errorf("Stop deleted the executor pods: %v, the executor ConfigMap: %v; want both", deletedPods, deletedConf)
+	}
+}
+
+// creates counts the executor pod creates sent to cs.
+func creates(cs *fake.Clientset) int {
+	n := 0
+	for _, a := range cs.Actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "pods" {
+			n++
+		}
+	}
+	return n
+}
