@@ -2,6 +2,8 @@
 SHELL := /bin/bash
 GO ?= go
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
+# The root package's tests that need no control plane, for the race detector.
+RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle
 K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 
 .PHONY: demo test unit integration testbin lint proto docs bench bench-compare bench-k8s build clean chaos
@@ -27,6 +29,9 @@ test: lint testbin
 	@echo "drover: race detector on the core packages"
 	$(GO) test -count=1 -race -timeout 15m ./internal/config/... ./internal/master/... ./internal/scheduler/... ./internal/backend/... ./internal/executor/... ./internal/rpc/... ./internal/local/... ./internal/codec/... ./internal/dag/... ./internal/dataflow/... ./internal/shuffle/... \
 		./internal/k8s/allocator/... ./internal/k8s/podsource/... ./internal/k8s/lifecycle/... ./internal/k8s/snapshot/...
+	@echo "drover: race detector on the Kubernetes cluster manager and the root package's tests without a control plane (those ran above)"
+	$(GO) test -count=1 -race -timeout 15m -run 'TestClusterWithInjectedClient|TestSnapshotDelay' ./internal/k8s/
+	$(GO) test -count=1 -race -timeout 15m -run '$(RACE_ROOT_TESTS)' .
 
 ## chaos: the fault suite on a real control plane (executor pods deleted and killed, the driver signalled or its pod
 ## deleted, kube-apiserver and etcd killed and restarted, quotas): right answers, exactly the pods asked for, nothing
