@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drover-project/drover/internal/envvar"
+	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/testenv"
 )
 
@@ -395,7 +396,7 @@ func TestChaosClientDriverSignals(t *testing.T) {
 				t.Errorf("the driver exited 0 after %s in the middle of its job", sig)
 			}
 			t.Logf("driver exited %d, %s after %s; its last lines:\n%s", cmd.ProcessState.ExitCode(),
-				time.Since(signalled).Round(time.Millisecond), sig, lastLinesOf(stderr.String(), 4))
+				time.Since(signalled).Round(time.Millisecond), sig, logging.Tail(stderr.String(), 4))
 			_, reqs := podCreates(t, env, ns)
 			for _, r := range reqs {
 				if r.Received.After(signalled) {
@@ -425,11 +426,6 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func lastLinesOf(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // TestChaosEtcdRestarted kills etcd under a running word count and starts it

@@ -265,7 +265,7 @@ func runUp(cmd *cobra.Command, o *devClusterOptions) error {
 		if line == "" {
 			line = "error: the daemon exited"
 		}
-		return fmt.Errorf("starting the dev cluster: %s\n--- last lines of %s ---\n%s", strings.TrimPrefix(line, "error: "), o.path(daemonLog), tailFile(o.path(daemonLog), 40))
+		return fmt.Errorf("starting the dev cluster: %s\n--- last lines of %s ---\n%s", strings.TrimPrefix(line, "error: "), o.path(daemonLog), logging.TailFile(o.path(daemonLog), 40))
 	}
 	st, err := readState(o)
 	if err != nil {
@@ -548,17 +548,4 @@ func runEnv(cmd *cobra.Command, o *devClusterOptions) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "export KUBECONFIG=%s\n", st.Kubeconfig)
 	return nil
-}
-
-// tailFile returns the last n lines of a file, for error messages.
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/drover-project/drover/internal/backend"
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/scheduler"
 )
@@ -137,7 +137,7 @@ func (c *Cluster) wait(p *process) {
 	p.reason = exitReason(err, killed)
 	close(p.done)
 	if err != nil && !killed {
-		c.log.Warn("executor process exited", "executor", p.id, "reason", p.reason.String(), "log", p.log, "tail", tail(p.log, 2048))
+		c.log.Warn("executor process exited", "executor", p.id, "reason", p.reason.String(), "log", p.log, "tail", logging.TailFile(p.log, 20))
 	}
 }
 
@@ -303,15 +303,4 @@ func (c *Cluster) Pids() map[string]int {
 		out[id] = p.cmd.Process.Pid
 	}
 	return out
-}
-
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(bytes.TrimSpace(b))
 }

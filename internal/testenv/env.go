@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/testenv/procnode"
 )
 
@@ -357,9 +358,9 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 		select {
 		case <-e.ProcessNode.Ready():
 		case <-e.agentDone:
-			return nil, fmt.Errorf("process nodes stopped before they were ready\n--- last lines of %s ---\n%s", e.agentLog.Name(), tail(e.agentLog.Name(), 30))
+			return nil, fmt.Errorf("process nodes stopped before they were ready\n--- last lines of %s ---\n%s", e.agentLog.Name(), logging.TailFile(e.agentLog.Name(), 30))
 		case <-ctx.Done():
-			return nil, fmt.Errorf("process nodes not ready after %s: %w\n--- last lines of %s ---\n%s", opts.StartTimeout, ctx.Err(), e.agentLog.Name(), tail(e.agentLog.Name(), 30))
+			return nil, fmt.Errorf("process nodes not ready after %s: %w\n--- last lines of %s ---\n%s", opts.StartTimeout, ctx.Err(), e.agentLog.Name(), logging.TailFile(e.agentLog.Name(), 30))
 		}
 		opts.Logf("testenv: %d process node(s) ready after %s", opts.ProcessNodes, time.Since(began).Round(time.Millisecond))
 	}

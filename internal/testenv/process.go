@@ -1,16 +1,16 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/drover-project/drover/internal/logging"
 )
 
 // component is one running control-plane binary.
@@ -89,30 +89,7 @@ func (c *component) failure(what error) error {
 			status = " (exited with status 0)"
 		}
 	}
-	return fmt.Errorf("%s%s: %w\n--- last lines of %s ---\n%s", c.name, status, what, c.logPath, tail(c.logPath, 30))
-}
-
-// tail returns the last n lines of the file at path.
-func tail(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	const max = 64 << 10
-	if st, err := f.Stat(); err == nil && st.Size() > max {
-		_, _ = f.Seek(-max, io.SeekEnd)
-	}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return err.Error()
-	}
-	b = bytes.TrimRight(b, "\n")
-	lines := bytes.Split(b, []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
+	return fmt.Errorf("%s%s: %w\n--- last lines of %s ---\n%s", c.name, status, what, c.logPath, logging.TailFile(c.logPath, 30))
 }
 
 var errExited = errors.New("exited before it was ready")
