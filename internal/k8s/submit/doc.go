@@ -10,7 +10,10 @@
 //   - [Watcher] follows the application's pods with one informer (which
 //     re-lists after a watch expires, 410 Gone, so no outcome is lost),
 //     prints state changes and a status line every
-//     spark.kubernetes.report.interval, and returns the driver's outcome;
+//     spark.kubernetes.report.interval (executors running and pending, and
+//     what holds the others back while the driver's pod says a cap does),
+//     and returns the driver's outcome (a driver that failed while its pod
+//     was being deleted counts as deleted);
 //   - [Find], [Status] and [Kill] act on submission ids namespace:name,
 //     where the name is a driver pod's or an application id (how
 //     client-mode applications, whose driver is no pod, are named) and

@@ -31,9 +31,11 @@ import (
 )
 
 // cluster is the control plane this package's end-to-end tests share: the
-// controller manager garbage-collects what a killed driver owned, and
-// the process node runs the driver and executors as processes.
-var cluster = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true, ProcessNodes: 1}}
+// controller manager garbage-collects what a killed driver owned, the
+// process node runs the driver and executors as processes, and the API
+// server's audit log counts the drivers' pod creates (the chaos tests).
+var cluster = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true, ProcessNodes: 1,
+	AuditPodCreates: true}}
 
 // helperEnv makes this test binary, run as a driver pod's command, wait
 // for SIGTERM instead of running tests: a driver that runs until killed.
@@ -80,7 +82,8 @@ func binaries(t testing.TB) (drover, wordcount string) {
 		out, err := exec.CommandContext(ctx, "go", "build", "-o", binDir+"/",
 			"github.com/drover-project/drover/cmd/drover", "github.com/drover-project/drover/examples/wordcount",
 			"github.com/drover-project/drover/internal/k8s/submit/testdata/panicapp",
-			"github.com/drover-project/drover/internal/k8s/submit/testdata/sleepapp").CombinedOutput()
+			"github.com/drover-project/drover/internal/k8s/submit/testdata/sleepapp",
+			"github.com/drover-project/drover/internal/k8s/submit/testdata/chaosapp").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -122,8 +125,8 @@ func drover(t testing.TB, kubeconfig string, timeout time.Duration, args ...stri
 
 // restrictedNamespace is a namespace for t that enforces the restricted
 // Pod Security profile, with the driver's service account from
-// drover rbac applied.
-func restrictedNamespace(t testing.TB, env *testenv.Env) string {
+// drover rbac (with rbacFlags, such as --authenticate) applied.
+func restrictedNamespace(t testing.TB, env *testenv.Env, rbacFlags ...string) string {
 	t.Helper()
 	ns := env.NewNamespace(t)
 	ctx := t.Context()
@@ -138,7 +141,7 @@ func restrictedNamespace(t testing.TB, env *testenv.Env) string {
 	if _, err := env.Client.CoreV1().Namespaces().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r := drover(t, env.Kubeconfig, 30*time.Second, "rbac", "--namespace", ns)
+	r := drover(t, env.Kubeconfig, 30*time.Second, append([]string{"rbac", "--namespace", ns}, rbacFlags...)...)
 	if r.code != 0 {
 		t.Fatalf("drover rbac: exit %d: %s", r.code, r.stderr)
 	}

@@ -15,12 +15,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/master"
 )
 
@@ -272,5 +274,180 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// executorPod is an executor pod of app-1 in phase.
+func executorPod(name string, phase corev1.PodPhase) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "spark",
+			Labels: map[string]string{"spark-app-selector": "app-1", "spark-role": "executor"}},
+		Status: corev1.PodStatus{Phase: phase},
+	}
+}
+
+// listerOf is a podLister over a fixed set of pods.
+type listerOf []*corev1.Pod
+
+func (l listerOf) List(sel labels.Selector) ([]*corev1.Pod, error) {
+	var out []*corev1.Pod
+	for _, p := range l {
+		if sel.Matches(labels.Set(p.Labels)) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// TestWatcherExecutorsLine is the executor part of submit's lines: what
+// holds executors back while the driver runs, and in a final state only
+// what is true.
+func TestWatcherExecutorsLine(t *testing.T) {
+	held := pod(corev1.PodRunning, nil, "1")
+	held.Annotations = map[string]string{podspec.AnnotationExecutorsHeld: "4 held back by ResourceQuota pods3"}
+	terminating := held.DeepCopy()
+	terminating.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	running := pod(corev1.PodRunning, nil, "1")
+	two := listerOf{executorPod("e1", corev1.PodRunning), executorPod("e2", corev1.PodRunning)}
+	mixed := listerOf{executorPod("e1", corev1.PodRunning), executorPod("e2", corev1.PodPending),
+		executorPod("e3", ""), executorPod("e4", corev1.PodFailed), held}
+	testCases := map[string]struct {
+		pods   listerOf
+		driver *corev1.Pod
+		final  bool
+		want   string
+	}{
+		"nothing yet":         {driver: running, want: ""},
+		"no driver seen":      {pods: two, want: "; executors: 2 running, 0 pending"},
+		"running":             {pods: two, driver: running, want: "; executors: 2 running, 0 pending"},
+		"by phase":            {pods: mixed, driver: running, want: "; executors: 1 running, 2 pending, 1 ended"},
+		"held back":           {pods: two, driver: held, want: "; executors: 2 running, 0 pending, 4 held back by ResourceQuota pods3"},
+		"all held back":       {driver: held, want: "; executors: 0 running, 0 pending, 4 held back by ResourceQuota pods3"},
+		"driver terminating":  {pods: two, driver: terminating, want: "; executors: 2 running, 0 pending"},
+		"final, live pods":    {pods: two, driver: held, final: true, want: "; executors: 2 stopping"},
+		"final, mixed":        {pods: mixed, driver: running, final: true, want: "; executors: 3 stopping"},
+		"final, all ended":    {pods: listerOf{executorPod("e1", corev1.PodSucceeded)}, driver: running, final: true, want: ""},
+		"final, none and cap": {driver: held, final: true, want: ""},
+	}
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			if got := executorsLine(tc.pods, tc.driver, tc.final); got != tc.want {
+				t.Errorf("executorsLine = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestWatcherShowsHeldExecutors follows a driver whose executors a quota
+// holds back: the state and status lines say so, a line comes when the
+// cap ends, and once the driver succeeded the last line does not count
+// its executors as running.
+func TestWatcherShowsHeldExecutors(t *testing.T) {
+	driver := pod(corev1.PodRunning, nil, "1")
+	driver.Annotations = map[string]string{podspec.AnnotationExecutorsHeld: "4 held back by ResourceQuota pods3"}
+	cs := fake.NewClientset(executorPod("e1", corev1.PodRunning), executorPod("e2", corev1.PodRunning), driver)
+	out := &syncWriter{}
+	clk := clocktesting.NewFakeClock(time.Now())
+	w := &Watcher{Client: cs, Namespace: "spark", Pod: "wc-driver", AppID: "app-1", Container: "spark-kubernetes-driver",
+		Interval: 5 * time.Second, Clock: clk, Out: out}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan Outcome, 1)
+	go func() {
+		o, err := w.Wait(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- o
+	}()
+	waitUntil(t, func() bool { return strings.Contains(out.String(), "Running on node-1") })
+	const status = "status: Running on node-1 for 5s; executors: 2 running, 0 pending, 4 held back by ResourceQuota pods3\n"
+	for !strings.Contains(out.String(), status) {
+		if !clk.HasWaiters() {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		clk.Step(5 * time.Second)
+		waitUntil(t, func() bool { return strings.Contains(out.String(), "status:") })
+		if strings.Count(out.String(), "status:") > 3 {
+			t.Fatalf("no status line %q:\n%s", status, out)
+		}
+	}
+	// The cap ends: a line says so at once.
+	driver.Annotations = nil
+	driver.ResourceVersion = "2"
+	if _, err := cs.CoreV1().Pods("spark").Update(ctx, driver, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool {
+		return strings.HasSuffix(out.String(), "wc-driver: Running on node-1; executors: 2 running, 0 pending\n")
+	})
+	// The driver succeeds before its executor pods are gone (and a stale
+	// annotation would not count either).
+	zero := int32(0)
+	ok := pod(corev1.PodSucceeded, &zero, "3")
+	ok.Annotations = map[string]string{podspec.AnnotationExecutorsHeld: "4 held back by ResourceQuota pods3"}
+	ok.Status.ContainerStatuses[0].State.Terminated.Reason = "Completed"
+	if _, err := cs.CoreV1().Pods("spark").Update(ctx, ok, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if o := <-done; !o.Succeeded() {
+		t.Errorf("outcome %+v", o)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	if want := "drover: spark/wc-driver: Succeeded on node-1, container exited with code 0 (Completed); executors: 2 stopping"; last != want {
+		t.Errorf("last line %q, want %q; output:\n%s", last, want, out)
+	}
+	t.Logf("output:\n%s", out)
+}
+
+// TestWatcherNamesDeletion: a driver whose pod is deleted gracefully ends
+// (SIGTERM, or SIGKILL after the grace period) and its node reports the
+// exit before the object goes; the outcome is the deletion, not the exit
+// code. A driver that ends well while its pod is deleted still succeeded.
+func TestWatcherNamesDeletion(t *testing.T) {
+	for name, tc := range map[string]struct {
+		exit int32
+		want Outcome
+	}{
+		"killed":   {exit: 137, want: Outcome{Phase: corev1.PodFailed, Deleted: true, ExitCode: 137, Reason: "Error", Message: "panic: boom"}},
+		"finished": {exit: 0, want: Outcome{Phase: corev1.PodSucceeded, ExitCode: 0, Reason: "Error", Message: "panic: boom"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cs := fake.NewClientset(pod(corev1.PodRunning, nil, "1"))
+			out := &syncWriter{}
+			w := &Watcher{Client: cs, Namespace: "spark", Pod: "wc-driver", AppID: "app-1", Container: "spark-kubernetes-driver",
+				Interval: time.Second, Clock: clocktesting.NewFakeClock(time.Now()), Out: out}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			done := make(chan Outcome, 1)
+			go func() {
+				o, err := w.Wait(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- o
+			}()
+			waitUntil(t, func() bool { return strings.Contains(out.String(), "Running on node-1") })
+			terminating := pod(corev1.PodRunning, nil, "2")
+			terminating.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			if _, err := cs.CoreV1().Pods("spark").Update(ctx, terminating, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, func() bool { return strings.Contains(out.String(), "Running (terminating) on node-1") })
+			phase := corev1.PodFailed
+			if tc.exit == 0 {
+				phase = corev1.PodSucceeded
+			}
+			ended := pod(phase, &tc.exit, "3")
+			ended.DeletionTimestamp = terminating.DeletionTimestamp
+			if _, err := cs.CoreV1().Pods("spark").Update(ctx, ended, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, <-done); diff != "" {
+				t.Errorf("outcome (-want +got):\n%s\noutput:\n%s", diff, out)
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -121,7 +122,7 @@ func (w *Watcher) Wait(ctx context.Context) (Outcome, error) {
 
 	ticker := w.Clock.NewTicker(w.Interval)
 	defer ticker.Stop()
-	last := ""
+	last, lastHeld := "", ""
 	var since time.Time
 	for {
 		select {
@@ -135,9 +136,12 @@ func (w *Watcher) Wait(ctx context.Context) (Outcome, error) {
 				return Outcome{}, fatal
 			}
 		case <-ticker.C():
+			w.mu.Lock()
+			pod := w.pod
+			w.mu.Unlock()
 			if last != "" {
 				fmt.Fprintf(w.Out, "drover: %s/%s: status: %s for %s%s\n", w.Namespace, w.Pod, last,
-					w.Clock.Since(since).Round(time.Second), w.executors(lister))
+					w.Clock.Since(since).Round(time.Second), executorsLine(lister, pod, false))
 			}
 			continue
 		}
@@ -151,11 +155,17 @@ func (w *Watcher) Wait(ctx context.Context) (Outcome, error) {
 		if deleted {
 			state = "deleted (was " + state + ")"
 		}
-		if state != last {
-			last, since = state, w.Clock.Now()
-			fmt.Fprintf(w.Out, "drover: %s/%s: %s%s\n", w.Namespace, w.Pod, state, w.executors(lister))
+		out, done := outcomeOf(pod, w.Container, deleted)
+		// A new cap on the executors (or its end) is news too.
+		held := heldBack(pod, done)
+		if state != last || held != lastHeld {
+			if state != last {
+				last, since = state, w.Clock.Now()
+			}
+			lastHeld = held
+			fmt.Fprintf(w.Out, "drover: %s/%s: %s%s\n", w.Namespace, w.Pod, state, executorsLine(lister, pod, done))
 		}
-		if out, done := outcomeOf(pod, w.Container, deleted); done {
+		if done {
 			if !out.Succeeded() && out.Message == "" && !deleted {
 				out.Message = w.logTail(context.WithoutCancel(ctx))
 			}
@@ -164,13 +174,23 @@ func (w *Watcher) Wait(ctx context.Context) (Outcome, error) {
 	}
 }
 
-// executors counts the application's executor pods for a status line.
-func (w *Watcher) executors(lister interface {
+// podLister lists the application's pods from the informer's cache.
+type podLister interface {
 	List(labels.Selector) ([]*corev1.Pod, error)
-}) string {
+}
+
+// executorsLine is the executor part of a line about driver pod driver
+// (nil before it is seen): "; executors: 2 running, 0 pending[, 1 ended]"
+// and, while a cap holds executors back, what the driver says holds them
+// ("4 held back by ResourceQuota pods3", its annotation
+// podspec.AnnotationExecutorsHeld). Once the driver ended (final), its
+// executors work for nobody: pods not yet ended are "stopping" (the driver
+// deleted them, or they exit as their driver is gone; garbage collection
+// removes those of a deleted driver pod), and nothing else is said.
+func executorsLine(lister podLister, driver *corev1.Pod, final bool) string {
 	pods, err := lister.List(labels.SelectorFromSet(labels.Set{snapshot.LabelRole: snapshot.RoleExecutor}))
-	if err != nil || len(pods) == 0 {
-		return ""
+	if err != nil {
+		pods = nil
 	}
 	var running, pending, ended int
 	for _, p := range pods {
@@ -183,11 +203,35 @@ func (w *Watcher) executors(lister interface {
 			ended++
 		}
 	}
+	if final {
+		if live := running + pending; live > 0 {
+			return fmt.Sprintf("; executors: %d stopping", live)
+		}
+		return ""
+	}
+	held := heldBack(driver, false)
+	if len(pods) == 0 && held == "" {
+		return ""
+	}
 	s := fmt.Sprintf("; executors: %d running, %d pending", running, pending)
 	if ended > 0 {
 		s += fmt.Sprintf(", %d ended", ended)
 	}
+	if held != "" {
+		s += ", " + held
+	}
 	return s
+}
+
+// heldBack is what holds the executors of a running driver back, from its
+// pod's annotation; "" when nothing does, and once the driver ended or its
+// pod is being deleted (it asks for no executor any more, and the
+// annotation may outlive the cap).
+func heldBack(driver *corev1.Pod, final bool) string {
+	if driver == nil || final || driver.DeletionTimestamp != nil {
+		return ""
+	}
+	return firstLine(driver.Annotations[podspec.AnnotationExecutorsHeld])
 }
 
 // logTail is the end of the driver container's log, for a failure
@@ -204,8 +248,14 @@ func (w *Watcher) logTail(ctx context.Context) string {
 	return strings.TrimSpace(string(b))
 }
 
-// outcomeOf says whether pod ended and how.
+// outcomeOf says whether pod ended and how. A driver that failed while
+// its pod was being deleted failed because of the deletion (SIGTERM, or
+// SIGKILL after the grace period: the kubelet reports its exit before it
+// removes the object), and that is the cause to name, not its exit code.
 func outcomeOf(pod *corev1.Pod, container string, deleted bool) (Outcome, bool) {
+	if pod.DeletionTimestamp != nil && pod.Status.Phase == corev1.PodFailed {
+		deleted = true
+	}
 	out := Outcome{Phase: pod.Status.Phase, Deleted: deleted, ExitCode: -1}
 	if t := terminated(pod, container); t != nil {
 		out.ExitCode, out.Reason, out.Message = int(t.ExitCode), t.Reason, strings.TrimSpace(t.Message)
