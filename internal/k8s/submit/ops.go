@@ -18,6 +18,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
+	"github.com/drover-project/drover/internal/logging"
 )
 
 // ID is a parsed submission id: namespace:name, or name alone (in the
@@ -258,7 +259,7 @@ func FormatStatus(p *corev1.Pod) string {
 		s += "\tstarted " + st.UTC().Format(time.RFC3339)
 	}
 	if out, done := outcomeOf(p, podspec.DriverContainerName, false); done && out.Message != "" {
-		s += "\n\t" + strings.ReplaceAll(lastLines(out.Message, 5), "\n", "\n\t")
+		s += "\n\t" + strings.ReplaceAll(logging.Tail(out.Message, 5), "\n", "\n\t")
 	}
 	return s
 }
@@ -549,13 +550,4 @@ func authSecret(a *App) string {
 		}
 	}
 	return ""
-}
-
-// lastLines is the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
