@@ -5,7 +5,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-bin="$(./hack/build-testbin.sh | tail -1)"
+bin="$(./hack/build-testbin.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubectl | tail -1)"
 kubectl="$bin/kubectl"
 echo "drover: building the drover CLI and examples/wordcount"
 go build -o bin/drover ./cmd/drover
