@@ -516,11 +516,11 @@ func TestClusterModeExecutorTemplate(t *testing.T) {
 	}
 }
 
-// TestClientModeDriverKilled SIGKILLs a client-mode driver on the real
+// TestChaosClientModeDriverKilled SIGKILLs a client-mode driver on the real
 // control plane: its executors end by themselves, status reports the
 // driver gone (and exits 1), and kill removes the executor pods and the
 // config map, leaving nothing labelled with the application id.
-func TestClientModeDriverKilled(t *testing.T) {
+func TestChaosClientModeDriverKilled(t *testing.T) {
 	env := cluster.Env(t)
 	binaries(t)
 	ns := restrictedNamespace(t, env)
