@@ -58,7 +58,7 @@ import (
 // latency (1 s + up to 5 s) instead of "fast". Without the Kubernetes
 // test binaries they skip, unless CI=true.
 var scaleEnv = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true,
-	KwokNodes: kwokNodesFor(scaleN()), KwokStages: os.Getenv("DROVER_SCALE_STAGES")}}
+	KwokNodes: kwokNodesFor(scaleN()), KwokStages: os.Getenv("DROVER_SCALE_STAGES"), AuditPodCreates: true}}
 
 // kwokNodesFor is how many kwok nodes hold n executor pods with room to
 // spare (each takes 250 pods): at least 6, so the other tests' pods fit.
@@ -156,7 +156,7 @@ func formatCounts(m map[string]int) string {
 // /metrics for the given resources, summed by "VERB resource[/subresource]".
 // It counts every client of the control plane (the driver, kube-scheduler's
 // bindings, kwok's status updates, the controller manager).
-func apiserverRequests(b *testing.B, env *testenv.Env, resources ...string) map[string]int {
+func apiserverRequests(b testing.TB, env *testenv.Env, resources ...string) map[string]int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	raw, err := env.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
@@ -223,7 +223,7 @@ type podWatcher struct {
 	unschedulable string // the scheduler's last Unschedulable message
 }
 
-func watchPods(b *testing.B, env *testenv.Env, ns string, onRunning func(*corev1.Pod)) *podWatcher {
+func watchPods(b testing.TB, env *testenv.Env, ns string, onRunning func(*corev1.Pod)) *podWatcher {
 	w := &podWatcher{stop: make(chan struct{})}
 	f := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(ns))
 	inf := f.Core().V1().Pods().Informer()
@@ -272,7 +272,7 @@ func watchPods(b *testing.B, env *testenv.Env, ns string, onRunning func(*corev1
 // progress logs every 30 s how far the run is, so a run that stalls says
 // why (an Unschedulable pod names the missing resource) instead of hanging
 // silently until the test binary's timeout.
-func (w *podWatcher) progress(b *testing.B) (stop func()) {
+func (w *podWatcher) progress(b testing.TB) (stop func()) {
 	done := make(chan struct{})
 	start := time.Now()
 	go func() {
@@ -295,7 +295,7 @@ func (w *podWatcher) progress(b *testing.B) (stop func()) {
 	return func() { once.Do(func() { close(done) }) }
 }
 
-func kwokTemplate(b *testing.B) string {
+func kwokTemplate(b testing.TB) string {
 	path := b.TempDir() + "/kwok-template.yaml"
 	tmpl := fmt.Sprintf(`apiVersion: v1
 kind: Pod
@@ -317,10 +317,16 @@ spec:
 // scaleRun is one application's figures.
 type scaleRun struct {
 	driverResult
-	peakPending int64
-	apiserver   map[string]int // apiserver_request_total during the ramp-up
-	cpu         time.Duration  // the driver process's CPU time over its life
-	peakRSS     int64          // the driver process's peak resident set, bytes
+	// podCreates counts the executor pods the API server stored for the
+	// driver (its audit log), created their names; podCreatesRefused the
+	// other create requests (a resend answered AlreadyExists, a quota).
+	podCreates, podCreatesRefused int
+	created                       []string
+	stderr                        string // the driver's log
+	peakPending                   int64
+	apiserver                     map[string]int // apiserver_request_total during the ramp-up
+	cpu                           time.Duration  // the driver process's CPU time over its life
+	peakRSS                       int64          // the driver process's peak resident set, bytes
 }
 
 func benchmarkAllocation(b *testing.B, policy string) {
@@ -329,7 +335,7 @@ func benchmarkAllocation(b *testing.B, policy string) {
 	hold := scaleHold()
 	var runs []scaleRun
 	for b.Loop() {
-		runs = append(runs, allocationRun(b, env, policy, n, hold))
+		runs = append(runs, allocationRun(b, env, allocation{policy: policy, n: n, hold: hold}))
 	}
 	var total, cpuReady, cpu time.Duration
 	var peak, lists, rss int64
@@ -352,6 +358,7 @@ func benchmarkAllocation(b *testing.B, policy string) {
 	b.ReportMetric(cpuReady.Seconds()/k, "driver-cpu-s-to-registered")
 	b.ReportMetric(cpu.Seconds()/k, "driver-cpu-s")
 	b.ReportMetric(float64(rss)/(1<<20), "driver-peak-rss-MiB")
+	b.ReportMetric(float64(runs[len(runs)-1].podCreates), "pod-creates")
 }
 
 // The driver runs in a process of its own (this test binary started again
@@ -364,6 +371,9 @@ type driverParams struct {
 	Namespace, Policy, APIServer, Template string
 	N                                      int
 	Hold                                   time.Duration
+	// LogInfo writes the driver's info log to its stderr (the fault tests
+	// read it); benchmarks keep the driver silent.
+	LogInfo bool
 }
 
 // driverResult is what the driver process reports on its last line.
@@ -401,6 +411,9 @@ func driverMain(raw string) error {
 		}
 	}
 	log := slog.New(slog.DiscardHandler)
+	if p.LogInfo {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	if os.Getenv("DROVER_SCALE_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -498,12 +511,29 @@ func cpuTime(who int) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// allocation is one allocationRun.
+type allocation struct {
+	policy string
+	n      int
+	hold   time.Duration
+	// fault, if set, runs on its own goroutine once the driver started,
+	// with the watcher of the namespace's pods: it strikes while the
+	// driver allocates or holds (a fault test; the driver then logs).
+	fault func(w *podWatcher)
+	// relists allows the driver to list again (after an API server
+	// outage, its watch must).
+	relists bool
+}
+
 // allocationRun starts a driver process for policy and, for each of its
-// pods that runs, an executor simulated here that registers with it.
-func allocationRun(b *testing.B, env *testenv.Env, policy string, n int, hold time.Duration) scaleRun {
+// pods that runs, an executor simulated here that registers with it. The
+// driver must create exactly n pods, as the API server's audit log counts
+// them.
+func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
+	policy, n, hold := a.policy, a.n, a.hold
 	ns := env.NewNamespace(b)
 	params, err := json.Marshal(driverParams{Namespace: ns, Policy: policy, APIServer: env.URL,
-		Template: kwokTemplate(b), N: n, Hold: hold})
+		Template: kwokTemplate(b), N: n, Hold: hold, LogInfo: a.fault != nil})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -555,6 +585,12 @@ func allocationRun(b *testing.B, env *testenv.Env, policy string, n int, hold ti
 		b.Fatalf("%s; the driver's output:\n%s", fmt.Sprintf(format, args...), tail(stderr.Bytes()))
 	}
 	var r scaleRun
+	faultDone := make(chan struct{})
+	if a.fault != nil {
+		go func() { defer close(faultDone); a.fault(watcher) }()
+	} else {
+		close(faultDone)
+	}
 	for lines.Scan() {
 		word, rest, _ := strings.Cut(lines.Text(), " ")
 		switch word {
@@ -573,8 +609,10 @@ func allocationRun(b *testing.B, env *testenv.Env, policy string, n int, hold ti
 	if err := cmd.Wait(); err != nil {
 		failed("the driver process: %v", err)
 	}
+	<-faultDone
 	stopExecs()
 	execs.Wait()
+	r.stderr = stderr.String()
 	if r.Driver == nil {
 		failed("the driver reported no result")
 	}
@@ -585,8 +623,26 @@ func allocationRun(b *testing.B, env *testenv.Env, policy string, n int, hold ti
 	if r.Registered < n {
 		b.Fatalf("%d of %d executors registered", r.Registered, n)
 	}
-	if r.ListsAfter > 0 {
+	if r.ListsAfter > 0 && !a.relists {
 		b.Errorf("the driver listed pods %d times after its informer synced", r.ListsAfter)
+	}
+	creates, err := env.PodCreates("drover-driver/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range creates {
+		if c.Namespace != ns {
+			continue
+		}
+		if c.Code == http.StatusCreated {
+			r.podCreates++
+			r.created = append(r.created, c.Name)
+		} else {
+			r.podCreatesRefused++
+		}
+	}
+	if r.podCreates != n {
+		b.Errorf("the driver created %d executor pods for %d executors (audit log); want exactly %d", r.podCreates, n, n)
 	}
 	if r.HoldWrites > 0 {
 		b.Errorf("the driver wrote %d times while the application idled", r.HoldWrites)
