@@ -1,0 +1,245 @@
+package coarse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/pb"
+	"github.com/drover-project/drover/internal/scheduler"
+)
+
+// The control stream of one executor: registration, launches, statuses and
+// the results fetched from it.
+
+// Control serves one executor's control stream.
+func (b *Backend) Control(stream pb.Driver_ControlServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	reg := first.GetRegister()
+	if reg == nil {
+		return status.Error(codes.InvalidArgument, "the first message on the control stream must be Register")
+	}
+	ex, err := b.register(reg)
+	if err != nil {
+		b.log.Warn("executor registration refused", "executor", reg.GetExecutorId(), "err", err)
+		return err
+	}
+	if err := stream.Send(&pb.DriverMessage{Msg: &pb.DriverMessage_Registered{Registered: &pb.Registered{Conf: b.opts.Conf}}}); err != nil {
+		b.disconnected(ex, err)
+		return err
+	}
+	b.log.Info("executor registered", "executor", ex.ID, "address", ex.Address, "cores", ex.TotalCores, "pod", ex.PodName)
+	b.changed()
+
+	sendDone := make(chan error, 1)
+	go func() { sendDone <- b.sendLoop(stream, ex) }()
+	b.makeOffers(ex.ID)
+
+	recvErr := b.receiveLoop(stream, ex)
+	ex.out.close()
+	select {
+	case <-sendDone:
+	case <-time.After(time.Second):
+	}
+	b.disconnected(ex, recvErr)
+	return nil
+}
+
+func (b *Backend) register(reg *pb.Register) (*executorData, error) {
+	id := reg.GetExecutorId()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.stopped:
+		return nil, status.Error(codes.FailedPrecondition, "the application is shutting down")
+	case reg.GetAppId() != b.opts.AppID:
+		return nil, status.Errorf(codes.PermissionDenied, "executor belongs to application %q, not %q", reg.GetAppId(), b.opts.AppID)
+	case id == "":
+		return nil, status.Error(codes.InvalidArgument, "empty executor id")
+	case b.excluded[id]:
+		return nil, status.Errorf(codes.FailedPrecondition, "executor %s was removed and may not register again", id)
+	case b.executors[id] != nil:
+		return nil, status.Errorf(codes.AlreadyExists, "executor %s is already registered", id)
+	case reg.GetCores() < 1:
+		return nil, status.Errorf(codes.InvalidArgument, "executor %s offers %d cores", id, reg.GetCores())
+	}
+	if b.opts.Admit != nil {
+		if err := b.opts.Admit(id, reg.GetPodName()); err != nil {
+			b.excluded[id] = true
+			return nil, status.Errorf(codes.FailedPrecondition, "executor %s refused: %v", id, err)
+		}
+	}
+	ex := &executorData{
+		ExecutorInfo: ExecutorInfo{
+			ID:         id,
+			Address:    reg.GetAddress(),
+			PodName:    reg.GetPodName(),
+			TotalCores: int(reg.GetCores()),
+			FreeCores:  int(reg.GetCores()),
+		},
+		out: newOutbox(),
+	}
+	ex.registeredAt = b.opts.Clock.Now()
+	ex.lastSeen.Store(ex.registeredAt.UnixNano())
+	b.executors[id] = ex
+	b.totalCores += ex.TotalCores
+	close(b.registered)
+	b.registered = make(chan struct{})
+	return ex, nil
+}
+
+func (b *Backend) sendLoop(stream pb.Driver_ControlServer, ex *executorData) error {
+	for range ex.out.notify {
+		for _, m := range ex.out.take() {
+			if err := stream.Send(m); err != nil {
+				return err
+			}
+		}
+	}
+	for _, m := range ex.out.take() {
+		if err := stream.Send(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Backend) receiveLoop(stream pb.Driver_ControlServer, ex *executorData) error {
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		ex.lastSeen.Store(b.opts.Clock.Now().UnixNano())
+		switch m := msg.GetMsg().(type) {
+		case *pb.ExecutorMessage_Status:
+			b.statusUpdate(ex, m.Status.GetStatuses())
+		case *pb.ExecutorMessage_Heartbeat:
+			b.mu.Lock()
+			known := b.executors[ex.ID] == ex
+			b.mu.Unlock()
+			ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_HeartbeatAck{HeartbeatAck: &pb.HeartbeatAck{Reregister: !known}}})
+		case *pb.ExecutorMessage_Decommission:
+			b.log.Info("executor decommissioning", "executor", ex.ID, "reason", m.Decommission.GetReason())
+			b.mu.Lock()
+			ex.decommissioning = true
+			b.mu.Unlock()
+		}
+	}
+}
+
+func (b *Backend) statusUpdate(ex *executorData, statuses []*pb.TaskStatus) {
+	out := make([]scheduler.Status, 0, len(statuses))
+	terminal := 0
+	for _, s := range statuses {
+		st := fromProto(ex.ID, s)
+		b.log.Debug("task status", "executor", ex.ID, "task", st.TaskID, "state", st.State.String(), "err", st.Err)
+		if st.State == scheduler.Running {
+			continue
+		}
+		terminal++
+		if s.GetIndirect() && st.State == scheduler.Finished {
+			size := s.GetResultSize()
+			b.goTracked(func(ctx context.Context) { b.fetchResult(ctx, ex, st, size) })
+			continue
+		}
+		out = append(out, st)
+	}
+	if terminal > 0 {
+		b.mu.Lock()
+		if b.executors[ex.ID] == ex {
+			ex.FreeCores += terminal * b.sched.CPUsPerTask()
+		}
+		b.mu.Unlock()
+	}
+	b.sched.StatusUpdates(out)
+	b.makeOffers(ex.ID)
+}
+
+func fromProto(executorID string, s *pb.TaskStatus) scheduler.Status {
+	st := scheduler.Status{
+		TaskID:     s.GetTaskId(),
+		ExecutorID: executorID,
+		Result:     s.GetResult(),
+		Err:        s.GetError(),
+		Stack:      s.GetStack(),
+		Panicked:   s.GetPanicked(),
+		Duration:   time.Duration(s.GetDurationNanos()),
+	}
+	if ff := s.GetFetchFailure(); ff != nil {
+		st.FetchFailed = &scheduler.FetchFailedError{ShuffleID: int(ff.GetShuffleId()), MapID: int(ff.GetMapId()),
+			ExecutorID: ff.GetExecutorId(), Address: ff.GetAddress(), Message: ff.GetMessage()}
+	}
+	switch s.GetState() {
+	case pb.TaskState_TASK_STATE_FINISHED:
+		st.State = scheduler.Finished
+	case pb.TaskState_TASK_STATE_FAILED:
+		st.State = scheduler.Failed
+	case pb.TaskState_TASK_STATE_KILLED:
+		st.State = scheduler.Killed
+	default:
+		st.State = scheduler.Running
+	}
+	return st
+}
+
+// fetchResult pulls a result the executor kept because it was too large for
+// the control stream, then reports the task.
+func (b *Backend) fetchResult(ctx context.Context, ex *executorData, st scheduler.Status, size int64) {
+	data, err := b.fetch(ctx, ex, st.TaskID, size)
+	if err != nil {
+		st.State, st.Err = scheduler.Failed, fmt.Sprintf("fetching the task's result from executor %s: %v", ex.ID, err)
+	} else {
+		st.Result = data
+	}
+	b.sched.StatusUpdates([]scheduler.Status{st})
+}
+
+func (b *Backend) fetch(ctx context.Context, ex *executorData, taskID, size int64) ([]byte, error) {
+	b.mu.Lock()
+	conn := ex.fetchConn
+	if conn == nil {
+		var err error
+		conn, err = grpc.NewClient(ex.Address, rpc.DialOptions(b.opts.Auth)...)
+		if err != nil {
+			b.mu.Unlock()
+			return nil, err
+		}
+		ex.fetchConn = conn
+	}
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, b.opts.NetworkTimeout)
+	defer cancel()
+	stream, err := pb.NewExecutorClient(conn).FetchResult(ctx, &pb.FetchResultRequest{TaskId: taskID})
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, 0, size)
+	for {
+		c, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		data = append(data, c.GetData()...)
+	}
+	if int64(len(data)) != size {
+		return nil, fmt.Errorf("got %d bytes of a %d-byte result", len(data), size)
+	}
+	return data, nil
+}

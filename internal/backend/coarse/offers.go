@@ -1,0 +1,130 @@
+package coarse
+
+import (
+	"github.com/drover-project/drover/internal/rpc/pb"
+	"github.com/drover-project/drover/internal/scheduler"
+)
+
+// Offers: the scheduler's task launches onto the executors' free cores.
+
+// ReviveOffers makes offers for every executor's free cores soon.
+func (b *Backend) ReviveOffers() {
+	select {
+	case b.revive <- struct{}{}:
+	default:
+	}
+}
+
+func (b *Backend) reviveLoop() {
+	for {
+		select {
+		case <-b.stopCh:
+			return
+		case <-b.revive:
+			b.makeOffers("")
+		}
+	}
+}
+
+// makeOffers offers the free cores of one executor, or of all when id is
+// empty, and sends the resulting launches.
+func (b *Backend) makeOffers(id string) {
+	cpus := b.sched.CPUsPerTask()
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		return
+	}
+	extra := b.prefetchLocked()
+	var offers []scheduler.Offer
+	add := func(ex *executorData) {
+		if n := ex.FreeCores + extra*ex.TotalCores; !ex.disabled && !ex.decommissioning && n >= cpus {
+			offers = append(offers, scheduler.Offer{ExecutorID: ex.ID, Cores: n})
+		}
+	}
+	if id != "" {
+		if ex := b.executors[id]; ex != nil {
+			add(ex)
+		}
+	} else {
+		for _, ex := range b.executors {
+			add(ex)
+		}
+	}
+	if len(offers) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	tasks := b.sched.ResourceOffers(offers)
+	batches := map[*executorData]*pb.LaunchBatch{}
+	for i := range tasks {
+		t := &tasks[i]
+		ex := b.executors[t.ExecutorID]
+		ex.FreeCores -= t.CPUs
+		lb := batches[ex]
+		if lb == nil {
+			lb = &pb.LaunchBatch{}
+			batches[ex] = lb
+		}
+		lb.Tasks = append(lb.Tasks, &pb.TaskDescription{
+			TaskId:       t.TaskID,
+			JobId:        t.JobID,
+			StageId:      int32(t.StageID),
+			StageAttempt: int32(t.StageAttempt),
+			Partition:    int32(t.Partition),
+			Attempt:      int32(t.Attempt),
+			Func:         t.Func,
+			Payload:      t.Payload,
+			Cpus:         int32(t.CPUs),
+		})
+	}
+	b.mu.Unlock()
+	for ex, lb := range batches {
+		ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_Launch{Launch: lb}})
+	}
+}
+
+// prefetchLocked is how many tasks per core to queue ahead of free cores:
+// Options.Prefetch while more tasks wait than all executors have free cores
+// (every executor will be busy anyway, so queueing cannot starve one), else
+// none, so a short job spreads over every executor.
+func (b *Backend) prefetchLocked() int {
+	if b.opts.Prefetch <= 0 {
+		return 0
+	}
+	free := 0
+	for _, ex := range b.executors {
+		if !ex.disabled && !ex.decommissioning && ex.FreeCores > 0 {
+			free += ex.FreeCores
+		}
+	}
+	if b.sched.PendingTasks() <= free {
+		return 0
+	}
+	return b.opts.Prefetch
+}
+
+// KillTask asks an executor to stop a task.
+func (b *Backend) KillTask(taskID int64, executorID, reason string) {
+	b.mu.Lock()
+	ex := b.executors[executorID]
+	b.mu.Unlock()
+	if ex != nil {
+		ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_Kill{Kill: &pb.KillTask{TaskId: taskID, Reason: reason}}})
+	}
+}
+
+// RemoveShuffles tells every executor to delete its map outputs of the
+// given shuffles. Executors without any ignore it; it costs one small
+// message each, as Spark's broadcast to every block manager does.
+func (b *Backend) RemoveShuffles(ids []int) {
+	msg := &pb.RemoveShuffles{ShuffleIds: make([]int64, len(ids))}
+	for i, id := range ids {
+		msg.ShuffleIds[i] = int64(id)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ex := range b.executors {
+		ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_RemoveShuffles{RemoveShuffles: msg}})
+	}
+}
