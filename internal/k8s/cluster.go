@@ -71,10 +71,7 @@ type Cluster struct {
 	stopping bool
 	tracked  sync.WaitGroup // goTracked's goroutines
 	waiters  map[string][]chan scheduler.LossReason
-	// removedByLifecycle marks executors the lifecycle manager removed:
-	// their pods are already being handled.
-	removedByLifecycle map[string]bool
-	created            []string // names of the config map and secret created, for Stop
+	created  []string // names of the config map and secret created, for Stop
 }
 
 var (
@@ -115,14 +112,13 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 		deps.Clock = clock.RealClock{}
 	}
 	c := &Cluster{
-		app:                app,
-		conf:               app.Conf,
-		log:                app.Logger,
-		clock:              deps.Clock,
-		ns:                 config.KubernetesNamespace.Get(app.Conf),
-		dirty:              make(chan struct{}, 1),
-		waiters:            map[string][]chan scheduler.LossReason{},
-		removedByLifecycle: map[string]bool{},
+		app:     app,
+		conf:    app.Conf,
+		log:     app.Logger,
+		clock:   deps.Clock,
+		ns:      config.KubernetesNamespace.Get(app.Conf),
+		dirty:   make(chan struct{}, 1),
+		waiters: map[string][]chan scheduler.LossReason{},
 	}
 	initial, err := dynalloc.InitialExecutors(app.Conf)
 	if err != nil {

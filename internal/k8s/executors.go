@@ -79,23 +79,32 @@ func (c *Cluster) ExitReason(ctx context.Context, id string) (scheduler.LossReas
 	}
 }
 
-// ExecutorRemoved deletes the pod of an executor the driver dropped for its
-// own reasons (killed, heartbeat timeout); the lifecycle manager handles
-// pods of executors it removed itself.
-func (c *Cluster) ExecutorRemoved(id string, reason scheduler.LossReason) {
-	c.mu.Lock()
-	byLifecycle := c.removedByLifecycle[id]
-	c.mu.Unlock()
+// ExecutorLost deletes the pod of an executor the backend dropped on its
+// own: its connection ended and no pod event named a cause in time, or its
+// heartbeats stopped. Executors the lifecycle manager removed (it saw their
+// pods end) never come back here: removal flows one way.
+func (c *Cluster) ExecutorLost(id string, reason scheduler.LossReason) {
 	n, err := strconv.ParseInt(id, 10, 64)
-	life := c.life()
-	if byLifecycle || err != nil || life == nil {
+	if err != nil {
 		return
 	}
 	// An executor decommissions itself on SIGTERM: its pod is being
 	// deleted by someone else, whose cause the lifecycle manager names.
-	if reason.Message != coarse.Decommissioned {
+	c.deleteExecutorPod(n, reason.Message != coarse.Decommissioned)
+}
+
+// deleteExecutorPod deletes an executor's pod in the background; byDriver
+// tells the lifecycle manager first, so the pod's end reads as the driver's
+// doing and is not counted as a failure.
+func (c *Cluster) deleteExecutorPod(n int64, byDriver bool) {
+	life := c.life()
+	if life == nil {
+		return
+	}
+	if byDriver {
 		life.KilledByDriver(n)
 	}
+	id := strconv.FormatInt(n, 10)
 	// Stop deletes every executor pod anyway: a deletion cut short by it
 	// loses nothing.
 	c.goTracked(func(ctx context.Context) {
@@ -128,10 +137,15 @@ func (c *Cluster) RequestTotalExecutors(total int) error {
 	return nil
 }
 
-// KillExecutors removes executors from the driver and deletes their pods;
+// KillExecutors deletes executors' pods and removes them from the driver;
 // they may not register again.
 func (c *Cluster) KillExecutors(ids []string) error {
 	for _, id := range ids {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil {
+			return fmt.Errorf("killing executor %q: its id is not a number", id)
+		}
+		c.deleteExecutorPod(n, true)
 		c.backend.RemoveExecutor(id, scheduler.LossReason{Message: "executor killed by the driver"})
 	}
 	return nil
@@ -201,17 +215,19 @@ func (a *applier) Registered() map[int64]time.Time {
 	return out
 }
 
+// RemoveExecutor removes an executor whose pod the lifecycle manager saw
+// end, then answers the backend's ExitReason waits: by then the executor is
+// gone from the backend, which therefore reports nothing back.
 func (a *applier) RemoveExecutor(id int64, r scheduler.LossReason) {
 	sid := strconv.FormatInt(id, 10)
+	a.c.backend.RemoveExecutor(sid, r)
 	a.c.mu.Lock()
-	a.c.removedByLifecycle[sid] = true
 	waiters := a.c.waiters[sid]
 	delete(a.c.waiters, sid)
 	a.c.mu.Unlock()
 	for _, w := range waiters {
 		w <- r
 	}
-	a.c.backend.RemoveExecutor(sid, r)
 }
 
 func (a *applier) DeletePod(ctx context.Context, name string) error {

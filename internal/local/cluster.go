@@ -177,9 +177,9 @@ func (c *Cluster) ExitReason(ctx context.Context, id string) (scheduler.LossReas
 	}
 }
 
-// ExecutorRemoved kills the process if it still runs and replaces the
+// ExecutorLost kills the process if it still runs and replaces the
 // executor while the application wants more than it has.
-func (c *Cluster) ExecutorRemoved(id string, reason scheduler.LossReason) {
+func (c *Cluster) ExecutorLost(id string, reason scheduler.LossReason) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.procs[id]

@@ -82,9 +82,12 @@ type ClusterManager interface {
 	// ExitReason blocks until the cluster manager knows why an executor's
 	// connection ended (its process exited, its pod failed) or ctx ends.
 	ExitReason(ctx context.Context, executorID string) (scheduler.LossReason, bool)
-	// ExecutorRemoved tells the cluster manager the driver stopped using an
-	// executor, so it can release or replace it.
-	ExecutorRemoved(executorID string, reason scheduler.LossReason)
+	// ExecutorLost tells the cluster manager the backend dropped an
+	// executor on its own (its connection ended, its heartbeats stopped),
+	// so it ends and replaces the process or pod. Removals the cluster
+	// manager asks for with RemoveExecutor are never echoed back: removal
+	// flows one way.
+	ExecutorLost(executorID string, reason scheduler.LossReason)
 }
 
 // ExecutorInfo describes a registered executor.

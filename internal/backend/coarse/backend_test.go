@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -429,3 +431,80 @@ func TestDecommissionFinishesRunningTasks(t *testing.T) {
 // TestMain fails the package when a goroutine a backend started outlives
 // its Stop.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recordingCluster is a cluster manager that answers ExitReason when told
+// and records ExecutorLost.
+type recordingCluster struct {
+	mu     sync.Mutex
+	lost   []string
+	reason chan scheduler.LossReason
+}
+
+func (c *recordingCluster) ExitReason(ctx context.Context, _ string) (scheduler.LossReason, bool) {
+	select {
+	case r := <-c.reason:
+		return r, true
+	case <-ctx.Done():
+		return scheduler.LossReason{}, false
+	}
+}
+
+func (c *recordingCluster) ExecutorLost(id string, _ scheduler.LossReason) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lost = append(c.lost, id)
+}
+
+// executor returns a registered executor's record.
+func (h *harness) executor(id string) *executorData {
+	h.b.mu.Lock()
+	defer h.b.mu.Unlock()
+	return h.b.executors[id]
+}
+
+func (c *recordingCluster) lostIDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.lost)
+}
+
+// Removal flows one way: what the cluster manager removes is never
+// reported back to it; what the backend finds gone by itself is, once.
+func TestRemovalFlowsOneWay(t *testing.T) {
+	cl := &recordingCluster{reason: make(chan scheduler.LossReason)}
+	s := scheduler.New(scheduler.Options{MaxFailures: 4})
+	b := New(s, cl, Options{AppID: appID, Logger: quiet})
+	s.SetBackend(b)
+	if err := b.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Stop(context.Background()) })
+	h := &harness{sched: s, b: b}
+
+	// 1: the cluster manager removes a registered executor.
+	startExecutor(t, h, "1", 1, rpc.Auth{})
+	waitFor(t, "registration of 1", func() bool { return len(b.Executors()) == 1 })
+	b.RemoveExecutor("1", scheduler.LossReason{Message: "pod ended"})
+
+	// 2: an executor's connection ends; while the backend waits for the
+	// exit reason, the cluster manager removes it (it saw the pod end),
+	// then answers. (Cancelling an in-process executor decommissions it, so
+	// the abrupt end of a connection is driven through disconnected.)
+	startExecutor(t, h, "2", 1, rpc.Auth{})
+	waitFor(t, "registration of 2", func() bool { return slices.Contains(b.ExecutorIDs(), "2") })
+	b.disconnected(h.executor("2"), io.ErrUnexpectedEOF)
+	b.RemoveExecutor("2", scheduler.LossReason{Message: "pod failed"})
+	cl.reason <- scheduler.LossReason{Message: "pod failed"}
+
+	// 3: an executor's connection ends and the backend drops it itself,
+	// so it tells the cluster manager.
+	startExecutor(t, h, "3", 1, rpc.Auth{})
+	waitFor(t, "registration of 3", func() bool { return slices.Contains(b.ExecutorIDs(), "3") })
+	b.disconnected(h.executor("3"), io.ErrUnexpectedEOF)
+	cl.reason <- scheduler.LossReason{Message: "exited"}
+	waitFor(t, "executor 3 dropped", func() bool { return len(b.Executors()) == 0 })
+	time.Sleep(50 * time.Millisecond)
+	if diff := cmp.Diff([]string{"3"}, cl.lostIDs()); diff != "" {
+		t.Errorf("executors reported lost to the cluster manager (-want +got):\n%s", diff)
+	}
+}

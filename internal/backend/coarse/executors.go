@@ -38,7 +38,7 @@ func (b *Backend) disconnected(ex *executorData, err error) {
 		reason = scheduler.LossReason{Message: Decommissioned}
 	}
 	if b.cluster == nil || decom {
-		b.RemoveExecutor(ex.ID, reason)
+		b.lose(ex.ID, reason)
 		return
 	}
 	b.goTracked(func(ctx context.Context) {
@@ -47,7 +47,7 @@ func (b *Backend) disconnected(ex *executorData, err error) {
 		if r, ok := b.cluster.ExitReason(ctx, ex.ID); ok {
 			reason = r
 		}
-		b.RemoveExecutor(ex.ID, reason)
+		b.lose(ex.ID, reason)
 	})
 }
 
@@ -56,8 +56,21 @@ func (b *Backend) disconnected(ex *executorData, err error) {
 const exitReasonWait = 10 * time.Second
 
 // RemoveExecutor forgets an executor, resubmits its running tasks and keeps
-// it from registering again.
-func (b *Backend) RemoveExecutor(id string, reason scheduler.LossReason) {
+// it from registering again. Cluster managers call it for removals they
+// decided (a pod that ended, a kill); the backend does not call them back.
+func (b *Backend) RemoveExecutor(id string, reason scheduler.LossReason) { b.remove(id, reason) }
+
+// lose removes an executor the backend found gone by itself and, if it was
+// still registered, tells the cluster manager (ExecutorLost). One the
+// cluster manager removed first (it saw the pod end) is not reported back.
+func (b *Backend) lose(id string, reason scheduler.LossReason) {
+	if b.remove(id, reason) && b.cluster != nil {
+		b.cluster.ExecutorLost(id, reason)
+	}
+}
+
+// remove forgets an executor and reports whether it was registered.
+func (b *Backend) remove(id string, reason scheduler.LossReason) bool {
 	b.mu.Lock()
 	ex := b.executors[id]
 	b.excluded[id] = true
@@ -72,14 +85,12 @@ func (b *Backend) RemoveExecutor(id string, reason scheduler.LossReason) {
 	}
 	b.mu.Unlock()
 	if ex == nil {
-		return
+		return false
 	}
 	b.log.Info("executor removed", "executor", id, "reason", reason.String(), "caused_by_app", reason.CausedByApp)
 	b.changed()
 	b.sched.ExecutorLost(id, reason)
-	if b.cluster != nil {
-		b.cluster.ExecutorRemoved(id, reason)
-	}
+	return true
 }
 
 func (b *Backend) changed() {
@@ -122,7 +133,7 @@ func (b *Backend) ExpireDeadExecutors() {
 	}
 	b.mu.Unlock()
 	for _, id := range Expired(last, now, b.opts.NetworkTimeout) {
-		b.RemoveExecutor(id, scheduler.LossReason{
+		b.lose(id, scheduler.LossReason{
 			Message: fmt.Sprintf("executor heartbeat timed out after %s (spark.network.timeout)", b.opts.NetworkTimeout),
 		})
 	}
