@@ -33,7 +33,7 @@ import (
 	"github.com/drover-project/drover/internal/scheduler"
 
 	// Cluster managers register themselves.
-	_ "github.com/drover-project/drover/internal/k8s"
+	"github.com/drover-project/drover/internal/k8s"
 	_ "github.com/drover-project/drover/internal/local"
 )
 
@@ -219,7 +219,7 @@ func runDriver(args []string, stderr io.Writer, run func(*Context) error) int {
 	conf, warnings, err := config.Load(config.Sources{PropertiesFile: propsFile, Pairs: df.conf, Overrides: df.overrides})
 	if err != nil {
 		fmt.Fprintf(stderr, "drover: %v\n", err)
-		return 2
+		return config.ExitInvalid
 	}
 	log, err := logging.New(stderr, config.LogLevel.Get(conf), config.LogFormat.Get(conf))
 	if err != nil {
@@ -231,13 +231,16 @@ func runDriver(args []string, stderr io.Writer, run func(*Context) error) int {
 	}
 	m, err := master.Parse(masterOrDefault(conf))
 	if err != nil {
-		fmt.Fprintf(stderr, "drover: %v\n", err)
-		return 2
+		fmt.Fprintf(stderr, "drover: %v\n", config.Invalid(err))
+		return config.ExitInvalid
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := drive(ctx, conf, m, df.args, log, stderr, run); err != nil {
 		fmt.Fprintf(stderr, "drover: %v\n", err)
+		if errors.Is(err, config.ErrInvalid) {
+			return config.ExitInvalid
+		}
 		return 1
 	}
 	return 0
@@ -304,9 +307,18 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 			}
 			cfg, err := dynalloc.FromConf(conf, limit)
 			if err != nil {
-				return fmt.Errorf("dynamic allocation: %w", err)
+				return config.Invalid(fmt.Errorf("dynamic allocation: %w", err))
 			}
 			dyn = &cfg
+		}
+	}
+	if m.Kind != master.Kubernetes {
+		set, err := k8s.CheckUnused(conf, appID)
+		if err != nil {
+			return err
+		}
+		if len(set) > 0 {
+			log.Warn("settings for Kubernetes have no effect under this master", "master", m.Raw, "keys", strings.Join(set, ","))
 		}
 	}
 	metrics := prometheus.NewRegistry()

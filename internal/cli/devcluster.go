@@ -60,6 +60,10 @@ type devClusterState struct {
 
 type devClusterOptions struct {
 	stateDir   string
+	// explicitStateDir: --state-dir was given (or remembered), so messages
+	// repeat it.
+	explicitStateDir bool
+	lastFile         string
 	kwokNodes  int
 	kwokStages string
 	build      bool
@@ -68,23 +72,62 @@ type devClusterOptions struct {
 }
 
 // Complete fills the state directory's default: $XDG_STATE_HOME/drover/
-// dev-cluster, else ~/.cache/drover/dev-cluster next to the binaries.
+// dev-cluster, else ~/.cache/drover/dev-cluster next to the binaries. A
+// cluster started with --state-dir is remembered there (lastStateDirFile),
+// so the verbs without the flag find it while the default one is not up.
 func (o *devClusterOptions) Complete() error {
-	if o.stateDir != "" {
-		abs, err := filepath.Abs(o.stateDir)
-		o.stateDir = abs
+	def, err := defaultStateDir()
+	if err != nil && o.stateDir == "" {
 		return err
 	}
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
-		o.stateDir = filepath.Join(x, "drover", "dev-cluster")
+	o.lastFile = filepath.Join(filepath.Dir(def), lastStateDirFile)
+	if o.stateDir != "" {
+		o.explicitStateDir = true
+		o.stateDir, err = filepath.Abs(o.stateDir)
+		return err
+	}
+	o.stateDir = def
+	if daemonUp(o) {
 		return nil
+	}
+	if b, err := os.ReadFile(o.lastFile); err == nil {
+		last := &devClusterOptions{stateDir: strings.TrimSpace(string(b))}
+		if last.stateDir != "" && daemonUp(last) {
+			o.stateDir, o.explicitStateDir = last.stateDir, true
+		}
+	}
+	return nil
+}
+
+// lastStateDirFile, beside the default state directory, names the state
+// directory of the last cluster started with --state-dir.
+const lastStateDirFile = "dev-cluster.last"
+
+func defaultStateDir() (string, error) {
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "drover", "dev-cluster"), nil
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return fmt.Errorf("finding the dev cluster's state directory (set --state-dir): %w", err)
+		return "", fmt.Errorf("finding the dev cluster's state directory (set --state-dir): %w", err)
 	}
-	o.stateDir = filepath.Join(home, ".cache", "drover", "dev-cluster")
-	return nil
+	return filepath.Join(home, ".cache", "drover", "dev-cluster"), nil
+}
+
+// remember records an explicit state directory for the verbs without the
+// flag (best effort: they fall back to the default directory), and forget
+// drops it once that cluster is down.
+func (o *devClusterOptions) remember() {
+	if o.explicitStateDir && o.lastFile != "" {
+		_ = os.MkdirAll(filepath.Dir(o.lastFile), 0o755)
+		_ = os.WriteFile(o.lastFile, []byte(o.stateDir+"\n"), 0o644)
+	}
+}
+
+func (o *devClusterOptions) forget() {
+	if b, err := os.ReadFile(o.lastFile); err == nil && strings.TrimSpace(string(b)) == o.stateDir {
+		_ = os.Remove(o.lastFile)
+	}
 }
 
 // Validate rejects bad flags before anything starts.
@@ -148,7 +191,7 @@ Kubernetes mode without a cluster. The binaries come from ` + "`make testbin`" +
 	cmd.AddCommand(up, serve,
 		&cobra.Command{Use: "down", Short: "Stop the dev cluster and remove its files", Args: cobra.NoArgs, RunE: run(runDown)},
 		&cobra.Command{Use: "status", Short: "Say whether the dev cluster is up, and where", Args: cobra.NoArgs, RunE: run(runStatus)},
-		&cobra.Command{Use: "env", Short: "Print the shell command that points kubectl at the dev cluster", Args: cobra.NoArgs, RunE: run(runEnv),
+		&cobra.Command{Use: "env", Short: "Print the shell commands that point kubectl (KUBECONFIG) and drover submit (DROVER_DEV_MASTER) at the dev cluster", Args: cobra.NoArgs, RunE: run(runEnv),
 			Example: `  eval "$(drover dev-cluster env)"`},
 	)
 	return cmd
@@ -186,13 +229,13 @@ func runUp(cmd *cobra.Command, o *devClusterOptions) error {
 	if daemonUp(o) {
 		st, err := readState(o)
 		if err != nil {
-			return fmt.Errorf("the dev cluster in %s is starting or broken (no state yet); see %s or run drover dev-cluster down: %w", o.stateDir, o.path(daemonLog), err)
+			return fmt.Errorf("the dev cluster in %s is starting or broken (no state yet); see %s or run drover dev-cluster down%s: %w", o.stateDir, o.path(daemonLog), o.stateDirFlag(), err)
 		}
 		fmt.Fprintf(out, "drover dev-cluster is already up (pid %d).\n\n", st.PID)
-		printUsage(out, st)
+		o.printUsage(out, st)
 		return nil
 	}
-	need := []string{testenv.Etcd, testenv.KubeAPIServer, testenv.KubeScheduler, testenv.KubeControllerManager, testenv.Kubectl}
+	need := []string{testenv.Etcd, testenv.KubeAPIServer, testenv.KubeScheduler, testenv.KubeControllerManager}
 	if o.kwokNodes > 0 {
 		need = append(need, testenv.Kwok)
 	}
@@ -271,23 +314,37 @@ func runUp(cmd *cobra.Command, o *devClusterOptions) error {
 	if err != nil {
 		return fmt.Errorf("reading the dev cluster state: %w", err)
 	}
+	o.remember()
 	fmt.Fprintf(out, "drover dev-cluster is up in %.1fs: API server %s, process node %s",
 		st.StartSeconds, st.URL, strings.Join(st.ProcessNodes, ", "))
 	if len(st.KwokNodes) > 0 {
 		fmt.Fprintf(out, ", %d kwok nodes", len(st.KwokNodes))
 	}
 	fmt.Fprint(out, ".\n\n")
-	printUsage(out, st)
+	o.printUsage(out, st)
 	return nil
 }
 
-func printUsage(out io.Writer, st *devClusterState) {
+func (o *devClusterOptions) printUsage(out io.Writer, st *devClusterState) {
+	kubectl := "kubectl"
+	if st.Kubectl != "" {
+		kubectl = st.Kubectl
+	}
 	fmt.Fprintf(out, "  export KUBECONFIG=%s\n", st.Kubeconfig)
-	fmt.Fprintf(out, "  %s get nodes\n", st.Kubectl)
+	fmt.Fprintf(out, "  %s get nodes\n", kubectl)
 	fmt.Fprintf(out, "  drover submit --master k8s://%s ...\n\n", st.URL)
 	fmt.Fprint(out, "Pods run as processes on this machine: a container's command must name a program here (images are\n"+
-		"ignored); each pod gets its own 127.x.y.z address. `kubectl logs` works.\n")
-	fmt.Fprint(out, "Stop it with: drover dev-cluster down\n")
+		"ignored); each pod gets its own 127.x.y.z address. drover logs and kubectl logs work.\n")
+	fmt.Fprintf(out, "Stop it with: drover dev-cluster down%s\n", o.stateDirFlag())
+}
+
+// stateDirFlag is the --state-dir flag the other verbs need to find this
+// cluster: empty for the default directory.
+func (o *devClusterOptions) stateDirFlag() string {
+	if !o.explicitStateDir {
+		return ""
+	}
+	return " --state-dir " + o.stateDir
 }
 
 // buildTestbin runs hack/build-testbin.sh of the drover checkout around the
@@ -406,7 +463,7 @@ func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, repor
 		PID:           os.Getpid(),
 		URL:           env.URL,
 		Kubeconfig:    o.path(kubeconfigOut),
-		Kubectl:       filepath.Join(env.BinDir, testenv.Kubectl),
+		Kubectl:       kubectlPath(env.BinDir),
 		ProcessNodes:  env.ProcessNodeNames,
 		KwokNodes:     env.KwokNodeNames,
 		ComponentPIDs: env.PIDs(),
@@ -424,6 +481,16 @@ func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, repor
 	report("ready")
 	<-ctx.Done()
 	return nil
+}
+
+// kubectlPath is the kubectl built beside the control plane, if any: the
+// dev cluster does not need it, `make testbin` builds it for the tests.
+func kubectlPath(binDir string) string {
+	p := filepath.Join(binDir, testenv.Kubectl)
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
 }
 
 // waitDefaultServiceAccount waits for the service account controller to
@@ -473,6 +540,7 @@ func runDown(cmd *cobra.Command, o *devClusterOptions) error {
 	}
 	// The directory goes too unless something else was put there.
 	_ = os.Remove(o.stateDir)
+	o.forget()
 	fmt.Fprintln(out, "drover dev-cluster is down; its files are removed.")
 	return nil
 }
@@ -504,7 +572,7 @@ func runStatus(cmd *cobra.Command, o *devClusterOptions) error {
 	if !daemonUp(o) {
 		fmt.Fprintln(out, "down")
 		if _, err := os.Stat(o.stateDir); err == nil {
-			fmt.Fprintf(out, "(files of a stopped cluster remain in %s; `drover dev-cluster down` removes them)\n", o.stateDir)
+			fmt.Fprintf(out, "(files of a stopped cluster remain in %s; `drover dev-cluster down%s` removes them)\n", o.stateDir, o.stateDirFlag())
 		}
 		return nil
 	}
@@ -544,8 +612,8 @@ func ping(ctx context.Context, kubeconfig string) error {
 func runEnv(cmd *cobra.Command, o *devClusterOptions) error {
 	st, err := readState(o)
 	if !daemonUp(o) || err != nil {
-		return errors.New("the dev cluster is not up; start it with: drover dev-cluster up")
+		return fmt.Errorf("the dev cluster in %s is not up; start it with: drover dev-cluster up%s", o.stateDir, o.stateDirFlag())
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "export KUBECONFIG=%s\n", st.Kubeconfig)
+	fmt.Fprintf(cmd.OutOrStdout(), "export KUBECONFIG=%s\nexport DROVER_DEV_MASTER=k8s://%s\n", st.Kubeconfig, st.URL)
 	return nil
 }

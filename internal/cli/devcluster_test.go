@@ -14,6 +14,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/drover-project/drover/internal/testenv"
 )
 
@@ -38,10 +45,15 @@ func TestDevCluster(t *testing.T) {
 	}
 	t.Logf("built drover in %s", time.Since(start).Round(time.Millisecond))
 	state := filepath.Join(tmp, "state")
+	// The dev cluster remembers a --state-dir beside the default state
+	// directory, which must not be the user's.
+	env := append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(tmp, "xdg"))
 	run := func(timeout time.Duration, name string, args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+		c := exec.CommandContext(ctx, name, args...)
+		c.Env = env
+		out, err := c.CombinedOutput()
 		return string(out), err
 	}
 	dc := func(args ...string) (string, error) {
@@ -55,6 +67,7 @@ func TestDevCluster(t *testing.T) {
 
 	start = time.Now()
 	out, err := dc("up")
+	upOut := out
 	if err != nil {
 		testenv.Unavailable(t, errors.New(out+err.Error()))
 	}
@@ -114,9 +127,20 @@ spec:
 	if out, err := dc("status"); err != nil || !strings.Contains(out, "up: API server "+st.URL+" (responding)") {
 		t.Errorf("status: %v\n%s", err, out)
 	}
-	if out, err := dc("env"); err != nil || out != "export KUBECONFIG="+kubeconfig+"\n" {
+	if out, err := dc("env"); err != nil || out != "export KUBECONFIG="+kubeconfig+"\nexport DROVER_DEV_MASTER=k8s://"+st.URL+"\n" {
 		t.Errorf("env = %q, %v", out, err)
 	}
+	// Without --state-dir, the verbs find the cluster up started with it.
+	if out, err := run(time.Minute, drover, "dev-cluster", "status"); err != nil || !strings.Contains(out, "up: API server "+st.URL) {
+		t.Errorf("status without --state-dir: %v\n%s", err, out)
+	}
+	if !strings.Contains(upOut, "Stop it with: drover dev-cluster down --state-dir "+state+"\n") {
+		t.Errorf("up's usage does not repeat --state-dir:\n%s", upOut)
+	}
+
+	// Without kubectl: drover rbac --apply and drover logs.
+	env = append(env, "KUBECONFIG="+kubeconfig)
+	testRBACApplyAndLogs(ctx, t, drover, "k8s://"+st.URL, kubeconfig, run)
 
 	start = time.Now()
 	if out, err := dc("down"); err != nil {
@@ -151,4 +175,80 @@ func running(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// testRBACApplyAndLogs drives drover rbac --apply and drover logs against
+// a running cluster, checking what they did through the API: the account
+// may do what a driver does and nothing else, applying twice is harmless,
+// and logs prints a driver pod's log.
+func testRBACApplyAndLogs(ctx context.Context, t *testing.T, drover, master, kubeconfig string, run func(time.Duration, string, ...string) (string, error)) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := kubernetes.NewForConfigOrDie(cfg)
+	const ns = "rbac-apply"
+	for range 2 { // the second run must change nothing and not fail
+		out, err := run(time.Minute, drover, "rbac", "--apply", "--namespace", ns, "--create-namespace", "--pod-security", "restricted", "--master", master)
+		if err != nil {
+			t.Fatalf("drover rbac --apply: %v\n%s", err, out)
+		}
+		for _, want := range []string{"applied namespace " + ns, "applied serviceaccount " + ns + "/drover-driver",
+			"applied role " + ns + "/drover-driver", "applied rolebinding " + ns + "/drover-driver"} {
+			if !strings.Contains(out, want+"\n") {
+				t.Errorf("rbac --apply output lacks %q:\n%s", want, out)
+			}
+		}
+	}
+	n, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Labels["pod-security.kubernetes.io/enforce"]; got != "restricted" {
+		t.Errorf("namespace %s enforces %q, want restricted", ns, got)
+	}
+	// What the account may do, asked of the API server as the account.
+	saCfg := rest.CopyConfig(cfg)
+	saCfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":drover-driver"}
+	sa := kubernetes.NewForConfigOrDie(saCfg)
+	if _, err := sa.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("the driver's account cannot list pods: %v", err)
+	}
+	if _, err := sa.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the driver's account lists secrets (err %v), want forbidden", err)
+	}
+	if out, err := run(time.Minute, drover, "rbac", "--apply", "--namespace", ns, "--pod-security", "open"); err == nil || !strings.Contains(out, "--pod-security") {
+		t.Errorf("rbac --apply with a bad --pod-security: %v\n%s", err, out)
+	}
+
+	// A pod labelled as a driver, whose log drover logs prints.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello-driver", Labels: map[string]string{"spark-role": "driver", "spark-app-selector": "spark-hello"}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "spark-kubernetes-driver", Image: "procnode", Command: []string{"/bin/echo", "hello from the driver"}}}},
+	}
+	if _, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p, err := admin.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil && p.Status.Phase == corev1.PodSucceeded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod %s did not succeed: %v %+v", pod.Name, err, p.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, args := range [][]string{{"default:hello-driver"}, {"-f", "default:hello-driver"}, {"--tail", "1", "default:hello-*"}} {
+		out, err := run(time.Minute, drover, append([]string{"logs", "--master", master}, args...)...)
+		if err != nil || out != "hello from the driver\n" {
+			t.Errorf("drover logs %s = %q, %v", strings.Join(args, " "), out, err)
+		}
+	}
+	if out, err := run(time.Minute, drover, "logs", "--master", master, "default:nobody-driver"); err == nil || !strings.Contains(out, "nobody-driver") {
+		t.Errorf("drover logs of a missing application: %v\n%s", err, out)
+	}
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/drover-project/drover/internal/config"
 )
 
 // NewRootCommand returns the drover command with every verb attached.
@@ -13,6 +15,10 @@ func NewRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
+	// A bad flag is invalid input, like a bad setting: the same exit code.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &ExitError{Code: config.ExitInvalid, Err: err}
+	})
 	root.AddCommand(newVersionCommand())
 	for _, add := range extraCommands {
 		root.AddCommand(add())

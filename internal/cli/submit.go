@@ -23,7 +23,7 @@ import (
 )
 
 func init() {
-	extraCommands = append(extraCommands, newSubmitCommand, newStatusCommand, newKillCommand, newRBACCommand)
+	extraCommands = append(extraCommands, newSubmitCommand, newStatusCommand, newKillCommand, newRBACCommand, newLogsCommand)
 }
 
 // ExitError ends drover with Code; its message has been printed unless
@@ -42,7 +42,10 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
-// ExitCode is the process exit code for the error a command returned.
+// ExitCode is the process exit code for the error a command returned: 0
+// for none, config.ExitInvalid (2) for invalid input (configuration, flags,
+// the application resource), which the application binaries use too, 1
+// for other failures, or an ExitError's code (a driver's exit code).
 func ExitCode(err error) int {
 	var ee *ExitError
 	switch {
@@ -50,6 +53,8 @@ func ExitCode(err error) int {
 		return 0
 	case errors.As(err, &ee) && ee.Code > 0:
 		return ee.Code
+	case errors.Is(err, config.ErrInvalid):
+		return config.ExitInvalid
 	}
 	return 1
 }
@@ -83,7 +88,7 @@ func (f *confFlags) load(stderr io.Writer) (*config.Conf, error) {
 		fmt.Fprintln(stderr, "drover: warning:", w)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("invalid configuration: %w", err)
+		return nil, err // marked config.ErrInvalid, with its prefix
 	}
 	f.overrides = over
 	return conf, nil
@@ -218,7 +223,7 @@ func (o *submitOptions) runClient(ctx context.Context, args []string) error {
 func runCluster(ctx context.Context, conf *config.Conf, resource string, args []string, out io.Writer, verbose bool) error {
 	plan, err := submit.Prepare(conf, resource, args, master.NewAppID)
 	if err != nil {
-		return err
+		return config.Invalid(err)
 	}
 	if verbose {
 		if y, err := submit.YAML(plan.Pod); err == nil {
@@ -284,17 +289,23 @@ func idClient(conf *config.Conf, raw string) (kubernetes.Interface, submit.ID, e
 	if err != nil {
 		return nil, id, err
 	}
+	cs, err := kubeClient(conf)
+	return cs, id, err
+}
+
+// kubeClient is a client of --master's API server, else the kubeconfig's.
+func kubeClient(conf *config.Conf) (kubernetes.Interface, error) {
 	var m master.URL
 	if s := config.Master.Get(conf); s != "" {
+		var err error
 		if m, err = master.Parse(s); err != nil {
-			return nil, id, err
+			return nil, config.Invalid(err)
 		}
 		if m.Kind != master.Kubernetes {
-			return nil, id, fmt.Errorf("--master %s: submissions are on Kubernetes; expected k8s://https://host:port", s)
+			return nil, config.Invalid(fmt.Errorf("--master %s: expected a Kubernetes API server, k8s://https://host:port", s))
 		}
 	}
-	cs, err := submit.NewClient(conf, m)
-	return cs, id, err
+	return submit.NewClient(conf, m)
 }
 
 func runSubmissionStatus(ctx context.Context, conf *config.Conf, raw string, out io.Writer) error {
@@ -397,39 +408,5 @@ garbage collection deletes everything the pod owns. Of an application without a 
 a client-mode one whose driver was killed, kill deletes the executor pods (with that grace period),
 the executor config map and the authentication secret, and prints what it removed; it cannot stop a
 client-mode driver process that still runs.`
-	return cmd
-}
-
-func newRBACCommand() *cobra.Command {
-	o := submit.RBACOptions{}
-	cmd := &cobra.Command{
-		Use:   "rbac --namespace NS [--service-account NAME]",
-		Short: "Print the least-privilege ServiceAccount, Role and RoleBinding of a cluster-mode driver",
-		Long: `rbac prints, as YAML for kubectl apply -f -, the ServiceAccount a cluster-mode driver runs as
-(spark.kubernetes.authenticate.driver.serviceAccountName) and the Role and RoleBinding that give it
-exactly what the driver calls: executor pods (create, get, list, watch, delete, deletecollection,
-patch) and the executor config map (create, delete).`,
-		Example: `  drover rbac --namespace spark | kubectl apply -f -`,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Namespace == "" {
-				return errors.New("--namespace is required: the namespace the driver runs in")
-			}
-			objs, err := submit.RBAC(o)
-			if err != nil {
-				return err
-			}
-			y, err := submit.YAML(objs...)
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(y)
-			return err
-		},
-	}
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the driver (required)")
-	cmd.Flags().StringVar(&o.ServiceAccount, "service-account", submit.DefaultServiceAccount, "name of the service account, role and binding")
-	cmd.Flags().BoolVar(&o.Secrets, "authenticate", false, "also secrets create/delete: for spark.authenticate=true")
-	cmd.Flags().BoolVar(&o.Claims, "on-demand-claims", false, "also persistentvolumeclaims create: for executors with on-demand claims")
 	return cmd
 }

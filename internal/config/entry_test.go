@@ -34,6 +34,9 @@ func errorList(err error) []string {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		var out []string
 		for _, e := range j.Unwrap() {
+			if e == ErrInvalid { // the mark of Invalid, not a problem
+				continue
+			}
 			out = append(out, errorList(e)...)
 		}
 		return out

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -67,3 +68,35 @@ type PairError struct {
 func (e *PairError) Error() string {
 	return fmt.Sprintf("invalid configuration pair %q: expected key=value with a non-empty key", e.Pair)
 }
+
+// ErrInvalid is in the chain of every error about input a user gave:
+// configuration values, keys and their combinations, flags, the master URL,
+// the application resource. drover and application binaries exit with
+// ExitInvalid for such errors and 1 for failures at run time.
+var ErrInvalid = errors.New("invalid configuration")
+
+// ExitInvalid is the exit code of drover and of application binaries for
+// invalid input (ErrInvalid): nothing was created or started.
+const ExitInvalid = 2
+
+// Invalid marks err as invalid input, with the prefix "invalid
+// configuration: " once: an error already marked is returned as it is.
+func Invalid(err error) error {
+	if err == nil || errors.Is(err, ErrInvalid) {
+		return err
+	}
+	return &invalidError{err}
+}
+
+type invalidError struct{ err error }
+
+// Error puts several problems (errors.Join) one per line under the prefix.
+func (e *invalidError) Error() string {
+	msg := e.err.Error()
+	if !strings.Contains(msg, "\n") {
+		return ErrInvalid.Error() + ": " + msg
+	}
+	return ErrInvalid.Error() + ":\n  " + strings.ReplaceAll(msg, "\n", "\n  ")
+}
+
+func (e *invalidError) Unwrap() []error { return []error{ErrInvalid, e.err} }

@@ -282,7 +282,7 @@ func init() {
 func checkHeartbeat(c *Conf) error {
 	timeout, interval := NetworkTimeout.Get(c), ExecutorHeartbeatInterval.Get(c)
 	if timeout <= interval {
-		return fmt.Errorf("invalid configuration: %s=%s must be greater than %s=%s",
+		return fmt.Errorf("%s=%s must be greater than %s=%s",
 			NetworkTimeout.Key(), c.Get(NetworkTimeout.Key()), ExecutorHeartbeatInterval.Key(), c.Get(ExecutorHeartbeatInterval.Key()))
 	}
 	return nil
@@ -312,7 +312,7 @@ func checkDynamicAllocation(c *Conf) error {
 	if len(problems) == 0 {
 		return nil
 	}
-	return fmt.Errorf("invalid dynamic allocation configuration: %s", strings.Join(problems, "; "))
+	return fmt.Errorf("dynamic allocation: %s", strings.Join(problems, "; "))
 }
 
 // binaryName is the default application name: the file name the binary

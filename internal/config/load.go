@@ -86,6 +86,20 @@ func Load(src Sources) (conf *Conf, warnings []string, err error) {
 	}
 
 	for _, k := range slices.Sorted(maps.Keys(src.Overrides)) {
+		// A flag such as --master wins over the same key in --conf or a
+		// properties file, as with spark-submit; a different value there
+		// is likely a mistake, so it is named.
+		if old, ok := l.conf.Lookup(k); ok && old != src.Overrides[k] {
+			from := l.sources[k]
+			if from == "" {
+				from = "--conf"
+			}
+			newV, oldV := src.Overrides[k], old
+			if re := redactionRegexp(l.conf); redact(re, k, newV) || redact(re, k, oldV) {
+				newV, oldV = RedactedValue, RedactedValue
+			}
+			l.warnings = append(l.warnings, fmt.Sprintf("the command-line flag's %s=%s replaces %s=%s from %s", k, newV, k, oldV, from))
+		}
 		l.set(k, src.Overrides[k], "")
 	}
 
@@ -93,7 +107,7 @@ func Load(src Sources) (conf *Conf, warnings []string, err error) {
 		l.errs = append(l.errs, err)
 	}
 	if len(l.errs) > 0 {
-		return nil, l.warnings, errors.Join(l.errs...)
+		return nil, l.warnings, Invalid(errors.Join(l.errs...))
 	}
 	return l.conf, l.warnings, nil
 }

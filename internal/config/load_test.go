@@ -54,8 +54,9 @@ spark.executor.cores    1
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(warnings) != 0 {
-		t.Errorf("warnings = %q, want none", warnings)
+	// The flag wins, and the value it replaces is named.
+	if diff := cmp.Diff([]string{"the command-line flag's spark.driver.host=flag.example replaces spark.driver.host=conf.example from --conf"}, warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 	want := map[string]string{
 		"spark.app.name":       "from-file",    // file only
@@ -311,7 +312,7 @@ func TestLoadPropertiesFileNotFound(t *testing.T) {
 	if err == nil {
 		t.Fatal("Load with a missing properties file succeeded")
 	}
-	if want := "reading properties file " + missing + ": no such file or directory"; err.Error() != want {
+	if want := "invalid configuration: reading properties file " + missing + ": no such file or directory"; err.Error() != want {
 		t.Errorf("error = %q, want %q", err, want)
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -338,11 +339,11 @@ func TestLoadValidatesRelations(t *testing.T) {
 		},
 		"min above max with dynamic allocation": {
 			pairs:   []string{"spark.dynamicAllocation.enabled=true", "spark.dynamicAllocation.minExecutors=5", "spark.dynamicAllocation.maxExecutors=2"},
-			wantErr: "invalid dynamic allocation configuration: spark.dynamicAllocation.minExecutors=5 must be ≤ spark.dynamicAllocation.maxExecutors=2",
+			wantErr: "invalid configuration: dynamic allocation: spark.dynamicAllocation.minExecutors=5 must be ≤ spark.dynamicAllocation.maxExecutors=2",
 		},
 		"zero max and zero backlog timeout with dynamic allocation": {
 			pairs: []string{"spark.dynamicAllocation.enabled=true", "spark.dynamicAllocation.maxExecutors=0", "spark.dynamicAllocation.schedulerBacklogTimeout=0"},
-			wantErr: "invalid dynamic allocation configuration: spark.dynamicAllocation.maxExecutors must be ≥ 1; " +
+			wantErr: "invalid configuration: dynamic allocation: spark.dynamicAllocation.maxExecutors must be ≥ 1; " +
 				"spark.dynamicAllocation.schedulerBacklogTimeout must be > 0; spark.dynamicAllocation.sustainedSchedulerBacklogTimeout must be > 0",
 		},
 		"min above max without dynamic allocation is not checked": {

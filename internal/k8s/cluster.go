@@ -120,11 +120,10 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 		dirty:   make(chan struct{}, 1),
 		waiters: map[string][]chan scheduler.LossReason{},
 	}
-	initial, err := dynalloc.InitialExecutors(app.Conf)
-	if err != nil {
+	if err := CheckConf(app.Conf, app.ID, nil); err != nil {
 		return nil, err
 	}
-	c.initial = initial
+	c.initial, _ = dynalloc.InitialExecutors(app.Conf) // checked above
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -156,22 +155,7 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 	bo.InitialExecutors, bo.MinRegisteredRatio = c.initial, ratio
 	bo.Admit, bo.OnExecutorsChanged, bo.Logger = c.admit, c.markDirty, c.log
 	c.backend = coarse.New(app.Scheduler, c, bo)
-	allocOpts := allocator.Options{
-		Policy:              allocator.Policy(config.KubernetesAllocationPolicy.Get(app.Conf)),
-		BatchSize:           config.KubernetesAllocationBatchSize.Get(app.Conf),
-		BatchDelay:          config.KubernetesAllocationBatchDelay.Get(app.Conf),
-		PodCreationTimeout:  max(5*config.KubernetesAllocationBatchDelay.Get(app.Conf), config.KubernetesAllocationExecutorTimeout.Get(app.Conf)),
-		ExecutorIdleTimeout: config.DynamicAllocationExecutorIdleTimeout.Get(app.Conf),
-		AllocationMaximum:   int64(config.KubernetesAllocationMaximum.Get(app.Conf)),
-		CreateConcurrency:   config.KubernetesAllocationCreateConcurrency.Get(app.Conf),
-	}
-	// Only an explicit cap replaces the adaptive policy's running-based one.
-	if config.KubernetesAllocationMaxPendingPods.IsSet(app.Conf) {
-		allocOpts.MaxPendingPods = config.KubernetesAllocationMaxPendingPods.Get(app.Conf)
-	}
-	if err := allocOpts.Validate(); err != nil {
-		return nil, err
-	}
+	allocOpts := allocatorOptions(app.Conf)
 	c.alloc = allocator.New(allocOpts, &podClient{c}, c.clock, c.log.With("component", "allocator"))
 	c.alloc.OnLimit(c.limitChanged)
 	c.allocCtx, c.haltAlloc = context.WithCancel(context.Background())
@@ -187,7 +171,9 @@ func (c *Cluster) Allocation() backend.Scalable { return backend.NewScalable(c, 
 // Start brings the application's Kubernetes side up in Spark's order:
 // initial target, lifecycle manager, allocator, pod source; the executor
 // config map is created before the first pod that mounts it.
-func (c *Cluster) Start(ctx context.Context) error {
+func (c *Cluster) Start(ctx context.Context) error { return c.withRBACHint(c.start(ctx)) }
+
+func (c *Cluster) start(ctx context.Context) error {
 	if name := config.KubernetesDriverPodName.Get(c.conf); name != "" {
 		pod, err := c.cs.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -258,6 +244,7 @@ func (c *Cluster) halt() {
 func (c *Cluster) life() *lifecycle.Manager { return c.lifePtr.Load() }
 
 func (c *Cluster) fail(err error) {
+	err = c.withRBACHint(err)
 	c.halt()
 	c.log.Error("application failing", "err", err)
 	if c.app.Fail != nil {

@@ -113,7 +113,7 @@ func OnDemandClaims(c *ExecutorConf, pod *corev1.Pod, id int64) []*corev1.Persis
 			pvc.Spec.StorageClassName = ptr.To(v.Claim.StorageClass)
 		}
 		if c.DriverPod != nil {
-			pvc.OwnerReferences = []metav1.OwnerReference{ownerReference(c.DriverPod)}
+			pvc.OwnerReferences = []metav1.OwnerReference{OwnerReference(c.DriverPod)}
 		}
 		claims = append(claims, pvc)
 	}
@@ -150,7 +150,7 @@ func ExecutorConfigMap(c *ExecutorConf, conf map[string]string) *corev1.ConfigMa
 		Data:      map[string]string{config.DefaultsFile: text},
 	}
 	if c.DriverPod != nil {
-		cm.OwnerReferences = []metav1.OwnerReference{ownerReference(c.DriverPod)}
+		cm.OwnerReferences = []metav1.OwnerReference{OwnerReference(c.DriverPod)}
 	}
 	return cm
 }
@@ -175,7 +175,7 @@ func ExecutorAuthSecret(c *ExecutorConf) *corev1.Secret {
 		Data:      map[string][]byte{AuthSecretKey: []byte(c.AuthSecret)},
 	}
 	if c.DriverPod != nil {
-		s.OwnerReferences = []metav1.OwnerReference{ownerReference(c.DriverPod)}
+		s.OwnerReferences = []metav1.OwnerReference{OwnerReference(c.DriverPod)}
 	}
 	return s
 }

@@ -418,7 +418,7 @@ func DriverService(dc *DriverConf, driver *corev1.Pod) *corev1.Service {
 		svc.Annotations = nil
 	}
 	if driver != nil {
-		svc.OwnerReferences = []metav1.OwnerReference{ownerReference(driver)}
+		svc.OwnerReferences = []metav1.OwnerReference{OwnerReference(driver)}
 	}
 	return svc
 }
@@ -441,7 +441,7 @@ func DriverConfigMap(dc *DriverConf, conf, files map[string]string, driver *core
 	}
 	maps.Copy(cm.Data, files)
 	if driver != nil {
-		cm.OwnerReferences = []metav1.OwnerReference{ownerReference(driver)}
+		cm.OwnerReferences = []metav1.OwnerReference{OwnerReference(driver)}
 	}
 	return cm
 }

@@ -98,7 +98,7 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id int64) error {
 		pod.Annotations = ann
 	}
 	if c.DriverPod != nil {
-		pod.OwnerReferences = append(pod.OwnerReferences, ownerReference(c.DriverPod))
+		pod.OwnerReferences = append(pod.OwnerReferences, OwnerReference(c.DriverPod))
 	}
 
 	spec := &pod.Spec
@@ -195,9 +195,9 @@ func fieldEnv(name, fieldPath string) corev1.EnvVar {
 	}}
 }
 
-// ownerReference makes the driver pod the controller of an object, so
+// OwnerReference makes the driver pod the controller of an object, so
 // that deleting the driver pod deletes it (design §4: no orphans).
-func ownerReference(driver *corev1.Pod) metav1.OwnerReference {
+func OwnerReference(driver *corev1.Pod) metav1.OwnerReference {
 	return metav1.OwnerReference{
 		APIVersion:         "v1",
 		Kind:               "Pod",

@@ -2,12 +2,20 @@ package submit
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 )
 
@@ -82,4 +90,94 @@ func YAML(objs ...any) ([]byte, error) {
 		b.Write(bytes.ReplaceAll(y, []byte("  creationTimestamp: null\n"), nil))
 	}
 	return b.Bytes(), nil
+}
+
+// NamespaceOptions describes the namespace ApplyRBAC creates, if asked.
+type NamespaceOptions struct {
+	// Create applies the namespace itself before the account.
+	Create bool
+	// PodSecurity, when set, is the Pod Security Standard the namespace
+	// enforces (privileged, baseline or restricted).
+	PodSecurity string
+}
+
+// podSecurityLevels are the Pod Security Standards' levels.
+var podSecurityLevels = []string{"privileged", "baseline", "restricted"}
+
+// ApplyRBAC creates or updates, by server-side apply, the namespace (if
+// asked) and the objects RBAC returns, and names each in the returned
+// lines. Apply is idempotent: running it again changes nothing.
+func ApplyRBAC(ctx context.Context, cs kubernetes.Interface, o RBACOptions, ns NamespaceOptions) ([]string, error) {
+	if ns.PodSecurity != "" && !slices.Contains(podSecurityLevels, ns.PodSecurity) {
+		return nil, fmt.Errorf("--pod-security %q: expected one of %s", ns.PodSecurity, strings.Join(podSecurityLevels, ", "))
+	}
+	if ns.PodSecurity != "" && !ns.Create {
+		return nil, errors.New("--pod-security labels the namespace it creates: add --create-namespace")
+	}
+	objs, err := RBAC(o)
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	step := func(kind, name string, err error) error {
+		if err != nil {
+			return explainApply(fmt.Errorf("applying %s %s: %w", kind, name, err), o.Namespace)
+		}
+		done = append(done, kind+" "+name)
+		return nil
+	}
+	if ns.Create {
+		n := &corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"},
+			ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}
+		if ns.PodSecurity != "" {
+			n.Labels = map[string]string{"pod-security.kubernetes.io/enforce": ns.PodSecurity}
+		}
+		if err := step("namespace", o.Namespace, apply(ctx, cs.CoreV1().Namespaces(), o.Namespace, n)); err != nil {
+			return done, err
+		}
+	}
+	for _, obj := range objs {
+		var err error
+		switch obj := obj.(type) {
+		case *corev1.ServiceAccount:
+			err = step("serviceaccount", o.Namespace+"/"+obj.Name, apply(ctx, cs.CoreV1().ServiceAccounts(o.Namespace), obj.Name, obj))
+		case *rbacv1.Role:
+			err = step("role", o.Namespace+"/"+obj.Name, apply(ctx, cs.RbacV1().Roles(o.Namespace), obj.Name, obj))
+		case *rbacv1.RoleBinding:
+			err = step("rolebinding", o.Namespace+"/"+obj.Name, apply(ctx, cs.RbacV1().RoleBindings(o.Namespace), obj.Name, obj))
+		default:
+			err = fmt.Errorf("internal error: RBAC returned a %T", obj)
+		}
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// patcher is the Patch method every typed client-go client has.
+type patcher[T any] interface {
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (T, error)
+}
+
+// apply server-side-applies obj (which carries its kind and API version)
+// as drover's field manager.
+func apply[T any](ctx context.Context, c patcher[T], name string, obj any) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("encoding: %w", err)
+	}
+	_, err = c.Patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "drover", Force: ptrTo(true)})
+	return err
+}
+
+// explainApply adds the fix to the usual failures of ApplyRBAC.
+func explainApply(err error, ns string) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w (namespace %s does not exist: add --create-namespace)", err, ns)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%w (creating roles needs a namespace admin; ask one to run drover rbac --apply, or to apply drover rbac's YAML)", err)
+	}
+	return explain(err, ns, "")
 }

@@ -2,6 +2,7 @@ package submit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,9 +15,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s"
 	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/master"
@@ -92,12 +95,15 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 	if appID == "" {
 		appID = newAppID()
 	}
+	// The driver's settings and those of the executor pods it will create,
+	// checked here with the functions the driver uses: every problem in one
+	// error, before any object exists.
 	dc, err := podspec.NewDriverConf(conf, appID, []string{bin}, args)
-	if err != nil {
-		return nil, err
+	var pod *corev1.Pod
+	if err == nil {
+		pod, err = podspec.BuildDriverPod(dc)
 	}
-	pod, err := podspec.BuildDriverPod(dc)
-	if err != nil {
+	if err := errors.Join(err, k8s.CheckConf(conf, appID, pod)); err != nil {
 		return nil, err
 	}
 	props := conf.Explicit()
@@ -143,18 +149,30 @@ func NewClient(conf *config.Conf, m master.URL) (kubernetes.Interface, error) {
 	return cs, err
 }
 
-// Create creates the driver pod, then its config map and headless
-// service, owned by it (Spark's order: the pod waits for its config map
-// like any volume). When a step fails, what was created is deleted.
+// Create creates the driver's config map, the driver pod, then its
+// headless service. The config map comes first so the pod never waits for
+// it (which shows as CreateContainerConfigError), and is then given the pod
+// as its owner, like the service, so deleting the pod deletes everything.
+// When a step fails, what was created is deleted.
 func (p *Plan) Create(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod, error) {
-	pods := cs.CoreV1().Pods(p.Namespace)
+	pods, cms := cs.CoreV1().Pods(p.Namespace), cs.CoreV1().ConfigMaps(p.Namespace)
+	cm := podspec.DriverConfigMap(p.Driver, p.DriverProperties, p.DriverFiles, nil)
+	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return nil, explain(fmt.Errorf("creating the driver's config map %s: %w", cm.Name, err), p.Namespace, "configmaps")
+	}
+	cleanup := context.WithoutCancel(ctx)
 	created, err := pods.Create(ctx, p.Pod, metav1.CreateOptions{})
 	if err != nil {
-		return nil, explain(fmt.Errorf("creating driver pod %s/%s: %w", p.Namespace, p.Pod.Name, err), p.Namespace, "pods")
+		err = explain(fmt.Errorf("creating driver pod %s/%s: %w", p.Namespace, p.Pod.Name, err), p.Namespace, "pods")
+		if derr := cms.Delete(cleanup, cm.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+			err = errors.Join(err, fmt.Errorf("deleting the driver's config map %s after the failure: %w", cm.Name, derr))
+		}
+		return nil, err
 	}
-	cm := podspec.DriverConfigMap(p.Driver, p.DriverProperties, p.DriverFiles, created)
-	if _, err = cs.CoreV1().ConfigMaps(p.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		err = explain(fmt.Errorf("creating the driver's config map %s: %w", cm.Name, err), p.Namespace, "configmaps")
+	owner, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"ownerReferences": []metav1.OwnerReference{podspec.OwnerReference(created)}}})
+	if _, err = cms.Patch(ctx, cm.Name, types.MergePatchType, owner, metav1.PatchOptions{}); err != nil {
+		err = explain(fmt.Errorf("making the driver pod own its config map %s: %w", cm.Name, err), p.Namespace, "configmaps")
 	} else {
 		svc := podspec.DriverService(p.Driver, created)
 		if _, err = cs.CoreV1().Services(p.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
@@ -162,10 +180,13 @@ func (p *Plan) Create(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod
 		}
 	}
 	if err != nil {
-		// Deleting the pod deletes what it owns.
-		cleanup := context.WithoutCancel(ctx)
+		// Deleting the pod deletes what it owns; the config map may not be
+		// owned yet.
 		if derr := pods.Delete(cleanup, created.Name, metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)}); derr != nil && !apierrors.IsNotFound(derr) {
 			err = errors.Join(err, fmt.Errorf("deleting driver pod %s after the failure: %w", created.Name, derr))
+		}
+		if derr := cms.Delete(cleanup, cm.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+			err = errors.Join(err, fmt.Errorf("deleting the driver's config map %s after the failure: %w", cm.Name, derr))
 		}
 		return nil, err
 	}
@@ -178,8 +199,12 @@ func ptrTo[T any](v T) *T { return &v }
 func explain(err error, ns, resource string) error {
 	var status apierrors.APIStatus
 	switch {
-	case apierrors.IsForbidden(err):
-		return fmt.Errorf("%w (check the submitting user's rights: kubectl auth can-i create %s -n %s)", err, resource, ns)
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "error looking up service account"):
+		return fmt.Errorf("%w (the driver's service account does not exist: create it with drover rbac --apply --namespace %s, "+
+			"then submit with --conf %s=%s, or name an existing one in that key)",
+			err, ns, config.KubernetesDriverServiceAccountName.Key(), DefaultServiceAccount)
+	case apierrors.IsForbidden(err) && resource != "":
+		return fmt.Errorf("%w (the submitting user may not create %s in namespace %s: kubectl auth can-i create %s -n %s tells, a namespace admin can grant it)", err, resource, ns, resource, ns)
 	case apierrors.IsNotFound(err) && errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Kind == "namespaces":
 		return fmt.Errorf("namespace %s does not exist (spark.kubernetes.namespace): %w", ns, err)
 	case isUnreachable(err):

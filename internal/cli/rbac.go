@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/submit"
+)
+
+func newRBACCommand() *cobra.Command {
+	o := submit.RBACOptions{}
+	ns := submit.NamespaceOptions{}
+	f := &confFlags{}
+	var doApply bool
+	cmd := &cobra.Command{
+		Use:   "rbac --namespace NS [--service-account NAME] [--apply [--create-namespace]]",
+		Short: "Print or apply the least-privilege ServiceAccount, Role and RoleBinding of a cluster-mode driver",
+		Long: `rbac prints, as YAML for kubectl apply -f -, the ServiceAccount a cluster-mode driver runs as
+(spark.kubernetes.authenticate.driver.serviceAccountName) and the Role and RoleBinding that give it
+exactly what the driver calls: executor pods (create, get, list, watch, delete, deletecollection,
+patch) and the executor config map (create, delete).
+
+With --apply, rbac creates or updates them itself (server-side apply, so running it again changes
+nothing), on the API server of --master or the kubeconfig, and with --create-namespace the namespace
+too (--pod-security enforces a Pod Security Standard there). Submit with
+--conf spark.kubernetes.authenticate.driver.serviceAccountName=NAME (drover-driver by default).`,
+		Example: `  drover rbac --namespace spark | kubectl apply -f -
+  drover rbac --namespace spark --apply --create-namespace --pod-security restricted`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Namespace == "" {
+				return errors.New("--namespace is required: the namespace the driver runs in")
+			}
+			if !doApply {
+				if ns.Create || ns.PodSecurity != "" || f.master != "" || len(f.conf) > 0 || f.propertiesFile != "" {
+					return errors.New("--create-namespace, --pod-security, --master, --conf and --properties-file go with --apply")
+				}
+				objs, err := submit.RBAC(o)
+				if err != nil {
+					return err
+				}
+				y, err := submit.YAML(objs...)
+				if err != nil {
+					return err
+				}
+				_, err = cmd.OutOrStdout().Write(y)
+				return err
+			}
+			conf, err := f.load(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			cs, err := kubeClient(conf)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			defer cancel()
+			done, err := submit.ApplyRBAC(ctx, cs, o, ns)
+			for _, d := range done {
+				fmt.Fprintln(cmd.OutOrStdout(), "applied", d)
+			}
+			if err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "drover: submit with --conf %s=%s --conf %s=%s\n",
+					config.KubernetesNamespace.Key(), o.Namespace, config.KubernetesDriverServiceAccountName.Key(), o.ServiceAccount)
+			}
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the driver (required)")
+	fl.StringVar(&o.ServiceAccount, "service-account", submit.DefaultServiceAccount, "name of the service account, role and binding")
+	fl.BoolVar(&o.Secrets, "authenticate", false, "also secrets create/delete: for spark.authenticate=true")
+	fl.BoolVar(&o.Claims, "on-demand-claims", false, "also persistentvolumeclaims create: for executors with on-demand claims")
+	fl.BoolVar(&doApply, "apply", false, "create or update the objects on the cluster instead of printing them")
+	fl.BoolVar(&ns.Create, "create-namespace", false, "with --apply: create the namespace too")
+	fl.StringVar(&ns.PodSecurity, "pod-security", "", "with --create-namespace: the Pod Security Standard the namespace enforces (privileged, baseline, restricted)")
+	f.add(cmd)
+	return cmd
+}
