@@ -59,16 +59,16 @@ type devClusterState struct {
 }
 
 type devClusterOptions struct {
-	stateDir   string
+	stateDir string
 	// explicitStateDir: --state-dir was given (or remembered), so messages
 	// repeat it.
 	explicitStateDir bool
 	lastFile         string
-	kwokNodes  int
-	kwokStages string
-	build      bool
-	timeout    time.Duration
-	ttl        time.Duration
+	kwokNodes        int
+	kwokStages       string
+	build            bool
+	timeout          time.Duration
+	ttl              time.Duration
 }
 
 // Complete fills the state directory's default: $XDG_STATE_HOME/drover/
