@@ -66,7 +66,7 @@ type PairError struct {
 }
 
 func (e *PairError) Error() string {
-	return fmt.Sprintf("invalid configuration pair %q: expected key=value with a non-empty key", e.Pair)
+	return fmt.Sprintf("--conf %q: expected key=value with a non-empty key", e.Pair)
 }
 
 // ErrInvalid is in the chain of every error about input a user gave:

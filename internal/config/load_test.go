@@ -199,19 +199,19 @@ func TestLoadKeys(t *testing.T) {
 		},
 		"pair with an empty key": {
 			pairs:    []string{"=3"},
-			wantErrs: []string{`invalid configuration pair "=3": expected key=value with a non-empty key`},
+			wantErrs: []string{`--conf "=3": expected key=value with a non-empty key`},
 		},
 		"pair with a blank key": {
 			pairs:    []string{"  =3"},
-			wantErrs: []string{`invalid configuration pair "  =3": expected key=value with a non-empty key`},
+			wantErrs: []string{`--conf "  =3": expected key=value with a non-empty key`},
 		},
 		"pair without =": {
 			pairs:    []string{"spark.executor.cores"},
-			wantErrs: []string{`invalid configuration pair "spark.executor.cores": expected key=value with a non-empty key`},
+			wantErrs: []string{`--conf "spark.executor.cores": expected key=value with a non-empty key`},
 		},
 		"empty pair": {
 			pairs:    []string{""},
-			wantErrs: []string{`invalid configuration pair "": expected key=value with a non-empty key`},
+			wantErrs: []string{`--conf "": expected key=value with a non-empty key`},
 		},
 		"value may contain = and be empty": {
 			pairs:        []string{"spark.app.name=a=b", "spark.driver.host="},
@@ -245,7 +245,7 @@ func TestLoadKeys(t *testing.T) {
 		"every problem is reported": {
 			pairs: []string{"=3", "drover.log.levl=debug", "spark.executor.instances=abc", "spark.executor.memory=4gg", "x=y"},
 			wantErrs: []string{
-				`invalid configuration pair "=3": expected key=value with a non-empty key`,
+				`--conf "=3": expected key=value with a non-empty key`,
 				"unknown configuration key drover.log.levl (did you mean drover.log.level?)",
 				`invalid value "abc" for spark.executor.instances: expected an integer ≥ 0`,
 				`invalid value "4gg" for spark.executor.memory: expected a size such as 512m or 4g (bare numbers are MiB)`,

@@ -76,14 +76,14 @@ func allocatorOptions(conf *config.Conf) allocator.Options {
 	return o
 }
 
-// CheckUnused checks the spark.kubernetes.* settings of an application
+// CheckUnused checks the spark.kubernetes.* and drover.kubernetes.* settings of an application
 // whose master is not Kubernetes (local, local-cluster), where they have
 // no effect: it returns the keys set, for a warning naming them, and
 // CheckConf's error, so a mistake in them is reported, not silently
 // carried to the day the application moves to a cluster.
 func CheckUnused(conf *config.Conf, appID string) (set []string, err error) {
 	for k := range conf.Explicit() {
-		if strings.HasPrefix(k, "spark.kubernetes.") {
+		if strings.HasPrefix(k, "spark.kubernetes.") || strings.HasPrefix(k, "drover.kubernetes.") {
 			set = append(set, k)
 		}
 	}
@@ -96,7 +96,7 @@ func CheckUnused(conf *config.Conf, appID string) (set []string, err error) {
 		conf = conf.Clone().Set(config.KubernetesContainerImage.Key(), "unused")
 	}
 	if err := checkConf(conf, appID, nil); err != nil {
-		return set, config.Invalid(fmt.Errorf("the spark.kubernetes.* settings, which this master does not use, have mistakes: %w", err))
+		return set, config.Invalid(fmt.Errorf("the Kubernetes settings, which this master does not use, have mistakes: %w", err))
 	}
 	return set, nil
 }

@@ -236,8 +236,12 @@ func (p *parser) driverResources(dc *DriverConf) {
 		requestCores: config.KubernetesDriverRequestCores, limitCores: config.KubernetesDriverLimitCores,
 	}, dc.Cores)
 	if !limitOK {
-		p.fail("the driver CPU request %s is above the limit %s=%s; Kubernetes would reject the driver pod",
-			dc.RequestCores.String(), config.KubernetesDriverLimitCores.Key(), dc.LimitCores.String())
+		req := config.KubernetesDriverRequestCores.Key()
+		if !config.KubernetesDriverRequestCores.IsSet(p.c) {
+			req = config.DriverCores.Key()
+		}
+		p.fail("the driver CPU request %s=%s is above the limit %s=%s; Kubernetes would reject the driver pod",
+			req, dc.RequestCores.String(), config.KubernetesDriverLimitCores.Key(), dc.LimitCores.String())
 	}
 }
 

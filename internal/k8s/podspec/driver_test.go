@@ -97,7 +97,7 @@ func TestDriverConfErrors(t *testing.T) {
 			want: []string{
 				"spark.driver.memory",
 				"spark.kubernetes.driver.label.spark-role: the label spark-role is reserved for drover",
-				"the driver CPU request 1 is above the limit spark.kubernetes.driver.limit.cores=500m",
+				"the driver CPU request spark.driver.cores=1 is above the limit spark.kubernetes.driver.limit.cores=500m",
 				"spark.kubernetes.driver.volumes.persistentVolumeClaim.d.options.claimName=OnDemand: on-demand claims are for executors only",
 			},
 		},

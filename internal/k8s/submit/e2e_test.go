@@ -379,7 +379,7 @@ func TestBadInput(t *testing.T) {
 		"no application": {args: clusterArgs(env, ns),
 			want: "no application: expected drover submit [flags] <application>"},
 		"malformed conf": {args: clusterArgs(env, ns, "--conf", "spark.executor.cores", "local:///app"),
-			want: `invalid configuration pair "spark.executor.cores": expected key=value`},
+			want: `--conf "spark.executor.cores": expected key=value`},
 		"invalid memory": {args: clusterArgs(env, ns, "--executor-memory", "2 gigs", "local:///app"),
 			want: `invalid value "2 gigs" for spark.executor.memory: expected a size such as 512m or 4g`},
 		"missing namespace": {args: clusterArgs(env, "no-such-namespace", "local:///app"),

@@ -1,0 +1,215 @@
+package submit_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/testenv"
+)
+
+// How a bad input is given: drover submit in cluster mode, the application
+// binary as a client-mode driver on Kubernetes, or the application binary
+// under local-cluster.
+const (
+	viaSubmit = 1 << iota
+	viaClient
+	viaLocalCluster
+	everywhere = viaSubmit | viaClient | viaLocalCluster
+)
+
+// TestBadInputCreatesNothing: every bad setting is refused before anything
+// exists, the same way from the CLI and from the application binary: exit
+// code config.ExitInvalid, one message naming the key, no doubled prefix,
+// and no object in the namespace (listed through the API).
+func TestBadInputCreatesNothing(t *testing.T) {
+	env := cluster.Env(t)
+	droverBin, app := binaries(t)
+	ns := env.NewNamespace(t)
+	dir := t.TempDir()
+	badYAML := filepath.Join(dir, "bad-template.yaml")
+	if err := os.WriteFile(badYAML, []byte("apiVersion: v1\nkind: Pod\nspec: [not, a, map\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	notAPod := filepath.Join(dir, "service.yaml")
+	if err := os.WriteFile(notAPod, []byte("apiVersion: v1\nkind: Service\nmetadata: {name: x}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	testCases := []struct {
+		name string
+		conf []string // --conf pairs
+		key  string   // what the message must name
+		via  int
+	}{
+		// The executor pods' settings.
+		{"reserved executor label", []string{"spark.kubernetes.executor.label.spark-role=x"}, "spark.kubernetes.executor.label.spark-role", everywhere},
+		{"executor label key with a space", []string{"spark.kubernetes.executor.label.bad key=x"}, "spark.kubernetes.executor.label.bad key", everywhere},
+		{"executor label value", []string{"spark.kubernetes.executor.label.team=not ok!"}, "spark.kubernetes.executor.label.team", everywhere},
+		{"executor annotation key", []string{"spark.kubernetes.executor.annotation.bad key=x"}, "spark.kubernetes.executor.annotation.bad key", everywhere},
+		{"volume without mount path", []string{"spark.kubernetes.executor.volumes.hostPath.data.options.path=/tmp"}, "spark.kubernetes.executor.volumes.hostPath.data", everywhere},
+		{"volume mount path relative", []string{"spark.kubernetes.executor.volumes.hostPath.data.mount.path=data",
+			"spark.kubernetes.executor.volumes.hostPath.data.options.path=/tmp"}, "spark.kubernetes.executor.volumes.hostPath.data.mount.path", everywhere},
+		{"volume of an unknown type", []string{"spark.kubernetes.executor.volumes.magic.data.mount.path=/data"}, "spark.kubernetes.executor.volumes.magic", everywhere},
+		{"claim without a name", []string{"spark.kubernetes.executor.volumes.persistentVolumeClaim.data.mount.path=/data"}, "spark.kubernetes.executor.volumes.persistentVolumeClaim.data", everywhere},
+		{"emptyDir size", []string{"spark.kubernetes.executor.volumes.emptyDir.data.mount.path=/data",
+			"spark.kubernetes.executor.volumes.emptyDir.data.options.sizeLimit=lots"}, "spark.kubernetes.executor.volumes.emptyDir.data.options.sizeLimit", everywhere},
+		{"secretKeyRef without name:key", []string{"spark.kubernetes.executor.secretKeyRef.TOKEN=justaname"}, "spark.kubernetes.executor.secretKeyRef.TOKEN", everywhere},
+		{"secretKeyRef with an empty key", []string{"spark.kubernetes.executor.secretKeyRef.TOKEN=name:"}, "spark.kubernetes.executor.secretKeyRef.TOKEN", everywhere},
+		{"node selector value", []string{"spark.kubernetes.node.selector.zone=not ok!"}, "spark.kubernetes.node.selector.zone", everywhere},
+		{"secret name", []string{"spark.kubernetes.executor.secrets.Bad_Secret=/mnt/s"}, "spark.kubernetes.executor.secrets.Bad_Secret", everywhere},
+		{"request above limit", []string{"spark.kubernetes.executor.request.cores=4", "spark.kubernetes.executor.limit.cores=2"}, "spark.kubernetes.executor.request.cores", everywhere},
+		{"request cores", []string{"spark.kubernetes.executor.request.cores=lots"}, "spark.kubernetes.executor.request.cores", everywhere},
+		{"limit cores", []string{"spark.kubernetes.executor.limit.cores=-1"}, "spark.kubernetes.executor.limit.cores", everywhere},
+		{"template missing", []string{"spark.kubernetes.executor.podTemplateFile=/nonexistent/template.yaml"}, "spark.kubernetes.executor.podTemplateFile", everywhere},
+		{"template not YAML", []string{"spark.kubernetes.executor.podTemplateFile=" + badYAML}, "spark.kubernetes.executor.podTemplateFile", everywhere},
+		{"template not a pod", []string{"spark.kubernetes.executor.podTemplateFile=" + notAPod}, "spark.kubernetes.executor.podTemplateFile", everywhere},
+		{"termination grace period", []string{"spark.kubernetes.executor.terminationGracePeriodSeconds=-5"}, "spark.kubernetes.executor.terminationGracePeriodSeconds", everywhere},
+		{"pod name prefix", []string{"spark.kubernetes.executor.podNamePrefix=Bad_Prefix"}, "spark.kubernetes.executor.podNamePrefix", everywhere},
+		{"node selector key", []string{"spark.kubernetes.node.selector.bad key=x"}, "spark.kubernetes.node.selector.bad key", everywhere},
+		{"pull policy", []string{"spark.kubernetes.container.image.pullPolicy=Sometimes"}, "spark.kubernetes.container.image.pullPolicy", everywhere},
+		{"scheduler name", []string{"spark.kubernetes.executor.scheduler.name=Bad Name"}, "spark.kubernetes.executor.scheduler.name", everywhere},
+		{"local dir not absolute", []string{"spark.local.dir=relative/dir"}, "spark.local.dir", viaSubmit | viaClient},
+		{"executor binary relative", []string{"drover.kubernetes.executor.binary=app"}, "drover.kubernetes.executor.binary", everywhere},
+		// Allocation.
+		{"batch size", []string{"spark.kubernetes.allocation.batch.size=0"}, "spark.kubernetes.allocation.batch.size", everywhere},
+		{"batch delay", []string{"spark.kubernetes.allocation.batch.delay=soon"}, "spark.kubernetes.allocation.batch.delay", everywhere},
+		{"allocation policy", []string{"drover.kubernetes.allocation.policy=fastest"}, "drover.kubernetes.allocation.policy", everywhere},
+		{"create concurrency", []string{"drover.kubernetes.allocation.createConcurrency=0"}, "drover.kubernetes.allocation.createConcurrency", everywhere},
+		{"max pending pods", []string{"spark.kubernetes.allocation.maxPendingPods=-5"}, "spark.kubernetes.allocation.maxPendingPods", everywhere},
+		{"delete on termination", []string{"spark.kubernetes.executor.deleteOnTermination=maybe"}, "spark.kubernetes.executor.deleteOnTermination", everywhere},
+		// Every master's settings.
+		{"executor memory", []string{"spark.executor.memory=4gg"}, "spark.executor.memory", everywhere},
+		{"executor instances", []string{"spark.executor.instances=abc"}, "spark.executor.instances", everywhere},
+		{"executor cores", []string{"spark.executor.cores=0"}, "spark.executor.cores", everywhere},
+		{"memory overhead", []string{"spark.executor.memoryOverhead=lots"}, "spark.executor.memoryOverhead", everywhere},
+		{"task max failures", []string{"spark.task.maxFailures=-1"}, "spark.task.maxFailures", everywhere},
+		{"dynamic allocation flag", []string{"spark.dynamicAllocation.enabled=maybe"}, "spark.dynamicAllocation.enabled", everywhere},
+		{"dynamic allocation bounds", []string{"spark.dynamicAllocation.enabled=true", "spark.dynamicAllocation.minExecutors=5",
+			"spark.dynamicAllocation.maxExecutors=2"}, "spark.dynamicAllocation.minExecutors", everywhere},
+		{"idle timeout", []string{"spark.dynamicAllocation.executorIdleTimeout=never"}, "spark.dynamicAllocation.executorIdleTimeout", everywhere},
+		{"heartbeat not below the timeout", []string{"spark.network.timeout=5s", "spark.executor.heartbeatInterval=10s"}, "spark.network.timeout", everywhere},
+		{"heartbeat interval", []string{"spark.executor.heartbeatInterval=often"}, "spark.executor.heartbeatInterval", everywhere},
+		{"driver port", []string{"spark.driver.port=abc"}, "spark.driver.port", everywhere},
+		{"authenticate", []string{"spark.authenticate=perhaps"}, "spark.authenticate", everywhere},
+		{"unknown drover key", []string{"drover.log.levle=info"}, "drover.log.level", everywhere},
+		{"log level", []string{"drover.log.level=loud"}, "drover.log.level", everywhere},
+		{"empty key", []string{"=3"}, `"=3"`, everywhere},
+		// The driver pod's settings (cluster mode).
+		{"reserved driver label", []string{"spark.kubernetes.driver.label.spark-app-selector=x"}, "spark.kubernetes.driver.label.spark-app-selector", viaSubmit},
+		{"driver request above limit", []string{"spark.kubernetes.driver.request.cores=4", "spark.kubernetes.driver.limit.cores=1"}, "spark.kubernetes.driver.request.cores", viaSubmit},
+		{"driver volume without mount path", []string{"spark.kubernetes.driver.volumes.hostPath.data.options.path=/tmp"}, "spark.kubernetes.driver.volumes.hostPath.data", viaSubmit},
+	}
+	if n := len(testCases); n < 40 {
+		t.Fatalf("%d bad inputs, want at least 40", n)
+	}
+	base := []string{"--conf", "spark.kubernetes.namespace=" + ns, "--conf", "spark.kubernetes.container.image=drover-test:latest",
+		"--conf", "drover.log.level=warn"}
+	run := func(t *testing.T, bin string, args ...string) (int, string) {
+		t.Helper()
+		ctx := t.Context()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+		cmd.WaitDelay = 10 * time.Second
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("running %s: %v", bin, err)
+		}
+		return code, string(out)
+	}
+	for _, tc := range testCases {
+		t.Run(tc.name, func(t *testing.T) {
+			var confArgs []string
+			for _, c := range tc.conf {
+				confArgs = append(confArgs, "--conf", c)
+			}
+			ways := map[string][]string{}
+			if tc.via&viaSubmit != 0 {
+				ways["drover submit"] = append(append([]string{droverBin, "submit", "--master", "k8s://" + env.URL, "--deploy-mode", "cluster"}, base...),
+					append(confArgs, "local://"+app, "README.md")...)
+			}
+			if tc.via&viaClient != 0 {
+				ways["client mode"] = append(append([]string{app, "--master", "k8s://" + env.URL}, base...), confArgs...)
+			}
+			if tc.via&viaLocalCluster != 0 {
+				ways["local-cluster"] = append([]string{app, "--master", "local-cluster[1,1,256]"}, confArgs...)
+			}
+			for way, argv := range ways {
+				code, out := run(t, argv[0], argv[1:]...)
+				if code != config.ExitInvalid {
+					t.Errorf("%s: exit code %d, want %d; output:\n%s", way, code, config.ExitInvalid, out)
+				}
+				if !strings.Contains(out, tc.key) {
+					t.Errorf("%s: the message does not name %q:\n%s", way, tc.key, out)
+				}
+				for _, doubled := range []string{"invalid configuration: invalid configuration", "drover: drover:", "Error: Error:"} {
+					if strings.Contains(out, doubled) {
+						t.Errorf("%s: doubled prefix %q:\n%s", way, doubled, out)
+					}
+				}
+			}
+			assertEmptyNamespace(t, env, ns)
+		})
+	}
+}
+
+// assertEmptyNamespace fails t when ns holds a pod, service, config map
+// (but the API server's own root CA one) or secret.
+func assertEmptyNamespace(t *testing.T, env *testenv.Env, ns string) {
+	t.Helper()
+	ctx := t.Context()
+	var found []string
+	pods, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		found = append(found, "pod/"+p.Name)
+	}
+	svcs, err := env.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range svcs.Items {
+		found = append(found, "service/"+s.Name)
+	}
+	cms, err := env.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cms.Items {
+		if c.Name != "kube-root-ca.crt" {
+			found = append(found, "configmap/"+c.Name)
+		}
+	}
+	secrets, err := env.Client.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets.Items {
+		found = append(found, "secret/"+s.Name)
+	}
+	if len(found) > 0 {
+		slices.Sort(found)
+		t.Errorf("objects created in %s: %s", ns, strings.Join(found, ", "))
+		// Removed, so the next case is judged on its own.
+		del := metav1.DeleteOptions{}
+		all := metav1.ListOptions{FieldSelector: "metadata.name!=kube-root-ca.crt"}
+		_ = env.Client.CoreV1().Pods(ns).DeleteCollection(ctx, del, metav1.ListOptions{})
+		_ = env.Client.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, del, all)
+		_ = env.Client.CoreV1().Secrets(ns).DeleteCollection(ctx, del, metav1.ListOptions{})
+		for _, s := range svcs.Items {
+			_ = env.Client.CoreV1().Services(ns).Delete(ctx, s.Name, del)
+		}
+	}
+}
