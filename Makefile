@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle
 K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 
-.PHONY: demo test unit integration testbin lint proto docs bench bench-compare bench-k8s build clean chaos
+.PHONY: getting-started demo test unit integration testbin lint proto docs bench bench-compare bench-k8s build clean chaos
 
 ## build: the drover CLI into bin/
 build:
@@ -16,6 +16,10 @@ build:
 ## Kubernetes binaries the first time, several minutes), with its progress and result; cleans up after itself
 demo:
 	@./hack/demo.sh
+
+## getting-started: run every sh block of docs/getting-started.md in order (part of make test)
+getting-started:
+	./hack/getting-started.sh
 
 ## testbin: etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl and kwok from Go modules
 testbin:
@@ -32,6 +36,8 @@ test: lint testbin
 	@echo "drover: race detector on the Kubernetes cluster manager and the root package's tests without a control plane (those ran above)"
 	$(GO) test -count=1 -race -timeout 15m -run 'TestClusterWithInjectedClient|TestSnapshotDelay' ./internal/k8s/
 	$(GO) test -count=1 -race -timeout 15m -run '$(RACE_ROOT_TESTS)' .
+	@echo "drover: docs/getting-started.md, followed verbatim"
+	./hack/getting-started.sh
 
 ## chaos: the fault suite on a real control plane (executor pods deleted and killed, the driver signalled or its pod
 ## deleted, kube-apiserver and etcd killed and restarted, quotas): right answers, exactly the pods asked for, nothing

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -220,14 +222,22 @@ type podWatcher struct {
 
 	mu            sync.Mutex
 	pending       int
-	unschedulable string // the scheduler's last Unschedulable message
+	unschedulable string          // the scheduler's last Unschedulable message
+	seen          map[string]bool // every pod name seen, running or not
+}
+
+// names returns every pod name the watcher has seen.
+func (w *podWatcher) names() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Collect(maps.Keys(w.seen))
 }
 
 func watchPods(b testing.TB, env *testenv.Env, ns string, onRunning func(*corev1.Pod)) *podWatcher {
-	w := &podWatcher{stop: make(chan struct{})}
+	w := &podWatcher{stop: make(chan struct{}), seen: map[string]bool{}}
 	f := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(ns))
 	inf := f.Core().V1().Pods().Informer()
-	state := map[string]bool{} // pod → running
+	state := w.seen // pod → running
 	update := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -630,19 +640,31 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The pods created are those the audit log shows created, and those the
+	// watcher saw: a create the API server stored just before it was killed
+	// has no audit event (it is written when the response completes), and
+	// the driver's resend of it gets 409 AlreadyExists.
+	created := map[string]bool{}
+	for _, name := range watcher.names() {
+		created[name] = true
+	}
 	for _, c := range creates {
 		if c.Namespace != ns {
 			continue
 		}
-		if c.Code == http.StatusCreated {
-			r.podCreates++
-			r.created = append(r.created, c.Name)
-		} else {
+		switch c.Code {
+		case http.StatusCreated:
+			created[c.Name] = true
+		case http.StatusConflict:
+			// A resend under the same name: no new pod.
+		default:
 			r.podCreatesRefused++
 		}
 	}
+	r.created = slices.Sorted(maps.Keys(created))
+	r.podCreates = len(r.created)
 	if r.podCreates != n {
-		b.Errorf("the driver created %d executor pods for %d executors (audit log); want exactly %d", r.podCreates, n, n)
+		b.Errorf("the driver created %d executor pods for %d executors (audit log and pod watch); want exactly %d", r.podCreates, n, n)
 	}
 	if r.HoldWrites > 0 {
 		b.Errorf("the driver wrote %d times while the application idled", r.HoldWrites)

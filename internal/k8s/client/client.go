@@ -61,6 +61,8 @@ func RESTConfig(o Options) (*rest.Config, error) {
 		cfg.QPS = float32(config.KubernetesClientQPS.Get(o.Conf))
 		cfg.Burst = config.KubernetesClientBurst.Get(o.Conf)
 	}
+	server := cfg.Host
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return schemeCheck{next: rt, server: server} })
 	if o.WrapTransport != nil {
 		cfg.Wrap(o.WrapTransport)
 	}
