@@ -12,4 +12,12 @@
 //
 // Tests use New (skips locally when the binaries are missing, fails under
 // CI=true) or share one environment per package with Shared.
+//
+// Why "testenv" though `drover dev-cluster` ships it: a control plane on
+// loopback whose nodes are processes or simulations is a test environment,
+// whoever starts it — the dev cluster is for trying drover, not for running
+// work, and must never be mistaken for a cluster to deploy to. The helpers
+// that take a *testing.T (New, Shared, Unavailable) are in testing.go; the
+// CLI uses only Start, Env and the binaries' lookup (linking package testing
+// registers no flags: nothing calls testing.Init).
 package testenv

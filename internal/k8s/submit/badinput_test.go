@@ -213,3 +213,56 @@ func assertEmptyNamespace(t *testing.T, env *testenv.Env, ns string) {
 		}
 	}
 }
+
+// TestMessagesPointAtTheFix: the usual first mistakes end with a message
+// that names the fix, and leave nothing behind.
+func TestMessagesPointAtTheFix(t *testing.T) {
+	env := cluster.Env(t)
+	_, app := binaries(t)
+	master := "k8s://" + env.URL
+	submitArgs := func(ns string, extra ...string) []string {
+		return append([]string{"submit", "--master", master, "--deploy-mode", "cluster",
+			"--conf", "spark.kubernetes.namespace=" + ns, "--conf", "spark.kubernetes.container.image=drover-test:latest",
+			"--conf", "spark.kubernetes.report.interval=2s", "--num-executors", "1"}, append(extra, "local://"+app, "README.md")...)
+	}
+
+	t.Run("service account missing", func(t *testing.T) {
+		ns := env.NewNamespace(t)
+		r := drover(t, env.Kubeconfig, time.Minute, submitArgs(ns, "--conf", "spark.kubernetes.authenticate.driver.serviceAccountName=nobody")...)
+		if r.code != 1 {
+			t.Errorf("exit code %d, want 1", r.code)
+		}
+		for _, want := range []string{"drover rbac --apply --namespace " + ns, "spark.kubernetes.authenticate.driver.serviceAccountName"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("the message lacks %q:\n%s", want, r.stderr)
+			}
+		}
+		assertEmptyNamespace(t, env, ns) // the config map made first is gone again
+	})
+
+	t.Run("default service account without rights", func(t *testing.T) {
+		ns := env.NewNamespace(t)
+		r := drover(t, env.Kubeconfig, 2*time.Minute, submitArgs(ns)...)
+		if r.code != 1 {
+			t.Errorf("exit code %d, want 1", r.code)
+		}
+		for _, want := range []string{"service account " + ns + "/default", "drover rbac --apply --namespace " + ns,
+			"spark.kubernetes.authenticate.driver.serviceAccountName=drover-driver"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("the message lacks %q:\n%s", want, r.stderr)
+			}
+		}
+	})
+
+	t.Run("http to a TLS API server", func(t *testing.T) {
+		plain := "k8s://http://" + strings.TrimPrefix(env.URL, "https://")
+		r := drover(t, env.Kubeconfig, time.Minute, "status", "--master", plain, "default:x")
+		if r.code != 1 || !strings.Contains(r.stderr, "expects TLS: use k8s://https://") {
+			t.Errorf("exit code %d, message:\n%s", r.code, r.stderr)
+		}
+		// One line of error; client-go's klog lines stay off the terminal.
+		if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n != 0 {
+			t.Errorf("%d lines, want one:\n%s", n+1, r.stderr)
+		}
+	})
+}

@@ -219,6 +219,11 @@ func TestClusterModeWordCount(t *testing.T) {
 			t.Errorf("submit's output lacks %q", want)
 		}
 	}
+	// The config map exists before the pod that mounts it, so the driver
+	// never waits for it (which would show as a failure).
+	if strings.Contains(r.stderr, "CreateContainerConfigError") {
+		t.Errorf("the driver pod waited for its configuration:\n%s", r.stderr)
+	}
 	logs, err := env.ProcessNode.Logs(ns, pod)
 	if err != nil {
 		t.Fatal(err)
