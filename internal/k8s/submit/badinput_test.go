@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -164,52 +163,26 @@ func TestBadInputCreatesNothing(t *testing.T) {
 }
 
 // assertEmptyNamespace fails t when ns holds a pod, service, config map
-// (but the API server's own root CA one) or secret.
+// or secret, and removes them so the next case is judged on its own.
 func assertEmptyNamespace(t *testing.T, env *testenv.Env, ns string) {
 	t.Helper()
-	ctx := t.Context()
-	var found []string
-	pods, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
+	found := appObjects(t, env, ns, "")
+	if len(found) == 0 {
+		return
 	}
-	for _, p := range pods.Items {
-		found = append(found, "pod/"+p.Name)
-	}
-	svcs, err := env.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range svcs.Items {
-		found = append(found, "service/"+s.Name)
-	}
-	cms, err := env.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cms.Items {
-		if c.Name != "kube-root-ca.crt" {
-			found = append(found, "configmap/"+c.Name)
-		}
-	}
-	secrets, err := env.Client.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range secrets.Items {
-		found = append(found, "secret/"+s.Name)
-	}
-	if len(found) > 0 {
-		slices.Sort(found)
-		t.Errorf("objects created in %s: %s", ns, strings.Join(found, ", "))
-		// Removed, so the next case is judged on its own.
-		del := metav1.DeleteOptions{}
-		all := metav1.ListOptions{FieldSelector: "metadata.name!=kube-root-ca.crt"}
-		_ = env.Client.CoreV1().Pods(ns).DeleteCollection(ctx, del, metav1.ListOptions{})
-		_ = env.Client.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, del, all)
-		_ = env.Client.CoreV1().Secrets(ns).DeleteCollection(ctx, del, metav1.ListOptions{})
-		for _, s := range svcs.Items {
-			_ = env.Client.CoreV1().Services(ns).Delete(ctx, s.Name, del)
+	t.Errorf("objects created in %s: %s", ns, strings.Join(found, ", "))
+	ctx, del := t.Context(), metav1.DeleteOptions{}
+	for _, o := range found {
+		kind, name, _ := strings.Cut(o, "/")
+		switch kind {
+		case "pod":
+			_ = env.Client.CoreV1().Pods(ns).Delete(ctx, name, del)
+		case "configmap":
+			_ = env.Client.CoreV1().ConfigMaps(ns).Delete(ctx, name, del)
+		case "secret":
+			_ = env.Client.CoreV1().Secrets(ns).Delete(ctx, name, del)
+		case "service":
+			_ = env.Client.CoreV1().Services(ns).Delete(ctx, name, del)
 		}
 	}
 }

@@ -232,39 +232,7 @@ func waitUntil(t *testing.T, bound time.Duration, what string, cond func() bool)
 // maps and secrets (by the spark-app-selector label), and every service
 // (the namespace is the test's).
 func appLeft(t *testing.T, env *testenv.Env, ns, appID string) []string {
-	t.Helper()
-	ctx := t.Context()
-	sel := metav1.ListOptions{LabelSelector: "spark-app-selector=" + appID}
-	var out []string
-	pods, err := env.Client.CoreV1().Pods(ns).List(ctx, sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		out = append(out, "pod/"+p.Name)
-	}
-	cms, err := env.Client.CoreV1().ConfigMaps(ns).List(ctx, sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cms.Items {
-		out = append(out, "configmap/"+c.Name)
-	}
-	secrets, err := env.Client.CoreV1().Secrets(ns).List(ctx, sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range secrets.Items {
-		out = append(out, "secret/"+s.Name)
-	}
-	svcs, err := env.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range svcs.Items {
-		out = append(out, "service/"+s.Name)
-	}
-	return out
+	return appObjects(t, env, ns, "spark-app-selector="+appID)
 }
 
 // executorProcesses returns the pids of the live executor processes of

@@ -331,9 +331,16 @@ func TestStatusAndKill(t *testing.T) {
 
 // leftovers lists the application objects in ns.
 func leftovers(t *testing.T, env *testenv.Env, ns string) []string {
+	return appObjects(t, env, ns, "spark-app-selector")
+}
+
+// appObjects lists the pods, config maps and secrets in ns that selector
+// (a label selector; empty for all) matches, and every service, as
+// kind/name, sorted. The API server's kube-root-ca.crt is nobody's.
+func appObjects(t *testing.T, env *testenv.Env, ns, selector string) []string {
 	t.Helper()
 	ctx := t.Context()
-	sel := metav1.ListOptions{LabelSelector: "spark-app-selector"}
+	sel := metav1.ListOptions{LabelSelector: selector}
 	var out []string
 	pods, err := env.Client.CoreV1().Pods(ns).List(ctx, sel)
 	if err != nil {
@@ -342,6 +349,22 @@ func leftovers(t *testing.T, env *testenv.Env, ns string) []string {
 	for _, p := range pods.Items {
 		out = append(out, "pod/"+p.Name)
 	}
+	cms, err := env.Client.CoreV1().ConfigMaps(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cms.Items {
+		if c.Name != "kube-root-ca.crt" {
+			out = append(out, "configmap/"+c.Name)
+		}
+	}
+	secrets, err := env.Client.CoreV1().Secrets(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range secrets.Items {
+		out = append(out, "secret/"+s.Name)
+	}
 	svcs, err := env.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -349,13 +372,7 @@ func leftovers(t *testing.T, env *testenv.Env, ns string) []string {
 	for _, s := range svcs.Items {
 		out = append(out, "service/"+s.Name)
 	}
-	cms, err := env.Client.CoreV1().ConfigMaps(ns).List(ctx, sel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cms.Items {
-		out = append(out, "configmap/"+c.Name)
-	}
+	slices.Sort(out)
 	return out
 }
 
