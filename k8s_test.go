@@ -108,6 +108,13 @@ func TestClientModeOnKubernetes(t *testing.T) {
 		if len(c.Command) == 0 || c.Command[0] != bin {
 			t.Errorf("pod %s runs %v, want %s (drover.kubernetes.executor.binary)", p.Name, c.Command, bin)
 		}
+		// Admitted without the API token the service-account admission
+		// would otherwise mount.
+		for _, v := range p.Spec.Volumes {
+			if v.Projected != nil && strings.HasPrefix(v.Name, "kube-api-access") {
+				t.Errorf("pod %s mounts the API token (volume %s)", p.Name, v.Name)
+			}
+		}
 	}
 	// Nothing of the application remains: the driver deleted its pods
 	// (they may take their grace period to go) and its config map.

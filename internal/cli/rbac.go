@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,8 +23,23 @@ func newRBACCommand() *cobra.Command {
 		Short: "Print or apply the least-privilege ServiceAccount, Role and RoleBinding of a cluster-mode driver",
 		Long: `rbac prints, as YAML for kubectl apply -f -, the ServiceAccount a cluster-mode driver runs as
 (spark.kubernetes.authenticate.driver.serviceAccountName) and the Role and RoleBinding that give it
-exactly what the driver calls: executor pods (create, get, list, watch, delete, deletecollection,
-patch) and the executor config map (create, delete).
+exactly what the driver calls, and why:
+
+  pods create              its executor pods
+  pods get                 its own pod, which owns the executors (deleting it deletes them)
+  pods list, watch         one informer on its executor pods: their states, without polling
+  pods delete              an executor it scales down, kills or gives up on
+  pods deletecollection    all its executors at the end, in one call
+  pods patch               the spark-exec-inactive label (deleteOnTermination=false)
+  configmaps create, delete  the executors' configuration
+  secrets create, delete   with --authenticate: the executors' authentication secret
+  persistentvolumeclaims create  with --on-demand-claims: executors' on-demand claims
+
+Executors get no API token: by default they run as the driver's account with
+automountServiceAccountToken false, so user code cannot use the driver's rights. With --executor,
+rbac prints a rights-free account for executors instead (drover-executor; no Role), for when they
+need an identity of their own: name it in spark.kubernetes.authenticate.executor.serviceAccountName,
+which also mounts its token.
 
 With --apply, rbac creates or updates them itself (server-side apply, so running it again changes
 nothing), on the API server of --master or the kubeconfig, and with --create-namespace the namespace
@@ -66,17 +82,22 @@ too (--pod-security enforces a Pod Security Standard there). Submit with
 				fmt.Fprintln(cmd.OutOrStdout(), "applied", d)
 			}
 			if err == nil {
+				key, name := config.KubernetesDriverServiceAccountName.Key(), cmp.Or(o.ServiceAccount, submit.DefaultServiceAccount)
+				if o.Executor {
+					key, name = config.KubernetesExecutorServiceAccountName.Key(), cmp.Or(o.ServiceAccount, submit.DefaultExecutorServiceAccount)
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "drover: submit with --conf %s=%s --conf %s=%s\n",
-					config.KubernetesNamespace.Key(), o.Namespace, config.KubernetesDriverServiceAccountName.Key(), o.ServiceAccount)
+					config.KubernetesNamespace.Key(), o.Namespace, key, name)
 			}
 			return err
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the driver (required)")
-	fl.StringVar(&o.ServiceAccount, "service-account", submit.DefaultServiceAccount, "name of the service account, role and binding")
+	fl.StringVar(&o.ServiceAccount, "service-account", "", "name of the service account, role and binding (default drover-driver, with --executor drover-executor)")
 	fl.BoolVar(&o.Secrets, "authenticate", false, "also secrets create/delete: for spark.authenticate=true")
 	fl.BoolVar(&o.Claims, "on-demand-claims", false, "also persistentvolumeclaims create: for executors with on-demand claims")
+	fl.BoolVar(&o.Executor, "executor", false, "a rights-free account for executors instead (default name drover-executor)")
 	fl.BoolVar(&doApply, "apply", false, "create or update the objects on the cluster instead of printing them")
 	fl.BoolVar(&ns.Create, "create-namespace", false, "with --apply: create the namespace too")
 	fl.StringVar(&ns.PodSecurity, "pod-security", "", "with --create-namespace: the Pod Security Standard the namespace enforces (privileged, baseline, restricted)")

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-project/drover/internal/config"
@@ -417,5 +418,39 @@ func TestClientModeObjectsCarryTheAppID(t *testing.T) {
 		if refs := o.GetOwnerReferences(); len(refs) > 0 {
 			t.Errorf("%s is owned by %v in client mode", o.GetName(), refs)
 		}
+	}
+}
+
+// TestExecutorAPITokenNotMounted: executors get no Kubernetes API token
+// unless their account is named explicitly or the template decides.
+func TestExecutorAPITokenNotMounted(t *testing.T) {
+	dir := t.TempDir()
+	mounting := filepath.Join(dir, "mounting.yaml")
+	if err := os.WriteFile(mounting, []byte("apiVersion: v1\nkind: Pod\nspec:\n  automountServiceAccountToken: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testCases := map[string]struct {
+		pairs []string
+		want  *bool
+	}{
+		"default":                       {want: ptr.To(false)},
+		"driver's account named":        {pairs: []string{"spark.kubernetes.authenticate.driver.serviceAccountName=drover-driver"}, want: ptr.To(false)},
+		"executor account named":        {pairs: []string{"spark.kubernetes.authenticate.executor.serviceAccountName=workload-identity"}},
+		"template mounts it on purpose": {pairs: []string{"spark.kubernetes.executor.podTemplateFile=" + mounting}, want: ptr.To(true)},
+	}
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			ec, err := NewExecutorConf(newConf(t, append(tc.pairs, "spark.kubernetes.container.image=app:1")...), testAppID, driverPod("default"), testDriverURL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod, err := BuildExecutorPod(ec, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, pod.Spec.AutomountServiceAccountToken); diff != "" {
+				t.Errorf("automountServiceAccountToken (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

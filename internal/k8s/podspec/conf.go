@@ -60,6 +60,11 @@ type ExecutorConf struct {
 	Labels, Annotations, NodeSelector, Env map[string]string
 	// SchedulerName and ServiceAccount; "" keeps the template's.
 	SchedulerName, ServiceAccount string
+	// MountServiceAccountToken: spark.kubernetes.authenticate.executor.
+	// serviceAccountName is set explicitly. Otherwise executors run as the
+	// driver's account but without its API token: executors never call
+	// the API, and user code in them must not manage the namespace's pods.
+	MountServiceAccountToken bool
 	// TerminationGracePeriod in seconds.
 	TerminationGracePeriod int64
 	// DriverPod owns the executor pods and their resources; nil in client
@@ -453,6 +458,7 @@ func (p *parser) metadata(ec *ExecutorConf) {
 	}
 	ec.SchedulerName = get(p, config.KubernetesExecutorSchedulerName)
 	ec.ServiceAccount = get(p, config.KubernetesExecutorServiceAccountName)
+	ec.MountServiceAccountToken = config.KubernetesExecutorServiceAccountName.IsSet(p.c)
 	for _, name := range []string{ec.SchedulerName, ec.ServiceAccount} {
 		if name == "" {
 			continue

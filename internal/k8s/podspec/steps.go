@@ -209,7 +209,10 @@ func OwnerReference(driver *corev1.Pod) metav1.OwnerReference {
 }
 
 // credentialsStep is Spark's ExecutorKubernetesCredentialsFeatureStep: the
-// service account, unless the template names one.
+// service account, unless the template names one. Unlike Spark, the API
+// token is not mounted unless the executor account was named explicitly
+// (or the template decides): by default executors share the driver's
+// account, whose token could create and delete the namespace's pods.
 type credentialsStep struct{}
 
 func (credentialsStep) Name() string { return "credentials" }
@@ -217,6 +220,9 @@ func (credentialsStep) Name() string { return "credentials" }
 func (credentialsStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ int64) error {
 	if c.ServiceAccount != "" && pod.Spec.ServiceAccountName == "" {
 		pod.Spec.ServiceAccountName = c.ServiceAccount
+	}
+	if !c.MountServiceAccountToken && pod.Spec.AutomountServiceAccountToken == nil {
+		pod.Spec.AutomountServiceAccountToken = ptr.To(false)
 	}
 	return nil
 }

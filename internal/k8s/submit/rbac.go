@@ -27,10 +27,19 @@ type RBACOptions struct {
 	Secrets bool
 	// Claims: executors with on-demand PersistentVolumeClaims.
 	Claims bool
+	// Executor: an account for executors instead, with no rights at all
+	// (no Role, no RoleBinding), for
+	// spark.kubernetes.authenticate.executor.serviceAccountName when they
+	// need an identity of their own (such as a cloud workload identity).
+	Executor bool
 }
 
-// DefaultServiceAccount is the driver's service account unless named.
-const DefaultServiceAccount = "drover-driver"
+// DefaultServiceAccount is the driver's service account unless named, and
+// DefaultExecutorServiceAccount the executors' with RBACOptions.Executor.
+const (
+	DefaultServiceAccount         = "drover-driver"
+	DefaultExecutorServiceAccount = "drover-executor"
+)
 
 // RBAC returns the ServiceAccount, Role and RoleBinding a cluster-mode
 // driver needs, and nothing more: what the Kubernetes cluster manager
@@ -40,7 +49,12 @@ const DefaultServiceAccount = "drover-driver"
 // authentication Secret): create and delete. With Claims, on-demand
 // claims: create (they go with the driver pod, which owns them).
 func RBAC(o RBACOptions) ([]any, error) {
-	if o.ServiceAccount == "" {
+	switch {
+	case o.Executor && (o.Secrets || o.Claims):
+		return nil, errors.New("an executor account has no rights: --authenticate and --on-demand-claims are for the driver's")
+	case o.ServiceAccount == "" && o.Executor:
+		o.ServiceAccount = DefaultExecutorServiceAccount
+	case o.ServiceAccount == "":
 		o.ServiceAccount = DefaultServiceAccount
 	}
 	for what, name := range map[string]string{"namespace": o.Namespace, "service account": o.ServiceAccount} {
@@ -66,6 +80,9 @@ func RBAC(o RBACOptions) ([]any, error) {
 	}
 	sa := &corev1.ServiceAccount{AutomountServiceAccountToken: ptrTo(true)}
 	sa.TypeMeta, sa.ObjectMeta = meta("ServiceAccount", "v1")
+	if o.Executor {
+		return []any{sa}, nil
+	}
 	role := &rbacv1.Role{Rules: rules}
 	role.TypeMeta, role.ObjectMeta = meta("Role", "rbac.authorization.k8s.io/v1")
 	rb := &rbacv1.RoleBinding{
