@@ -61,6 +61,9 @@ type attempt struct {
 	set      *TaskSet
 	index    int
 	executor string
+	// fetching is the declared size of a result being fetched, reserved
+	// against spark.driver.maxResultSize (CanFetchResult).
+	fetching int64
 }
 
 // New returns a scheduler; SetBackend must be called before tasks are
@@ -102,6 +105,9 @@ type TaskSet struct {
 	succeeded   []bool
 	numSucceded int
 	resultBytes int64
+	// fetchingBytes is what results being fetched declared: counted with
+	// resultBytes, so parallel fetches cannot overshoot the limit together.
+	fetchingBytes int64
 	finished    bool
 	lastFailure []*TaskFailedError
 }
@@ -246,11 +252,43 @@ func (s *Scheduler) forgetLocked(tid int64) *attempt {
 	if a == nil {
 		return nil
 	}
+	a.set.fetchingBytes -= a.fetching
+	a.fetching = 0
 	delete(s.running, tid)
 	if tasks := s.byExecutor[a.executor]; tasks != nil {
 		delete(tasks, tid)
 	}
 	return a
+}
+
+// CanFetchResult is asked before a result kept on an executor (too large for
+// the control stream) is fetched, with the size the executor declared. As
+// Spark's canFetchMoreResults, a result that would take the task set's
+// results over spark.driver.maxResultSize aborts the task set before any
+// byte of it is read; a result that fits is reserved until it arrives.
+// It reports whether to fetch: false also for a task no longer wanted.
+func (s *Scheduler) CanFetchResult(taskID, size int64) bool {
+	s.mu.Lock()
+	a := s.running[taskID]
+	if a == nil || a.set.finished {
+		s.mu.Unlock()
+		return false
+	}
+	ts := a.set
+	var kills []killOrder
+	fits := true
+	if max := s.opts.MaxResultSize; max > 0 && ts.resultBytes+ts.fetchingBytes+size > max {
+		fits = false
+		kills = s.abortLocked(ts, fmt.Errorf(
+			"total size of results of %d tasks (%d bytes, with a %d-byte result not fetched) is bigger than spark.driver.maxResultSize (%d bytes)",
+			ts.numSucceded+1, ts.resultBytes+ts.fetchingBytes+size, size, max))
+	} else {
+		a.fetching = size
+		ts.fetchingBytes += size
+	}
+	s.mu.Unlock()
+	s.kill(kills, "task set aborted")
+	return fits
 }
 
 // StatusUpdates records terminal task reports.

@@ -292,3 +292,54 @@ func TestFIFOAcrossTaskSets(t *testing.T) {
 		t.Errorf("pending = %d, want 1", n)
 	}
 }
+
+// TestCanFetchResult: a kept result is checked by its declared size before
+// it is fetched, counting the results already being fetched, so parallel
+// fetches cannot overshoot spark.driver.maxResultSize together; a result
+// that arrived or failed frees its reservation.
+func TestCanFetchResult(t *testing.T) {
+	testCases := map[string]struct {
+		max       int64
+		declared  []int64 // asked in turn, each for the next task
+		failFirst bool    // the first fetch fails before the others ask
+		want      []bool
+		aborted   bool
+	}{
+		"unlimited":             {max: 0, declared: []int64{1 << 40, 1 << 40}, want: []bool{true, true}},
+		"fits":                  {max: 100, declared: []int64{40, 60}, want: []bool{true, true}},
+		"one alone is too big":  {max: 100, declared: []int64{101}, want: []bool{false}, aborted: true},
+		"together too big":      {max: 100, declared: []int64{60, 60}, want: []bool{true, false}, aborted: true},
+		"freed by a failure":    {max: 100, declared: []int64{60, 60}, failFirst: true, want: []bool{true, true}},
+		"the limit itself fits": {max: 100, declared: []int64{50, 50}, want: []bool{true, true}},
+	}
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			s := New(Options{MaxFailures: 4, MaxResultSize: tc.max})
+			s.SetBackend(&fakeBackend{})
+			ts := s.Submit(specOf(len(tc.declared), nil))
+			ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: len(tc.declared)}})
+			var got []bool
+			for i, size := range tc.declared {
+				got = append(got, s.CanFetchResult(ds[i].TaskID, size))
+				if i == 0 && tc.failFirst {
+					s.StatusUpdates([]Status{{TaskID: ds[0].TaskID, State: Failed, Err: "fetch failed"}})
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("CanFetchResult (-want +got):\n%s", diff)
+			}
+			var err error
+			select {
+			case <-ts.Done():
+				err = ts.Err()
+			default: // still running: not aborted
+			}
+			if aborted := err != nil; aborted != tc.aborted {
+				t.Fatalf("aborted = %v (%v), want %v", aborted, err, tc.aborted)
+			}
+			if tc.aborted && !strings.Contains(err.Error(), "spark.driver.maxResultSize") {
+				t.Errorf("error %v does not name spark.driver.maxResultSize", err)
+			}
+		})
+	}
+}

@@ -126,6 +126,9 @@ type Backend struct {
 	runCtx    context.Context
 	cancelRun context.CancelFunc
 	wg        sync.WaitGroup
+	// fetchers bounds the result fetches in flight (Spark's
+	// spark.resultGetter.threads, 4).
+	fetchers chan struct{}
 
 	mu         sync.Mutex
 	executors  map[string]*executorData
@@ -176,6 +179,7 @@ func New(sched *scheduler.Scheduler, cluster ClusterManager, opts Options) *Back
 		stopCh:     make(chan struct{}),
 		runCtx:     runCtx,
 		cancelRun:  cancelRun,
+		fetchers:   make(chan struct{}, resultFetchers),
 		executors:  map[string]*executorData{},
 		excluded:   map[string]bool{},
 		registered: make(chan struct{}),

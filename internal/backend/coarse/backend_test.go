@@ -508,3 +508,20 @@ func TestRemovalFlowsOneWay(t *testing.T) {
 		t.Errorf("executors reported lost to the cluster manager (-want +got):\n%s", diff)
 	}
 }
+
+// TestBadDeclaredResultSize: an executor that declares a negative result
+// size fails its task; the driver neither panics nor allocates from it.
+func TestBadDeclaredResultSize(t *testing.T) {
+	s := scheduler.New(scheduler.Options{MaxFailures: 1})
+	b := New(s, nil, Options{AppID: appID, Logger: quiet})
+	s.SetBackend(b)
+	ts := s.Submit(scheduler.TaskSetSpec{JobID: 1, StageID: 1, Func: "f", Tasks: []scheduler.TaskSpec{{Partition: 0}}})
+	ds := s.ResourceOffers([]scheduler.Offer{{ExecutorID: "1", Cores: 1}})
+	if len(ds) != 1 {
+		t.Fatalf("%d tasks launched, want 1", len(ds))
+	}
+	b.fetchResult(t.Context(), &executorData{ExecutorInfo: ExecutorInfo{ID: "1"}}, scheduler.Status{TaskID: ds[0].TaskID, ExecutorID: "1", State: scheduler.Finished}, -1)
+	if err := ts.Err(); err == nil || !strings.Contains(err.Error(), "declared a result of -1 bytes") {
+		t.Errorf("task set error %v, want the declared size named", err)
+	}
+}

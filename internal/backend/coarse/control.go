@@ -196,17 +196,41 @@ func fromProto(executorID string, s *pb.TaskStatus) scheduler.Status {
 	return st
 }
 
+// resultFetchers is how many results are fetched at once, as Spark's
+// spark.resultGetter.threads: the driver's memory for results in flight is
+// bounded by it and by spark.driver.maxResultSize.
+const resultFetchers = 4
+
 // fetchResult pulls a result the executor kept because it was too large for
-// the control stream, then reports the task.
+// the control stream, then reports the task. The declared size is checked
+// first: a negative one fails the task, and one that would take the task
+// set over spark.driver.maxResultSize aborts it before any byte is read.
 func (b *Backend) fetchResult(ctx context.Context, ex *executorData, st scheduler.Status, size int64) {
-	data, err := b.fetch(ctx, ex, st.TaskID, size)
-	if err != nil {
-		st.State, st.Err = scheduler.Failed, fmt.Sprintf("fetching the task's result from executor %s: %v", ex.ID, err)
-	} else {
-		st.Result = data
+	switch {
+	case size < 0:
+		st.State, st.Err = scheduler.Failed, fmt.Sprintf("executor %s declared a result of %d bytes", ex.ID, size)
+	case !b.sched.CanFetchResult(st.TaskID, size):
+		st.State, st.Err = scheduler.Failed, fmt.Sprintf("the %d-byte result on executor %s was not fetched", size, ex.ID)
+	default:
+		select {
+		case b.fetchers <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		data, err := b.fetch(ctx, ex, st.TaskID, size)
+		<-b.fetchers
+		if err != nil {
+			st.State, st.Err = scheduler.Failed, fmt.Sprintf("fetching the task's result from executor %s: %v", ex.ID, err)
+		} else {
+			st.Result = data
+		}
 	}
 	b.sched.StatusUpdates([]scheduler.Status{st})
 }
+
+// maxPrealloc caps the buffer allocated from a declared size before the
+// data arrives; the buffer grows with what really comes.
+const maxPrealloc = 16 << 20
 
 func (b *Backend) fetch(ctx context.Context, ex *executorData, taskID, size int64) ([]byte, error) {
 	b.mu.Lock()
@@ -227,7 +251,7 @@ func (b *Backend) fetch(ctx context.Context, ex *executorData, taskID, size int6
 	if err != nil {
 		return nil, err
 	}
-	data := make([]byte, 0, size)
+	data := make([]byte, 0, min(size, maxPrealloc))
 	for {
 		c, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
@@ -235,6 +259,9 @@ func (b *Backend) fetch(ctx context.Context, ex *executorData, taskID, size int6
 		}
 		if err != nil {
 			return nil, err
+		}
+		if int64(len(data)+len(c.GetData())) > size {
+			return nil, fmt.Errorf("the executor sent more than the %d bytes it declared", size)
 		}
 		data = append(data, c.GetData()...)
 	}
