@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
 
 	"github.com/drover-project/drover/internal/codec"
 	"github.com/drover-project/drover/internal/dataflow"
@@ -192,10 +193,8 @@ func (d *Dataset[T]) SaveAsTextFile(dir string) (err error) {
 	if err != nil {
 		return err
 	}
-	for p, name := range names {
-		if err := os.Rename(filepath.Join(attempts, name), filepath.Join(staging, fmt.Sprintf("part-%05d", p))); err != nil {
-			return fmt.Errorf("save as text file: committing partition %d: %w", p, err)
-		}
+	if err := commitParts(attempts, staging, names); err != nil {
+		return err
 	}
 	if err := os.RemoveAll(attempts); err != nil {
 		return fmt.Errorf("save as text file: %w", err)
@@ -205,6 +204,24 @@ func (d *Dataset[T]) SaveAsTextFile(dir string) (err error) {
 	}
 	if err := os.Rename(staging, dir); err != nil {
 		return fmt.Errorf("save as text file: committing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// commitParts moves each partition's file, named by its task's result, from
+// attempts into staging as part-NNNNN. The names come from executors, so
+// each must be a plain file name in attempts: a path (such as ../x) would
+// move a file of the driver's choosing.
+func commitParts(attempts, staging string, names []string) error {
+	for p, name := range names {
+		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+			return fmt.Errorf("save as text file: partition %d: its task named the file %q, not a file name in the output's temporary directory", p, name)
+		}
+	}
+	for p, name := range names {
+		if err := os.Rename(filepath.Join(attempts, name), filepath.Join(staging, fmt.Sprintf("part-%05d", p))); err != nil {
+			return fmt.Errorf("save as text file: committing partition %d: %w", p, err)
+		}
 	}
 	return nil
 }
