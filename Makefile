@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 # The root package's tests that need no control plane, for the race detector.
-RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle
+RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestTaskOverMessageMaxSize|TestCommitPartsRejectsPaths|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle
 K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 
 .PHONY: getting-started demo test unit integration testbin lint proto docs bench bench-compare bench-k8s build clean chaos

@@ -285,6 +285,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		MaxFailures:   maxFailures,
 		CPUsPerTask:   config.TaskCPUs.Get(conf),
 		MaxResultSize: config.DriverMaxResultSize.Get(conf),
+		MaxTaskSize:   config.RPCMessageMaxSize.Get(conf),
 		ExecutorLost:  func(id string) { graph.ExecutorLost(id) },
 		Logger:        log,
 	})

@@ -187,6 +187,12 @@ var (
 
 	ReducerMaxSizeInFlight = Bytes("spark.reducer.maxSizeInFlight", "48m", KiB,
 		"Largest amount of map output a reduce task fetches at once.")
+
+	RPCMessageMaxSize = Bytes("spark.rpc.message.maxSize", "128m", MiB,
+		"Largest task the driver sends (its function's input, serialized): a larger one fails its job at once, "+
+			"naming the task's size, instead of breaking the executor's connection. Launches are batched up to this "+
+			"size too. At most 255m: the driver's RPC carries at most 256 MiB per message.",
+		Check("between 1m and 255m", func(v int64) bool { return v >= MiB && v <= 255*MiB }))
 )
 
 // Dynamic allocation.

@@ -35,6 +35,9 @@ type Options struct {
 	CPUsPerTask int
 	// MaxResultSize is spark.driver.maxResultSize; 0 means no limit.
 	MaxResultSize int64
+	// MaxTaskSize is spark.rpc.message.maxSize: a task whose payload is
+	// larger fails its task set at submission; 0 means no limit.
+	MaxTaskSize int64
 	// ExecutorLost, when set, is told of every lost executor (after the
 	// scheduler has resubmitted its tasks), so map outputs on it can be
 	// forgotten.
@@ -138,6 +141,20 @@ func (s *Scheduler) Submit(spec TaskSetSpec) *TaskSet {
 		ts.finished = true
 		close(ts.done)
 		return ts
+	}
+	// As Spark's TaskSetManager, a task too large to send fails the task
+	// set at once: sent, it would break the executor's connection.
+	if max := s.opts.MaxTaskSize; max > 0 {
+		for _, t := range spec.Tasks {
+			if n := int64(len(t.Payload)); n > max {
+				ts.finished = true
+				ts.err = fmt.Errorf("the task of stage %d partition %d is %d bytes serialized, over spark.rpc.message.maxSize (%d bytes): "+
+					"give it a smaller input (read large data inside the task instead) or raise spark.rpc.message.maxSize",
+					spec.StageID, t.Partition, n, max)
+				close(ts.done)
+				return ts
+			}
+		}
 	}
 	s.mu.Lock()
 	s.active = append(s.active, ts)

@@ -343,3 +343,26 @@ func TestCanFetchResult(t *testing.T) {
 		})
 	}
 }
+
+// TestTaskOverMaxSizeFailsAtOnce: a task larger than
+// spark.rpc.message.maxSize fails its task set at submission, naming the
+// key and the task's size; nothing is launched.
+func TestTaskOverMaxSizeFailsAtOnce(t *testing.T) {
+	s := New(Options{MaxFailures: 4, MaxTaskSize: 100})
+	b := &fakeBackend{}
+	s.SetBackend(b)
+	spec := specOf(2, nil)
+	spec.Tasks[1].Payload = make([]byte, 101)
+	ts := s.Submit(spec)
+	select {
+	case <-ts.Done():
+	default:
+		t.Fatal("the task set is still running")
+	}
+	if err := ts.Err(); err == nil || !strings.Contains(err.Error(), "101 bytes") || !strings.Contains(err.Error(), "spark.rpc.message.maxSize") {
+		t.Errorf("error %v, want the size and spark.rpc.message.maxSize named", err)
+	}
+	if ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 2}}); len(ds) != 0 {
+		t.Errorf("%d tasks launched", len(ds))
+	}
+}

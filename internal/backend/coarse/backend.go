@@ -33,12 +33,17 @@ func ConfOptions(appID string, conf *config.Conf, auth rpc.Auth) Options {
 		Prefetch:           config.SchedulerPrefetch.Get(conf),
 		NetworkTimeout:     config.NetworkTimeout.Get(conf),
 		TimeoutInterval:    config.NetworkTimeoutInterval.Get(conf),
+		MaxLaunchBytes:     config.RPCMessageMaxSize.Get(conf),
 	}
 }
 
 // Options configures a Backend.
 type Options struct {
 	AppID string
+	// MaxLaunchBytes caps the task payloads batched into one launch message
+	// (spark.rpc.message.maxSize; 128 MiB when 0): a batch starts anew past
+	// it, so a message stays within what the RPC carries.
+	MaxLaunchBytes int64
 	// Conf is the application's explicitly set configuration, sent to each
 	// executor when it registers.
 	Conf map[string]string
@@ -165,6 +170,9 @@ func New(sched *scheduler.Scheduler, cluster ClusterManager, opts Options) *Back
 	}
 	if opts.BindAddress == "" {
 		opts.BindAddress = "127.0.0.1"
+	}
+	if opts.MaxLaunchBytes <= 0 {
+		opts.MaxLaunchBytes = 128 << 20
 	}
 	if opts.AdvertiseHost == "" {
 		opts.AdvertiseHost = opts.BindAddress

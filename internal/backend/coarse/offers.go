@@ -56,16 +56,32 @@ func (b *Backend) makeOffers(id string) {
 		return
 	}
 	tasks := b.sched.ResourceOffers(offers)
-	batches := map[*executorData]*pb.LaunchBatch{}
+	// Each executor's launches, in batches of at most MaxLaunchBytes of
+	// payload (a task alone may reach it): one message each.
+	type batching struct {
+		ex    *executorData
+		all   []*pb.LaunchBatch
+		bytes int64
+	}
+	var order []*batching
+	batches := map[*executorData]*batching{}
 	for i := range tasks {
 		t := &tasks[i]
 		ex := b.executors[t.ExecutorID]
 		ex.FreeCores -= t.CPUs
-		lb := batches[ex]
-		if lb == nil {
-			lb = &pb.LaunchBatch{}
-			batches[ex] = lb
+		bt := batches[ex]
+		if bt == nil {
+			bt = &batching{ex: ex}
+			batches[ex] = bt
+			order = append(order, bt)
 		}
+		size := int64(len(t.Payload))
+		if len(bt.all) == 0 || bt.bytes+size > b.opts.MaxLaunchBytes {
+			bt.all = append(bt.all, &pb.LaunchBatch{})
+			bt.bytes = 0
+		}
+		bt.bytes += size
+		lb := bt.all[len(bt.all)-1]
 		lb.Tasks = append(lb.Tasks, &pb.TaskDescription{
 			TaskId:       t.TaskID,
 			JobId:        t.JobID,
@@ -79,8 +95,10 @@ func (b *Backend) makeOffers(id string) {
 		})
 	}
 	b.mu.Unlock()
-	for ex, lb := range batches {
-		ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_Launch{Launch: lb}})
+	for _, bt := range order {
+		for _, lb := range bt.all {
+			bt.ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_Launch{Launch: lb}})
+		}
 	}
 }
 
