@@ -111,8 +111,8 @@ type TaskSet struct {
 	// fetchingBytes is what results being fetched declared: counted with
 	// resultBytes, so parallel fetches cannot overshoot the limit together.
 	fetchingBytes int64
-	finished    bool
-	lastFailure []*TaskFailedError
+	finished      bool
+	lastFailure   []*TaskFailedError
 }
 
 // Done is closed when the task set has finished, successfully or not.
