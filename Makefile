@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestTaskOverMessageMaxSize|TestCommitPartsRejectsPaths|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle
 K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 
-.PHONY: getting-started demo test unit integration testbin lint proto docs bench bench-compare bench-k8s build clean chaos
+.PHONY: fuzz getting-started demo test unit integration testbin lint proto docs bench bench-compare bench-k8s build clean chaos
 
 ## build: the drover CLI into bin/
 build:
@@ -44,6 +44,14 @@ test: lint testbin
 ## left behind (≈ 5 min; also part of make test)
 chaos: testbin
 	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" $(GO) test -count=1 -timeout 20m -v -run 'Chaos|ResourceQuota' . ./internal/k8s/ ./internal/k8s/submit/
+
+## fuzz: the decoders of network and disk input (codec, shuffle record framing, map index), FUZZTIME each (60s);
+## the corpus found is kept under each package's testdata/fuzz, which go test replays every run
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/codec/
+	$(GO) test -run '^$$' -fuzz '^FuzzForEachRecord$$' -fuzztime $(FUZZTIME) ./internal/shuffle/
+	$(GO) test -run '^$$' -fuzz '^FuzzLocateBlock$$' -fuzztime $(FUZZTIME) ./internal/shuffle/
 
 ## lint: gofmt, go vet, staticcheck (pinned in hack/tools)
 lint:

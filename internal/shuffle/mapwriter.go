@@ -244,6 +244,58 @@ func encodeIndex(segs [][]segment) []byte {
 
 var errBadIndex = errors.New("corrupt map index")
 
+// locateBlock reads the segments of reduce partition reduceID from a map
+// index of indexSize bytes, for a data file of dataSize bytes, and their
+// total size. The index comes from disk, so every number in it is checked
+// before it sizes an allocation or a read: a corrupt index is errBadIndex,
+// not a panic or a huge allocation. Layout: n, then n+1 offsets into the
+// segment table, then the table (offset, length, crc per segment).
+func locateBlock(idx io.ReaderAt, indexSize int64, reduceID int, dataSize int64) ([]segment, int64, error) {
+	if dataSize < 0 {
+		return nil, 0, errBadIndex
+	}
+	var hdr [16]byte
+	if _, err := idx.ReadAt(hdr[:8], 0); err != nil {
+		return nil, 0, fmt.Errorf("read map index: %w", err)
+	}
+	n := binary.LittleEndian.Uint64(hdr[:8])
+	if reduceID < 0 || uint64(reduceID) >= n {
+		return nil, 0, fmt.Errorf("reduce partition %d out of range [0, %d): %w", reduceID, n, os.ErrNotExist)
+	}
+	// The header and the offsets must fit the file: n+2 words.
+	if indexSize < 16 || n > uint64(indexSize)/8-2 {
+		return nil, 0, errBadIndex
+	}
+	if _, err := idx.ReadAt(hdr[:], int64(8*(1+reduceID))); err != nil {
+		return nil, 0, fmt.Errorf("read map index: %w", err)
+	}
+	start, end := binary.LittleEndian.Uint64(hdr[:8]), binary.LittleEndian.Uint64(hdr[8:])
+	tableOff := int64(8 * (2 + n))
+	entries := uint64(indexSize-tableOff) / tableEntry
+	if end < start || end > entries {
+		return nil, 0, errBadIndex
+	}
+	table := make([]byte, tableEntry*(end-start))
+	if _, err := idx.ReadAt(table, tableOff+int64(tableEntry*start)); err != nil {
+		return nil, 0, fmt.Errorf("read map index: %w", err)
+	}
+	segs := make([]segment, end-start)
+	var size int64
+	for i := range segs {
+		e := table[tableEntry*i:]
+		off, length := binary.LittleEndian.Uint64(e), binary.LittleEndian.Uint64(e[8:])
+		if off > uint64(dataSize) || length > uint64(dataSize)-off {
+			return nil, 0, errBadIndex
+		}
+		segs[i] = segment{int64(off), int64(length), uint32(binary.LittleEndian.Uint64(e[16:]))}
+		size += segs[i].len
+	}
+	if size > dataSize {
+		return nil, 0, errBadIndex
+	}
+	return segs, size, nil
+}
+
 // blockFile is an open committed map output.
 type blockFile struct {
 	data *os.File
@@ -262,37 +314,17 @@ func (m *Manager) openBlock(shuffleID, mapID int, taskID int64, reduceID int) (*
 		return nil, err
 	}
 	defer idx.Close()
-	var hdr [16]byte
-	if _, err := idx.ReadAt(hdr[:8], 0); err != nil {
-		return nil, fmt.Errorf("read map index: %w", err)
-	}
-	n := binary.LittleEndian.Uint64(hdr[:8])
-	if reduceID < 0 || uint64(reduceID) >= n {
-		return nil, fmt.Errorf("reduce partition %d out of range [0, %d): %w", reduceID, n, os.ErrNotExist)
-	}
-	if _, err := idx.ReadAt(hdr[:], int64(8*(1+reduceID))); err != nil {
-		return nil, fmt.Errorf("read map index: %w", err)
-	}
-	start, end := binary.LittleEndian.Uint64(hdr[:8]), binary.LittleEndian.Uint64(hdr[8:])
 	fi, err := idx.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("read map index: %w", err)
 	}
-	tableOff := int64(8 * (2 + n))
-	if n > uint64(fi.Size()) || end < start || end-start > uint64(fi.Size()-tableOff)/tableEntry {
-		return nil, errBadIndex
+	dfi, err := os.Stat(dataPath(base))
+	if err != nil {
+		return nil, err
 	}
-	table := make([]byte, tableEntry*(end-start))
-	if _, err := idx.ReadAt(table, tableOff+int64(tableEntry*start)); err != nil {
-		return nil, fmt.Errorf("read map index: %w", err)
-	}
-	segs := make([]segment, end-start)
-	var size int64
-	for i := range segs {
-		e := table[tableEntry*i:]
-		segs[i] = segment{int64(binary.LittleEndian.Uint64(e)), int64(binary.LittleEndian.Uint64(e[8:])),
-			uint32(binary.LittleEndian.Uint64(e[16:]))}
-		size += segs[i].len
+	segs, size, err := locateBlock(idx, fi.Size(), reduceID, dfi.Size())
+	if err != nil {
+		return nil, err
 	}
 	data, err := os.Open(dataPath(base))
 	if err != nil {
