@@ -40,10 +40,48 @@ func buildPod(c *ExecutorConf, id int64, steps []Step) (*corev1.Pod, error) {
 			return nil, fmt.Errorf("building executor pod %d: step %s: %w", id, s.Name(), err)
 		}
 	}
+	restrictContainers(pod)
 	if err := checkPod(pod, c); err != nil {
 		return nil, fmt.Errorf("building executor pod %d: %w", id, err)
 	}
 	return pod, nil
+}
+
+// restrictContainers gives every container of pod, the template's sidecars
+// and init containers too, what the restricted Pod Security profile
+// requires and the container leaves unset: no privilege escalation, all
+// capabilities dropped, a non-root user and the RuntimeDefault seccomp
+// profile (those two unless the pod sets them for all). What a template
+// sets explicitly stays: a namespace that enforces the profile then
+// rejects the pod with the API server's reason.
+func restrictContainers(pod *corev1.Pod) {
+	psc := pod.Spec.SecurityContext
+	podNonRoot := psc != nil && psc.RunAsNonRoot != nil
+	podSeccomp := psc != nil && psc.SeccompProfile != nil
+	restrict := func(c *corev1.Container) {
+		if c.SecurityContext == nil {
+			c.SecurityContext = &corev1.SecurityContext{}
+		}
+		sc := c.SecurityContext
+		if sc.AllowPrivilegeEscalation == nil {
+			sc.AllowPrivilegeEscalation = ptr.To(false)
+		}
+		if sc.Capabilities == nil {
+			sc.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}
+		}
+		if sc.RunAsNonRoot == nil && !podNonRoot {
+			sc.RunAsNonRoot = ptr.To(true)
+		}
+		if sc.SeccompProfile == nil && !podSeccomp {
+			sc.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		restrict(&pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		restrict(&pod.Spec.Containers[i])
+	}
 }
 
 // checkPod reports what the API server would reject on every executor pod

@@ -323,6 +323,7 @@ func BuildDriverPod(dc *DriverConf) (*corev1.Pod, error) {
 		}},
 	})
 	ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: DriverConfVolumeName, MountPath: DriverConfDir, ReadOnly: true})
+	restrictContainers(pod)
 	if err := checkPod(pod, view); err != nil {
 		return nil, fmt.Errorf("building the driver pod: %w", err)
 	}

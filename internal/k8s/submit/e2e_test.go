@@ -496,7 +496,21 @@ func TestClusterModeExecutorTemplate(t *testing.T) {
 	_, wordcount := binaries(t)
 	ns := restrictedNamespace(t, env)
 	tmpl := filepath.Join(t.TempDir(), "executor.yaml")
-	if err := os.WriteFile(tmpl, []byte("apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    team: data\n"), 0o644); err != nil {
+	// A sidecar without a securityContext: drover fills in what the
+	// namespace's restricted Pod Security profile requires.
+	template := `apiVersion: v1
+kind: Pod
+metadata:
+  labels:
+    team: data
+spec:
+  containers:
+  - name: executor
+  - name: sidecar
+    image: busybox
+    command: [/bin/sleep, "120"]
+`
+	if err := os.WriteFile(tmpl, []byte(template), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	w, err := env.Client.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{LabelSelector: "spark-role=executor"})
