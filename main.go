@@ -216,7 +216,13 @@ func runDriver(args []string, stderr io.Writer, run func(*Context) error) int {
 	// A cluster-mode driver reads the configuration drover submit mounted
 	// (a process node in tests says where it put it).
 	propsFile := podspec.LocalConfFile(df.propertiesFile, os.Getenv)
-	conf, warnings, err := config.Load(config.Sources{PropertiesFile: propsFile, Pairs: df.conf, Overrides: df.overrides})
+	// A cluster-mode driver's sensitive settings are in drover submit's
+	// Secret, beside its properties file.
+	var secretsFile string
+	if df.propertiesFile == podspec.DriverConfFile {
+		secretsFile = podspec.LocalConfFile(podspec.DriverSecretFile, os.Getenv)
+	}
+	conf, warnings, err := config.Load(config.Sources{PropertiesFile: propsFile, SecretsFile: secretsFile, Pairs: df.conf, Overrides: df.overrides})
 	if err != nil {
 		fmt.Fprintf(stderr, "drover: %v\n", err)
 		return config.ExitInvalid

@@ -226,7 +226,7 @@ func runCluster(ctx context.Context, conf *config.Conf, resource string, args []
 		return config.Invalid(err)
 	}
 	if verbose {
-		if y, err := submit.YAML(plan.Pod); err == nil {
+		if y, err := submit.YAML(submit.RedactedPod(conf, plan.Pod)); err == nil {
 			fmt.Fprintf(out, "drover: driver pod:\n%s", y)
 		}
 	}

@@ -27,6 +27,11 @@ type Sources struct {
 	// $SPARK_CONF_DIR/spark-defaults.conf, if the variable is set and the
 	// file exists.
 	PropertiesFile string
+	// SecretsFile, when set and present, is a second properties file read
+	// right after PropertiesFile: a cluster-mode driver's sensitive
+	// settings, which drover submit puts in a Secret instead of the config
+	// map. Its values never appear in messages.
+	SecretsFile string
 	// Pairs are "key=value" arguments (--conf), applied in order.
 	Pairs []string
 	// Overrides are explicit flags such as --master and --name.
@@ -62,6 +67,19 @@ func Load(src Sources) (conf *Conf, warnings []string, err error) {
 		}
 		for _, p := range props {
 			l.set(p.key, p.value, fmt.Sprintf("properties file %s:%d", path, p.line))
+		}
+	}
+
+	if src.SecretsFile != "" {
+		props, err := readProperties(src.SecretsFile)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			l.errs = append(l.errs, err)
+		default:
+			for _, p := range props {
+				l.set(p.key, p.value, fmt.Sprintf("secrets file %s:%d", src.SecretsFile, p.line))
+			}
 		}
 	}
 

@@ -51,3 +51,7 @@ func validRegexp(s string) bool {
 	_, err := regexp.Compile(s)
 	return err == nil
 }
+
+// Sensitive reports whether the value of key (or an environment variable
+// named key) must be hidden in c: by its entry, or by spark.redaction.regex.
+func (c *Conf) Sensitive(key, value string) bool { return redact(redactionRegexp(c), key, value) }

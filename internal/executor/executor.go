@@ -254,6 +254,14 @@ func (e *Executor) tryRegister(ctx context.Context, client pb.DriverClient, addr
 
 // applyConf adopts the driver's timeouts, as Spark executors adopt the
 // driver's configuration when they register.
+// ConfKeys are the only settings an executor reads from the driver's
+// Registered message: the driver sends these and nothing else, so no
+// credential or secret-looking value of the application's configuration
+// travels to executors.
+var ConfKeys = []string{
+	config.NetworkTimeout.Key(), config.ExecutorHeartbeatInterval.Key(), config.TaskMaxDirectResultSize.Key(),
+}
+
 func (e *Executor) applyConf(kv map[string]string) {
 	c := config.New()
 	for k, v := range kv {

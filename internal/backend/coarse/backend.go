@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/drover-project/drover/internal/executor"
+
 	"google.golang.org/grpc"
 	"k8s.io/utils/clock"
 
@@ -26,7 +28,7 @@ import (
 func ConfOptions(appID string, conf *config.Conf, auth rpc.Auth) Options {
 	return Options{
 		AppID:              appID,
-		Conf:               conf.Explicit(),
+		Conf:               executorConf(conf),
 		Auth:               auth,
 		MaxRegisteredWait:  config.MaxRegisteredResourcesWaitingTime.Get(conf),
 		DefaultParallelism: config.DefaultParallelism.Get(conf),
@@ -37,6 +39,18 @@ func ConfOptions(appID string, conf *config.Conf, auth rpc.Auth) Options {
 	}
 }
 
+// executorConf is what executors are sent when they register: the keys
+// they read (executor.ConfKeys) that are set, never anything else.
+func executorConf(conf *config.Conf) map[string]string {
+	out := map[string]string{}
+	for _, k := range executor.ConfKeys {
+		if v, ok := conf.Lookup(k); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // Options configures a Backend.
 type Options struct {
 	AppID string
@@ -44,8 +58,8 @@ type Options struct {
 	// (spark.rpc.message.maxSize; 128 MiB when 0): a batch starts anew past
 	// it, so a message stays within what the RPC carries.
 	MaxLaunchBytes int64
-	// Conf is the application's explicitly set configuration, sent to each
-	// executor when it registers.
+	// Conf is sent to each executor when it registers: only what executors
+	// read (ConfOptions fills it from executor.ConfKeys).
 	Conf map[string]string
 	Auth rpc.Auth
 	// BindAddress and Port are where the driver listens (spark.driver.bindAddress,

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/rpc"
@@ -523,5 +524,20 @@ func TestBadDeclaredResultSize(t *testing.T) {
 	b.fetchResult(t.Context(), &executorData{ExecutorInfo: ExecutorInfo{ID: "1"}}, scheduler.Status{TaskID: ds[0].TaskID, ExecutorID: "1", State: scheduler.Finished}, -1)
 	if err := ts.Err(); err == nil || !strings.Contains(err.Error(), "declared a result of -1 bytes") {
 		t.Errorf("task set error %v, want the declared size named", err)
+	}
+}
+
+// TestExecutorsAreSentOnlyWhatTheyRead: the configuration in Registered is
+// the executors' few keys, never credentials or other settings.
+func TestExecutorsAreSentOnlyWhatTheyRead(t *testing.T) {
+	c := config.New().
+		Set("spark.kubernetes.authenticate.driver.oauthToken", "tok-123").
+		Set("spark.hadoop.fs.s3a.secret.key", "s3-secret").
+		Set("spark.authenticate.secret", "app-secret").
+		Set("spark.network.timeout", "30s").
+		Set("spark.executor.memory", "1g")
+	got := ConfOptions(appID, c, rpc.Auth{}).Conf
+	if diff := cmp.Diff(map[string]string{"spark.network.timeout": "30s"}, got); diff != "" {
+		t.Errorf("configuration sent to executors (-want +got):\n%s", diff)
 	}
 }

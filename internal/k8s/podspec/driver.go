@@ -41,6 +41,45 @@ const (
 // DriverConfFile is the properties file the driver container reads.
 var DriverConfFile = path.Join(DriverConfDir, config.DefaultsFile)
 
+// The driver's sensitive settings (credentials, and whatever
+// spark.redaction.regex matches) travel in a Secret, not its ConfigMap, as
+// Spark's DriverKubernetesCredentialsFeatureStep does for credentials: the
+// Secret is mounted at DriverSecretDir and the driver reads
+// DriverSecretFile after its properties file.
+const (
+	DriverSecretVolumeName = "drover-secret-volume-driver"
+	DriverSecretDir        = "/opt/drover/secret"
+	DriverSecretKey        = "spark-secrets.conf"
+)
+
+// DriverSecretFile is the file of the driver's sensitive settings.
+var DriverSecretFile = path.Join(DriverSecretDir, DriverSecretKey)
+
+// DriverSecretName is the name of the Secret of an application's driver
+// settings.
+func DriverSecretName(appID string) string { return "drover-drv-" + appIDPart(appID) + "-secret" }
+
+// DriverSecret holds the driver's sensitive settings as a properties file;
+// like the ConfigMap it is immutable and, once the pod exists, owned by it.
+func DriverSecret(dc *DriverConf, sensitive map[string]string, driver *corev1.Pod) *corev1.Secret {
+	sec := &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      dc.SecretName,
+			Namespace: dc.Namespace,
+			Labels:    map[string]string{snapshot.LabelAppID: dc.AppID, snapshot.LabelRole: RoleDriver},
+		},
+		Immutable: ptr.To(true),
+		Type:      corev1.SecretTypeOpaque,
+		Data: map[string][]byte{DriverSecretKey: []byte(properties(
+			"# Sensitive settings of the driver of "+dc.AppID+", written by drover submit.", sensitive, nil))},
+	}
+	if driver != nil {
+		sec.OwnerReferences = []metav1.OwnerReference{OwnerReference(driver)}
+	}
+	return sec
+}
+
 // ExecutorTemplateKey is the driver ConfigMap's key for the executor pod
 // template that submit read on the submitter's machine; the driver finds
 // it at ExecutorTemplateFile, as Spark's driver finds its uploaded one.
@@ -69,8 +108,10 @@ func ReadExecutorTemplate(file string) (string, error) {
 type DriverConf struct {
 	AppID, AppName, Namespace string
 	// PodName, ServiceName and ConfigMapName name the driver pod, its
-	// headless service and its configuration.
-	PodName, ServiceName, ConfigMapName string
+	// headless service and its configuration. SecretName, when set, names
+	// the Secret of its sensitive settings (DriverSecret), mounted at
+	// DriverSecretDir.
+	PodName, ServiceName, ConfigMapName, SecretName string
 	// Port is the driver's RPC port.
 	Port int
 
@@ -323,6 +364,13 @@ func BuildDriverPod(dc *DriverConf) (*corev1.Pod, error) {
 		}},
 	})
 	ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: DriverConfVolumeName, MountPath: DriverConfDir, ReadOnly: true})
+	if dc.SecretName != "" {
+		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{
+			Name:         DriverSecretVolumeName,
+			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: dc.SecretName}},
+		})
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: DriverSecretVolumeName, MountPath: DriverSecretDir, ReadOnly: true})
+	}
 	restrictContainers(pod)
 	if err := checkPod(pod, view); err != nil {
 		return nil, fmt.Errorf("building the driver pod: %w", err)
@@ -451,18 +499,20 @@ func DriverConfigMap(dc *DriverConf, conf, files map[string]string, driver *core
 	return cm
 }
 
-// LocalConfFile returns where the driver's properties file is: file
-// itself, unless file is under DriverConfDir and a process node (tests)
-// said where it put the driver ConfigMap's volume, which it cannot mount
-// at its path.
+// LocalConfFile returns where a file of the driver's configuration is: file
+// itself, unless file is under DriverConfDir or DriverSecretDir and a
+// process node (tests) said where it put that volume, which it cannot
+// mount at its path.
 func LocalConfFile(file string, getenv func(string) string) string {
-	rel, ok := strings.CutPrefix(file, DriverConfDir+"/")
-	if !ok {
-		return file
-	}
-	name := strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(DriverConfVolumeName))
-	if dir := getenv(envvar.VolumePrefix + name); dir != "" {
-		return filepath.Join(dir, rel)
+	for _, m := range []struct{ dir, volume string }{{DriverConfDir, DriverConfVolumeName}, {DriverSecretDir, DriverSecretVolumeName}} {
+		rel, ok := strings.CutPrefix(file, m.dir+"/")
+		if !ok {
+			continue
+		}
+		name := strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(m.volume))
+		if dir := getenv(envvar.VolumePrefix + name); dir != "" {
+			return filepath.Join(dir, rel)
+		}
 	}
 	return file
 }

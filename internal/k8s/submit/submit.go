@@ -38,6 +38,11 @@ type Plan struct {
 	// DriverFiles are the other files of its config map: the executor pod
 	// template read here, which the driver cannot read on this machine.
 	DriverFiles map[string]string
+	// DriverSecrets are the settings kept out of the config map: those
+	// spark.redaction.regex or a secret key marks (tokens, passwords,
+	// spark.authenticate.secret, spark.hadoop.*secret*), written to the
+	// driver's Secret when there are any.
+	DriverSecrets map[string]string
 }
 
 // ID is the submission id, namespace:driver-pod.
@@ -100,29 +105,17 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 	// error, before any object exists.
 	dc, err := podspec.NewDriverConf(conf, appID, []string{bin}, args)
 	var pod *corev1.Pod
+	var props, secrets map[string]string
 	if err == nil {
+		props, secrets = driverProperties(conf, dc)
+		if len(secrets) > 0 {
+			dc.SecretName = podspec.DriverSecretName(appID)
+		}
 		pod, err = podspec.BuildDriverPod(dc)
 	}
 	if err := errors.Join(err, k8s.CheckConf(conf, appID, pod)); err != nil {
 		return nil, err
 	}
-	props := conf.Explicit()
-	for k := range props {
-		for _, drop := range keysNotForDriver {
-			if strings.HasPrefix(k, drop) {
-				delete(props, k)
-			}
-		}
-	}
-	maps.Copy(props, map[string]string{
-		config.AppID.Key():                   appID,
-		config.AppName.Key():                 config.AppName.Get(conf),
-		config.Master.Key():                  "k8s://" + config.KubernetesDriverMaster.Get(conf),
-		config.DeployMode.Key():              "cluster",
-		config.KubernetesNamespace.Key():     dc.Namespace,
-		config.KubernetesDriverPodName.Key(): dc.PodName,
-		config.DriverPort.Key():              strconv.Itoa(dc.Port),
-	})
 	files := map[string]string{}
 	if f := config.KubernetesExecutorPodTemplateFile.Get(conf); f != "" {
 		text, err := podspec.ReadExecutorTemplate(f)
@@ -133,7 +126,44 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 		props[config.KubernetesExecutorPodTemplateFile.Key()] = podspec.ExecutorTemplateFile
 	}
 	return &Plan{AppID: appID, Namespace: dc.Namespace, Master: m, Driver: dc, Pod: pod, DriverProperties: props,
-		DriverFiles: files}, nil
+		DriverFiles: files, DriverSecrets: secrets}, nil
+}
+
+// driverProperties is the driver's configuration: what was set, without
+// the submitter's own settings, with what drover submit decided; split
+// into what goes into the config map and the sensitive rest (see
+// Plan.DriverSecrets).
+func driverProperties(conf *config.Conf, dc *podspec.DriverConf) (props, secrets map[string]string) {
+	props = conf.Explicit()
+	for k := range props {
+		for _, drop := range keysNotForDriver {
+			if strings.HasPrefix(k, drop) {
+				delete(props, k)
+			}
+		}
+	}
+	maps.Copy(props, map[string]string{
+		config.AppID.Key():                   dc.AppID,
+		config.AppName.Key():                 config.AppName.Get(conf),
+		config.Master.Key():                  "k8s://" + config.KubernetesDriverMaster.Get(conf),
+		config.DeployMode.Key():              "cluster",
+		config.KubernetesNamespace.Key():     dc.Namespace,
+		config.KubernetesDriverPodName.Key(): dc.PodName,
+		config.DriverPort.Key():              strconv.Itoa(dc.Port),
+	})
+	redacted := conf.Clone()
+	for k, v := range props {
+		redacted.Set(k, v)
+	}
+	shown := redacted.Redacted()
+	secrets = map[string]string{}
+	for k, v := range props {
+		if shown[k] != v {
+			secrets[k] = v
+			delete(props, k)
+		}
+	}
+	return props, secrets
 }
 
 // NewClient is the submission client: the master's API server with the
@@ -149,48 +179,74 @@ func NewClient(conf *config.Conf, m master.URL) (kubernetes.Interface, error) {
 	return cs, err
 }
 
-// Create creates the driver's config map, the driver pod, then its
-// headless service. The config map comes first so the pod never waits for
-// it (which shows as CreateContainerConfigError), and is then given the pod
-// as its owner, like the service, so deleting the pod deletes everything.
-// When a step fails, what was created is deleted.
+// Create creates the driver's config map (and Secret, for sensitive
+// settings), the driver pod, then its headless service. The configuration
+// comes first so the pod never waits for it (which shows as
+// CreateContainerConfigError), and is then given the pod as its owner, like
+// the service, so deleting the pod deletes everything. When a step fails,
+// what was created is deleted.
 func (p *Plan) Create(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod, error) {
-	pods, cms := cs.CoreV1().Pods(p.Namespace), cs.CoreV1().ConfigMaps(p.Namespace)
+	pods, cms, secrets := cs.CoreV1().Pods(p.Namespace), cs.CoreV1().ConfigMaps(p.Namespace), cs.CoreV1().Secrets(p.Namespace)
+	cleanup := context.WithoutCancel(ctx)
+	var undo []func() error // deletes of what was created, last first
+	fail := func(err error) (*corev1.Pod, error) {
+		for i := len(undo) - 1; i >= 0; i-- {
+			if derr := undo[i](); derr != nil && !apierrors.IsNotFound(derr) {
+				err = errors.Join(err, fmt.Errorf("cleaning up after the failure: %w", derr))
+			}
+		}
+		return nil, err
+	}
+	if p.Driver.SecretName != "" {
+		sec := podspec.DriverSecret(p.Driver, p.DriverSecrets, nil)
+		if _, err := secrets.Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+			return nil, explain(fmt.Errorf("creating the driver's secret %s: %w", sec.Name, err), p.Namespace, "secrets")
+		}
+		undo = append(undo, func() error { return secrets.Delete(cleanup, sec.Name, metav1.DeleteOptions{}) })
+	}
 	cm := podspec.DriverConfigMap(p.Driver, p.DriverProperties, p.DriverFiles, nil)
 	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		return nil, explain(fmt.Errorf("creating the driver's config map %s: %w", cm.Name, err), p.Namespace, "configmaps")
+		return fail(explain(fmt.Errorf("creating the driver's config map %s: %w", cm.Name, err), p.Namespace, "configmaps"))
 	}
-	cleanup := context.WithoutCancel(ctx)
+	undo = append(undo, func() error { return cms.Delete(cleanup, cm.Name, metav1.DeleteOptions{}) })
 	created, err := pods.Create(ctx, p.Pod, metav1.CreateOptions{})
 	if err != nil {
-		err = explain(fmt.Errorf("creating driver pod %s/%s: %w", p.Namespace, p.Pod.Name, err), p.Namespace, "pods")
-		if derr := cms.Delete(cleanup, cm.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
-			err = errors.Join(err, fmt.Errorf("deleting the driver's config map %s after the failure: %w", cm.Name, derr))
-		}
-		return nil, err
+		return fail(explain(fmt.Errorf("creating driver pod %s/%s: %w", p.Namespace, p.Pod.Name, err), p.Namespace, "pods"))
 	}
+	undo = append(undo, func() error {
+		return pods.Delete(cleanup, created.Name, metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)})
+	})
 	owner, _ := json.Marshal(map[string]any{"metadata": map[string]any{
 		"ownerReferences": []metav1.OwnerReference{podspec.OwnerReference(created)}}})
-	if _, err = cms.Patch(ctx, cm.Name, types.MergePatchType, owner, metav1.PatchOptions{}); err != nil {
-		err = explain(fmt.Errorf("making the driver pod own its config map %s: %w", cm.Name, err), p.Namespace, "configmaps")
-	} else {
-		svc := podspec.DriverService(p.Driver, created)
-		if _, err = cs.CoreV1().Services(p.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			err = explain(fmt.Errorf("creating the driver's service %s: %w", svc.Name, err), p.Namespace, "services")
+	if _, err := cms.Patch(ctx, cm.Name, types.MergePatchType, owner, metav1.PatchOptions{}); err != nil {
+		return fail(explain(fmt.Errorf("making the driver pod own its config map %s: %w", cm.Name, err), p.Namespace, "configmaps"))
+	}
+	if p.Driver.SecretName != "" {
+		if _, err := secrets.Patch(ctx, p.Driver.SecretName, types.MergePatchType, owner, metav1.PatchOptions{}); err != nil {
+			return fail(explain(fmt.Errorf("making the driver pod own its secret %s: %w", p.Driver.SecretName, err), p.Namespace, "secrets"))
 		}
 	}
-	if err != nil {
-		// Deleting the pod deletes what it owns; the config map may not be
-		// owned yet.
-		if derr := pods.Delete(cleanup, created.Name, metav1.DeleteOptions{PropagationPolicy: ptrTo(metav1.DeletePropagationForeground)}); derr != nil && !apierrors.IsNotFound(derr) {
-			err = errors.Join(err, fmt.Errorf("deleting driver pod %s after the failure: %w", created.Name, derr))
-		}
-		if derr := cms.Delete(cleanup, cm.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
-			err = errors.Join(err, fmt.Errorf("deleting the driver's config map %s after the failure: %w", cm.Name, derr))
-		}
-		return nil, err
+	svc := podspec.DriverService(p.Driver, created)
+	if _, err := cs.CoreV1().Services(p.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return fail(explain(fmt.Errorf("creating the driver's service %s: %w", svc.Name, err), p.Namespace, "services"))
 	}
 	return created, nil
+}
+
+// RedactedPod is pod for showing: environment values that
+// spark.redaction.regex marks (by name or value) are replaced.
+func RedactedPod(conf *config.Conf, pod *corev1.Pod) *corev1.Pod {
+	out := pod.DeepCopy()
+	for _, list := range [][]corev1.Container{out.Spec.InitContainers, out.Spec.Containers} {
+		for i := range list {
+			for j, e := range list[i].Env {
+				if e.Value != "" && conf.Sensitive(e.Name, e.Value) {
+					list[i].Env[j].Value = config.RedactedValue
+				}
+			}
+		}
+	}
+	return out
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,91 @@
+package submit_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// TestSecretsStayOutOfSight: credentials and secret-looking settings given
+// to submit reach the driver through a Secret, and appear in no config
+// map, pod spec, event, log, or --verbose output.
+func TestSecretsStayOutOfSight(t *testing.T) {
+	env := cluster.Env(t)
+	_, wordcount := binaries(t)
+	ns := restrictedNamespace(t, env)
+	token := env.Config.BearerToken // the driver's API client uses it: it must arrive
+	if token == "" {
+		t.Fatal("the test environment has no bearer token")
+	}
+	const s3Secret = "s3-SECRET-value-0042"
+	// The driver runs as the namespace's default account, which may do
+	// nothing: it works only if its token arrived.
+	r := drover(t, env.Kubeconfig, 3*time.Minute, clusterArgs(env, ns, "--verbose",
+		"--conf", "spark.kubernetes.authenticate.driver.serviceAccountName=default",
+		"--conf", "spark.kubernetes.authenticate.driver.oauthToken="+token,
+		"--conf", "spark.hadoop.fs.s3a.secret.key="+s3Secret,
+		"local://"+wordcount, wordInput(t), "3")...)
+	if r.code != 0 {
+		t.Fatalf("exit code %d:\n%s", r.code, r.stderr)
+	}
+	pod := submittedPod(t, r)
+	secrets := map[string]string{"the oauth token": token, "the s3 secret": s3Secret}
+	look := func(where, text string) {
+		t.Helper()
+		for what, v := range secrets {
+			if strings.Contains(text, v) {
+				t.Errorf("%s shows %s", where, what)
+			}
+		}
+	}
+	look("submit's output (--verbose)", r.stdout+r.stderr)
+	ctx := t.Context()
+	cms, err := env.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range cms.Items {
+		y, _ := yaml.Marshal(cm)
+		look("config map "+cm.Name, string(y))
+	}
+	pods, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		y, _ := yaml.Marshal(p.Spec)
+		look("the spec of pod "+p.Name, string(y))
+		if logs, err := env.ProcessNode.Logs(ns, p.Name); err == nil {
+			look("the log of pod "+p.Name, string(logs))
+		}
+	}
+	events, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		look("event "+e.Name, e.Message)
+	}
+	// The driver got them, through its Secret: it started its executors.
+	logs, err := env.ProcessNode.Logs(ns, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logs), "application started") {
+		t.Errorf("the driver did not start with its token:\n%s", logs)
+	}
+	sec, err := env.Client.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-role=driver"})
+	if err != nil || len(sec.Items) != 1 {
+		t.Fatalf("driver secrets: %v, %v", sec, err)
+	}
+	data := string(sec.Items[0].Data["spark-secrets.conf"])
+	if !strings.Contains(data, s3Secret) || !strings.Contains(data, "spark.kubernetes.authenticate.driver.oauthToken") {
+		t.Errorf("the driver's secret lacks the settings:\n%s", data)
+	}
+	if len(sec.Items[0].OwnerReferences) != 1 || sec.Items[0].OwnerReferences[0].Name != pod {
+		t.Errorf("the driver's secret is not owned by its pod: %v", sec.Items[0].OwnerReferences)
+	}
+}
