@@ -226,6 +226,16 @@ func runCluster(ctx context.Context, conf *config.Conf, resource string, args []
 		return config.Invalid(err)
 	}
 	if verbose {
+		for _, k := range slices.Sorted(maps.Keys(conf.Explicit())) {
+			for _, role := range []string{"driver", "executor"} {
+				for _, typ := range []string{"hostPath", "nfs"} {
+					if strings.HasPrefix(k, "spark.kubernetes."+role+".volumes."+typ+".") && strings.HasSuffix(k, ".mount.path") {
+						fmt.Fprintf(out, "drover: warning: %s: a %s volume, outside what Kubernetes controls (allowed by %s)\n",
+							strings.TrimSuffix(k, ".mount.path"), typ, config.KubernetesAllowHostVolumes.Key())
+					}
+				}
+			}
+		}
 		if y, err := submit.YAML(submit.RedactedPod(conf, plan.Pod)); err == nil {
 			fmt.Fprintf(out, "drover: driver pod:\n%s", y)
 		}

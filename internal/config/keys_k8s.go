@@ -257,6 +257,11 @@ var (
 		"Do not create the executor ConfigMap (the configuration executors read before they reach the driver) "+
 			"nor mount it; executors then start with defaults and the pod's environment until they register.")
 
+	KubernetesAllowHostVolumes = Bool("drover.kubernetes.volumes.allowHostVolumes", false,
+		"Allow hostPath and nfs volumes (spark.kubernetes.{driver,executor}.volumes.hostPath|nfs.*). They give pods the "+
+			"node's files or a network share outside Kubernetes' access control, and break the restricted Pod Security "+
+			"profile, so they are refused unless this is true; submit --verbose then names them.")
+
 	KubernetesLocalDirsTmpfs = Bool("spark.kubernetes.local.dirs.tmpfs", false,
 		"Back the executors' local directories (emptyDir volumes) with memory (tmpfs). Faster, but what they "+
 			"hold counts against the pod's memory limit: raise spark.executor.memoryOverhead accordingly.")

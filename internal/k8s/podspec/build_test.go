@@ -133,6 +133,7 @@ func TestGolden(t *testing.T) {
 				"spark.kubernetes.executor.secrets.s3-credentials=/etc/secrets/s3",
 				"spark.kubernetes.executor.secrets.tls.example.com=/etc/tls",
 				"spark.kubernetes.executor.secretKeyRef.DB_PASSWORD=db:password",
+				"drover.kubernetes.volumes.allowHostVolumes=true",
 				"spark.kubernetes.executor.volumes.hostPath.host-data.mount.path=/data/host",
 				"spark.kubernetes.executor.volumes.hostPath.host-data.mount.readOnly=true",
 				"spark.kubernetes.executor.volumes.hostPath.host-data.options.path=/mnt/disks/ssd0",

@@ -184,6 +184,7 @@ func NewExecutorConf(c *config.Conf, appID string, driverPod *corev1.Pod, driver
 
 	vols, err := parseVolumes(config.KubernetesExecutorVolumes.Prefix(), config.KubernetesExecutorVolumes.Values(c))
 	p.add(err)
+	p.checkHostVolumes(config.KubernetesExecutorVolumes.Prefix(), vols)
 	ec.Volumes = vols
 
 	ec.TmpfsLocalDirs = get(p, config.KubernetesLocalDirsTmpfs)

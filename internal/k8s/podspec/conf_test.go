@@ -43,6 +43,18 @@ func TestNewExecutorConfErrors(t *testing.T) {
 				"spark.kubernetes.executor.volumes.emptyDir.data.mount.path: required",
 			},
 		},
+		"hostPath and nfs refused without the key": {
+			pairs: []string{img,
+				"spark.kubernetes.executor.volumes.hostPath.logs.mount.path=/logs",
+				"spark.kubernetes.executor.volumes.hostPath.logs.options.path=/var/log",
+				"spark.kubernetes.executor.volumes.nfs.share.mount.path=/share",
+				"spark.kubernetes.executor.volumes.nfs.share.options.server=nfs.example",
+				"spark.kubernetes.executor.volumes.nfs.share.options.path=/export"},
+			wantErrs: []string{
+				"spark.kubernetes.executor.volumes.hostPath.logs: hostPath volumes reach outside what Kubernetes controls and break the restricted Pod Security profile; set drover.kubernetes.volumes.allowHostVolumes=true",
+				"spark.kubernetes.executor.volumes.nfs.share: nfs volumes reach outside",
+			},
+		},
 		"volume name used by two types": {
 			pairs: []string{img,
 				"spark.kubernetes.executor.volumes.emptyDir.data.mount.path=/a",

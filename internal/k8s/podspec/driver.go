@@ -191,6 +191,7 @@ func NewDriverConf(c *config.Conf, appID string, command, args []string) (*Drive
 	dc.Secrets, dc.SecretEnv = p.secretsOf(config.KubernetesDriverSecrets, config.KubernetesDriverSecretKeyRefs)
 	vols, err := parseVolumes(config.KubernetesDriverVolumes.Prefix(), config.KubernetesDriverVolumes.Values(c))
 	p.add(err)
+	p.checkHostVolumes(config.KubernetesDriverVolumes.Prefix(), vols)
 	for _, v := range vols {
 		if v.Claim != nil {
 			p.fail("%s%s.%s.options.claimName=%s: on-demand claims are for executors only; name an existing claim",

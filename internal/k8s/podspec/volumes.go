@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/drover-project/drover/internal/config"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validate/content"
@@ -253,5 +254,20 @@ func checkLabel(key, name, value string, errs *[]error) {
 	}
 	if msgs := content.IsLabelValue(value); len(msgs) > 0 {
 		*errs = append(*errs, fmt.Errorf("%s: invalid label value %q: %s", key, value, strings.Join(msgs, "; ")))
+	}
+}
+
+// checkHostVolumes refuses hostPath and nfs volumes unless
+// drover.kubernetes.volumes.allowHostVolumes is true: they reach outside
+// what Kubernetes controls and break the restricted Pod Security profile.
+func (p *parser) checkHostVolumes(prefix string, vols []Volume) {
+	if get(p, config.KubernetesAllowHostVolumes) {
+		return
+	}
+	for _, v := range vols {
+		if v.Type == VolumeHostPath || v.Type == VolumeNFS {
+			p.fail("%s%s.%s: %s volumes reach outside what Kubernetes controls and break the restricted Pod Security profile; "+
+				"set %s=true to use them", prefix, v.Type, v.Name, v.Type, config.KubernetesAllowHostVolumes.Key())
+		}
 	}
 }

@@ -56,6 +56,8 @@ func TestBadInputCreatesNothing(t *testing.T) {
 		{"volume without mount path", []string{"spark.kubernetes.executor.volumes.hostPath.data.options.path=/tmp"}, "spark.kubernetes.executor.volumes.hostPath.data", everywhere},
 		{"volume mount path relative", []string{"spark.kubernetes.executor.volumes.hostPath.data.mount.path=data",
 			"spark.kubernetes.executor.volumes.hostPath.data.options.path=/tmp"}, "spark.kubernetes.executor.volumes.hostPath.data.mount.path", everywhere},
+		{"hostPath without the key", []string{"spark.kubernetes.executor.volumes.hostPath.data.mount.path=/data",
+			"spark.kubernetes.executor.volumes.hostPath.data.options.path=/tmp"}, "drover.kubernetes.volumes.allowHostVolumes", everywhere},
 		{"volume of an unknown type", []string{"spark.kubernetes.executor.volumes.magic.data.mount.path=/data"}, "spark.kubernetes.executor.volumes.magic", everywhere},
 		{"claim without a name", []string{"spark.kubernetes.executor.volumes.persistentVolumeClaim.data.mount.path=/data"}, "spark.kubernetes.executor.volumes.persistentVolumeClaim.data", everywhere},
 		{"emptyDir size", []string{"spark.kubernetes.executor.volumes.emptyDir.data.mount.path=/data",
@@ -211,6 +213,20 @@ func TestMessagesPointAtTheFix(t *testing.T) {
 			}
 		}
 		assertEmptyNamespace(t, env, ns) // the config map made first is gone again
+	})
+
+	t.Run("host volume named by --verbose", func(t *testing.T) {
+		ns := env.NewNamespace(t)
+		r := drover(t, env.Kubeconfig, time.Minute, submitArgs(ns, "--verbose",
+			"--conf", "spark.kubernetes.authenticate.driver.serviceAccountName=nobody",
+			"--conf", "drover.kubernetes.volumes.allowHostVolumes=true",
+			"--conf", "spark.kubernetes.executor.volumes.hostPath.data.mount.path=/data",
+			"--conf", "spark.kubernetes.executor.volumes.hostPath.data.options.path=/tmp")...)
+		want := "warning: spark.kubernetes.executor.volumes.hostPath.data: a hostPath volume, outside what Kubernetes controls"
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("--verbose does not name the hostPath volume:\n%s", r.stderr)
+		}
+		assertEmptyNamespace(t, env, ns)
 	})
 
 	t.Run("default service account without rights", func(t *testing.T) {
