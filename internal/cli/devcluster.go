@@ -7,11 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/netip"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,8 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -345,173 +340,6 @@ func (o *devClusterOptions) stateDirFlag() string {
 		return ""
 	}
 	return " --state-dir " + o.stateDir
-}
-
-// buildTestbin runs hack/build-testbin.sh of the drover checkout around the
-// working directory.
-func buildTestbin(ctx context.Context, progress io.Writer) error {
-	dir, err := os.Getwd()
-	if err != nil {
-		return err
-	}
-	for {
-		script := filepath.Join(dir, "hack", "build-testbin.sh")
-		if gomod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(gomod), "module github.com/drover-project/drover\n") {
-			if _, err := os.Stat(script); err == nil {
-				fmt.Fprintf(progress, "drover: building the Kubernetes binaries with %s (minutes, once)...\n", script)
-				c := exec.CommandContext(ctx, "bash", script)
-				c.Stdout, c.Stderr = progress, progress
-				if err := c.Run(); err != nil {
-					return fmt.Errorf("building the Kubernetes binaries: %w", err)
-				}
-				return nil
-			}
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return errors.New("--build needs a drover checkout: run it inside one (hack/build-testbin.sh is not shipped with the binary)")
-		}
-		dir = parent
-	}
-}
-
-func runServe(cmd *cobra.Command, o *devClusterOptions) error {
-	logger, err := logging.New(cmd.OutOrStdout(), "info", "text")
-	if err != nil {
-		return err
-	}
-	var ready *os.File
-	if fd, err := strconv.Atoi(os.Getenv(envvar.DevClusterReadyFD)); err == nil {
-		ready = os.NewFile(uintptr(fd), "ready")
-		defer ready.Close()
-	}
-	report := func(msg string) {
-		if ready != nil {
-			fmt.Fprintln(ready, msg)
-			ready.Close()
-			ready = nil
-		}
-	}
-	err = serve(cmd.Context(), o, logger, report)
-	if err != nil {
-		report("error: " + strings.ReplaceAll(err.Error(), "\n", " "))
-		logger.Error("dev cluster failed", "err", err)
-	}
-	return err
-}
-
-func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, report func(string)) error {
-	if err := os.MkdirAll(o.stateDir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", o.stateDir, err)
-	}
-	lock, err := os.OpenFile(o.path(lockFile), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return fmt.Errorf("opening the lock file: %w", err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return fmt.Errorf("another dev cluster runs in %s: %w", o.stateDir, err)
-	}
-	if err := os.WriteFile(o.path(pidFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
-		return fmt.Errorf("writing the pid file: %w", err)
-	}
-	// Whatever stops the daemon, it takes its files with it; down removes
-	// the rest (this log, the lock).
-	defer func() {
-		for _, f := range []string{kubeconfigOut, stateFile, pidFile, clusterDir} {
-			_ = os.RemoveAll(o.path(f))
-		}
-	}()
-
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer stop()
-	if o.ttl > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.ttl)
-		defer cancel()
-	}
-	env, err := testenv.Start(ctx, testenv.Options{
-		Scheduler:         true,
-		ControllerManager: true,
-		ProcessNodes:      1,
-		KwokNodes:         o.kwokNodes,
-		KwokStages:        o.kwokStages,
-		Dir:               o.path(clusterDir),
-		PodCIDR:           netip.MustParsePrefix("127.1.0.0/16"),
-		Logf:              func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) },
-	})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		logger.Info("stopping the dev cluster")
-		if err := env.Stop(); err != nil {
-			logger.Error("stopping the dev cluster", "err", err)
-		}
-	}()
-	if err := waitDefaultServiceAccount(ctx, env.Client); err != nil {
-		return err
-	}
-	kubeconfig, err := os.ReadFile(env.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	if err := os.WriteFile(o.path(kubeconfigOut), kubeconfig, 0o600); err != nil {
-		return fmt.Errorf("writing the kubeconfig: %w", err)
-	}
-	st := devClusterState{
-		PID:           os.Getpid(),
-		URL:           env.URL,
-		Kubeconfig:    o.path(kubeconfigOut),
-		Kubectl:       kubectlPath(env.BinDir),
-		ProcessNodes:  env.ProcessNodeNames,
-		KwokNodes:     env.KwokNodeNames,
-		ComponentPIDs: env.PIDs(),
-		Started:       time.Now(),
-		StartSeconds:  env.StartDuration.Seconds(),
-	}
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(o.path(stateFile), b, 0o644); err != nil {
-		return fmt.Errorf("writing the state file: %w", err)
-	}
-	logger.Info("dev cluster ready", "url", env.URL, "kubeconfig", st.Kubeconfig)
-	report("ready")
-	<-ctx.Done()
-	return nil
-}
-
-// kubectlPath is the kubectl built beside the control plane, if any: the
-// dev cluster does not need it, `make testbin` builds it for the tests.
-func kubectlPath(binDir string) string {
-	p := filepath.Join(binDir, testenv.Kubectl)
-	if _, err := os.Stat(p); err != nil {
-		return ""
-	}
-	return p
-}
-
-// waitDefaultServiceAccount waits for the service account controller to
-// create default/default, so `kubectl run` right after up works.
-func waitDefaultServiceAccount(ctx context.Context, client kubernetes.Interface) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		_, err := client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
-		if err == nil {
-			return nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("waiting for the default service account: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the default service account: %w", ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 func runDown(cmd *cobra.Command, o *devClusterOptions) error {
