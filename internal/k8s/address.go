@@ -8,6 +8,7 @@ import (
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/envvar"
+	"github.com/drover-project/drover/internal/k8s/podspec"
 )
 
 // Where the driver listens, what executors run, and with which credentials.
@@ -19,6 +20,23 @@ func authKeys(c *config.Conf) config.AuthKeys {
 		return config.KubernetesDriverAuth
 	}
 	return config.KubernetesAuth
+}
+
+// localCredentialPaths is conf with the credential files drover submit
+// shipped in the driver's Secret found where the pod's volume is: their
+// mount path, or where a process node (tests) put the volume.
+func localCredentialPaths(conf *config.Conf) *config.Conf {
+	out := conf
+	for _, e := range podspec.DriverCredentialFiles {
+		f := e.Get(conf)
+		if local := podspec.LocalConfFile(f, os.Getenv); f != "" && local != f {
+			if out == conf {
+				out = conf.Clone()
+			}
+			out.Set(e.Key(), local)
+		}
+	}
+	return out
 }
 
 // driverAddress picks the host executors dial and the address to listen

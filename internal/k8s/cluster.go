@@ -134,7 +134,7 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 			APIServer:     app.Master.APIServer,
 			Context:       config.KubernetesContext.Get(app.Conf),
 			Auth:          authKeys(app.Conf),
-			Conf:          app.Conf,
+			Conf:          localCredentialPaths(app.Conf),
 			UserAgent:     "drover-driver/" + app.ID,
 			WrapTransport: deps.WrapTransport,
 		})

@@ -55,13 +55,24 @@ const (
 // DriverSecretFile is the file of the driver's sensitive settings.
 var DriverSecretFile = path.Join(DriverSecretDir, DriverSecretKey)
 
+// DriverCredentialFiles are the driver's Kubernetes credential files that
+// drover submit reads on the submitting machine and ships in the driver's
+// Secret (as Spark's DriverKubernetesCredentialsFeatureStep), by their key
+// in the Secret; the driver finds them under DriverSecretDir.
+var DriverCredentialFiles = map[string]*config.Entry[string]{
+	"oauth-token":     config.KubernetesDriverAuth.OAuthTokenFile,
+	"client-key.pem":  config.KubernetesDriverAuth.ClientKeyFile,
+	"client-cert.pem": config.KubernetesDriverAuth.ClientCertFile,
+	"ca.crt":          config.KubernetesDriverAuth.CACertFile,
+}
+
 // DriverSecretName is the name of the Secret of an application's driver
 // settings.
 func DriverSecretName(appID string) string { return "drover-drv-" + appIDPart(appID) + "-secret" }
 
 // DriverSecret holds the driver's sensitive settings as a properties file;
 // like the ConfigMap it is immutable and, once the pod exists, owned by it.
-func DriverSecret(dc *DriverConf, sensitive map[string]string, driver *corev1.Pod) *corev1.Secret {
+func DriverSecret(dc *DriverConf, sensitive map[string]string, files map[string][]byte, driver *corev1.Pod) *corev1.Secret {
 	sec := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -74,6 +85,7 @@ func DriverSecret(dc *DriverConf, sensitive map[string]string, driver *corev1.Po
 		Data: map[string][]byte{DriverSecretKey: []byte(properties(
 			"# Sensitive settings of the driver of "+dc.AppID+", written by drover submit.", sensitive, nil))},
 	}
+	maps.Copy(sec.Data, files)
 	if driver != nil {
 		sec.OwnerReferences = []metav1.OwnerReference{OwnerReference(driver)}
 	}

@@ -106,6 +106,7 @@ func TestBadInputCreatesNothing(t *testing.T) {
 		// The driver pod's settings (cluster mode).
 		{"reserved driver label", []string{"spark.kubernetes.driver.label.spark-app-selector=x"}, "spark.kubernetes.driver.label.spark-app-selector", viaSubmit},
 		{"driver request above limit", []string{"spark.kubernetes.driver.request.cores=4", "spark.kubernetes.driver.limit.cores=1"}, "spark.kubernetes.driver.request.cores", viaSubmit},
+		{"driver credential file missing", []string{"spark.kubernetes.authenticate.driver.clientKeyFile=/nonexistent/key.pem"}, "spark.kubernetes.authenticate.driver.clientKeyFile", viaSubmit},
 		{"driver volume without mount path", []string{"spark.kubernetes.driver.volumes.hostPath.data.options.path=/tmp"}, "spark.kubernetes.driver.volumes.hostPath.data", viaSubmit},
 	}
 	if n := len(testCases); n < 40 {

@@ -1,6 +1,8 @@
 package submit_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +89,34 @@ func TestSecretsStayOutOfSight(t *testing.T) {
 	}
 	if len(sec.Items[0].OwnerReferences) != 1 || sec.Items[0].OwnerReferences[0].Name != pod {
 		t.Errorf("the driver's secret is not owned by its pod: %v", sec.Items[0].OwnerReferences)
+	}
+}
+
+// TestCredentialFilesShipInTheSecret: a credential file named on the
+// submitting machine (here the token file) reaches the driver through its
+// Secret; the driver, running as an account without rights, works only if
+// it did.
+func TestCredentialFilesShipInTheSecret(t *testing.T) {
+	env := cluster.Env(t)
+	_, wordcount := binaries(t)
+	ns := restrictedNamespace(t, env)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(env.Config.BearerToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := drover(t, env.Kubeconfig, 3*time.Minute, clusterArgs(env, ns,
+		"--conf", "spark.kubernetes.authenticate.driver.serviceAccountName=default",
+		"--conf", "spark.kubernetes.authenticate.driver.oauthTokenFile="+tokenFile,
+		"local://"+wordcount, wordInput(t), "3")...)
+	if r.code != 0 {
+		t.Fatalf("exit code %d:\n%s", r.code, r.stderr)
+	}
+	cms, err := env.Client.CoreV1().ConfigMaps(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "spark-role=driver"})
+	if err != nil || len(cms.Items) != 1 {
+		t.Fatalf("driver config maps: %v, %v", cms, err)
+	}
+	if conf := cms.Items[0].Data["spark-defaults.conf"]; !strings.Contains(conf, "spark.kubernetes.authenticate.driver.oauthTokenFile=/opt/drover/secret/oauth-token") ||
+		strings.Contains(conf, env.Config.BearerToken) {
+		t.Errorf("the driver's configuration does not point at the shipped file, or holds the token:\n%s", conf)
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,6 +45,9 @@ type Plan struct {
 	// spark.authenticate.secret, spark.hadoop.*secret*), written to the
 	// driver's Secret when there are any.
 	DriverSecrets map[string]string
+	// DriverSecretFiles are the credential files read here
+	// (podspec.DriverCredentialFiles), shipped in the same Secret.
+	DriverSecretFiles map[string][]byte
 }
 
 // ID is the submission id, namespace:driver-pod.
@@ -106,9 +111,13 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 	dc, err := podspec.NewDriverConf(conf, appID, []string{bin}, args)
 	var pod *corev1.Pod
 	var props, secrets map[string]string
+	var secretFiles map[string][]byte
 	if err == nil {
 		props, secrets = driverProperties(conf, dc)
-		if len(secrets) > 0 {
+		secretFiles, err = credentialFiles(conf, props)
+	}
+	if err == nil {
+		if len(secrets)+len(secretFiles) > 0 {
 			dc.SecretName = podspec.DriverSecretName(appID)
 		}
 		pod, err = podspec.BuildDriverPod(dc)
@@ -126,7 +135,30 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 		props[config.KubernetesExecutorPodTemplateFile.Key()] = podspec.ExecutorTemplateFile
 	}
 	return &Plan{AppID: appID, Namespace: dc.Namespace, Master: m, Driver: dc, Pod: pod, DriverProperties: props,
-		DriverFiles: files, DriverSecrets: secrets}, nil
+		DriverFiles: files, DriverSecrets: secrets, DriverSecretFiles: secretFiles}, nil
+}
+
+// credentialFiles reads the driver's credential files named in conf on
+// this machine (the driver cannot read them there) and points props at
+// their copies in the driver's Secret.
+func credentialFiles(conf *config.Conf, props map[string]string) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(podspec.DriverCredentialFiles)) {
+		e := podspec.DriverCredentialFiles[name]
+		f := e.Get(conf)
+		if f == "" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%s: %w", e.Key(), f, err))
+			continue
+		}
+		files[name] = b
+		props[e.Key()] = path.Join(podspec.DriverSecretDir, name)
+	}
+	return files, errors.Join(errs...)
 }
 
 // driverProperties is the driver's configuration: what was set, without
@@ -198,7 +230,7 @@ func (p *Plan) Create(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod
 		return nil, err
 	}
 	if p.Driver.SecretName != "" {
-		sec := podspec.DriverSecret(p.Driver, p.DriverSecrets, nil)
+		sec := podspec.DriverSecret(p.Driver, p.DriverSecrets, p.DriverSecretFiles, nil)
 		if _, err := secrets.Create(ctx, sec, metav1.CreateOptions{}); err != nil {
 			return nil, explain(fmt.Errorf("creating the driver's secret %s: %w", sec.Name, err), p.Namespace, "secrets")
 		}
