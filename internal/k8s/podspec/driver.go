@@ -74,14 +74,10 @@ func DriverSecretName(appID string) string { return "drover-drv-" + appIDPart(ap
 // like the ConfigMap it is immutable and, once the pod exists, owned by it.
 func DriverSecret(dc *DriverConf, sensitive map[string]string, files map[string][]byte, driver *corev1.Pod) *corev1.Secret {
 	sec := &corev1.Secret{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      dc.SecretName,
-			Namespace: dc.Namespace,
-			Labels:    map[string]string{snapshot.LabelAppID: dc.AppID, snapshot.LabelRole: RoleDriver},
-		},
-		Immutable: ptr.To(true),
-		Type:      corev1.SecretTypeOpaque,
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: dc.objectMeta(dc.SecretName),
+		Immutable:  ptr.To(true),
+		Type:       corev1.SecretTypeOpaque,
 		Data: map[string][]byte{DriverSecretKey: []byte(properties(
 			"# Sensitive settings of the driver of "+dc.AppID+", written by drover submit.", sensitive, nil))},
 	}
@@ -489,6 +485,16 @@ func DriverService(dc *DriverConf, driver *corev1.Pod) *corev1.Service {
 	return svc
 }
 
+// objectMeta is the metadata of an object of the driver's: its name, the
+// driver's namespace, and the application and driver-role labels.
+func (dc *DriverConf) objectMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: dc.Namespace,
+		Labels:    map[string]string{snapshot.LabelAppID: dc.AppID, snapshot.LabelRole: RoleDriver},
+	}
+}
+
 // DriverConfigMap holds the driver's resolved configuration, conf, as
 // spark-defaults.conf (properties format), and files (name → content, such
 // as ExecutorTemplateKey), mounted at DriverConfDir; it is immutable and
@@ -496,14 +502,10 @@ func DriverService(dc *DriverConf, driver *corev1.Pod) *corev1.Service {
 func DriverConfigMap(dc *DriverConf, conf, files map[string]string, driver *corev1.Pod) *corev1.ConfigMap {
 	text := properties("# Configuration of the driver of "+dc.AppID+", written by drover submit.", conf, nil)
 	cm := &corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      dc.ConfigMapName,
-			Namespace: dc.Namespace,
-			Labels:    map[string]string{snapshot.LabelAppID: dc.AppID, snapshot.LabelRole: RoleDriver},
-		},
-		Immutable: ptr.To(true),
-		Data:      map[string]string{config.DefaultsFile: text},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: dc.objectMeta(dc.ConfigMapName),
+		Immutable:  ptr.To(true),
+		Data:       map[string]string{config.DefaultsFile: text},
 	}
 	maps.Copy(cm.Data, files)
 	if driver != nil {
