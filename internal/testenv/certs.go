@@ -6,11 +6,19 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"fmt"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // authority is a throw-away CA for one environment: it signs the API
@@ -126,3 +134,98 @@ func serial() *big.Int {
 	}
 	return n
 }
+
+func writeKubeconfig(path, server string, caPEM []byte, user, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["drover"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["drover"] = &clientcmdapi.Context{Cluster: "drover", AuthInfo: user, Namespace: metav1.NamespaceDefault}
+	cfg.CurrentContext = "drover"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
+	}
+	return nil
+}
+
+// pkiFiles are the credentials of one environment.
+type pkiFiles struct {
+	caPEM                                              []byte
+	caCert, caKey, serverCert, serverKey, saKey, saPub string
+	kubeletClientCert, kubeletClientKey, tokens        string
+	adminToken, schedulerToken, cmToken, kwokToken     string
+	procnodeToken                                      string
+}
+
+func writePKI(dir string) (*pkiFiles, error) {
+	ca, err := newAuthority()
+	if err != nil {
+		return nil, err
+	}
+	serverCert, serverKey, err := ca.issue("kube-apiserver", nil, []string{
+		"127.0.0.1", "localhost", "10.0.0.1",
+		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The API server presents this to process nodes' kubelet API (kubectl logs).
+	clientCert, clientKey, err := ca.issue("kube-apiserver-kubelet-client", []string{"system:masters"}, nil)
+	if err != nil {
+		return nil, err
+	}
+	saKey, saPub, err := newSigningKey()
+	if err != nil {
+		return nil, err
+	}
+	p := &pkiFiles{caPEM: ca.certPEM}
+	for _, f := range []struct {
+		path *string
+		name string
+		data []byte
+	}{
+		{&p.caCert, "ca.crt", ca.certPEM}, {&p.caKey, "ca.key", ca.keyPEM},
+		{&p.serverCert, "apiserver.crt", serverCert}, {&p.serverKey, "apiserver.key", serverKey},
+		{&p.kubeletClientCert, "kubelet-client.crt", clientCert}, {&p.kubeletClientKey, "kubelet-client.key", clientKey},
+		{&p.saKey, "sa.key", saKey}, {&p.saPub, "sa.pub", saPub},
+	} {
+		*f.path = filepath.Join(dir, f.name)
+		if err := os.WriteFile(*f.path, f.data, 0o600); err != nil {
+			return nil, fmt.Errorf("writing %s: %w", f.name, err)
+		}
+	}
+	// Every component is in system:masters: they are the cluster's own
+	// parts, and their user names show who did what in managed fields.
+	var lines []string
+	for _, u := range []struct {
+		token  *string
+		user   string
+		groups string
+	}{
+		{&p.adminToken, "admin", "system:masters"},
+		{&p.schedulerToken, "system:kube-scheduler", "system:masters"},
+		{&p.cmToken, "system:kube-controller-manager", "system:masters"},
+		{&p.kwokToken, "system:kwok", "system:masters"},
+		{&p.procnodeToken, "system:node:procnode", "system:nodes,system:masters"},
+	} {
+		*u.token = randomToken()
+		lines = append(lines, fmt.Sprintf("%s,%s,%s,%q", *u.token, u.user, u.user, u.groups))
+	}
+	p.tokens = filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(p.tokens, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the token file: %w", err)
+	}
+	return p, nil
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// stalePrefix names environment directories; ownerFile in each holds the PID
+// of the process that created it.
+const (
+	stalePrefix = "drover-testenv-"
+	ownerFile   = "owner.pid"
+)

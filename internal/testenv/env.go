@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,15 +17,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/testenv/procnode"
@@ -527,101 +521,6 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-func writeKubeconfig(path, server string, caPEM []byte, user, token string) error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["drover"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
-	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["drover"] = &clientcmdapi.Context{Cluster: "drover", AuthInfo: user, Namespace: metav1.NamespaceDefault}
-	cfg.CurrentContext = "drover"
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
-	}
-	return nil
-}
-
-// pkiFiles are the credentials of one environment.
-type pkiFiles struct {
-	caPEM                                              []byte
-	caCert, caKey, serverCert, serverKey, saKey, saPub string
-	kubeletClientCert, kubeletClientKey, tokens        string
-	adminToken, schedulerToken, cmToken, kwokToken     string
-	procnodeToken                                      string
-}
-
-func writePKI(dir string) (*pkiFiles, error) {
-	ca, err := newAuthority()
-	if err != nil {
-		return nil, err
-	}
-	serverCert, serverKey, err := ca.issue("kube-apiserver", nil, []string{
-		"127.0.0.1", "localhost", "10.0.0.1",
-		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
-	})
-	if err != nil {
-		return nil, err
-	}
-	// The API server presents this to process nodes' kubelet API (kubectl logs).
-	clientCert, clientKey, err := ca.issue("kube-apiserver-kubelet-client", []string{"system:masters"}, nil)
-	if err != nil {
-		return nil, err
-	}
-	saKey, saPub, err := newSigningKey()
-	if err != nil {
-		return nil, err
-	}
-	p := &pkiFiles{caPEM: ca.certPEM}
-	for _, f := range []struct {
-		path *string
-		name string
-		data []byte
-	}{
-		{&p.caCert, "ca.crt", ca.certPEM}, {&p.caKey, "ca.key", ca.keyPEM},
-		{&p.serverCert, "apiserver.crt", serverCert}, {&p.serverKey, "apiserver.key", serverKey},
-		{&p.kubeletClientCert, "kubelet-client.crt", clientCert}, {&p.kubeletClientKey, "kubelet-client.key", clientKey},
-		{&p.saKey, "sa.key", saKey}, {&p.saPub, "sa.pub", saPub},
-	} {
-		*f.path = filepath.Join(dir, f.name)
-		if err := os.WriteFile(*f.path, f.data, 0o600); err != nil {
-			return nil, fmt.Errorf("writing %s: %w", f.name, err)
-		}
-	}
-	// Every component is in system:masters: they are the cluster's own
-	// parts, and their user names show who did what in managed fields.
-	var lines []string
-	for _, u := range []struct {
-		token  *string
-		user   string
-		groups string
-	}{
-		{&p.adminToken, "admin", "system:masters"},
-		{&p.schedulerToken, "system:kube-scheduler", "system:masters"},
-		{&p.cmToken, "system:kube-controller-manager", "system:masters"},
-		{&p.kwokToken, "system:kwok", "system:masters"},
-		{&p.procnodeToken, "system:node:procnode", "system:nodes,system:masters"},
-	} {
-		*u.token = randomToken()
-		lines = append(lines, fmt.Sprintf("%s,%s,%s,%q", *u.token, u.user, u.user, u.groups))
-	}
-	p.tokens = filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(p.tokens, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("writing the token file: %w", err)
-	}
-	return p, nil
-}
-
-func randomToken() string {
-	b := make([]byte, 24)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// stalePrefix names environment directories; ownerFile in each holds the PID
-// of the process that created it.
-const (
-	stalePrefix = "drover-testenv-"
-	ownerFile   = "owner.pid"
-)
-
 // removeStale removes environment directories left by processes that died
 // without stopping them (a test binary killed by its timeout). Their
 // components died with them (Pdeathsig); only the files remain.
@@ -645,109 +544,4 @@ func removeStale(parent string) {
 		}
 		_ = os.RemoveAll(dir)
 	}
-}
-
-// Kill SIGKILLs the component called name (Etcd, KubeAPIServer, …) and
-// waits until it has exited, as a crash would end it.
-func (e *Env) Kill(name string) error {
-	c := e.component(name)
-	if c == nil {
-		return fmt.Errorf("no component %s", name)
-	}
-	_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
-	<-c.done
-	return nil
-}
-
-// Restart starts a killed component again with the same flags and data
-// and waits until it is ready; it returns when it was.
-func (e *Env) Restart(ctx context.Context, name string) (time.Time, error) {
-	old := e.component(name)
-	if old == nil {
-		return time.Time{}, fmt.Errorf("no component %s", name)
-	}
-	if !old.exited() {
-		return time.Time{}, fmt.Errorf("%s is still running; Kill it first", name)
-	}
-	c, err := startComponent(old.dir, old.name, old.bin, old.args, old.env)
-	if err != nil {
-		return time.Time{}, err
-	}
-	c.ready = old.ready
-	for i, x := range e.comps {
-		if x == old {
-			e.comps[i] = c
-		}
-	}
-	if c.ready != nil {
-		if err := waitReady(ctx, c, c.ready); err != nil {
-			return time.Time{}, err
-		}
-	}
-	return time.Now(), nil
-}
-
-func (e *Env) component(name string) *component {
-	for _, c := range e.comps {
-		if c.name == name {
-			return c
-		}
-	}
-	return nil
-}
-
-// auditPolicy records pod creates only, without bodies.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Metadata
-  verbs: ["create"]
-  resources:
-  - group: ""
-    resources: ["pods"]
-- level: None
-`
-
-func (e *Env) auditLogPath() string { return filepath.Join(e.Dir, "audit.log") }
-
-// PodCreate is one pod create request the API server received.
-type PodCreate struct {
-	Namespace, Name, UserAgent string
-	// Code is the response's status code (201 created, 409 exists, …).
-	Code     int
-	Received time.Time
-}
-
-// PodCreates returns the pod create requests the API server has audited
-// whose user agent starts with agentPrefix (Options.AuditPodCreates).
-func (e *Env) PodCreates(agentPrefix string) ([]PodCreate, error) {
-	b, err := os.ReadFile(e.auditLogPath())
-	if err != nil {
-		return nil, fmt.Errorf("reading the audit log (Options.AuditPodCreates): %w", err)
-	}
-	var out []PodCreate
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if line == "" {
-			continue
-		}
-		var ev struct {
-			UserAgent string `json:"userAgent"`
-			ObjectRef struct {
-				Namespace, Name string
-			} `json:"objectRef"`
-			ResponseStatus struct {
-				Code int `json:"code"`
-			} `json:"responseStatus"`
-			RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
-		}
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
-			continue // a line cut by a kill
-		}
-		if strings.HasPrefix(ev.UserAgent, agentPrefix) {
-			out = append(out, PodCreate{Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name,
-				UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, Received: ev.RequestReceivedTimestamp})
-		}
-	}
-	return out, nil
 }
