@@ -3,6 +3,7 @@ package k8s
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,4 +95,65 @@ func creates(cs *fake.Clientset) int {
 		}
 	}
 	return n
+}
+
+// TestAdmit: an executor may register only under an id this driver issued,
+// whose pod was not deleted, and from that executor's own pod.
+func TestAdmit(t *testing.T) {
+	conf, _, err := config.Load(config.Sources{Env: func(string) string { return "" }, Pairs: []string{
+		"spark.executor.instances=2", "spark.kubernetes.namespace=spark", "spark.app.name=wc",
+		"spark.kubernetes.container.image=app:1", "spark.driver.host=127.0.0.1",
+		"spark.scheduler.maxRegisteredResourcesWaitingTime=1s",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := fake.NewClientset()
+	sched := scheduler.New(scheduler.Options{})
+	app := master.App{ID: "drover-0123456789abcdef", Conf: conf, Scheduler: sched,
+		Master: master.URL{Raw: "k8s://https://127.0.0.1:1", Kind: master.Kubernetes, APIServer: "https://127.0.0.1:1"},
+		Logger: slog.New(slog.DiscardHandler)}
+	c, err := New(app, Deps{Client: cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched.SetBackend(c.Backend())
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.Stop(ctx)
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for creates(cs) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	own := c.execConf.PodNamePrefix + "-exec-1"
+	testCases := map[string]struct {
+		id, pod string
+		wantErr string
+	}{
+		"its own pod":             {id: "1", pod: own},
+		"no pod name (not a pod)": {id: "2"},
+		"an id never issued":      {id: "9", pod: c.execConf.PodNamePrefix + "-exec-9", wantErr: "created no executor 9"},
+		"not a number":            {id: "x", wantErr: "not a number"},
+		"another pod's name":      {id: "1", pod: "other-app-exec-1", wantErr: "says it runs in pod other-app-exec-1"},
+		"another executor's pod":  {id: "2", pod: own, wantErr: "executor 2 of this application is pod"},
+	}
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			err := c.admit(tc.id, tc.pod)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Errorf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
 }

@@ -53,13 +53,18 @@ func (c *Cluster) admit(id, podName string) error {
 	if err != nil {
 		return fmt.Errorf("executor id %q is not a number", id)
 	}
+	if !c.alloc.Issued(n) {
+		return fmt.Errorf("this driver created no executor %d", n)
+	}
 	if c.alloc.IsDeleted(n) {
 		return fmt.Errorf("its pod was deleted")
 	}
-	if podName != "" && c.src != nil {
-		if pod, ok := c.src.Get(podName); ok && pod.Labels[snapshot.LabelAppID] != c.app.ID {
-			return fmt.Errorf("pod %s belongs to application %q", podName, pod.Labels[snapshot.LabelAppID])
-		}
+	// Executor pods are named <prefix>-exec-<id>: an executor that says it
+	// runs in another pod belongs to another application, or is not one.
+	// (Names are public: this stops mistakes, not forgers; authentication
+	// does that.)
+	if want := podspec.ExecutorPodName(c.execConf.PodNamePrefix, n); podName != "" && podName != want {
+		return fmt.Errorf("it says it runs in pod %s, but executor %d of this application is pod %s", podName, n, want)
 	}
 	return nil
 }

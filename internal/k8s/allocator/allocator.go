@@ -124,6 +124,14 @@ func (a *Allocator) IsDeleted(id int64) bool {
 	return a.state.IsDeleted(id)
 }
 
+// Issued reports whether the allocator has handed out executor id id: an
+// executor registering under another id was not started by this driver.
+func (a *Allocator) Issued(id int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state.Issued(id)
+}
+
 func (a *Allocator) wake() {
 	select {
 	case a.dirty <- struct{}{}:

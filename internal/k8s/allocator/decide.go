@@ -180,6 +180,9 @@ func quotaCause(err error) string {
 
 // IsDeleted reports whether the allocator deleted the executor's pod; such
 // an executor must not register.
+// Issued reports whether id is an executor id the allocator has handed out.
+func (s *State) Issued(id int64) bool { return id >= 1 && id <= s.lastID }
+
 func (s *State) IsDeleted(id int64) bool { return s.deleted[id] != nil }
 
 // roundResult sums up the previous round's creates.
