@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,12 +81,12 @@ too (--pod-security enforces a Pod Security Standard there). Submit with
 				fmt.Fprintln(cmd.OutOrStdout(), "applied", d)
 			}
 			if err == nil {
-				key, name := config.KubernetesDriverServiceAccountName.Key(), cmp.Or(o.ServiceAccount, submit.DefaultServiceAccount)
+				key := config.KubernetesDriverServiceAccountName.Key()
 				if o.Executor {
-					key, name = config.KubernetesExecutorServiceAccountName.Key(), cmp.Or(o.ServiceAccount, submit.DefaultExecutorServiceAccount)
+					key = config.KubernetesExecutorServiceAccountName.Key()
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "drover: submit with --conf %s=%s --conf %s=%s\n",
-					config.KubernetesNamespace.Key(), o.Namespace, key, name)
+					config.KubernetesNamespace.Key(), o.Namespace, key, o.AccountName())
 			}
 			return err
 		},

@@ -24,14 +24,6 @@ import (
 // has ended when Stop returns. (The control-plane tests prove the rest.)
 func TestClusterWithInjectedClient(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	conf, _, err := config.Load(config.Sources{Env: func(string) string { return "" }, Pairs: []string{
-		"spark.executor.instances=5", "spark.kubernetes.namespace=spark",
-		"spark.kubernetes.container.image=app:1", "spark.driver.host=127.0.0.1",
-		"spark.scheduler.maxRegisteredResourcesWaitingTime=1s",
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cs := fake.NewClientset()
 	// The API server gives a new pod the Pending phase; the fake does not.
 	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -40,18 +32,7 @@ func TestClusterWithInjectedClient(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	sched := scheduler.New(scheduler.Options{})
-	app := master.App{ID: "drover-0123456789abcdef", Conf: conf, Scheduler: sched,
-		Master: master.URL{Raw: "k8s://https://127.0.0.1:1", Kind: master.Kubernetes, APIServer: "https://127.0.0.1:1"},
-		Logger: slog.New(slog.DiscardHandler)}
-	c, err := New(app, Deps{Client: cs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sched.SetBackend(c.Backend())
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	c := startFakeCluster(t, cs, "spark.executor.instances=5")
 	deadline := time.Now().Add(10 * time.Second)
 	for creates(cs) < 5 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -100,27 +81,8 @@ func creates(cs *fake.Clientset) int {
 // TestAdmit: an executor may register only under an id this driver issued,
 // whose pod was not deleted, and from that executor's own pod.
 func TestAdmit(t *testing.T) {
-	conf, _, err := config.Load(config.Sources{Env: func(string) string { return "" }, Pairs: []string{
-		"spark.executor.instances=2", "spark.kubernetes.namespace=spark", "spark.app.name=wc",
-		"spark.kubernetes.container.image=app:1", "spark.driver.host=127.0.0.1",
-		"spark.scheduler.maxRegisteredResourcesWaitingTime=1s",
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cs := fake.NewClientset()
-	sched := scheduler.New(scheduler.Options{})
-	app := master.App{ID: "drover-0123456789abcdef", Conf: conf, Scheduler: sched,
-		Master: master.URL{Raw: "k8s://https://127.0.0.1:1", Kind: master.Kubernetes, APIServer: "https://127.0.0.1:1"},
-		Logger: slog.New(slog.DiscardHandler)}
-	c, err := New(app, Deps{Client: cs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sched.SetBackend(c.Backend())
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	c := startFakeCluster(t, cs, "spark.executor.instances=2", "spark.app.name=wc")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -156,4 +118,30 @@ func TestAdmit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startFakeCluster builds and starts the cluster manager of an application
+// with pairs on the fake clientset cs.
+func startFakeCluster(t *testing.T, cs *fake.Clientset, pairs ...string) *Cluster {
+	t.Helper()
+	conf, _, err := config.Load(config.Sources{Env: func(string) string { return "" }, Pairs: append([]string{
+		"spark.kubernetes.namespace=spark", "spark.kubernetes.container.image=app:1", "spark.driver.host=127.0.0.1",
+		"spark.scheduler.maxRegisteredResourcesWaitingTime=1s",
+	}, pairs...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched := scheduler.New(scheduler.Options{})
+	app := master.App{ID: "drover-0123456789abcdef", Conf: conf, Scheduler: sched,
+		Master: master.URL{Raw: "k8s://https://127.0.0.1:1", Kind: master.Kubernetes, APIServer: "https://127.0.0.1:1"},
+		Logger: slog.New(slog.DiscardHandler)}
+	c, err := New(app, Deps{Client: cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched.SetBackend(c.Backend())
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -34,6 +34,18 @@ type RBACOptions struct {
 	Executor bool
 }
 
+// AccountName is the service account's name: as given, else the default
+// for the driver's or, with Executor, the executors' account.
+func (o RBACOptions) AccountName() string {
+	switch {
+	case o.ServiceAccount != "":
+		return o.ServiceAccount
+	case o.Executor:
+		return DefaultExecutorServiceAccount
+	}
+	return DefaultServiceAccount
+}
+
 // DefaultServiceAccount is the driver's service account unless named, and
 // DefaultExecutorServiceAccount the executors' with RBACOptions.Executor.
 const (
@@ -49,14 +61,10 @@ const (
 // authentication Secret): create and delete. With Claims, on-demand
 // claims: create (they go with the driver pod, which owns them).
 func RBAC(o RBACOptions) ([]any, error) {
-	switch {
-	case o.Executor && (o.Secrets || o.Claims):
+	if o.Executor && (o.Secrets || o.Claims) {
 		return nil, errors.New("an executor account has no rights: --authenticate and --on-demand-claims are for the driver's")
-	case o.ServiceAccount == "" && o.Executor:
-		o.ServiceAccount = DefaultExecutorServiceAccount
-	case o.ServiceAccount == "":
-		o.ServiceAccount = DefaultServiceAccount
 	}
+	o.ServiceAccount = o.AccountName()
 	for what, name := range map[string]string{"namespace": o.Namespace, "service account": o.ServiceAccount} {
 		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 || name == "" {
 			return nil, fmt.Errorf("invalid %s name %q: expected a DNS-1123 name (lower-case letters, digits, '-' and '.')", what, name)
