@@ -3,6 +3,8 @@ package codec
 import (
 	"encoding/binary"
 	"fmt"
+	"reflect"
+	"strings"
 	"unsafe"
 )
 
@@ -57,6 +59,14 @@ func appendPair(b []byte, key, value func([]byte) []byte) []byte {
 	}
 	return value(b)
 }
+
+// isPair reports whether t is a Pair instantiation itself, not a struct
+// that embeds one (and so has its methods).
+func isPair(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && t.PkgPath() == pairPkg && strings.HasPrefix(t.Name(), "Pair[")
+}
+
+var pairPkg = reflect.TypeFor[Pair[int, int]]().PkgPath()
 
 // SplitPair splits the encoding of a Pair into the key's and the value's
 // encodings, without knowing their types.

@@ -54,26 +54,7 @@ var byteUnits = map[string]int64{
 // ParseBytes always returns bytes, so "1k" with a default unit of MiB is
 // 1024, not 0.
 func ParseBytes(s string, defaultUnit int64) (int64, error) {
-	num, suffix, err := splitNumber(s)
-	if err != nil {
-		return 0, fmt.Errorf("invalid size %q: %w", s, err)
-	}
-	unit := defaultUnit
-	if suffix != "" {
-		u, ok := byteUnits[suffix]
-		if !ok {
-			return 0, fmt.Errorf("invalid size %q: unknown unit %q: expected b, k, m, g, t or p", s, suffix)
-		}
-		unit = u
-	}
-	if unit <= 0 {
-		return 0, fmt.Errorf("invalid size %q: invalid default unit %d", s, defaultUnit)
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n > math.MaxInt64/unit {
-		return 0, fmt.Errorf("invalid size %q: %w", s, errTooLarge)
-	}
-	return n * unit, nil
+	return parseScaled(s, "size", byteUnits, "b, k, m, g, t or p", defaultUnit)
 }
 
 // timeUnits maps Spark's time suffixes (JavaUtils.timeSuffixes) to durations.
@@ -94,26 +75,34 @@ var timeUnits = map[string]time.Duration{
 // (including Go's "1h30m" form) and durations beyond time.Duration's range
 // (about 292 years) are rejected.
 func ParseDuration(s string, defaultUnit time.Duration) (time.Duration, error) {
+	return parseScaled(s, "duration", timeUnits, "us, ms, s, m, min, h or d", defaultUnit)
+}
+
+// parseScaled is what ParseBytes and ParseDuration share: a whole number
+// times the unit its suffix names in units (expected lists them for the
+// error), or times defaultUnit when there is no suffix. what names the kind
+// of value in errors.
+func parseScaled[U ~int64](s, what string, units map[string]U, expected string, defaultUnit U) (U, error) {
 	num, suffix, err := splitNumber(s)
 	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q: %w", s, err)
+		return 0, fmt.Errorf("invalid %s %q: %w", what, s, err)
 	}
 	unit := defaultUnit
 	if suffix != "" {
-		u, ok := timeUnits[suffix]
+		u, ok := units[suffix]
 		if !ok {
-			return 0, fmt.Errorf("invalid duration %q: unknown unit %q: expected us, ms, s, m, min, h or d", s, suffix)
+			return 0, fmt.Errorf("invalid %s %q: unknown unit %q: expected %s", what, s, suffix, expected)
 		}
 		unit = u
 	}
 	if unit <= 0 {
-		return 0, fmt.Errorf("invalid duration %q: invalid default unit %v", s, defaultUnit)
+		return 0, fmt.Errorf("invalid %s %q: invalid default unit %v", what, s, defaultUnit)
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n > math.MaxInt64/int64(unit) {
-		return 0, fmt.Errorf("invalid duration %q: %w", s, errTooLarge)
+		return 0, fmt.Errorf("invalid %s %q: %w", what, s, errTooLarge)
 	}
-	return time.Duration(n) * unit, nil
+	return U(n) * unit, nil
 }
 
 // splitNumber splits a trimmed, lower-cased "<digits><letters>" string into

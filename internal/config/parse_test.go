@@ -10,13 +10,39 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+// parseCase is a case of TestParseBytes or TestParseDuration.
+type parseCase[U any] struct {
+	in      string
+	unit    U
+	want    U
+	wantErr string // substring of the error; "" means success
+}
+
+// runParseCases runs the cases of TestParseBytes and TestParseDuration:
+// name is the function parse is, for the messages.
+func runParseCases[U any](t *testing.T, name string, parse func(string, U) (U, error), testCases map[string]parseCase[U]) {
+	t.Helper()
+	for caseName, tc := range testCases {
+		t.Run(caseName, func(t *testing.T) {
+			got, err := parse(tc.in, tc.unit)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("%s(%q) = %v, %v; want error containing %q", name, tc.in, got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s(%q): %v", name, tc.in, err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s(%q) (-want,+got):\n%s", name, tc.in, diff)
+			}
+		})
+	}
+}
+
 func TestParseBytes(t *testing.T) {
-	testCases := map[string]struct {
-		in      string
-		unit    int64
-		want    int64
-		wantErr string // substring of the error; "" means success
-	}{
+	testCases := map[string]parseCase[int64]{
 		"gibibytes":                  {in: "4g", unit: MiB, want: 4 << 30},
 		"mebibytes":                  {in: "512m", unit: MiB, want: 512 << 20},
 		"kibibytes":                  {in: "1k", unit: MiB, want: 1024},
@@ -50,32 +76,11 @@ func TestParseBytes(t *testing.T) {
 		"time unit is not a size":    {in: "10s", unit: MiB, wantErr: `unknown unit "s"`},
 		"go style unit is not Spark": {in: "4GiB", unit: MiB, wantErr: `unknown unit "gib"`},
 	}
-	for name, tc := range testCases {
-		t.Run(name, func(t *testing.T) {
-			got, err := ParseBytes(tc.in, tc.unit)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("ParseBytes(%q) = %d, %v; want error containing %q", tc.in, got, err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("ParseBytes(%q): %v", tc.in, err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParseBytes(%q) (-want,+got):\n%s", tc.in, diff)
-			}
-		})
-	}
+	runParseCases(t, "ParseBytes", ParseBytes, testCases)
 }
 
 func TestParseDuration(t *testing.T) {
-	testCases := map[string]struct {
-		in      string
-		unit    time.Duration
-		want    time.Duration
-		wantErr string
-	}{
+	testCases := map[string]parseCase[time.Duration]{
 		"seconds":                 {in: "30s", unit: time.Second, want: 30 * time.Second},
 		"milliseconds":            {in: "100ms", unit: time.Second, want: 100 * time.Millisecond},
 		"microseconds":            {in: "250us", unit: time.Second, want: 250 * time.Microsecond},
@@ -103,23 +108,7 @@ func TestParseDuration(t *testing.T) {
 			in: "9223372036855", unit: time.Millisecond, wantErr: "too large",
 		},
 	}
-	for name, tc := range testCases {
-		t.Run(name, func(t *testing.T) {
-			got, err := ParseDuration(tc.in, tc.unit)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("ParseDuration(%q) = %v, %v; want error containing %q", tc.in, got, err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("ParseDuration(%q): %v", tc.in, err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("ParseDuration(%q) (-want,+got):\n%s", tc.in, diff)
-			}
-		})
-	}
+	runParseCases(t, "ParseDuration", ParseDuration, testCases)
 }
 
 func TestParseErrorsWrapCauses(t *testing.T) {

@@ -30,6 +30,16 @@ func (r *runner) shuffled(n *Node, p int) (Producer, error) {
 		}
 		return nil
 	}
+	// sorted sorts what src fetches by key with cmp (nil: bytewise),
+	// spilling past the budget, and calls fn with each key and its values.
+	sorted := func(src func(func(key, value []byte) error) error, cmp func(a, b []byte) int, fn func(key []byte, next func() ([]byte, bool)) error) error {
+		s := shuffle.NewSorter(mgr.Dir(), budget, cmp)
+		defer s.Close()
+		if err := src(s.Add); err != nil {
+			return err
+		}
+		return s.Groups(fn)
+	}
 	var buf []byte
 	pair := func(emit func([]byte) error, key, value []byte) error {
 		buf = codec.AppendPairBytes(buf[:0], key, value)
@@ -49,13 +59,8 @@ func (r *runner) shuffled(n *Node, p int) (Producer, error) {
 		}, nil
 	case Group:
 		return func(emit func([]byte) error) error {
-			s := shuffle.NewSorter(mgr.Dir(), budget, nil)
-			defer s.Close()
-			if err := fetch(s.Add); err != nil {
-				return err
-			}
 			var list []byte
-			return s.Groups(func(key []byte, next func() ([]byte, bool)) error {
+			return sorted(fetch, nil, func(key []byte, next func() ([]byte, bool)) error {
 				list = list[:0]
 				count := 0
 				for v, ok := next(); ok; v, ok = next() {
@@ -77,14 +82,9 @@ func (r *runner) shuffled(n *Node, p int) (Producer, error) {
 		}, nil
 	case Join:
 		return func(emit func([]byte) error) error {
-			s := shuffle.NewSorter(mgr.Dir(), budget, nil)
-			defer s.Close()
-			if err := fetch(s.Add); err != nil {
-				return err
-			}
 			var left, right [][]byte
 			var joined []byte
-			return s.Groups(func(key []byte, next func() ([]byte, bool)) error {
+			return sorted(fetch, nil, func(key []byte, next func() ([]byte, bool)) error {
 				left, right = left[:0], right[:0]
 				for v, ok := next(); ok; v, ok = next() {
 					if len(v) == 0 {
@@ -126,30 +126,24 @@ func (r *runner) shuffled(n *Node, p int) (Producer, error) {
 			// that prefixes their encoding: the sorter then compares
 			// 8-byte prefixes instead of decoding every key.
 			raw := n.Sort.Kind == KeyString
-			cmp := Comparator(n.Sort)
+			cmp, src := Comparator(n.Sort), fetch
 			if raw {
 				cmp = nil
 				if n.Sort.Descending {
 					cmp = func(a, b []byte) int { return bytes.Compare(b, a) }
 				}
-			}
-			s := shuffle.NewSorter(mgr.Dir(), budget, cmp)
-			defer s.Close()
-			add := s.Add
-			if raw {
-				add = func(key, value []byte) error {
-					k, _, err := codec.ReadBytesView(key)
-					if err != nil {
-						return err
-					}
-					return s.Add(k, value)
+				src = func(add func(key, value []byte) error) error {
+					return fetch(func(key, value []byte) error {
+						k, _, err := codec.ReadBytesView(key)
+						if err != nil {
+							return err
+						}
+						return add(k, value)
+					})
 				}
 			}
-			if err := fetch(add); err != nil {
-				return err
-			}
 			var key []byte
-			return s.Groups(func(k []byte, next func() ([]byte, bool)) error {
+			return sorted(src, cmp, func(k []byte, next func() ([]byte, bool)) error {
 				if raw {
 					key = codec.AppendBytes(key[:0], k)
 					k = key

@@ -1,0 +1,132 @@
+package dataflow
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/drover-project/drover/internal/codec"
+)
+
+// output runs the pipeline into the stage's output.
+func (r *runner) output(p Producer) ([]byte, error) {
+	o := r.stage.Output
+	switch o.Kind {
+	case WriteShuffle:
+		return r.writeShuffle(p)
+	case Collect:
+		var out []byte
+		n := 0
+		err := p(func(rec []byte) error {
+			out = AppendFramed(out, rec)
+			if n++; o.Limit > 0 && n >= o.Limit {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && err != errStop {
+			return nil, err
+		}
+		return out, nil
+	case Count:
+		var n int64
+		if err := p(func([]byte) error { n++; return nil }); err != nil {
+			return nil, err
+		}
+		return binary.AppendVarint(nil, n), nil
+	case ReduceAll, Foreach:
+		f, err := lookup(o.Fn)
+		if err != nil {
+			return nil, err
+		}
+		var sink Sink
+		if o.Kind == ReduceAll && f.Reduce != nil {
+			sink = f.Reduce(r.ctx)
+		} else if o.Kind == Foreach && f.Foreach != nil {
+			sink = f.Foreach(r.ctx, r.ft)
+		}
+		if sink == nil {
+			return nil, fmt.Errorf("function %q cannot be used for this action", o.Fn)
+		}
+		if err := p(sink.Add); err != nil {
+			return nil, err
+		}
+		return sink.Result()
+	case SaveText:
+		return r.saveText(p)
+	case SampleKeys:
+		return sampleKeys(p, o.SampleSize, int64(r.task.Partition))
+	}
+	return nil, fmt.Errorf("unknown output kind %d", o.Kind)
+}
+
+// saveText writes the partition as a file in the job's temporary directory,
+// named for the task attempt, and returns its name; the driver commits the
+// files of the successful attempts once every partition is written.
+func (r *runner) saveText(p Producer) ([]byte, error) {
+	o := r.stage.Output
+	name := fmt.Sprintf("part-%05d-attempt-%d", r.task.Partition, r.ft.TaskID)
+	path := filepath.Join(o.Dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	var line []byte
+	err = p(func(rec []byte) error {
+		var err error
+		if o.Text {
+			line, _, err = codec.ReadBytesView(rec)
+		} else {
+			line, _, err = o.Schema.Format(line[:0], rec)
+		}
+		if err != nil {
+			return fmt.Errorf("formatting record: %w", err)
+		}
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
+		return w.WriteByte('\n')
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
+	}
+	return []byte(name), nil
+}
+
+// sampleKeys keeps a uniform sample of the partition's keys (reservoir
+// sampling) for a range partitioner, with the partition's record count.
+func sampleKeys(p Producer, size int, seed int64) ([]byte, error) {
+	var keys [][]byte
+	var n int64
+	rnd := seed*6364136223846793005 + 1442695040888963407
+	err := forEachPair(p, func(key, _ []byte) error {
+		n++
+		if len(keys) < size {
+			keys = append(keys, append([]byte(nil), key...))
+			return nil
+		}
+		rnd = rnd*6364136223846793005 + 1442695040888963407
+		if j := uint64(rnd>>1) % uint64(n); j < uint64(size) {
+			keys[j] = append(keys[j][:0], key...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := binary.AppendVarint(nil, n)
+	for _, k := range keys {
+		out = AppendFramed(out, k)
+	}
+	return out, nil
+}

@@ -1,0 +1,133 @@
+package dataflow
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"iter"
+	"math/bits"
+	"os"
+	"strings"
+	"unsafe"
+)
+
+func rangeProducer(n *Node, p int) Producer {
+	return func(emit func([]byte) error) error {
+		var buf [binary.MaxVarintLen64]byte
+		for v := range rangeValues(n.Start, n.End, n.Step, p, n.NumPartitions) {
+			if err := emit(binary.AppendVarint(buf[:0], v)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// rangeValues is partition p of parts of start, start+step, … up to end
+// (excluded). The arithmetic is unsigned and 128-bit where it must be, so
+// ranges that span most of int64 neither overflow nor lose values.
+func rangeValues(start, end, step int64, p, parts int) iter.Seq[int64] {
+	return func(yield func(int64) bool) {
+		var span, stride uint64
+		switch {
+		case step > 0 && end > start:
+			span, stride = uint64(end)-uint64(start), uint64(step)
+		case step < 0 && end < start:
+			span, stride = uint64(start)-uint64(end), -uint64(step)
+		default:
+			return
+		}
+		count := span / stride
+		if span%stride != 0 {
+			count++
+		}
+		lo, hi := share(count, p, parts), share(count, p+1, parts)
+		for i := lo; i < hi; i++ {
+			// Two's complement: the wrapped sum is the value, which lies
+			// between start and end.
+			if !yield(int64(uint64(start) + i*uint64(step))) {
+				return
+			}
+		}
+	}
+}
+
+// share is count×p/parts without overflow.
+func share(count uint64, p, parts int) uint64 {
+	hi, lo := bits.Mul64(count, uint64(p))
+	q, _ := bits.Div64(hi, lo, uint64(parts))
+	return q
+}
+
+// textLines emits the lines that start inside the split, without their
+// line terminators (\n or \r\n). A split after the first skips the partial
+// line it starts in; the last line is read past the split's end. The file
+// is read in fresh chunks that are never written again, so the lines are
+// strings over them, without a copy or an allocation per line.
+func textLines(ctx context.Context, s FileSplit) func(emit func(string) error) error {
+	return func(emit func(string) error) error {
+		f, err := os.Open(s.Path)
+		if err != nil {
+			return fmt.Errorf("reading text file: %w", err)
+		}
+		defer f.Close()
+		pos := s.Start // file offset of the next byte to read
+		skip := false
+		if pos > 0 {
+			pos-- // a line starts at s.Start when the byte before it ends one
+			skip = true
+		}
+		end := s.Start + s.Size
+		chunkSize := int(min(max(s.Size, 64<<10), 1<<20))
+		var tail []byte  // the start of a line cut by the end of the last chunk
+		lineStart := pos // file offset of tail[0]
+		for n := 0; ; n++ {
+			if n&15 == 0 && ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			chunk := make([]byte, max(chunkSize, 2*len(tail)))
+			copy(chunk, tail)
+			read, err := f.ReadAt(chunk[len(tail):], pos)
+			if err != nil && err != io.EOF {
+				return fmt.Errorf("reading %s: %w", s.Path, err)
+			}
+			pos += int64(read)
+			data := chunk[:len(tail)+read]
+			text := unsafe.String(unsafe.SliceData(data), len(data))
+			for {
+				i := strings.IndexByte(text, '\n')
+				if i < 0 {
+					break
+				}
+				line := text[:i]
+				text = text[i+1:]
+				if skip {
+					skip = false
+				} else {
+					if lineStart >= end {
+						return nil
+					}
+					if err := emit(trimCR(line)); err != nil {
+						return err
+					}
+				}
+				lineStart += int64(i + 1)
+			}
+			tail = []byte(text)
+			if read == 0 || err == io.EOF {
+				if len(text) > 0 && !skip && lineStart < end {
+					return emit(trimCR(text)) // a last line without a terminator
+				}
+				return nil
+			}
+		}
+	}
+}
+
+func trimCR(s string) string {
+	if n := len(s); n > 0 && s[n-1] == '\r' {
+		return s[:n-1]
+	}
+	return s
+}
