@@ -24,6 +24,7 @@ import (
 	"github.com/drover-project/drover/internal/dynalloc"
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/logging"
@@ -292,7 +293,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		CPUsPerTask:   config.TaskCPUs.Get(conf),
 		MaxResultSize: config.DriverMaxResultSize.Get(conf),
 		MaxTaskSize:   config.RPCMessageMaxSize.Get(conf),
-		ExecutorLost:  func(id string) { graph.ExecutorLost(id) },
+		ExecutorLost:  func(id executorid.ID) { graph.ExecutorLost(id) },
 		Logger:        log,
 	})
 	graph = dag.New(sched, dag.Options{

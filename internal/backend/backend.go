@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
@@ -35,9 +36,9 @@ type ShuffleCleaner interface {
 // allocation needs.
 type ExecutorRegistry interface {
 	// ExecutorIDs lists the registered executors.
-	ExecutorIDs() []string
+	ExecutorIDs() []executorid.ID
 	// ExcludeExecutor keeps new tasks off an executor about to be removed.
-	ExcludeExecutor(id string)
+	ExcludeExecutor(id executorid.ID)
 }
 
 // Scalable is a cluster manager whose executors dynamic allocation can add
@@ -63,5 +64,5 @@ type ExecutorAllocationClient interface {
 	RequestTotalExecutors(total int) error
 	// KillExecutors removes the given executors; they may not register
 	// again.
-	KillExecutors(ids []string) error
+	KillExecutors(ids []executorid.ID) error
 }

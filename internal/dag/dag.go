@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/drover-project/drover/internal/dataflow"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/shuffle"
 )
@@ -51,7 +52,7 @@ type Graph struct {
 	nextStage int
 	// lost are the executors reported lost: their map outputs are gone,
 	// also those whose tasks report success afterwards.
-	lost    map[string]bool
+	lost    map[executorid.ID]bool
 	nextJob int64
 }
 
@@ -91,7 +92,7 @@ func New(sched *scheduler.Scheduler, opts Options) *Graph {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Graph{sched: sched, opts: opts, log: opts.Logger, nodes: map[int]*dataflow.Node{},
-		data: map[int][][]byte{}, shuffles: map[int]*shuffleState{}, lost: map[string]bool{}}
+		data: map[int][][]byte{}, shuffles: map[int]*shuffleState{}, lost: map[executorid.ID]bool{}}
 }
 
 // AddNode adds a dataset and returns its id; data holds a Parallelize
@@ -219,7 +220,7 @@ func (g *Graph) Node(id int) *dataflow.Node {
 
 // ExecutorLost forgets the map outputs an executor held: they are gone
 // with it and must be computed again when needed.
-func (g *Graph) ExecutorLost(id string) {
+func (g *Graph) ExecutorLost(id executorid.ID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.lost[id] = true
@@ -386,10 +387,10 @@ func (g *Graph) removeShuffles(ids []int) {
 // ShuffleHolders reports the executors holding map outputs of shuffles that
 // a running job reads or writes (active), and of any shuffle (held):
 // dynamic allocation keeps the former.
-func (g *Graph) ShuffleHolders() (active, held map[string]bool) {
+func (g *Graph) ShuffleHolders() (active, held map[executorid.ID]bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	active, held = map[string]bool{}, map[string]bool{}
+	active, held = map[executorid.ID]bool{}, map[executorid.ID]bool{}
 	for _, s := range g.shuffles {
 		for _, o := range s.outputs {
 			if o == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/drover-project/drover/internal/dataflow"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/shuffle"
 )
@@ -21,14 +22,14 @@ type fakeBackend struct {
 
 	mu       sync.Mutex
 	launched map[dataflow.OutputKind]int
-	executor string // "e1" when empty
+	executor executorid.ID // execOne when zero
 }
 
-func (f *fakeBackend) executorID() string {
+func (f *fakeBackend) executorID() executorid.ID {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.executor == "" {
-		return "e1"
+	if f.executor == 0 {
+		return execOne
 	}
 	return f.executor
 }
@@ -62,14 +63,14 @@ func (f *fakeBackend) ReviveOffers() {
 	}()
 }
 
-func (f *fakeBackend) KillTask(int64, string, string) {}
+func (f *fakeBackend) KillTask(int64, executorid.ID, string) {}
 
 // newGraph returns a graph with a map stage of maps partitions feeding a
 // shuffle read by a result stage of two partitions.
 func newGraph(t *testing.T, maps int, respond func(*dataflow.Task, *dataflow.Stage) scheduler.Status) (*Graph, *fakeBackend, int) {
 	t.Helper()
 	var g *Graph
-	sched := scheduler.New(scheduler.Options{MaxFailures: 4, ExecutorLost: func(id string) { g.ExecutorLost(id) }})
+	sched := scheduler.New(scheduler.Options{MaxFailures: 4, ExecutorLost: func(id executorid.ID) { g.ExecutorLost(id) }})
 	f := &fakeBackend{sched: sched, respond: respond, launched: map[dataflow.OutputKind]int{}}
 	sched.SetBackend(f)
 	g = New(sched, Options{MaxStageAttempts: 4})
@@ -79,7 +80,7 @@ func newGraph(t *testing.T, maps int, respond func(*dataflow.Task, *dataflow.Sta
 	return g, f, final
 }
 
-func mapStatus(t *dataflow.Task, executor string) scheduler.Status {
+func mapStatus(t *dataflow.Task, executor executorid.ID) scheduler.Status {
 	b, err := dataflow.EncodeMapStatus(shuffle.MapStatus{MapID: t.Partition, ExecutorID: executor, Address: "127.0.0.1:1", Sizes: []int64{10, 10}})
 	if err != nil {
 		panic(err)
@@ -108,7 +109,7 @@ func collectFirstBytes(t *testing.T, g *Graph, final int, partitions ...int) map
 
 func fetchFailed(sid int) scheduler.Status {
 	return scheduler.Status{State: scheduler.Failed, Err: "fetch failed",
-		FetchFailed: &scheduler.FetchFailedError{ShuffleID: sid, MapID: 0, ExecutorID: "e1", Message: "connection refused"}}
+		FetchFailed: &scheduler.FetchFailedError{ShuffleID: sid, MapID: 0, ExecutorID: execOne, Message: "connection refused"}}
 }
 
 func TestFetchFailureRecomputesLostOutputsAndRetries(t *testing.T) {
@@ -116,7 +117,7 @@ func TestFetchFailureRecomputesLostOutputsAndRetries(t *testing.T) {
 	failures := 0
 	g, f, final := newGraph(t, 3, func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
 		if st.Output.Kind == dataflow.WriteShuffle {
-			return mapStatus(task, "")
+			return mapStatus(task, 0)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -142,7 +143,7 @@ func TestFetchFailureRecomputesLostOutputsAndRetries(t *testing.T) {
 func TestStageFailsAfterMaxConsecutiveAttempts(t *testing.T) {
 	g, f, final := newGraph(t, 2, func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
 		if st.Output.Kind == dataflow.WriteShuffle {
-			return mapStatus(task, "")
+			return mapStatus(task, 0)
 		}
 		for sid := range task.Blocks {
 			return fetchFailed(sid)
@@ -153,7 +154,7 @@ func TestStageFailsAfterMaxConsecutiveAttempts(t *testing.T) {
 	if err == nil {
 		t.Fatal("the job succeeded")
 	}
-	for _, want := range []string{"failed 4 consecutive attempts", "connection refused", "executor e1"} {
+	for _, want := range []string{"failed 4 consecutive attempts", "connection refused", "executor 1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}
@@ -166,7 +167,7 @@ func TestStageFailsAfterMaxConsecutiveAttempts(t *testing.T) {
 func TestExecutorLostForgetsItsOutputs(t *testing.T) {
 	g, f, final := newGraph(t, 2, func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
 		if st.Output.Kind == dataflow.WriteShuffle {
-			return mapStatus(task, "")
+			return mapStatus(task, 0)
 		}
 		return scheduler.Status{State: scheduler.Finished, Result: []byte{1}}
 	})
@@ -181,9 +182,9 @@ func TestExecutorLostForgetsItsOutputs(t *testing.T) {
 	if missing := g.missing(s); len(missing) != 0 {
 		t.Fatalf("missing outputs after the job: %v", missing)
 	}
-	g.ExecutorLost("e1")
+	g.ExecutorLost(execOne)
 	f.mu.Lock()
-	f.executor = "e2" // executor ids are never reused
+	f.executor = execTwo // executor ids are never reused
 	f.mu.Unlock()
 	if missing := g.missing(s); len(missing) != 2 {
 		t.Fatalf("missing outputs after losing their executor: %v, want both", missing)
@@ -206,7 +207,7 @@ func TestForgetRemovesShuffles(t *testing.T) {
 			var once sync.Once
 			g, _, final := newGraph(t, 3, func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
 				if st.Output.Kind == dataflow.WriteShuffle {
-					return mapStatus(task, "")
+					return mapStatus(task, 0)
 				}
 				if duringJob {
 					once.Do(func() { close(reading) })
@@ -238,7 +239,7 @@ func TestForgetRemovesShuffles(t *testing.T) {
 				if got := removedNow(); len(got) != 0 {
 					t.Errorf("removed %v while a stage read it", got)
 				}
-				if _, held := g.ShuffleHolders(); !held["e1"] {
+				if _, held := g.ShuffleHolders(); !held[execOne] {
 					t.Error("the map outputs were forgotten while a stage read them")
 				}
 				close(release)
@@ -247,7 +248,7 @@ func TestForgetRemovesShuffles(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !duringJob {
-				if _, held := g.ShuffleHolders(); !held["e1"] {
+				if _, held := g.ShuffleHolders(); !held[execOne] {
 					t.Fatal("no map outputs after the job")
 				}
 				g.Forget(final, []int{sid})
@@ -264,3 +265,10 @@ func TestForgetRemovesShuffles(t *testing.T) {
 		})
 	}
 }
+
+// Executors of the tests; ids are never reused.
+const (
+	execOne executorid.ID = iota + 1
+	execTwo
+	execThree
+)

@@ -42,14 +42,14 @@ func TestIndeterminateShuffleLosesAllItsOutputs(t *testing.T) {
 	// Every shuffle complete: map 0 on e1, the others on e2.
 	for _, s := range g.shuffles {
 		for m := range s.outputs {
-			exec := "e2"
+			exec := execTwo
 			if m == 0 {
-				exec = "e1"
+				exec = execOne
 			}
 			s.outputs[m] = &shuffle.MapStatus{MapID: m, ExecutorID: exec}
 		}
 	}
-	g.ExecutorLost("e1")
+	g.ExecutorLost(execOne)
 	missing := map[int][]int{}
 	gens := map[int]int{}
 	for sid, s := range g.shuffles {
@@ -82,7 +82,7 @@ func TestIndeterminateShuffleRerunsItsReaders(t *testing.T) {
 		defer mu.Unlock()
 		if st.Output.Kind == dataflow.WriteShuffle {
 			mapRuns[st.Output.Shuffle]++
-			return mapStatus(task, "")
+			return mapStatus(task, 0)
 		}
 		if task.Partition == 1 && !failed {
 			failed = true

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/dataflow"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/shuffle"
 )
@@ -21,7 +22,7 @@ type goBackend struct {
 func (f *goBackend) ReviveOffers() {
 	go func() {
 		for {
-			tasks := f.sched.ResourceOffers([]scheduler.Offer{{ExecutorID: "e1", Cores: 8}})
+			tasks := f.sched.ResourceOffers([]scheduler.Offer{{ExecutorID: execOne, Cores: 8}})
 			if len(tasks) == 0 {
 				return
 			}
@@ -32,7 +33,7 @@ func (f *goBackend) ReviveOffers() {
 						panic(err)
 					}
 					s := f.respond(t, st)
-					s.TaskID, s.ExecutorID = td.TaskID, "e1"
+					s.TaskID, s.ExecutorID = td.TaskID, execOne
 					f.sched.StatusUpdates([]scheduler.Status{s})
 				}()
 			}
@@ -40,7 +41,7 @@ func (f *goBackend) ReviveOffers() {
 	}()
 }
 
-func (f *goBackend) KillTask(int64, string, string) {}
+func (f *goBackend) KillTask(int64, executorid.ID, string) {}
 
 // An executor lost after computeParents found shuffle A complete but before
 // the reduce stage's tasks are built: the reduce tasks are launched with
@@ -55,14 +56,14 @@ func TestOutputsLostBeforeTheStageAreComputedAgain(t *testing.T) {
 	f := &goBackend{sched: sched}
 	f.respond = func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
 		if st.Output.Kind == dataflow.WriteShuffle {
-			exec := "eA"
+			exec := execOne
 			g.mu.Lock()
-			if g.lost["eA"] {
-				exec = "eA2" // executor ids are never reused
+			if g.lost[execOne] {
+				exec = execThree // executor ids are never reused
 			}
 			g.mu.Unlock()
 			if st.Output.Shuffle == b {
-				exec = "eB"
+				exec = execTwo
 				// B's map stage ends only after A is complete and A's
 				// executor is lost.
 				once.Do(func() {
@@ -72,7 +73,7 @@ func TestOutputsLostBeforeTheStageAreComputedAgain(t *testing.T) {
 					for len(g.missing(sa)) != 0 {
 						time.Sleep(time.Millisecond)
 					}
-					g.ExecutorLost("eA")
+					g.ExecutorLost(execOne)
 				})
 			}
 			ms, _ := dataflow.EncodeMapStatus(shuffle.MapStatus{MapID: task.Partition, ExecutorID: exec, Address: "x", Sizes: []int64{10}})

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 )
@@ -16,13 +17,13 @@ const Interval = 100 * time.Millisecond
 type Tasks interface {
 	PendingTasks() int
 	RunningTasks() int
-	RunningByExecutor() map[string]int
+	RunningByExecutor() map[executorid.ID]int
 }
 
 // Client carries out the decisions: a cluster manager's allocation client.
 type Client interface {
 	RequestTotalExecutors(total int) error
-	KillExecutors(ids []string) error
+	KillExecutors(ids []executorid.ID) error
 }
 
 // Manager runs the policy every Interval and carries out its decisions.
@@ -31,12 +32,12 @@ type Manager struct {
 	Tasks  Tasks
 	Client Client
 	// Executors lists the registered executors.
-	Executors func() []string
+	Executors func() []executorid.ID
 	// Shuffles reports the executors that hold shuffle data of a running
 	// job (active) and of any job (held); nil when unknown.
-	Shuffles func() (active, held map[string]bool)
+	Shuffles func() (active, held map[executorid.ID]bool)
 	// Exclude stops offering tasks to an executor chosen for removal.
-	Exclude func(id string)
+	Exclude func(id executorid.ID)
 	// Decommission lets a removed executor finish its running tasks before
 	// it is killed (spark.decommission.enabled).
 	Decommission bool
@@ -45,11 +46,11 @@ type Manager struct {
 	Metrics      *Metrics
 
 	state     State
-	idleSince map[string]time.Time
+	idleSince map[executorid.ID]time.Time
 	// removing are the executors chosen for removal, until they leave the
 	// executor list; killed those already killed.
-	removing map[string]bool
-	killed   map[string]bool
+	removing map[executorid.ID]bool
+	killed   map[executorid.ID]bool
 }
 
 // Metrics are the allocation's Prometheus metrics.
@@ -82,7 +83,7 @@ func (m *Manager) Run(ctx context.Context) {
 		m.Logger = slog.New(slog.DiscardHandler)
 	}
 	m.state = NewState(m.Config)
-	m.idleSince, m.removing, m.killed = map[string]time.Time{}, map[string]bool{}, map[string]bool{}
+	m.idleSince, m.removing, m.killed = map[executorid.ID]time.Time{}, map[executorid.ID]bool{}, map[executorid.ID]bool{}
 	if m.Metrics != nil {
 		m.Metrics.Target.Set(float64(m.state.Target))
 	}
@@ -103,11 +104,11 @@ func (m *Manager) Run(ctx context.Context) {
 func (m *Manager) tick(now time.Time) {
 	ids := m.Executors()
 	running := m.Tasks.RunningByExecutor()
-	var active, held map[string]bool
+	var active, held map[executorid.ID]bool
 	if m.Shuffles != nil {
 		active, held = m.Shuffles()
 	}
-	registered := make(map[string]bool, len(ids))
+	registered := make(map[executorid.ID]bool, len(ids))
 	in := Input{Now: now, PendingTasks: m.Tasks.PendingTasks(), Running: m.Tasks.RunningTasks()}
 	for _, id := range ids {
 		registered[id] = true
@@ -156,7 +157,7 @@ func (m *Manager) tick(now time.Time) {
 // remove takes executors out of service. Each is excluded from new tasks at
 // once; it is killed at once, or, with decommissioning, once the tasks it
 // runs are done.
-func (m *Manager) remove(chosen []string, running map[string]int) {
+func (m *Manager) remove(chosen []executorid.ID, running map[executorid.ID]int) {
 	for _, id := range chosen {
 		m.removing[id] = true
 		if m.Exclude != nil {
@@ -167,7 +168,7 @@ func (m *Manager) remove(chosen []string, running map[string]int) {
 			m.Metrics.Removed.Inc()
 		}
 	}
-	var kill []string
+	var kill []executorid.ID
 	for id := range m.removing {
 		if !m.killed[id] && (!m.Decommission || running[id] == 0) {
 			kill = append(kill, id)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/executorid"
 )
 
 // Config is the dynamic allocation policy's configuration
@@ -102,7 +103,7 @@ func NewState(cfg Config) State {
 
 // Executor is an executor as the policy sees it.
 type Executor struct {
-	ID string
+	ID executorid.ID
 	// IdleSince is when it last became idle; zero while it runs tasks.
 	IdleSince time.Time
 	// ActiveShuffle is set when it holds shuffle data of a running job;
@@ -127,7 +128,7 @@ type Decision struct {
 	Changed bool
 	Reason  string
 	// Remove are the executors to remove because they are idle.
-	Remove []string
+	Remove []executorid.ID
 }
 
 // Step is one run of the policy (Spark's ExecutorAllocationManager.schedule,
@@ -221,9 +222,9 @@ func add(cfg Config, st State, in Input, maxNeeded int) (State, string) {
 
 // idle returns the executors whose idle timeout has passed, longest idle
 // first.
-func idle(cfg Config, in Input) []string {
+func idle(cfg Config, in Input) []executorid.ID {
 	type cand struct {
-		id    string
+		id    executorid.ID
 		since time.Time
 	}
 	var out []cand
@@ -253,7 +254,7 @@ func idle(cfg Config, in Input) []string {
 		}
 		return out[i].id < out[j].id
 	})
-	ids := make([]string, len(out))
+	ids := make([]executorid.ID, len(out))
 	for i, c := range out {
 		ids[i] = c.id
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/executorid"
 )
 
 var t0 = time.Unix(1_000_000, 0)
@@ -28,7 +29,7 @@ func ramp(cfg Config, pending int, d time.Duration) []string {
 	for now := t0; now.Before(t0.Add(d)); now = now.Add(100 * time.Millisecond) {
 		execs := make([]Executor, st.Target)
 		for i := range execs {
-			execs[i] = Executor{ID: fmt.Sprint(i)}
+			execs[i] = Executor{ID: executorid.ID(i + 1)}
 		}
 		var dec Decision
 		st, dec = Step(cfg, st, Input{Now: now, PendingTasks: pending, Executors: execs})
@@ -143,48 +144,48 @@ func TestIdleRemoval(t *testing.T) {
 		cfg   func(*Config)
 		after time.Duration
 		execs []Executor
-		want  []string
+		want  []executorid.ID
 	}{
 		"idle past the timeout": {
 			after: 60 * time.Second,
-			execs: []Executor{{ID: "1", IdleSince: idleAt}, {ID: "2", IdleSince: idleAt.Add(time.Second)}, {ID: "3"}},
-			want:  []string{"1"},
+			execs: []Executor{{ID: 1, IdleSince: idleAt}, {ID: 2, IdleSince: idleAt.Add(time.Second)}, {ID: 3}},
+			want:  []executorid.ID{1},
 		},
 		"all idle long enough, longest first": {
 			after: 90 * time.Second,
-			execs: []Executor{{ID: "2", IdleSince: idleAt.Add(time.Second)}, {ID: "1", IdleSince: idleAt}},
-			want:  []string{"1", "2"},
+			execs: []Executor{{ID: 2, IdleSince: idleAt.Add(time.Second)}, {ID: 1, IdleSince: idleAt}},
+			want:  []executorid.ID{1, 2},
 		},
 		"not yet": {
 			after: 59 * time.Second,
-			execs: []Executor{{ID: "1", IdleSince: idleAt}},
+			execs: []Executor{{ID: 1, IdleSince: idleAt}},
 		},
 		"minExecutors floor": {
 			cfg:   func(c *Config) { c.Min = 2 },
 			after: 90 * time.Second,
-			execs: []Executor{{ID: "1", IdleSince: idleAt}, {ID: "2", IdleSince: idleAt}, {ID: "3", IdleSince: idleAt}},
-			want:  []string{"1"},
+			execs: []Executor{{ID: 1, IdleSince: idleAt}, {ID: 2, IdleSince: idleAt}, {ID: 3, IdleSince: idleAt}},
+			want:  []executorid.ID{1},
 		},
 		"shuffle data of an active job is kept": {
 			after: time.Hour,
-			execs: []Executor{{ID: "1", IdleSince: idleAt, ActiveShuffle: true, Shuffle: true}},
+			execs: []Executor{{ID: 1, IdleSince: idleAt, ActiveShuffle: true, Shuffle: true}},
 		},
 		"inactive shuffle data waits the shuffle timeout": {
 			cfg:   func(c *Config) { c.ShuffleTimeout = 2 * time.Minute },
 			after: 90 * time.Second,
-			execs: []Executor{{ID: "1", IdleSince: idleAt, Shuffle: true}, {ID: "2", IdleSince: idleAt}},
-			want:  []string{"2"},
+			execs: []Executor{{ID: 1, IdleSince: idleAt, Shuffle: true}, {ID: 2, IdleSince: idleAt}},
+			want:  []executorid.ID{2},
 		},
 		"without shuffle tracking shuffle data does not matter": {
 			cfg:   func(c *Config) { c.ShuffleTracking = false },
 			after: 60 * time.Second,
-			execs: []Executor{{ID: "1", IdleSince: idleAt, ActiveShuffle: true, Shuffle: true}},
-			want:  []string{"1"},
+			execs: []Executor{{ID: 1, IdleSince: idleAt, ActiveShuffle: true, Shuffle: true}},
+			want:  []executorid.ID{1},
 		},
 		"already being removed": {
 			after: 90 * time.Second,
-			execs: []Executor{{ID: "1", IdleSince: idleAt, PendingRemoval: true}, {ID: "2", IdleSince: idleAt}},
-			want:  []string{"2"},
+			execs: []Executor{{ID: 1, IdleSince: idleAt, PendingRemoval: true}, {ID: 2, IdleSince: idleAt}},
+			want:  []executorid.ID{2},
 		},
 	}
 	for name, tc := range tests {
@@ -207,10 +208,10 @@ func TestIdleRemoval(t *testing.T) {
 func TestIdleRemovalKeepsTheTarget(t *testing.T) {
 	cfg := testConfig()
 	st := State{Target: 2, NumToAdd: 1}
-	execs := []Executor{{ID: "1", IdleSince: t0}, {ID: "2", IdleSince: t0}, {ID: "3", IdleSince: t0}}
+	execs := []Executor{{ID: 1, IdleSince: t0}, {ID: 2, IdleSince: t0}, {ID: 3, IdleSince: t0}}
 	// Two tasks still run somewhere: the target stays 2, one executor goes.
 	_, d := Step(cfg, st, Input{Now: t0.Add(time.Hour), Running: 2, Executors: execs})
-	if diff := cmp.Diff([]string{"1"}, d.Remove); diff != "" {
+	if diff := cmp.Diff([]executorid.ID{1}, d.Remove); diff != "" {
 		t.Errorf("removed (-want +got):\n%s", diff)
 	}
 }

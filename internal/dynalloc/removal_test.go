@@ -3,6 +3,8 @@ package dynalloc
 import (
 	"testing"
 	"time"
+
+	"github.com/drover-project/drover/internal/executorid"
 )
 
 // Killed executors stay registered until their pods are gone; the manager
@@ -10,7 +12,7 @@ import (
 // executors, below minExecutors.
 func TestKilledExecutorsStayPendingRemovalUntilTheyGo(t *testing.T) {
 	m, _, client, clk, execs := newManager(false)
-	*execs = []string{"1", "2", "3", "4"}
+	*execs = []executorid.ID{1, 2, 3, 4}
 	m.Config.Min = 2
 	m.state = NewState(m.Config)
 	m.state.Target, m.state.Initializing = 2, false

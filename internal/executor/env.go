@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/envvar"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/rpc"
 )
 
@@ -18,7 +19,7 @@ func (o Options) Env() []string {
 		envvar.Role + "=" + envvar.RoleExecutor,
 		envvar.DriverURL + "=" + o.DriverURL,
 		envvar.AppID + "=" + o.AppID,
-		envvar.ExecutorID + "=" + o.ExecutorID,
+		envvar.ExecutorID + "=" + o.ExecutorID.String(),
 		envvar.Cores + "=" + strconv.Itoa(o.Cores),
 		envvar.Memory + "=" + strconv.FormatInt(o.MemoryBytes, 10),
 		envvar.PodIP + "=" + o.BindHost,
@@ -38,20 +39,22 @@ func (o Options) Env() []string {
 // OptionsFromEnv reads an executor's options from its environment.
 func OptionsFromEnv(getenv func(string) string) (Options, error) {
 	o := Options{
-		DriverURL:  getenv(envvar.DriverURL),
-		AppID:      getenv(envvar.AppID),
-		ExecutorID: getenv(envvar.ExecutorID),
-		BindHost:   getenv(envvar.PodIP),
-		PodName:    getenv(envvar.PodName),
-		LocalDir:   strings.TrimSpace(strings.Split(getenv(envvar.LocalDirs), ",")[0]),
-		Auth:       rpc.Auth{AppID: getenv(envvar.AppID), Secret: getenv(envvar.AuthSecret)},
+		DriverURL: getenv(envvar.DriverURL),
+		AppID:     getenv(envvar.AppID),
+		BindHost:  getenv(envvar.PodIP),
+		PodName:   getenv(envvar.PodName),
+		LocalDir:  strings.TrimSpace(strings.Split(getenv(envvar.LocalDirs), ",")[0]),
+		Auth:      rpc.Auth{AppID: getenv(envvar.AppID), Secret: getenv(envvar.AuthSecret)},
 	}
-	for _, req := range []struct{ name, val string }{{envvar.DriverURL, o.DriverURL}, {envvar.AppID, o.AppID}, {envvar.ExecutorID, o.ExecutorID}} {
+	for _, req := range []struct{ name, val string }{{envvar.DriverURL, o.DriverURL}, {envvar.AppID, o.AppID}, {envvar.ExecutorID, getenv(envvar.ExecutorID)}} {
 		if req.val == "" {
 			return o, fmt.Errorf("starting executor: environment variable %s is not set", req.name)
 		}
 	}
 	var err error
+	if o.ExecutorID, err = executorid.Parse(getenv(envvar.ExecutorID)); err != nil {
+		return o, fmt.Errorf("starting executor: environment variable %s: %w", envvar.ExecutorID, err)
+	}
 	if o.Cores, err = envInt(getenv, envvar.Cores, 1); err != nil {
 		return o, err
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/pb"
@@ -27,7 +28,7 @@ import (
 type Options struct {
 	DriverURL  string // host:port of the driver's RPC server
 	AppID      string
-	ExecutorID string
+	ExecutorID executorid.ID
 	// BindHost is the address the executor's own server listens on; also
 	// the address it advertises (a pod IP in Kubernetes, 127.0.0.1 locally).
 	BindHost    string
@@ -86,7 +87,7 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 func newExecutor(opts Options) (*Executor, error) {
-	if opts.DriverURL == "" || opts.ExecutorID == "" {
+	if opts.DriverURL == "" || opts.ExecutorID == 0 {
 		return nil, fmt.Errorf("starting executor: driver URL and executor id are required")
 	}
 	if opts.Cores < 1 {
@@ -230,7 +231,7 @@ func (e *Executor) tryRegister(ctx context.Context, client pb.DriverClient, addr
 	}
 	err = stream.Send(&pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Register{Register: &pb.Register{
 		AppId:       e.opts.AppID,
-		ExecutorId:  e.opts.ExecutorID,
+		ExecutorId:  e.opts.ExecutorID.String(),
 		Address:     addr,
 		Cores:       int32(e.opts.Cores),
 		PodName:     e.opts.PodName,
@@ -433,7 +434,7 @@ func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb
 		st.Error, st.Stack, st.Panicked = o.Err.Error(), o.Stack, o.Panicked
 		if ff := o.FetchFailed; ff != nil {
 			st.FetchFailure = &pb.FetchFailure{ShuffleId: int32(ff.ShuffleID), MapId: int32(ff.MapID),
-				ExecutorId: ff.ExecutorID, Address: ff.Address, Message: ff.Error()}
+				ExecutorId: ff.ExecutorID.String(), Address: ff.Address, Message: ff.Error()}
 		}
 	default:
 		st.State = pb.TaskState_TASK_STATE_FINISHED

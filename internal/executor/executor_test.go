@@ -96,7 +96,7 @@ func TestExecutorExitsWhenDriverIsSilentForNetworkTimeout(t *testing.T) {
 	url := serve(t, d, rpc.Auth{})
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(t.Context(), Options{DriverURL: url, AppID: "a", ExecutorID: "1", Clock: clk})
+		done <- Run(t.Context(), Options{DriverURL: url, AppID: "a", ExecutorID: 1, Clock: clk})
 	}()
 	waitFor := func(what string, cond func() bool) {
 		deadline := time.Now().Add(10 * time.Second)
@@ -151,7 +151,7 @@ func TestDriverUnreachable(t *testing.T) {
 
 func TestResultServerRequiresTheSecret(t *testing.T) {
 	auth := rpc.Auth{AppID: "a", Secret: "s"}
-	e, err := newExecutor(Options{DriverURL: "x", ExecutorID: "1", Auth: auth})
+	e, err := newExecutor(Options{DriverURL: "x", ExecutorID: 1, Auth: auth})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestResultServerRequiresTheSecret(t *testing.T) {
 }
 
 func TestOptionsFromEnv(t *testing.T) {
-	good := Options{DriverURL: "10.0.0.1:7078", AppID: "app", ExecutorID: "3", BindHost: "10.0.0.9", Cores: 2, MemoryBytes: 512 << 20,
+	good := Options{DriverURL: "10.0.0.1:7078", AppID: "app", ExecutorID: 3, BindHost: "10.0.0.9", Cores: 2, MemoryBytes: 512 << 20,
 		Auth: rpc.Auth{AppID: "app", Secret: "k"}, PodName: "p-exec-3"}
 	env := map[string]string{}
 	for _, kv := range good.Env() {

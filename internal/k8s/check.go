@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dynalloc"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 )
@@ -66,7 +67,7 @@ func allocatorOptions(conf *config.Conf) allocator.Options {
 		BatchDelay:          config.KubernetesAllocationBatchDelay.Get(conf),
 		PodCreationTimeout:  max(5*config.KubernetesAllocationBatchDelay.Get(conf), config.KubernetesAllocationExecutorTimeout.Get(conf)),
 		ExecutorIdleTimeout: config.DynamicAllocationExecutorIdleTimeout.Get(conf),
-		AllocationMaximum:   int64(config.KubernetesAllocationMaximum.Get(conf)),
+		AllocationMaximum:   executorid.ID(config.KubernetesAllocationMaximum.Get(conf)),
 		CreateConcurrency:   config.KubernetesAllocationCreateConcurrency.Get(conf),
 	}
 	// Only an explicit cap replaces the adaptive policy's running-based one.

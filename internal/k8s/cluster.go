@@ -21,6 +21,7 @@ import (
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dynalloc"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/lifecycle"
@@ -70,7 +71,7 @@ type Cluster struct {
 	mu       sync.Mutex
 	stopping bool
 	tracked  sync.WaitGroup // goTracked's goroutines
-	waiters  map[string][]chan scheduler.LossReason
+	waiters  map[executorid.ID][]chan scheduler.LossReason
 	created  []string // names of the config map and secret created, for Stop
 }
 
@@ -118,7 +119,7 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 		clock:   deps.Clock,
 		ns:      config.KubernetesNamespace.Get(app.Conf),
 		dirty:   make(chan struct{}, 1),
-		waiters: map[string][]chan scheduler.LossReason{},
+		waiters: map[executorid.ID][]chan scheduler.LossReason{},
 	}
 	if err := CheckConf(app.Conf, app.ID, nil); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/scheduler"
 )
@@ -94,15 +95,15 @@ func TestAdmit(t *testing.T) {
 	}
 	own := c.execConf.PodNamePrefix + "-exec-1"
 	testCases := map[string]struct {
-		id, pod string
+		id      executorid.ID
+		pod     string
 		wantErr string
 	}{
-		"its own pod":             {id: "1", pod: own},
-		"no pod name (not a pod)": {id: "2"},
-		"an id never issued":      {id: "9", pod: c.execConf.PodNamePrefix + "-exec-9", wantErr: "created no executor 9"},
-		"not a number":            {id: "x", wantErr: "not a number"},
-		"another pod's name":      {id: "1", pod: "other-app-exec-1", wantErr: "says it runs in pod other-app-exec-1"},
-		"another executor's pod":  {id: "2", pod: own, wantErr: "executor 2 of this application is pod"},
+		"its own pod":             {id: 1, pod: own},
+		"no pod name (not a pod)": {id: 2},
+		"an id never issued":      {id: 9, pod: c.execConf.PodNamePrefix + "-exec-9", wantErr: "created no executor 9"},
+		"another pod's name":      {id: 1, pod: "other-app-exec-1", wantErr: "says it runs in pod other-app-exec-1"},
+		"another executor's pod":  {id: 2, pod: own, wantErr: "executor 2 of this application is pod"},
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {

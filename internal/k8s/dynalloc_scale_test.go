@@ -89,7 +89,7 @@ func BenchmarkDynamicAllocationScaleUp(b *testing.B) {
 			go func() {
 				defer execs.Done()
 				_ = executor.Run(execCtx, executor.Options{DriverURL: cl.backend.URL(), AppID: app.ID,
-					ExecutorID: p.Labels["spark-exec-id"], PodName: p.Name, Cores: 1, Logger: log})
+					ExecutorID: mustExecutorID(b, p), PodName: p.Name, Cores: 1, Logger: log})
 			}()
 		})
 
@@ -99,14 +99,8 @@ func BenchmarkDynamicAllocationScaleUp(b *testing.B) {
 		}
 		metrics := dynalloc.NewMetrics(prometheus.NewRegistry())
 		m := &dynalloc.Manager{Config: cfg, Tasks: sched, Client: cl, Metrics: metrics, Logger: log,
-			Executors: func() []string {
-				var ids []string
-				for _, e := range cl.backend.Executors() {
-					ids = append(ids, e.ID)
-				}
-				return ids
-			},
-			Exclude: cl.backend.ExcludeExecutor}
+			Executors: cl.backend.ExecutorIDs,
+			Exclude:   cl.backend.ExcludeExecutor}
 		go m.Run(ctx)
 
 		tasks := make([]scheduler.TaskSpec, 10*n)

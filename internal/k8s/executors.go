@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drover-project/drover/internal/backend/coarse"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
@@ -48,11 +49,7 @@ func (c *Cluster) limitChanged(l allocator.Limit) {
 
 // admit refuses executors whose pods the allocator deleted, and pods of
 // another application.
-func (c *Cluster) admit(id, podName string) error {
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil {
-		return fmt.Errorf("executor id %q is not a number", id)
-	}
+func (c *Cluster) admit(n executorid.ID, podName string) error {
 	if !c.alloc.Issued(n) {
 		return fmt.Errorf("this driver created no executor %d", n)
 	}
@@ -71,7 +68,7 @@ func (c *Cluster) admit(id, podName string) error {
 
 // ExitReason waits for the lifecycle manager to say why an executor whose
 // connection ended went away: pod events, not RPC drops, decide.
-func (c *Cluster) ExitReason(ctx context.Context, id string) (scheduler.LossReason, bool) {
+func (c *Cluster) ExitReason(ctx context.Context, id executorid.ID) (scheduler.LossReason, bool) {
 	ch := make(chan scheduler.LossReason, 1)
 	c.mu.Lock()
 	c.waiters[id] = append(c.waiters[id], ch)
@@ -88,34 +85,29 @@ func (c *Cluster) ExitReason(ctx context.Context, id string) (scheduler.LossReas
 // own: its connection ended and no pod event named a cause in time, or its
 // heartbeats stopped. Executors the lifecycle manager removed (it saw their
 // pods end) never come back here: removal flows one way.
-func (c *Cluster) ExecutorLost(id string, reason scheduler.LossReason) {
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil {
-		return
-	}
+func (c *Cluster) ExecutorLost(id executorid.ID, reason scheduler.LossReason) {
 	// An executor decommissions itself on SIGTERM: its pod is being
 	// deleted by someone else, whose cause the lifecycle manager names.
-	c.deleteExecutorPod(n, reason.Message != coarse.Decommissioned)
+	c.deleteExecutorPod(id, reason.Message != coarse.Decommissioned)
 }
 
 // deleteExecutorPod deletes an executor's pod in the background; byDriver
 // tells the lifecycle manager first, so the pod's end reads as the driver's
 // doing and is not counted as a failure.
-func (c *Cluster) deleteExecutorPod(n int64, byDriver bool) {
+func (c *Cluster) deleteExecutorPod(id executorid.ID, byDriver bool) {
 	life := c.life()
 	if life == nil {
 		return
 	}
 	if byDriver {
-		life.KilledByDriver(n)
+		life.KilledByDriver(id)
 	}
-	id := strconv.FormatInt(n, 10)
 	// Stop deletes every executor pod anyway: a deletion cut short by it
 	// loses nothing.
 	c.goTracked(func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		if err := c.deletePods(ctx, []int64{n}, false); err != nil && ctx.Err() == nil {
+		if err := c.deletePods(ctx, []executorid.ID{id}, false); err != nil && ctx.Err() == nil {
 			c.log.Warn("deleting executor pod", "executor", id, "err", err)
 		}
 	})
@@ -144,13 +136,9 @@ func (c *Cluster) RequestTotalExecutors(total int) error {
 
 // KillExecutors deletes executors' pods and removes them from the driver;
 // they may not register again.
-func (c *Cluster) KillExecutors(ids []string) error {
+func (c *Cluster) KillExecutors(ids []executorid.ID) error {
 	for _, id := range ids {
-		n, err := strconv.ParseInt(id, 10, 64)
-		if err != nil {
-			return fmt.Errorf("killing executor %q: its id is not a number", id)
-		}
-		c.deleteExecutorPod(n, true)
+		c.deleteExecutorPod(id, true)
 		c.backend.RemoveExecutor(id, scheduler.LossReason{Message: "executor killed by the driver"})
 	}
 	return nil
@@ -158,14 +146,11 @@ func (c *Cluster) KillExecutors(ids []string) error {
 
 // deletePods deletes executor pods with one delete-collection call; with
 // onlyPending, pods that started meanwhile are kept.
-func (c *Cluster) deletePods(ctx context.Context, ids []int64, onlyPending bool) error {
+func (c *Cluster) deletePods(ctx context.Context, ids []executorid.ID, onlyPending bool) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	vals := make([]string, len(ids))
-	for i, id := range ids {
-		vals[i] = strconv.FormatInt(id, 10)
-	}
+	vals := executorid.Strings(ids)
 	sort.Strings(vals)
 	sel := c.selector.String() + "," + snapshot.LabelExecutorID + " in (" + strings.Join(vals, ",") + ")"
 	opts := metav1.ListOptions{LabelSelector: sel}
@@ -182,7 +167,7 @@ func (c *Cluster) deletePods(ctx context.Context, ids []int64, onlyPending bool)
 // podClient creates and deletes executor pods for the allocator.
 type podClient struct{ c *Cluster }
 
-func (p *podClient) CreateExecutorPod(ctx context.Context, id int64) error {
+func (p *podClient) CreateExecutorPod(ctx context.Context, id executorid.ID) error {
 	c := p.c
 	pod, err := podspec.BuildExecutorPod(c.execConf, id)
 	if err != nil {
@@ -199,7 +184,7 @@ func (p *podClient) CreateExecutorPod(ctx context.Context, id int64) error {
 	return nil
 }
 
-func (p *podClient) DeleteExecutorPods(ctx context.Context, ids []int64, onlyPending bool) error {
+func (p *podClient) DeleteExecutorPods(ctx context.Context, ids []executorid.ID, onlyPending bool) error {
 	if life := p.c.life(); life != nil {
 		life.KilledByDriver(ids...)
 	}
@@ -209,26 +194,18 @@ func (p *podClient) DeleteExecutorPods(ctx context.Context, ids []int64, onlyPen
 // applier carries out the lifecycle manager's actions.
 type applier struct{ c *Cluster }
 
-func (a *applier) Registered() map[int64]time.Time {
-	reg := a.c.backend.Registered()
-	out := make(map[int64]time.Time, len(reg))
-	for id, t := range reg {
-		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
-			out[n] = t
-		}
-	}
-	return out
+func (a *applier) Registered() map[executorid.ID]time.Time {
+	return a.c.backend.Registered()
 }
 
 // RemoveExecutor removes an executor whose pod the lifecycle manager saw
 // end, then answers the backend's ExitReason waits: by then the executor is
 // gone from the backend, which therefore reports nothing back.
-func (a *applier) RemoveExecutor(id int64, r scheduler.LossReason) {
-	sid := strconv.FormatInt(id, 10)
-	a.c.backend.RemoveExecutor(sid, r)
+func (a *applier) RemoveExecutor(id executorid.ID, r scheduler.LossReason) {
+	a.c.backend.RemoveExecutor(id, r)
 	a.c.mu.Lock()
-	waiters := a.c.waiters[sid]
-	delete(a.c.waiters, sid)
+	waiters := a.c.waiters[id]
+	delete(a.c.waiters, id)
 	a.c.mu.Unlock()
 	for _, w := range waiters {
 		w <- r

@@ -31,6 +31,8 @@ import (
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/testenv"
@@ -575,7 +577,7 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 			defer execs.Done()
 			urlOnce.Do(func() { url = <-driverURL })
 			_ = executor.Run(execCtx, executor.Options{
-				DriverURL: url, AppID: "drover-scale-" + policy, ExecutorID: p.Labels["spark-exec-id"],
+				DriverURL: url, AppID: "drover-scale-" + policy, ExecutorID: mustExecutorID(b, p),
 				PodName: p.Name, Cores: 1, Logger: slog.New(slog.DiscardHandler),
 			})
 		}()
@@ -756,4 +758,14 @@ func rawRun(b *testing.B, env *testenv.Env, n int) (time.Duration, int64) {
 	defer cancel()
 	_ = env.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	return elapsed, watcher.peakPending.Load()
+}
+
+// mustExecutorID is the executor id of a pod the driver created, for the
+// simulated executors that register in its place.
+func mustExecutorID(tb testing.TB, p *corev1.Pod) executorid.ID {
+	id, ok := snapshot.ExecutorID(p)
+	if !ok {
+		tb.Errorf("pod %s has no executor id label: %v", p.Name, p.Labels)
+	}
+	return id
 }

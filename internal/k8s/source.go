@@ -2,13 +2,15 @@ package k8s
 
 import (
 	"context"
-	"strconv"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/podsource"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
@@ -119,15 +121,9 @@ func (c *Cluster) pollLoop(ctx context.Context) {
 	}
 }
 
-func (c *Cluster) publish(pods []*corev1.Pod, touched map[int64]bool) {
+func (c *Cluster) publish(pods []*corev1.Pod, touched map[executorid.ID]bool) {
 	s := snapshot.New(pods, c.execConf.ContainerName, c.clock.Now())
-	reg := c.backend.Registered()
-	ids := make([]int64, 0, len(reg))
-	for id := range reg {
-		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
-			ids = append(ids, n)
-		}
-	}
+	ids := slices.Collect(maps.Keys(c.backend.Registered()))
 	c.log.Debug("executor pod snapshot", "pods", len(s.Pods), "registered", len(ids))
 	c.alloc.SetRegistered(ids...)
 	c.alloc.OnSnapshot(s, touched)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/drover-project/drover/internal/backend"
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/scheduler"
@@ -47,15 +47,15 @@ type Cluster struct {
 	log     *slog.Logger
 
 	mu       sync.Mutex
-	procs    map[string]*process
-	nextID   int
+	procs    map[executorid.ID]*process
+	nextID   executorid.ID
 	target   int
 	failures int
 	stopped  bool
 }
 
 type process struct {
-	id     string
+	id     executorid.ID
 	cmd    *exec.Cmd
 	log    string
 	done   chan struct{} // closed when the process has exited
@@ -74,7 +74,7 @@ func NewCluster(opts ClusterOptions) *Cluster {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Cluster{opts: opts, log: opts.Logger, procs: map[string]*process{}, target: opts.Executors}
+	return &Cluster{opts: opts, log: opts.Logger, procs: map[executorid.ID]*process{}, target: opts.Executors}
 }
 
 // Start launches the initial executors against b, which must be started.
@@ -95,8 +95,8 @@ func (c *Cluster) Start(b *coarse.Backend) error {
 
 func (c *Cluster) launchLocked() error {
 	c.nextID++
-	id := strconv.Itoa(c.nextID)
-	logPath := filepath.Join(c.opts.WorkDir, "executor-"+id+".log")
+	id := c.nextID
+	logPath := filepath.Join(c.opts.WorkDir, "executor-"+id.String()+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return fmt.Errorf("creating executor log: %w", err)
@@ -162,7 +162,7 @@ func exitReason(err error, killedByDriver bool) scheduler.LossReason {
 }
 
 // ExitReason waits for the executor's process to end and says why.
-func (c *Cluster) ExitReason(ctx context.Context, id string) (scheduler.LossReason, bool) {
+func (c *Cluster) ExitReason(ctx context.Context, id executorid.ID) (scheduler.LossReason, bool) {
 	c.mu.Lock()
 	p := c.procs[id]
 	c.mu.Unlock()
@@ -179,7 +179,7 @@ func (c *Cluster) ExitReason(ctx context.Context, id string) (scheduler.LossReas
 
 // ExecutorLost kills the process if it still runs and replaces the
 // executor while the application wants more than it has.
-func (c *Cluster) ExecutorLost(id string, reason scheduler.LossReason) {
+func (c *Cluster) ExecutorLost(id executorid.ID, reason scheduler.LossReason) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.procs[id]
@@ -220,7 +220,7 @@ func (c *Cluster) RequestTotalExecutors(total int) error {
 }
 
 // KillExecutors removes executors from the driver and ends their processes.
-func (c *Cluster) KillExecutors(ids []string) error {
+func (c *Cluster) KillExecutors(ids []executorid.ID) error {
 	for _, id := range ids {
 		c.mu.Lock()
 		p := c.procs[id]
@@ -295,10 +295,10 @@ func terminate(p *process, grace time.Duration) {
 }
 
 // Pids returns the process ids of the running executors, by executor id.
-func (c *Cluster) Pids() map[string]int {
+func (c *Cluster) Pids() map[executorid.ID]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := map[string]int{}
+	out := map[executorid.ID]int{}
 	for id, p := range c.procs {
 		out[id] = p.cmd.Process.Pid
 	}

@@ -8,14 +8,11 @@ import (
 
 	"github.com/drover-project/drover/internal/backend"
 	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/shuffle"
 )
-
-// driverExecutorID is the executor id of the driver itself in local mode, as
-// in Spark.
-const driverExecutorID = "driver"
 
 // Backend runs tasks as goroutines of the driver process, on a fixed number
 // of cores.
@@ -60,7 +57,7 @@ func (b *Backend) Start(context.Context) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	m, err := shuffle.NewManager(shuffle.ManagerOptions{Dir: b.LocalDir, ExecutorID: driverExecutorID, Logger: log})
+	m, err := shuffle.NewManager(shuffle.ManagerOptions{Dir: b.LocalDir, ExecutorID: executorid.Driver, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -107,7 +104,7 @@ func (b *Backend) offer() {
 		b.mu.Unlock()
 		return
 	}
-	tasks := b.sched.ResourceOffers([]scheduler.Offer{{ExecutorID: driverExecutorID, Cores: b.free}})
+	tasks := b.sched.ResourceOffers([]scheduler.Offer{{ExecutorID: executorid.Driver, Cores: b.free}})
 	for i := range tasks {
 		t := tasks[i]
 		b.free -= t.CPUs
@@ -126,7 +123,7 @@ func (b *Backend) run(ctx context.Context, t scheduler.TaskDescription) {
 		TaskID: t.TaskID, JobID: t.JobID, StageID: t.StageID, Partition: t.Partition, Attempt: t.Attempt,
 		Shuffle: b.shuffles,
 	}, t.Func, t.Payload)
-	st := scheduler.Status{TaskID: t.TaskID, ExecutorID: driverExecutorID, Duration: time.Since(start)}
+	st := scheduler.Status{TaskID: t.TaskID, ExecutorID: executorid.Driver, Duration: time.Since(start)}
 	switch {
 	case ctx.Err() != nil:
 		st.State, st.Err = scheduler.Killed, "task killed"
@@ -164,7 +161,7 @@ func (b *Backend) RemoveShuffles(ids []int) {
 }
 
 // KillTask cancels a running task's context.
-func (b *Backend) KillTask(taskID int64, _, _ string) {
+func (b *Backend) KillTask(taskID int64, _ executorid.ID, _ string) {
 	b.mu.Lock()
 	cancel := b.running[taskID]
 	b.mu.Unlock()

@@ -190,7 +190,7 @@ func TestExecutorKilledMidJobIsReplacedAndTasksAreNotCountedAsFailures(t *testin
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	victim := tc.c.Pids()["1"]
+	victim := tc.c.Pids()[1]
 	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestSIGTERMFinishesRunningTasksThenExits(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond) // let the task start on the executor
-	if err := syscall.Kill(pids["1"], syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(pids[1], syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -261,18 +261,18 @@ func TestSIGTERMFinishesRunningTasksThenExits(t *testing.T) {
 	// The terminated executor finished its task rather than losing it.
 	found := false
 	for _, p := range out {
-		found = found || p == strconv.Itoa(pids["1"])
+		found = found || p == strconv.Itoa(pids[1])
 	}
 	if !found {
-		t.Errorf("no result came from the SIGTERMed executor %d: %v", pids["1"], out)
+		t.Errorf("no result came from the SIGTERMed executor %d: %v", pids[1], out)
 	}
 	var ws syscall.WaitStatus
 	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(pids["1"], 0) == nil {
+	for syscall.Kill(pids[1], 0) == nil {
 		if time.Now().After(deadline) {
 			t.Fatal("SIGTERMed executor still running")
 		}
-		_, _ = syscall.Wait4(pids["1"], &ws, syscall.WNOHANG, nil)
+		_, _ = syscall.Wait4(pids[1], &ws, syscall.WNOHANG, nil)
 		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+
+	"github.com/drover-project/drover/internal/executorid"
 )
 
 // TaskSpec is one partition's task of a task set.
@@ -41,7 +43,7 @@ type Options struct {
 	// ExecutorLost, when set, is told of every lost executor (after the
 	// scheduler has resubmitted its tasks), so map outputs on it can be
 	// forgotten.
-	ExecutorLost func(executor string)
+	ExecutorLost func(executor executorid.ID)
 	Logger       *slog.Logger
 }
 
@@ -56,14 +58,14 @@ type Scheduler struct {
 	nextTaskID int64
 	active     []*TaskSet
 	running    map[int64]*attempt
-	byExecutor map[string]map[int64]struct{}
+	byExecutor map[executorid.ID]map[int64]struct{}
 }
 
 // attempt is a launched task attempt.
 type attempt struct {
 	set      *TaskSet
 	index    int
-	executor string
+	executor executorid.ID
 	// fetching is the declared size of a result being fetched, reserved
 	// against spark.driver.maxResultSize (CanFetchResult).
 	fetching int64
@@ -85,7 +87,7 @@ func New(opts Options) *Scheduler {
 		opts:       opts,
 		log:        opts.Logger,
 		running:    map[int64]*attempt{},
-		byExecutor: map[string]map[int64]struct{}{},
+		byExecutor: map[executorid.ID]map[int64]struct{}{},
 	}
 }
 
@@ -239,7 +241,7 @@ func (s *Scheduler) nextTaskLocked() (*TaskSet, int, bool) {
 	return nil, 0, false
 }
 
-func (s *Scheduler) launchLocked(ts *TaskSet, index int, executor string) TaskDescription {
+func (s *Scheduler) launchLocked(ts *TaskSet, index int, executor executorid.ID) TaskDescription {
 	s.nextTaskID++
 	tid := s.nextTaskID
 	s.running[tid] = &attempt{set: ts, index: index, executor: executor}
@@ -390,7 +392,7 @@ func (s *Scheduler) taskFailedLocked(ts *TaskSet, a *attempt, reason, stack stri
 
 // ExecutorLost resubmits the tasks that were running on a lost executor. They
 // count as failed only when the application caused the loss.
-func (s *Scheduler) ExecutorLost(executor string, reason LossReason) {
+func (s *Scheduler) ExecutorLost(executor executorid.ID, reason LossReason) {
 	revive := false
 	var kills []killOrder
 	s.mu.Lock()
@@ -426,7 +428,7 @@ func (s *Scheduler) ExecutorLost(executor string, reason LossReason) {
 
 type killOrder struct {
 	taskID   int64
-	executor string
+	executor executorid.ID
 }
 
 // abortLocked finishes ts with err and returns the attempts to kill.
@@ -490,10 +492,10 @@ func (s *Scheduler) Progress() []StageProgress {
 
 // RunningByExecutor reports how many task attempts run on each executor
 // that runs any.
-func (s *Scheduler) RunningByExecutor() map[string]int {
+func (s *Scheduler) RunningByExecutor() map[executorid.ID]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.byExecutor))
+	out := make(map[executorid.ID]int, len(s.byExecutor))
 	for id, tasks := range s.byExecutor {
 		if len(tasks) > 0 {
 			out[id] = len(tasks)

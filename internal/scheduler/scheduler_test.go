@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -17,7 +18,7 @@ type fakeBackend struct {
 }
 
 func (f *fakeBackend) ReviveOffers() { f.mu.Lock(); f.revives++; f.mu.Unlock() }
-func (f *fakeBackend) KillTask(id int64, _, _ string) {
+func (f *fakeBackend) KillTask(id int64, _ executorid.ID, _ string) {
 	f.mu.Lock()
 	f.kills = append(f.kills, id)
 	f.mu.Unlock()
@@ -43,7 +44,7 @@ func specOf(n int, results map[int]string) TaskSetSpec {
 }
 
 type launched struct {
-	Exec      string
+	Exec      executorid.ID
 	Partition int
 	Attempt   int
 }
@@ -66,20 +67,20 @@ func TestResourceOffersSpreadsRoundRobin(t *testing.T) {
 		"one task per offer per pass": {
 			tasks:  3,
 			cpus:   1,
-			offers: []Offer{{ExecutorID: "1", Cores: 2}, {ExecutorID: "2", Cores: 2}},
-			want:   []launched{{"1", 0, 0}, {"2", 1, 0}, {"1", 2, 0}},
+			offers: []Offer{{ExecutorID: 1, Cores: 2}, {ExecutorID: 2, Cores: 2}},
+			want:   []launched{{1, 0, 0}, {2, 1, 0}, {1, 2, 0}},
 		},
 		"task.cpus larger than an offer": {
 			tasks:  3,
 			cpus:   2,
-			offers: []Offer{{ExecutorID: "1", Cores: 1}, {ExecutorID: "2", Cores: 4}},
-			want:   []launched{{"2", 0, 0}, {"2", 1, 0}},
+			offers: []Offer{{ExecutorID: 1, Cores: 1}, {ExecutorID: 2, Cores: 4}},
+			want:   []launched{{2, 0, 0}, {2, 1, 0}},
 		},
 		"more cores than tasks": {
 			tasks:  1,
 			cpus:   1,
-			offers: []Offer{{ExecutorID: "1", Cores: 8}},
-			want:   []launched{{"1", 0, 0}},
+			offers: []Offer{{ExecutorID: 1, Cores: 8}},
+			want:   []launched{{1, 0, 0}},
 		},
 		"no offers": {tasks: 2, cpus: 1},
 	}
@@ -100,7 +101,7 @@ func TestTaskSetSucceedsWithResultsInPartitionOrder(t *testing.T) {
 	s, _ := newTestScheduler(4)
 	results := map[int]string{}
 	ts := s.Submit(specOf(3, results))
-	ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 3}})
+	ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 3}})
 	// Finish in reverse order.
 	for i := len(ds) - 1; i >= 0; i-- {
 		s.StatusUpdates([]Status{{TaskID: ds[i].TaskID, State: Finished, Result: []byte{byte('a' + ds[i].Partition)}}})
@@ -134,7 +135,7 @@ func TestRetriesUpToMaxFailuresKeepingTheReason(t *testing.T) {
 			tries := 0
 			var attempts []int
 			for {
-				ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 1}})
+				ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 1}})
 				if len(ds) == 0 {
 					break
 				}
@@ -185,19 +186,19 @@ func TestExecutorLoss(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s, b := newTestScheduler(2)
 			ts := s.Submit(specOf(2, nil))
-			first := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 1}, {ExecutorID: "2", Cores: 1}})
+			first := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 1}, {ExecutorID: 2, Cores: 1}})
 			if len(first) != 2 {
 				t.Fatalf("launched %d tasks, want 2", len(first))
 			}
 			revives := b.revives
-			s.ExecutorLost("1", LossReason{Message: "pod deleted", CausedByApp: tc.causedByApp})
+			s.ExecutorLost(1, LossReason{Message: "pod deleted", CausedByApp: tc.causedByApp})
 			if b.revives == revives {
 				t.Error("executor loss did not revive offers")
 			}
 			// A late status from the lost executor is ignored.
 			s.StatusUpdates([]Status{{TaskID: first[0].TaskID, State: Finished, Result: []byte("stale")}})
-			again := s.ResourceOffers([]Offer{{ExecutorID: "2", Cores: 1}, {ExecutorID: "3", Cores: 1}})
-			want := []launched{{"2", first[0].Partition, tc.wantAttempt}}
+			again := s.ResourceOffers([]Offer{{ExecutorID: 2, Cores: 1}, {ExecutorID: 3, Cores: 1}})
+			want := []launched{{2, first[0].Partition, tc.wantAttempt}}
 			if diff := cmp.Diff(want, summarize(again)); diff != "" {
 				t.Fatalf("relaunch (-want +got):\n%s", diff)
 			}
@@ -213,11 +214,11 @@ func TestLossCausedByAppExhaustsAttempts(t *testing.T) {
 	s, _ := newTestScheduler(2)
 	ts := s.Submit(specOf(1, nil))
 	for i := range 2 {
-		ds := s.ResourceOffers([]Offer{{ExecutorID: "e", Cores: 1}})
+		ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 1}})
 		if len(ds) != 1 {
 			t.Fatalf("round %d: launched %d", i, len(ds))
 		}
-		s.ExecutorLost("e", LossReason{Message: "executor process exited", ExitCode: 3, CausedByApp: true})
+		s.ExecutorLost(1, LossReason{Message: "executor process exited", ExitCode: 3, CausedByApp: true})
 	}
 	err := ts.Err()
 	if err == nil || !strings.Contains(err.Error(), "exit code 3") {
@@ -232,7 +233,7 @@ func TestCancelKillsRunningTasks(t *testing.T) {
 	go func() { done <- s.Run(ctx, specOf(3, nil)) }()
 	var ds []TaskDescription
 	for len(ds) == 0 {
-		ds = s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 2}})
+		ds = s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 2}})
 	}
 	cancel()
 	err := <-done
@@ -245,7 +246,7 @@ func TestCancelKillsRunningTasks(t *testing.T) {
 	if kills != 2 {
 		t.Errorf("killed %d tasks, want the 2 running", kills)
 	}
-	if got := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 2}}); len(got) != 0 {
+	if got := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 2}}); len(got) != 0 {
 		t.Errorf("cancelled task set still launches %d tasks", len(got))
 	}
 }
@@ -253,10 +254,10 @@ func TestCancelKillsRunningTasks(t *testing.T) {
 func TestKilledByExecutorIsRequeuedWithoutFailure(t *testing.T) {
 	s, _ := newTestScheduler(1)
 	ts := s.Submit(specOf(1, nil))
-	ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 1}})
+	ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 1}})
 	s.StatusUpdates([]Status{{TaskID: ds[0].TaskID, State: Killed, Err: "executor is decommissioning"}})
-	again := s.ResourceOffers([]Offer{{ExecutorID: "2", Cores: 1}})
-	if diff := cmp.Diff([]launched{{"2", 0, 0}}, summarize(again)); diff != "" {
+	again := s.ResourceOffers([]Offer{{ExecutorID: 2, Cores: 1}})
+	if diff := cmp.Diff([]launched{{2, 0, 0}}, summarize(again)); diff != "" {
 		t.Fatalf("relaunch (-want +got):\n%s", diff)
 	}
 	s.StatusUpdates([]Status{{TaskID: again[0].TaskID, State: Finished}})
@@ -269,7 +270,7 @@ func TestMaxResultSizeAbortsTheTaskSet(t *testing.T) {
 	s := New(Options{MaxFailures: 4, MaxResultSize: 10})
 	s.SetBackend(&fakeBackend{})
 	ts := s.Submit(specOf(2, nil))
-	ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 2}})
+	ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 2}})
 	s.StatusUpdates([]Status{{TaskID: ds[0].TaskID, State: Finished, Result: make([]byte, 6)}, {TaskID: ds[1].TaskID, State: Finished, Result: make([]byte, 6)}})
 	if err := ts.Err(); err == nil || !strings.Contains(err.Error(), "spark.driver.maxResultSize") {
 		t.Fatalf("error = %v, want maxResultSize", err)
@@ -284,7 +285,7 @@ func TestFIFOAcrossTaskSets(t *testing.T) {
 	b.StageID = 2
 	s.Submit(a)
 	s.Submit(b)
-	ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 1}})
+	ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 1}})
 	if len(ds) != 1 || ds[0].StageID != 1 {
 		t.Fatalf("first launch = %+v, want stage 1 first", ds)
 	}
@@ -317,7 +318,7 @@ func TestCanFetchResult(t *testing.T) {
 			s := New(Options{MaxFailures: 4, MaxResultSize: tc.max})
 			s.SetBackend(&fakeBackend{})
 			ts := s.Submit(specOf(len(tc.declared), nil))
-			ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: len(tc.declared)}})
+			ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: len(tc.declared)}})
 			var got []bool
 			for i, size := range tc.declared {
 				got = append(got, s.CanFetchResult(ds[i].TaskID, size))
@@ -362,7 +363,7 @@ func TestTaskOverMaxSizeFailsAtOnce(t *testing.T) {
 	if err := ts.Err(); err == nil || !strings.Contains(err.Error(), "101 bytes") || !strings.Contains(err.Error(), "spark.rpc.message.maxSize") {
 		t.Errorf("error %v, want the size and spark.rpc.message.maxSize named", err)
 	}
-	if ds := s.ResourceOffers([]Offer{{ExecutorID: "1", Cores: 2}}); len(ds) != 0 {
+	if ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 2}}); len(ds) != 0 {
 		t.Errorf("%d tasks launched", len(ds))
 	}
 }

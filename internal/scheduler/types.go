@@ -3,11 +3,13 @@ package scheduler
 import (
 	"fmt"
 	"time"
+
+	"github.com/drover-project/drover/internal/executorid"
 )
 
 // Offer is an executor's free capacity.
 type Offer struct {
-	ExecutorID string
+	ExecutorID executorid.ID
 	Host       string
 	Cores      int
 }
@@ -23,7 +25,7 @@ type TaskDescription struct {
 	Func         string
 	Payload      []byte
 	CPUs         int
-	ExecutorID   string
+	ExecutorID   executorid.ID
 }
 
 // State is a task's state as reported by the executor.
@@ -54,7 +56,7 @@ func (s State) String() string {
 // fetched when it was too large to travel inline.
 type Status struct {
 	TaskID     int64
-	ExecutorID string
+	ExecutorID executorid.ID
 	State      State
 	Result     []byte
 	Err        string
@@ -72,7 +74,7 @@ type Status struct {
 // recomputes the output and resubmits the stage.
 type FetchFailedError struct {
 	ShuffleID, MapID int
-	ExecutorID       string
+	ExecutorID       executorid.ID
 	Address          string
 	Message          string
 }
@@ -105,7 +107,7 @@ type Backend interface {
 	// ReviveOffers asks the backend to offer its free resources soon.
 	ReviveOffers()
 	// KillTask asks the executor running a task to stop it.
-	KillTask(taskID int64, executorID, reason string)
+	KillTask(taskID int64, executorID executorid.ID, reason string)
 }
 
 // TaskFailedError is the root cause of a failed task set: the last failure
@@ -114,7 +116,7 @@ type TaskFailedError struct {
 	StageID   int
 	Partition int
 	Attempts  int
-	Executor  string
+	Executor  executorid.ID
 	Reason    string
 	Stack     string
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/rpc/pb"
 )
 
@@ -18,9 +19,10 @@ const DefaultMaxInFlight = 48 << 20
 // BlockRef names one map output's block for a reduce partition, as the
 // map-output tracker knows it.
 type BlockRef struct {
-	MapID               int
-	TaskID              int64
-	ExecutorID, Address string
+	MapID      int
+	TaskID     int64
+	ExecutorID executorid.ID
+	Address    string
 	// Size is the block's exact size from MapStatus.Sizes. Fetch skips empty
 	// blocks and treats a block of another size as a failed fetch.
 	Size int64
@@ -29,9 +31,10 @@ type BlockRef struct {
 // FetchFailedError reports a block that could not be obtained: the map output
 // it belongs to must be considered lost.
 type FetchFailedError struct {
-	ShuffleID, MapID    int
-	ExecutorID, Address string
-	Err                 error
+	ShuffleID, MapID int
+	ExecutorID       executorid.ID
+	Address          string
+	Err              error
 }
 
 func (e *FetchFailedError) Error() string {
@@ -42,9 +45,10 @@ func (e *FetchFailedError) Error() string {
 func (e *FetchFailedError) Unwrap() error { return e.Err }
 
 type fetchRequest struct {
-	executorID, address string
-	blocks              []BlockRef
-	size                int64
+	executorID executorid.ID
+	address    string
+	blocks     []BlockRef
+	size       int64
 }
 
 type fetchResult struct {
@@ -153,7 +157,10 @@ func (m *Manager) Fetch(ctx context.Context, shuffleID, reduceID int, blocks []B
 // bytes (a larger block alone) and interleaves the executors' requests so
 // that consecutive requests go to different executors.
 func planRequests(blocks []BlockRef, target int64) []fetchRequest {
-	type key struct{ id, addr string }
+	type key struct {
+		id   executorid.ID
+		addr string
+	}
 	var order []key
 	per := map[key][]fetchRequest{}
 	for _, b := range blocks {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/pb"
 )
@@ -47,12 +48,12 @@ type testExecutor struct {
 }
 
 // startExecutor starts a manager with a block server on a loopback port.
-func startExecutor(t testing.TB, id string, auth rpc.Auth) *testExecutor {
+func startExecutor(t testing.TB, id executorid.ID, auth rpc.Auth) *testExecutor {
 	t.Helper()
 	return startExecutorServer(t, id, auth, false)
 }
 
-func startExecutorServer(t testing.TB, id string, auth rpc.Auth, stall bool) *testExecutor {
+func startExecutorServer(t testing.TB, id executorid.ID, auth rpc.Auth, stall bool) *testExecutor {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -129,7 +130,7 @@ func TestFetchLocalAndRemote(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			execs := []*testExecutor{startExecutor(t, "a", tt.auth), startExecutor(t, "b", tt.auth), startExecutor(t, "c", tt.auth)}
+			execs := []*testExecutor{startExecutor(t, execA, tt.auth), startExecutor(t, execB, tt.auth), startExecutor(t, execC, tt.auth)}
 			for reduce := range tt.parts {
 				refs, want := shuffleFixture(t, execs, tt.maps, tt.parts, tt.records, reduce)
 				if tt.name == "multi-chunk blocks" && refs[1].Size <= rpc.ChunkSize {
@@ -151,8 +152,8 @@ func TestFetchLocalAndRemote(t *testing.T) {
 }
 
 func TestFetchWrongSecret(t *testing.T) {
-	a := startExecutor(t, "a", rpc.Auth{AppID: "app", Secret: "wrong"})
-	b := startExecutor(t, "b", rpc.Auth{AppID: "app", Secret: "right"})
+	a := startExecutor(t, execA, rpc.Auth{AppID: "app", Secret: "wrong"})
+	b := startExecutor(t, execB, rpc.Auth{AppID: "app", Secret: "right"})
 	refs, _ := shuffleFixture(t, []*testExecutor{b}, 1, 1, 10, 0)
 	err := a.m.Fetch(t.Context(), 5, 0, refs, 0, func(int, []byte) error { return nil })
 	var ffe *FetchFailedError
@@ -162,7 +163,7 @@ func TestFetchWrongSecret(t *testing.T) {
 }
 
 func TestFetchBoundsInFlight(t *testing.T) {
-	execs := []*testExecutor{startExecutor(t, "a", rpc.Auth{}), startExecutor(t, "b", rpc.Auth{}), startExecutor(t, "c", rpc.Auth{})}
+	execs := []*testExecutor{startExecutor(t, execA, rpc.Auth{}), startExecutor(t, execB, rpc.Auth{}), startExecutor(t, execC, rpc.Auth{})}
 	// Every block is about 4 KB; 30 of them on each remote executor.
 	refs, want := shuffleFixture(t, execs, 90, 1, 150, 0)
 	const maxInFlight = 20000
@@ -198,7 +199,7 @@ func TestFetchBoundsInFlight(t *testing.T) {
 }
 
 func TestFetchBlockLargerThanBudget(t *testing.T) {
-	a, b := startExecutor(t, "a", rpc.Auth{}), startExecutor(t, "b", rpc.Auth{})
+	a, b := startExecutor(t, execA, rpc.Auth{}), startExecutor(t, execB, rpc.Auth{})
 	refs, want := shuffleFixture(t, []*testExecutor{a, b}, 4, 1, 3000, 0)
 	fn, got := collect(t)
 	if err := a.m.Fetch(t.Context(), 5, 0, refs, 100, fn); err != nil {
@@ -214,7 +215,7 @@ func TestFetchFailures(t *testing.T) {
 		name    string
 		break_  func(t *testing.T, a, b *testExecutor, refs []BlockRef) []BlockRef
 		mapID   int
-		exec    string
+		exec    executorid.ID
 		code    codes.Code
 		codeSet bool
 	}{
@@ -224,7 +225,7 @@ func TestFetchFailures(t *testing.T) {
 				b.srv.Stop()
 				return refs
 			},
-			mapID: 1, exec: "b", code: codes.Unavailable, codeSet: true,
+			mapID: 1, exec: execB, code: codes.Unavailable, codeSet: true,
 		},
 		{
 			name: "missing remote block",
@@ -232,7 +233,7 @@ func TestFetchFailures(t *testing.T) {
 				refs[3].TaskID = 77
 				return refs
 			},
-			mapID: 3, exec: "b", code: codes.NotFound, codeSet: true,
+			mapID: 3, exec: execB, code: codes.NotFound, codeSet: true,
 		},
 		{
 			name: "missing local block",
@@ -240,7 +241,7 @@ func TestFetchFailures(t *testing.T) {
 				refs[2].TaskID = 77
 				return refs
 			},
-			mapID: 2, exec: "a",
+			mapID: 2, exec: execA,
 		},
 		{
 			name: "corrupt remote block",
@@ -248,7 +249,7 @@ func TestFetchFailures(t *testing.T) {
 				corrupt(t, b.m, 5, 3, 1003)
 				return refs
 			},
-			mapID: 3, exec: "b", code: codes.DataLoss, codeSet: true,
+			mapID: 3, exec: execB, code: codes.DataLoss, codeSet: true,
 		},
 		{
 			name: "corrupt local block",
@@ -256,7 +257,7 @@ func TestFetchFailures(t *testing.T) {
 				corrupt(t, a.m, 5, 2, 1002)
 				return refs
 			},
-			mapID: 2, exec: "a",
+			mapID: 2, exec: execA,
 		},
 		{
 			name: "wrong size",
@@ -264,19 +265,19 @@ func TestFetchFailures(t *testing.T) {
 				refs[1].Size--
 				return refs
 			},
-			mapID: 1, exec: "b",
+			mapID: 1, exec: execB,
 		},
 		{
 			name: "no address",
 			break_: func(t *testing.T, a, b *testExecutor, refs []BlockRef) []BlockRef {
 				for i := range refs {
-					if refs[i].ExecutorID == "b" {
+					if refs[i].ExecutorID == execB {
 						refs[i].Address = ""
 					}
 				}
 				return refs
 			},
-			mapID: 1, exec: "b",
+			mapID: 1, exec: execB,
 		},
 		{
 			name: "unknown executor",
@@ -287,15 +288,15 @@ func TestFetchFailures(t *testing.T) {
 				}
 				addr := lis.Addr().String()
 				lis.Close() // nothing listens there now
-				refs[1].ExecutorID, refs[1].Address = "gone", addr
+				refs[1].ExecutorID, refs[1].Address = execGone, addr
 				return refs
 			},
-			mapID: 1, exec: "gone", code: codes.Unavailable, codeSet: true,
+			mapID: 1, exec: execGone, code: codes.Unavailable, codeSet: true,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, b := startExecutor(t, "a", rpc.Auth{}), startExecutor(t, "b", rpc.Auth{})
+			a, b := startExecutor(t, execA, rpc.Auth{}), startExecutor(t, execB, rpc.Auth{})
 			refs, _ := shuffleFixture(t, []*testExecutor{a, b}, 6, 1, 50, 0)
 			refs = tt.break_(t, a, b, refs)
 			err := a.m.Fetch(t.Context(), 5, 0, refs, 0, func(int, []byte) error { return nil })
@@ -329,7 +330,7 @@ func corrupt(t *testing.T, m *Manager, shuffleID, mapID int, taskID int64) {
 }
 
 func TestFetchFnErrorAndCancel(t *testing.T) {
-	a, b := startExecutor(t, "a", rpc.Auth{}), startExecutor(t, "b", rpc.Auth{})
+	a, b := startExecutor(t, execA, rpc.Auth{}), startExecutor(t, execB, rpc.Auth{})
 	refs, _ := shuffleFixture(t, []*testExecutor{a, b}, 20, 1, 200, 0)
 	stop := errors.New("stop")
 	for _, local := range []bool{true, false} {
@@ -357,7 +358,7 @@ func TestFetchFnErrorAndCancel(t *testing.T) {
 }
 
 func TestFetchCancelWhileStalled(t *testing.T) {
-	a, b := startExecutor(t, "a", rpc.Auth{}), startExecutorServer(t, "b", rpc.Auth{}, true)
+	a, b := startExecutor(t, execA, rpc.Auth{}), startExecutorServer(t, execB, rpc.Auth{}, true)
 	refs, _ := shuffleFixture(t, []*testExecutor{a, b}, 6, 1, 100, 0)
 	ctx, cancel := context.WithCancel(t.Context())
 	// The remote requests are under way (they start before local blocks are
@@ -372,11 +373,11 @@ func TestFetchCancelWhileStalled(t *testing.T) {
 }
 
 func TestPlanRequests(t *testing.T) {
-	blk := func(id string, mapID int, size int64) BlockRef {
-		return BlockRef{MapID: mapID, ExecutorID: id, Address: id + ":1", Size: size}
+	blk := func(id executorid.ID, mapID int, size int64) BlockRef {
+		return BlockRef{MapID: mapID, ExecutorID: id, Address: id.String() + ":1", Size: size}
 	}
 	type req struct {
-		Exec string
+		Exec executorid.ID
 		Maps []int
 	}
 	got := func(rs []fetchRequest) []req {
@@ -395,15 +396,15 @@ func TestPlanRequests(t *testing.T) {
 		}
 		return out
 	}
-	blocks := []BlockRef{blk("x", 0, 4), blk("x", 1, 4), blk("y", 2, 3), blk("x", 3, 4), blk("x", 4, 30), blk("y", 5, 8), blk("x", 6, 1)}
-	want := []req{{"x", []int{0, 1}}, {"y", []int{2}}, {"x", []int{3}}, {"y", []int{5}}, {"x", []int{4}}, {"x", []int{6}}}
+	blocks := []BlockRef{blk(execA, 0, 4), blk(execA, 1, 4), blk(execB, 2, 3), blk(execA, 3, 4), blk(execA, 4, 30), blk(execB, 5, 8), blk(execA, 6, 1)}
+	want := []req{{execA, []int{0, 1}}, {execB, []int{2}}, {execA, []int{3}}, {execB, []int{5}}, {execA, []int{4}}, {execA, []int{6}}}
 	if diff := cmp.Diff(want, got(planRequests(blocks, 10))); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 
 func BenchmarkFetchRemote(b *testing.B) {
-	a, r := startExecutor(b, "a", rpc.Auth{}), startExecutor(b, "b", rpc.Auth{})
+	a, r := startExecutor(b, execA, rpc.Auth{}), startExecutor(b, execB, rpc.Auth{})
 	rng := rand.New(rand.NewPCG(1, 1))
 	var refs []BlockRef
 	var total int64
@@ -420,7 +421,7 @@ func BenchmarkFetchRemote(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		refs = append(refs, BlockRef{MapID: mapID, ExecutorID: "b", Address: st.Address, Size: st.Sizes[0]})
+		refs = append(refs, BlockRef{MapID: mapID, ExecutorID: execB, Address: st.Address, Size: st.Sizes[0]})
 		total += st.Sizes[0]
 	}
 	b.SetBytes(total)

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/rpc"
 )
 
@@ -21,7 +22,7 @@ type ManagerOptions struct {
 	// os.TempDir(). The manager creates its own unique subdirectory in it and
 	// removes it on Close.
 	Dir        string
-	ExecutorID string
+	ExecutorID executorid.ID
 	// Address is the host:port where this executor's gRPC server, which
 	// serves ServeBlocks, listens.
 	Address string
@@ -71,7 +72,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 func (m *Manager) Dir() string { return m.dir }
 
 // ExecutorID returns the ID of the executor the manager belongs to.
-func (m *Manager) ExecutorID() string { return m.opts.ExecutorID }
+func (m *Manager) ExecutorID() executorid.ID { return m.opts.ExecutorID }
 
 // Address returns the address other executors fetch this one's blocks from.
 func (m *Manager) Address() string { return m.opts.Address }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/drover-project/drover/internal/executorid"
 )
 
 // DefaultBufferBytes is the map writer's buffer budget when NewMapWriter is
@@ -29,9 +31,10 @@ const DefaultBufferBytes = 8 << 20
 
 // MapStatus describes a committed map output.
 type MapStatus struct {
-	ShuffleID, MapID    int
-	TaskID              int64
-	ExecutorID, Address string
+	ShuffleID, MapID int
+	TaskID           int64
+	ExecutorID       executorid.ID
+	Address          string
 	// Sizes holds the block size of every reduce partition, in bytes.
 	Sizes []int64
 }

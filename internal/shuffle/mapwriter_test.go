@@ -7,10 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/google/go-cmp/cmp"
 )
 
-func newTestManager(t testing.TB, id, addr string) *Manager {
+func newTestManager(t testing.TB, id executorid.ID, addr string) *Manager {
 	t.Helper()
 	m, err := NewManager(ManagerOptions{Dir: t.TempDir(), ExecutorID: id, Address: addr})
 	if err != nil {
@@ -71,9 +72,9 @@ func TestMapWriterSegments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := newTestManager(t, "a", "127.0.0.1:1")
+			m := newTestManager(t, execA, "127.0.0.1:1")
 			st, want := writeMap(t, m, 3, 4, 99, tt.parts, tt.records, tt.bufferBytes, rand.New(rand.NewPCG(1, 2)))
-			if st.ShuffleID != 3 || st.MapID != 4 || st.TaskID != 99 || st.ExecutorID != "a" || st.Address != "127.0.0.1:1" {
+			if st.ShuffleID != 3 || st.MapID != 4 || st.TaskID != 99 || st.ExecutorID != execA || st.Address != "127.0.0.1:1" {
 				t.Errorf("status = %+v", st)
 			}
 			if len(st.Sizes) != tt.parts {
@@ -112,7 +113,7 @@ func TestMapWriterSegments(t *testing.T) {
 }
 
 func TestMapWriterErrors(t *testing.T) {
-	m := newTestManager(t, "a", "")
+	m := newTestManager(t, execA, "")
 	if _, err := m.NewMapWriter(0, 0, 0, 0, 0); err == nil {
 		t.Error("no partitions: no error")
 	}
@@ -154,7 +155,7 @@ func dirEntries(t testing.TB, dir string) []string {
 }
 
 func TestMapWriterAbort(t *testing.T) {
-	m := newTestManager(t, "a", "")
+	m := newTestManager(t, execA, "")
 	w, err := m.NewMapWriter(1, 2, 3, 4, 16)
 	if err != nil {
 		t.Fatal(err)
@@ -179,14 +180,14 @@ func TestMapWriterAbort(t *testing.T) {
 
 func TestManagerClose(t *testing.T) {
 	parent := t.TempDir()
-	m, err := NewManager(ManagerOptions{Dir: filepath.Join(parent, "local"), ExecutorID: "a"})
+	m, err := NewManager(ManagerOptions{Dir: filepath.Join(parent, "local"), ExecutorID: execA})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if filepath.Dir(m.Dir()) != filepath.Join(parent, "local") {
 		t.Errorf("dir %s not under the local dir", m.Dir())
 	}
-	m2, err := NewManager(ManagerOptions{Dir: filepath.Join(parent, "local"), ExecutorID: "b"})
+	m2, err := NewManager(ManagerOptions{Dir: filepath.Join(parent, "local"), ExecutorID: execB})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestManagerClose(t *testing.T) {
 }
 
 func TestRemoveShuffles(t *testing.T) {
-	m := newTestManager(t, "exec-1", "127.0.0.1:1")
+	m := newTestManager(t, execA, "127.0.0.1:1")
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, sid := range []int{1, 2, 10} {
 		for mapID := range 2 {
@@ -248,3 +249,11 @@ func TestRemoveShuffles(t *testing.T) {
 		t.Errorf("removing again: %d files, %v; want 0, nil", n, err)
 	}
 }
+
+// Executors of the tests.
+const (
+	execA    executorid.ID = 1
+	execB    executorid.ID = 2
+	execC    executorid.ID = 3
+	execGone executorid.ID = 99
+)

@@ -188,7 +188,7 @@ func TestSorterPartialConsumptionAndErrors(t *testing.T) {
 }
 
 func BenchmarkMapWriter(b *testing.B) {
-	m := newTestManager(b, "a", "")
+	m := newTestManager(b, execA, "")
 	rng := rand.New(rand.NewPCG(1, 1))
 	const records = 100000
 	keys := make([][]byte, records)

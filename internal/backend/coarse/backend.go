@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/executorid"
 
 	"google.golang.org/grpc"
 	"k8s.io/utils/clock"
@@ -87,7 +88,7 @@ type Options struct {
 
 	// Admit, when set, may refuse an executor's registration: Kubernetes
 	// refuses executors whose pods it already deleted.
-	Admit func(executorID, podName string) error
+	Admit func(executorID executorid.ID, podName string) error
 	// OnExecutorsChanged, when set, is called after an executor registers
 	// or is removed, without the backend's lock held.
 	OnExecutorsChanged func()
@@ -100,18 +101,18 @@ type Options struct {
 type ClusterManager interface {
 	// ExitReason blocks until the cluster manager knows why an executor's
 	// connection ended (its process exited, its pod failed) or ctx ends.
-	ExitReason(ctx context.Context, executorID string) (scheduler.LossReason, bool)
+	ExitReason(ctx context.Context, executorID executorid.ID) (scheduler.LossReason, bool)
 	// ExecutorLost tells the cluster manager the backend dropped an
 	// executor on its own (its connection ended, its heartbeats stopped),
 	// so it ends and replaces the process or pod. Removals the cluster
 	// manager asks for with RemoveExecutor are never echoed back: removal
 	// flows one way.
-	ExecutorLost(executorID string, reason scheduler.LossReason)
+	ExecutorLost(executorID executorid.ID, reason scheduler.LossReason)
 }
 
 // ExecutorInfo describes a registered executor.
 type ExecutorInfo struct {
-	ID         string
+	ID         executorid.ID
 	Address    string
 	PodName    string
 	TotalCores int
@@ -150,9 +151,9 @@ type Backend struct {
 	fetchers chan struct{}
 
 	mu         sync.Mutex
-	executors  map[string]*executorData
-	excluded   map[string]bool // killed or lost: may not register again
-	registered chan struct{}   // closed and replaced whenever an executor registers
+	executors  map[executorid.ID]*executorData
+	excluded   map[executorid.ID]bool // killed or lost: may not register again
+	registered chan struct{}          // closed and replaced whenever an executor registers
 	// reachable is how many executors the cluster manager can have for
 	// now, < 0 for no limit; capped is closed and replaced when it changes.
 	reachable  int
@@ -202,8 +203,8 @@ func New(sched *scheduler.Scheduler, cluster ClusterManager, opts Options) *Back
 		runCtx:     runCtx,
 		cancelRun:  cancelRun,
 		fetchers:   make(chan struct{}, resultFetchers),
-		executors:  map[string]*executorData{},
-		excluded:   map[string]bool{},
+		executors:  map[executorid.ID]*executorData{},
+		excluded:   map[executorid.ID]bool{},
 		registered: make(chan struct{}),
 		reachable:  -1,
 		capped:     make(chan struct{}),

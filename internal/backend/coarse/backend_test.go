@@ -22,6 +22,7 @@ import (
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/pb"
@@ -85,7 +86,7 @@ func startBackend(t *testing.T, opts Options) *harness {
 
 // startExecutor runs an in-process executor against the backend.
 // The returned channel yields the executor's exit error once.
-func startExecutor(t *testing.T, h *harness, id string, cores int, auth rpc.Auth) (cancel context.CancelFunc, done <-chan error) {
+func startExecutor(t *testing.T, h *harness, id executorid.ID, cores int, auth rpc.Auth) (cancel context.CancelFunc, done <-chan error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan error, 1)
@@ -140,8 +141,8 @@ func run(t *testing.T, h *harness, fn string, n int) ([]string, error) {
 
 func TestTasksRunOnRegisteredExecutors(t *testing.T) {
 	h := startBackend(t, Options{InitialExecutors: 2, MinRegisteredRatio: 1, MaxRegisteredWait: time.Minute})
-	startExecutor(t, h, "1", 2, rpc.Auth{})
-	startExecutor(t, h, "2", 1, rpc.Auth{})
+	startExecutor(t, h, 1, 2, rpc.Auth{})
+	startExecutor(t, h, 2, 1, rpc.Auth{})
 	if err := h.b.WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestTasksRunOnRegisteredExecutors(t *testing.T) {
 
 func TestLargeResultsAreFetchedFromTheExecutor(t *testing.T) {
 	h := startBackend(t, Options{})
-	startExecutor(t, h, "1", 1, rpc.Auth{})
+	startExecutor(t, h, 1, 1, rpc.Auth{})
 	out, err := run(t, h, "coarse.big", 2)
 	if err != nil {
 		t.Fatal(err)
@@ -181,28 +182,29 @@ func TestLargeResultsAreFetchedFromTheExecutor(t *testing.T) {
 func TestAuthentication(t *testing.T) {
 	good := rpc.Auth{AppID: appID, Secret: "s3cret"}
 	tests := map[string]struct {
+		id     string
 		client rpc.Auth
 		want   codes.Code
 	}{
-		"right secret": {client: good, want: codes.OK},
-		"no secret":    {client: rpc.Auth{}, want: codes.Unauthenticated},
-		"wrong secret": {client: rpc.Auth{AppID: appID, Secret: "guess"}, want: codes.Unauthenticated},
+		"right secret": {id: "11", client: good, want: codes.OK},
+		"no secret":    {id: "12", client: rpc.Auth{}, want: codes.Unauthenticated},
+		"wrong secret": {id: "13", client: rpc.Auth{AppID: appID, Secret: "guess"}, want: codes.Unauthenticated},
 	}
 	h := startBackend(t, Options{Auth: good})
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, err := rawRegister(t, h.b.URL(), tc.client, name)
+			_, err := rawRegister(t, h.b.URL(), tc.client, tc.id)
 			if got := status.Code(err); got != tc.want {
 				t.Fatalf("registration: code %v (%v), want %v", got, err, tc.want)
 			}
 		})
 	}
 	t.Run("executor with the secret runs tasks; without it, it gives up", func(t *testing.T) {
-		startExecutor(t, h, "good", 1, good)
+		startExecutor(t, h, 21, 1, good)
 		if _, err := run(t, h, "coarse.echo", 3); err != nil {
 			t.Fatal(err)
 		}
-		_, done := startExecutor(t, h, "bad", 1, rpc.Auth{AppID: appID, Secret: "nope"})
+		_, done := startExecutor(t, h, 22, 1, rpc.Auth{AppID: appID, Secret: "nope"})
 		select {
 		case err := <-done:
 			if status.Code(errors.Unwrap(err)) != codes.Unauthenticated && !strings.Contains(err.Error(), "Unauthenticated") {
@@ -252,11 +254,11 @@ func TestRegistrationRules(t *testing.T) {
 	if _, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "1"); status.Code(err) != codes.AlreadyExists {
 		t.Errorf("duplicate id: %v, want AlreadyExists", err)
 	}
-	h.b.RemoveExecutor("1", scheduler.LossReason{Message: "killed by the driver"})
+	h.b.RemoveExecutor(1, scheduler.LossReason{Message: "killed by the driver"})
 	if _, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "1"); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("removed executor registering again: %v, want FailedPrecondition", err)
 	}
-	h.b.ExcludeExecutor("7")
+	h.b.ExcludeExecutor(7)
 	if _, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "7"); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("excluded executor: %v, want FailedPrecondition", err)
 	}
@@ -286,11 +288,11 @@ func TestHeartbeatExpiryWithFakeClock(t *testing.T) {
 	})
 	clk.Step(30 * time.Second) // executor 2: 130 s silent; executor 1: 30 s
 	h.b.ExpireDeadExecutors()
-	var ids []string
+	var ids []executorid.ID
 	for _, ex := range h.b.Executors() {
 		ids = append(ids, ex.ID)
 	}
-	if diff := cmp.Diff([]string{"1"}, ids); diff != "" {
+	if diff := cmp.Diff([]executorid.ID{1}, ids); diff != "" {
 		t.Errorf("executors after expiry (-want +got):\n%s", diff)
 	}
 	// The ticker drives the same check: step past executor 1's timeout.
@@ -302,12 +304,12 @@ func TestHeartbeatExpiryWithFakeClock(t *testing.T) {
 func TestExpired(t *testing.T) {
 	now := time.Unix(1000, 0)
 	tests := map[string]struct {
-		last map[string]time.Time
-		want []string
+		last map[executorid.ID]time.Time
+		want []executorid.ID
 	}{
-		"none":            {last: map[string]time.Time{"1": now}},
-		"exactly timeout": {last: map[string]time.Time{"1": now.Add(-120 * time.Second)}},
-		"past timeout":    {last: map[string]time.Time{"2": now.Add(-121 * time.Second), "1": now.Add(-500 * time.Second), "3": now}, want: []string{"1", "2"}},
+		"none":            {last: map[executorid.ID]time.Time{1: now}},
+		"exactly timeout": {last: map[executorid.ID]time.Time{1: now.Add(-120 * time.Second)}},
+		"past timeout":    {last: map[executorid.ID]time.Time{2: now.Add(-121 * time.Second), 1: now.Add(-500 * time.Second), 3: now}, want: []executorid.ID{1, 2}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -382,7 +384,7 @@ func TestWaitReadyStopsWaitingForWhatCannotBeCreated(t *testing.T) {
 		t.Fatal("WaitReady returned before the one executor the quota allows registered")
 	case <-time.After(50 * time.Millisecond):
 	}
-	startExecutor(t, h, "1", 1, rpc.Auth{})
+	startExecutor(t, h, 1, 1, rpc.Auth{})
 	select {
 	case err := <-done:
 		if err != nil {
@@ -395,7 +397,7 @@ func TestWaitReadyStopsWaitingForWhatCannotBeCreated(t *testing.T) {
 
 func TestDecommissionFinishesRunningTasks(t *testing.T) {
 	h := startBackend(t, Options{})
-	cancel, done := startExecutor(t, h, "1", 2, rpc.Auth{})
+	cancel, done := startExecutor(t, h, 1, 2, rpc.Auth{})
 	waitFor(t, "registration", func() bool { return len(h.b.Executors()) == 1 })
 	var finished atomic.Int32
 	release := make(chan struct{})
@@ -408,7 +410,7 @@ func TestDecommissionFinishesRunningTasks(t *testing.T) {
 	waitFor(t, "decommission noticed", func() bool {
 		h.b.mu.Lock()
 		defer h.b.mu.Unlock()
-		ex := h.b.executors["1"]
+		ex := h.b.executors[1]
 		return ex != nil && ex.decommissioning
 	})
 	close(release)
@@ -437,11 +439,11 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // and records ExecutorLost.
 type recordingCluster struct {
 	mu     sync.Mutex
-	lost   []string
+	lost   []executorid.ID
 	reason chan scheduler.LossReason
 }
 
-func (c *recordingCluster) ExitReason(ctx context.Context, _ string) (scheduler.LossReason, bool) {
+func (c *recordingCluster) ExitReason(ctx context.Context, _ executorid.ID) (scheduler.LossReason, bool) {
 	select {
 	case r := <-c.reason:
 		return r, true
@@ -450,20 +452,20 @@ func (c *recordingCluster) ExitReason(ctx context.Context, _ string) (scheduler.
 	}
 }
 
-func (c *recordingCluster) ExecutorLost(id string, _ scheduler.LossReason) {
+func (c *recordingCluster) ExecutorLost(id executorid.ID, _ scheduler.LossReason) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lost = append(c.lost, id)
 }
 
 // executor returns a registered executor's record.
-func (h *harness) executor(id string) *executorData {
+func (h *harness) executor(id executorid.ID) *executorData {
 	h.b.mu.Lock()
 	defer h.b.mu.Unlock()
 	return h.b.executors[id]
 }
 
-func (c *recordingCluster) lostIDs() []string {
+func (c *recordingCluster) lostIDs() []executorid.ID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.lost)
@@ -483,29 +485,29 @@ func TestRemovalFlowsOneWay(t *testing.T) {
 	h := &harness{sched: s, b: b}
 
 	// 1: the cluster manager removes a registered executor.
-	startExecutor(t, h, "1", 1, rpc.Auth{})
+	startExecutor(t, h, 1, 1, rpc.Auth{})
 	waitFor(t, "registration of 1", func() bool { return len(b.Executors()) == 1 })
-	b.RemoveExecutor("1", scheduler.LossReason{Message: "pod ended"})
+	b.RemoveExecutor(1, scheduler.LossReason{Message: "pod ended"})
 
 	// 2: an executor's connection ends; while the backend waits for the
 	// exit reason, the cluster manager removes it (it saw the pod end),
 	// then answers. (Cancelling an in-process executor decommissions it, so
 	// the abrupt end of a connection is driven through disconnected.)
-	startExecutor(t, h, "2", 1, rpc.Auth{})
-	waitFor(t, "registration of 2", func() bool { return slices.Contains(b.ExecutorIDs(), "2") })
-	b.disconnected(h.executor("2"), io.ErrUnexpectedEOF)
-	b.RemoveExecutor("2", scheduler.LossReason{Message: "pod failed"})
+	startExecutor(t, h, 2, 1, rpc.Auth{})
+	waitFor(t, "registration of 2", func() bool { return slices.Contains(b.ExecutorIDs(), 2) })
+	b.disconnected(h.executor(2), io.ErrUnexpectedEOF)
+	b.RemoveExecutor(2, scheduler.LossReason{Message: "pod failed"})
 	cl.reason <- scheduler.LossReason{Message: "pod failed"}
 
 	// 3: an executor's connection ends and the backend drops it itself,
 	// so it tells the cluster manager.
-	startExecutor(t, h, "3", 1, rpc.Auth{})
-	waitFor(t, "registration of 3", func() bool { return slices.Contains(b.ExecutorIDs(), "3") })
-	b.disconnected(h.executor("3"), io.ErrUnexpectedEOF)
+	startExecutor(t, h, 3, 1, rpc.Auth{})
+	waitFor(t, "registration of 3", func() bool { return slices.Contains(b.ExecutorIDs(), 3) })
+	b.disconnected(h.executor(3), io.ErrUnexpectedEOF)
 	cl.reason <- scheduler.LossReason{Message: "exited"}
 	waitFor(t, "executor 3 dropped", func() bool { return len(b.Executors()) == 0 })
 	time.Sleep(50 * time.Millisecond)
-	if diff := cmp.Diff([]string{"3"}, cl.lostIDs()); diff != "" {
+	if diff := cmp.Diff([]executorid.ID{3}, cl.lostIDs()); diff != "" {
 		t.Errorf("executors reported lost to the cluster manager (-want +got):\n%s", diff)
 	}
 }
@@ -517,11 +519,11 @@ func TestBadDeclaredResultSize(t *testing.T) {
 	b := New(s, nil, Options{AppID: appID, Logger: quiet})
 	s.SetBackend(b)
 	ts := s.Submit(scheduler.TaskSetSpec{JobID: 1, StageID: 1, Func: "f", Tasks: []scheduler.TaskSpec{{Partition: 0}}})
-	ds := s.ResourceOffers([]scheduler.Offer{{ExecutorID: "1", Cores: 1}})
+	ds := s.ResourceOffers([]scheduler.Offer{{ExecutorID: 1, Cores: 1}})
 	if len(ds) != 1 {
 		t.Fatalf("%d tasks launched, want 1", len(ds))
 	}
-	b.fetchResult(t.Context(), &executorData{ExecutorInfo: ExecutorInfo{ID: "1"}}, scheduler.Status{TaskID: ds[0].TaskID, ExecutorID: "1", State: scheduler.Finished}, -1)
+	b.fetchResult(t.Context(), &executorData{ExecutorInfo: ExecutorInfo{ID: 1}}, scheduler.Status{TaskID: ds[0].TaskID, ExecutorID: 1, State: scheduler.Finished}, -1)
 	if err := ts.Err(); err == nil || !strings.Contains(err.Error(), "declared a result of -1 bytes") {
 		t.Errorf("task set error %v, want the declared size named", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
@@ -56,7 +57,10 @@ func (b *Backend) Control(stream pb.Driver_ControlServer) error {
 }
 
 func (b *Backend) register(reg *pb.Register) (*executorData, error) {
-	id := reg.GetExecutorId()
+	id, err := executorid.Parse(reg.GetExecutorId())
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
@@ -64,8 +68,6 @@ func (b *Backend) register(reg *pb.Register) (*executorData, error) {
 		return nil, status.Error(codes.FailedPrecondition, "the application is shutting down")
 	case reg.GetAppId() != b.opts.AppID:
 		return nil, status.Errorf(codes.PermissionDenied, "executor belongs to application %q, not %q", reg.GetAppId(), b.opts.AppID)
-	case id == "":
-		return nil, status.Error(codes.InvalidArgument, "empty executor id")
 	case b.excluded[id]:
 		return nil, status.Errorf(codes.FailedPrecondition, "executor %s was removed and may not register again", id)
 	case b.executors[id] != nil:
@@ -169,7 +171,7 @@ func (b *Backend) statusUpdate(ex *executorData, statuses []*pb.TaskStatus) {
 	b.makeOffers(ex.ID)
 }
 
-func fromProto(executorID string, s *pb.TaskStatus) scheduler.Status {
+func fromProto(executorID executorid.ID, s *pb.TaskStatus) scheduler.Status {
 	st := scheduler.Status{
 		TaskID:     s.GetTaskId(),
 		ExecutorID: executorID,
@@ -180,8 +182,11 @@ func fromProto(executorID string, s *pb.TaskStatus) scheduler.Status {
 		Duration:   time.Duration(s.GetDurationNanos()),
 	}
 	if ff := s.GetFetchFailure(); ff != nil {
+		// An id that does not parse names no executor: no output is
+		// dropped for it, and the stage is retried all the same.
+		holder, _ := executorid.Parse(ff.GetExecutorId())
 		st.FetchFailed = &scheduler.FetchFailedError{ShuffleID: int(ff.GetShuffleId()), MapID: int(ff.GetMapId()),
-			ExecutorID: ff.GetExecutorId(), Address: ff.GetAddress(), Message: ff.GetMessage()}
+			ExecutorID: holder, Address: ff.GetAddress(), Message: ff.GetMessage()}
 	}
 	switch s.GetState() {
 	case pb.TaskState_TASK_STATE_FINISHED:

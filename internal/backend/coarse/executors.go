@@ -3,9 +3,11 @@ package coarse
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
 )
@@ -58,19 +60,19 @@ const exitReasonWait = 10 * time.Second
 // RemoveExecutor forgets an executor, resubmits its running tasks and keeps
 // it from registering again. Cluster managers call it for removals they
 // decided (a pod that ended, a kill); the backend does not call them back.
-func (b *Backend) RemoveExecutor(id string, reason scheduler.LossReason) { b.remove(id, reason) }
+func (b *Backend) RemoveExecutor(id executorid.ID, reason scheduler.LossReason) { b.remove(id, reason) }
 
 // lose removes an executor the backend found gone by itself and, if it was
 // still registered, tells the cluster manager (ExecutorLost). One the
 // cluster manager removed first (it saw the pod end) is not reported back.
-func (b *Backend) lose(id string, reason scheduler.LossReason) {
+func (b *Backend) lose(id executorid.ID, reason scheduler.LossReason) {
 	if b.remove(id, reason) && b.cluster != nil {
 		b.cluster.ExecutorLost(id, reason)
 	}
 }
 
 // remove forgets an executor and reports whether it was registered.
-func (b *Backend) remove(id string, reason scheduler.LossReason) bool {
+func (b *Backend) remove(id executorid.ID, reason scheduler.LossReason) bool {
 	b.mu.Lock()
 	ex := b.executors[id]
 	b.excluded[id] = true
@@ -101,7 +103,7 @@ func (b *Backend) changed() {
 
 // ExcludeExecutor keeps an executor id from registering, for executors whose
 // pod or process the cluster manager deleted before they registered.
-func (b *Backend) ExcludeExecutor(id string) {
+func (b *Backend) ExcludeExecutor(id executorid.ID) {
 	b.mu.Lock()
 	b.excluded[id] = true
 	b.mu.Unlock()
@@ -127,7 +129,7 @@ func (b *Backend) expiryLoop() {
 func (b *Backend) ExpireDeadExecutors() {
 	now := b.opts.Clock.Now()
 	b.mu.Lock()
-	last := make(map[string]time.Time, len(b.executors))
+	last := make(map[executorid.ID]time.Time, len(b.executors))
 	for id, ex := range b.executors {
 		last[id] = time.Unix(0, ex.lastSeen.Load())
 	}
@@ -141,14 +143,14 @@ func (b *Backend) ExpireDeadExecutors() {
 
 // Expired returns, sorted, the executors last heard from more than timeout
 // before now.
-func Expired(lastSeen map[string]time.Time, now time.Time, timeout time.Duration) []string {
-	var ids []string
+func Expired(lastSeen map[executorid.ID]time.Time, now time.Time, timeout time.Duration) []executorid.ID {
+	var ids []executorid.ID
 	for id, t := range lastSeen {
 		if now.Sub(t) > timeout {
 			ids = append(ids, id)
 		}
 	}
-	sort.Strings(ids)
+	slices.Sort(ids)
 	return ids
 }
 
@@ -214,10 +216,10 @@ func (b *Backend) DefaultParallelism() int {
 
 // Registered returns the registered executors' ids with their registration
 // times.
-func (b *Backend) Registered() map[string]time.Time {
+func (b *Backend) Registered() map[executorid.ID]time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make(map[string]time.Time, len(b.executors))
+	out := make(map[executorid.ID]time.Time, len(b.executors))
 	for id, ex := range b.executors {
 		out[id] = ex.registeredAt
 	}
@@ -225,9 +227,9 @@ func (b *Backend) Registered() map[string]time.Time {
 }
 
 // ExecutorIDs lists the registered executors' ids, sorted.
-func (b *Backend) ExecutorIDs() []string {
+func (b *Backend) ExecutorIDs() []executorid.ID {
 	infos := b.Executors()
-	ids := make([]string, len(infos))
+	ids := make([]executorid.ID, len(infos))
 	for i, e := range infos {
 		ids[i] = e.ID
 	}

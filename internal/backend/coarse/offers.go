@@ -1,6 +1,7 @@
 package coarse
 
 import (
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
 )
@@ -21,14 +22,17 @@ func (b *Backend) reviveLoop() {
 		case <-b.stopCh:
 			return
 		case <-b.revive:
-			b.makeOffers("")
+			b.makeOffers(everyExecutor)
 		}
 	}
 }
 
-// makeOffers offers the free cores of one executor, or of all when id is
-// empty, and sends the resulting launches.
-func (b *Backend) makeOffers(id string) {
+// everyExecutor asks makeOffers for the offers of all executors.
+const everyExecutor executorid.ID = -1
+
+// makeOffers offers the free cores of one executor, or of every executor,
+// and sends the resulting launches.
+func (b *Backend) makeOffers(id executorid.ID) {
 	cpus := b.sched.CPUsPerTask()
 	b.mu.Lock()
 	if b.stopped {
@@ -42,7 +46,7 @@ func (b *Backend) makeOffers(id string) {
 			offers = append(offers, scheduler.Offer{ExecutorID: ex.ID, Cores: n})
 		}
 	}
-	if id != "" {
+	if id != everyExecutor {
 		if ex := b.executors[id]; ex != nil {
 			add(ex)
 		}
@@ -123,7 +127,7 @@ func (b *Backend) prefetchLocked() int {
 }
 
 // KillTask asks an executor to stop a task.
-func (b *Backend) KillTask(taskID int64, executorID, reason string) {
+func (b *Backend) KillTask(taskID int64, executorID executorid.ID, reason string) {
 	b.mu.Lock()
 	ex := b.executors[executorID]
 	b.mu.Unlock()

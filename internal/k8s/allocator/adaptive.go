@@ -3,6 +3,7 @@ package allocator
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -27,7 +28,7 @@ func (s *State) adaptiveRound(in Input, c Counts, r roundResult, o Options, p *P
 		s.notBefore = in.Now
 	}
 
-	unsched := map[int64]bool{}
+	unsched := map[executorid.ID]bool{}
 	fresh := false
 	for id, ep := range in.Snapshot.Pods {
 		if ep.State == snapshot.Pending && s.deleted[id] == nil && unschedulable(ep.Pod) {

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -21,7 +22,7 @@ var errRefused = apierrors.NewTooManyRequests("slow down", 1)
 
 var podsResource = schema.GroupResource{Resource: "pods"}
 
-func quotaErr(id int64) error {
+func quotaErr(id executorid.ID) error {
 	return apierrors.NewForbidden(podsResource, execPod(id, snapshot.Pending).Pod.Name,
 		errors.New("exceeded quota: compute, requested: cpu=1, used: cpu=3, limited: cpu=3"))
 }
@@ -104,10 +105,10 @@ func TestAdaptiveNoDoublingWhileUnobserved(t *testing.T) {
 func TestAdaptivePendingCap(t *testing.T) {
 	tests := map[string]struct {
 		o       Options
-		running []int64
-		pending []int64
-		known   []int64
-		want    []int64
+		running []executorid.ID
+		pending []executorid.ID
+		known   []executorid.ID
+		want    []executorid.ID
 	}{
 		"max(batch, running) minus pending": {
 			o: adaptiveOptions(10, 0), running: ids(1, 30), pending: ids(31, 55),
@@ -167,7 +168,7 @@ func TestAdaptiveHalvesOnUnschedulable(t *testing.T) {
 
 func TestAdaptiveBackoff(t *testing.T) {
 	w := newWorld(t, adaptiveOptions(16, 100000), 1000)
-	failing := func(int64) error { return errRefused }
+	failing := func(executorid.ID) error { return errRefused }
 	w.createErr = failing
 	type want struct {
 		create int
@@ -209,7 +210,7 @@ func TestAdaptiveBackoff(t *testing.T) {
 
 func TestAdaptiveHalvesOnPartialFailure(t *testing.T) {
 	w := newWorld(t, adaptiveOptions(20, 100000), 1000)
-	w.createErr = func(id int64) error {
+	w.createErr = func(id executorid.ID) error {
 		if id == 5 {
 			return apierrors.NewTimeoutError("slow", 1)
 		}
@@ -233,7 +234,7 @@ func TestQuota(t *testing.T) {
 	for _, policy := range []Policy{PolicyAdaptive, PolicySpark} {
 		t.Run(string(policy), func(t *testing.T) {
 			w := newWorld(t, Options{Policy: policy, BatchSize: 10, BatchDelay: time.Second}, 10)
-			w.createErr = func(id int64) error {
+			w.createErr = func(id executorid.ID) error {
 				if id >= 4 {
 					return quotaErr(id)
 				}
@@ -258,7 +259,7 @@ func TestQuota(t *testing.T) {
 			}, {
 				name: "a pod ends: try again",
 				do:   later(time.Second, func(w *world) { w.appear(snapshot.Failed, ids(2, 2)) }),
-				want: Plan{Create: ids(4, map[Policy]int64{PolicyAdaptive: 8, PolicySpark: 11}[policy]), Counts: Counts{Target: 10, Running: 2}},
+				want: Plan{Create: ids(4, map[Policy]executorid.ID{PolicyAdaptive: 8, PolicySpark: 11}[policy]), Counts: Counts{Target: 10, Running: 2}},
 			}, {
 				name: "quota again: blocked, not reported again",
 				do:   later(time.Second),
@@ -266,7 +267,7 @@ func TestQuota(t *testing.T) {
 			}, {
 				name: "the target changes: try again",
 				do:   later(time.Second, func(w *world) { w.target = 12 }),
-				want: Plan{Create: ids(4, map[Policy]int64{PolicyAdaptive: 5, PolicySpark: 13}[policy]),
+				want: Plan{Create: ids(4, map[Policy]executorid.ID{PolicyAdaptive: 5, PolicySpark: 13}[policy]),
 					Counts: Counts{Target: 12, Running: 2}},
 			}})
 		})
@@ -297,7 +298,7 @@ func TestFatalCreateErrors(t *testing.T) {
 		for _, policy := range []Policy{PolicyAdaptive, PolicySpark} {
 			t.Run(name+"/"+string(policy), func(t *testing.T) {
 				w := newWorld(t, Options{Policy: policy, BatchSize: 3, BatchDelay: time.Second}, 3)
-				w.createErr = func(id int64) error {
+				w.createErr = func(id executorid.ID) error {
 					if id == 1 {
 						return tc.err
 					}

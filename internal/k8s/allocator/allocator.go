@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -17,12 +18,12 @@ import (
 // the API server's errors unwrapped or wrapped with %w, so they classify.
 type PodClient interface {
 	// CreateExecutorPod creates the pod of executor id.
-	CreateExecutorPod(ctx context.Context, id int64) error
+	CreateExecutorPod(ctx context.Context, id executorid.ID) error
 	// DeleteExecutorPods deletes the pods of the given executors. With
 	// onlyPending it keeps pods no longer Pending, as Spark's
 	// status.phase=Pending field selector does, so an excess pod that started
 	// meanwhile is not killed.
-	DeleteExecutorPods(ctx context.Context, ids []int64, onlyPending bool) error
+	DeleteExecutorPods(ctx context.Context, ids []executorid.ID, onlyPending bool) error
 }
 
 // Allocator runs Decide in a loop and applies its plans. The scheduler
@@ -47,8 +48,8 @@ type Allocator struct {
 	target     int
 	snap       snapshot.Snapshot
 	haveSnap   bool
-	seen       map[int64]bool
-	registered map[int64]bool
+	seen       map[executorid.ID]bool
+	registered map[executorid.ID]bool
 	creates    []CreateResult
 	deletes    []DeleteResult
 }
@@ -64,7 +65,7 @@ func New(o Options, client PodClient, clk clock.WithTicker, logger *slog.Logger)
 		clock:  clk,
 		log:    logger,
 		dirty:  make(chan struct{}, 1),
-		seen:   map[int64]bool{},
+		seen:   map[executorid.ID]bool{},
 	}
 }
 
@@ -92,7 +93,7 @@ func (a *Allocator) SetTarget(n int) {
 // gives both under one lock). No round runs before the first snapshot, so
 // feed the synced state first: an empty cache must not look like an empty
 // cluster.
-func (a *Allocator) OnSnapshot(s snapshot.Snapshot, touched map[int64]bool) {
+func (a *Allocator) OnSnapshot(s snapshot.Snapshot, touched map[executorid.ID]bool) {
 	a.mu.Lock()
 	a.snap, a.haveSnap = s, true
 	for id := range s.Pods {
@@ -106,8 +107,8 @@ func (a *Allocator) OnSnapshot(s snapshot.Snapshot, touched map[int64]bool) {
 }
 
 // SetRegistered replaces the set of executors the scheduler backend knows.
-func (a *Allocator) SetRegistered(ids ...int64) {
-	m := make(map[int64]bool, len(ids))
+func (a *Allocator) SetRegistered(ids ...executorid.ID) {
+	m := make(map[executorid.ID]bool, len(ids))
 	for _, id := range ids {
 		m[id] = true
 	}
@@ -118,7 +119,7 @@ func (a *Allocator) SetRegistered(ids ...int64) {
 
 // IsDeleted reports whether the allocator deleted the executor's pod, so
 // the backend refuses its registration.
-func (a *Allocator) IsDeleted(id int64) bool {
+func (a *Allocator) IsDeleted(id executorid.ID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.state.IsDeleted(id)
@@ -126,7 +127,7 @@ func (a *Allocator) IsDeleted(id int64) bool {
 
 // Issued reports whether the allocator has handed out executor id id: an
 // executor registering under another id was not started by this driver.
-func (a *Allocator) Issued(id int64) bool {
+func (a *Allocator) Issued(id executorid.ID) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.state.Issued(id)
@@ -210,7 +211,7 @@ func (a *Allocator) round(ctx context.Context) (Plan, bool) {
 		CreateResults: a.creates,
 		DeleteResults: a.deletes,
 	}
-	a.seen, a.creates, a.deletes = map[int64]bool{}, nil, nil
+	a.seen, a.creates, a.deletes = map[executorid.ID]bool{}, nil, nil
 	plan := Decide(&a.state, in, a.opts)
 	a.mu.Unlock()
 
@@ -257,7 +258,7 @@ func (a *Allocator) logPlan(p Plan) {
 func (a *Allocator) delete(ctx context.Context, p Plan) []DeleteResult {
 	var rs []DeleteResult
 	for _, d := range []struct {
-		ids         []int64
+		ids         []executorid.ID
 		onlyPending bool
 	}{{p.DeleteLost, false}, {p.DeleteExcess, true}} {
 		if len(d.ids) == 0 {
@@ -274,7 +275,7 @@ func (a *Allocator) delete(ctx context.Context, p Plan) []DeleteResult {
 
 // create creates the pods with at most CreateConcurrency in flight and, like
 // the Job controller's slow start, attempts no more once one has failed.
-func (a *Allocator) create(ctx context.Context, ids []int64) []CreateResult {
+func (a *Allocator) create(ctx context.Context, ids []executorid.ID) []CreateResult {
 	rs := make([]CreateResult, len(ids))
 	sem := make(chan struct{}, a.opts.CreateConcurrency)
 	var failed atomic.Bool

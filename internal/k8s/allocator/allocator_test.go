@@ -13,11 +13,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
 type deleteCall struct {
-	IDs         []int64
+	IDs         []executorid.ID
 	OnlyPending bool
 }
 
@@ -25,15 +26,15 @@ type deleteCall struct {
 // err(id) when err is set.
 type fakePods struct {
 	mu          sync.Mutex
-	created     []int64
+	created     []executorid.ID
 	deleted     []deleteCall
 	inflight    int
 	maxInflight int
 	gate        chan struct{}
-	err         func(id int64) error
+	err         func(id executorid.ID) error
 }
 
-func (f *fakePods) CreateExecutorPod(ctx context.Context, id int64) error {
+func (f *fakePods) CreateExecutorPod(ctx context.Context, id executorid.ID) error {
 	f.mu.Lock()
 	f.created = append(f.created, id)
 	f.inflight++
@@ -60,14 +61,14 @@ func (f *fakePods) CreateExecutorPod(ctx context.Context, id int64) error {
 	return nil
 }
 
-func (f *fakePods) DeleteExecutorPods(_ context.Context, ids []int64, onlyPending bool) error {
+func (f *fakePods) DeleteExecutorPods(_ context.Context, ids []executorid.ID, onlyPending bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.deleted = append(f.deleted, deleteCall{slices.Clone(ids), onlyPending})
 	return nil
 }
 
-func (f *fakePods) snapshot() (created []int64, deleted []deleteCall, inflight, maxInflight int) {
+func (f *fakePods) snapshot() (created []executorid.ID, deleted []deleteCall, inflight, maxInflight int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	created = slices.Clone(f.created)
@@ -104,12 +105,12 @@ func (l *loop) snap(pods ...snapshot.ExecutorPod) { l.snapTouched(nil, pods...) 
 
 // snapTouched hands the loop a snapshot and the executors whose pods
 // changed since the previous one.
-func (l *loop) snapTouched(touched []int64, pods ...snapshot.ExecutorPod) {
-	s := snapshot.Snapshot{Pods: map[int64]snapshot.ExecutorPod{}, Time: l.clk.Now()}
+func (l *loop) snapTouched(touched []executorid.ID, pods ...snapshot.ExecutorPod) {
+	s := snapshot.Snapshot{Pods: map[executorid.ID]snapshot.ExecutorPod{}, Time: l.clk.Now()}
 	for _, p := range pods {
 		s.Pods[p.ID] = p
 	}
-	m := map[int64]bool{}
+	m := map[executorid.ID]bool{}
 	for _, id := range touched {
 		m[id] = true
 	}
@@ -117,7 +118,7 @@ func (l *loop) snapTouched(touched []int64, pods ...snapshot.ExecutorPod) {
 	synctest.Wait()
 }
 
-func (l *loop) created() []int64 {
+func (l *loop) created() []executorid.ID {
 	c, _, _, _ := l.pods.snapshot()
 	return c
 }
@@ -134,7 +135,7 @@ func (l *loop) stop() error {
 	}
 }
 
-func pendingPods(from, to int64) []snapshot.ExecutorPod {
+func pendingPods(from, to executorid.ID) []snapshot.ExecutorPod {
 	var out []snapshot.ExecutorPod
 	for id := from; id <= to; id++ {
 		out = append(out, execPod(id, snapshot.Pending))
@@ -175,7 +176,7 @@ func TestLoopRounds(t *testing.T) {
 		// unseen pod is deleted once older than the idle timeout.
 		l.a.SetTarget(3)
 		l.step(61 * time.Second)
-		if _, deleted, _, _ := l.pods.snapshot(); !cmp.Equal(deleted, []deleteCall{{IDs: []int64{5}, OnlyPending: true}}) {
+		if _, deleted, _, _ := l.pods.snapshot(); !cmp.Equal(deleted, []deleteCall{{IDs: []executorid.ID{5}, OnlyPending: true}}) {
 			t.Fatalf("deleted %v, want the excess unseen pod 5", deleted)
 		}
 		if err := l.stop(); err != nil {
@@ -190,13 +191,13 @@ func TestLoopRounds(t *testing.T) {
 // them until PodCreationTimeout.
 func TestLoopTouched(t *testing.T) {
 	tests := map[string]struct {
-		mark []int64
-		want []int64
+		mark []executorid.ID
+		want []executorid.ID
 	}{
 		"both marked: the next round runs":      {mark: ids(1, 2), want: ids(1, 4)},
 		"one marked: the round waits for 2":     {mark: ids(1, 1), want: ids(1, 2)},
 		"none marked: the round waits for both": {want: ids(1, 2)},
-		"unknown ids are harmless":              {mark: []int64{1, 2, 99}, want: ids(1, 4)},
+		"unknown ids are harmless":              {mark: []executorid.ID{1, 2, 99}, want: ids(1, 4)},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -255,7 +256,7 @@ func TestLoopCreateConcurrency(t *testing.T) {
 
 func TestLoopStopsCreatingAfterAFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pods := &fakePods{gate: make(chan struct{}), err: func(id int64) error {
+		pods := &fakePods{gate: make(chan struct{}), err: func(id executorid.ID) error {
 			if id == 1 {
 				return errRefused
 			}
@@ -276,7 +277,7 @@ func TestLoopStopsCreatingAfterAFailure(t *testing.T) {
 		l.step(time.Second)
 		mu.Lock()
 		defer mu.Unlock()
-		if len(plans) != 2 || !slices.Equal(plans[1].Create, append([]int64{1}, ids(5, 13)...)) {
+		if len(plans) != 2 || !slices.Equal(plans[1].Create, append([]executorid.ID{1}, ids(5, 13)...)) {
 			t.Errorf("plans %+v: want a second round of 10 (halved): the refused id 1 again, then from id 5", plans)
 		}
 		if err := l.stop(); err != nil {
@@ -287,7 +288,7 @@ func TestLoopStopsCreatingAfterAFailure(t *testing.T) {
 
 func TestLoopFatal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pods := &fakePods{err: func(int64) error { return invalidPodErr() }}
+		pods := &fakePods{err: func(executorid.ID) error { return invalidPodErr() }}
 		l := startLoop(t, Options{BatchSize: 5, BatchDelay: time.Second}, pods)
 		l.a.SetTarget(5)
 		l.snap()
@@ -325,7 +326,7 @@ func TestLoopDeletes(t *testing.T) {
 		l.a.SetTarget(1)
 		l.step(time.Second)
 		_, deleted, _, _ := pods.snapshot()
-		want := []deleteCall{{IDs: []int64{3}}, {IDs: []int64{2}, OnlyPending: true}}
+		want := []deleteCall{{IDs: []executorid.ID{3}}, {IDs: []executorid.ID{2}, OnlyPending: true}}
 		if diff := cmp.Diff(want, deleted); diff != "" {
 			t.Errorf("deletes (-want +got):\n%s", diff)
 		}

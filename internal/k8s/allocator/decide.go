@@ -9,19 +9,20 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
 // CreateResult is the outcome of one create the loop attempted, or
 // ErrNotAttempted for one it skipped.
 type CreateResult struct {
-	ID  int64
+	ID  executorid.ID
 	Err error
 }
 
 // DeleteResult is the outcome of one delete call covering IDs.
 type DeleteResult struct {
-	IDs []int64
+	IDs []executorid.ID
 	Err error
 }
 
@@ -39,9 +40,9 @@ type Input struct {
 	// pod source that reports a change before the snapshot that holds it
 	// would make a live pod look gone, and it would be created again. The
 	// ids of Snapshot count as seen without being listed here.
-	Seen map[int64]bool
+	Seen map[executorid.ID]bool
 	// Registered holds the executors the scheduler backend knows now.
-	Registered map[int64]bool
+	Registered map[executorid.ID]bool
 	// CreateResults and DeleteResults are the outcomes of the previous
 	// round's plan.
 	CreateResults []CreateResult
@@ -52,16 +53,16 @@ type Input struct {
 type Plan struct {
 	// Create holds executor ids to create, in order: first creates sent
 	// again because their outcome was unknown (Resend), then new ones.
-	Create []int64
+	Create []executorid.ID
 	// Resend counts the leading ids of Create that are sent again with the
 	// same pod name: a previous create of theirs may have been stored.
 	Resend int
 	// DeleteExcess holds pending pods beyond the target; delete them only
 	// while still Pending, so one that started meanwhile keeps running.
-	DeleteExcess []int64
+	DeleteExcess []executorid.ID
 	// DeleteLost holds created pods never seen within PodCreationTimeout:
 	// the create was lost, or its events were. Delete them unconditionally.
-	DeleteLost []int64
+	DeleteLost []executorid.ID
 	// Fatal, once set, is set in every later plan: the application fails.
 	Fatal error
 	// Report is a message for the user; the policy decides how often
@@ -120,16 +121,16 @@ func (c Counts) Total() int { return c.Running + c.NotRunning() }
 // ready; it is owned by one loop.
 type State struct {
 	// lastID is the highest executor id issued; ids start at 1.
-	lastID int64
+	lastID executorid.ID
 	// free holds ids issued whose creates surely stored nothing (refused,
 	// throttled, not attempted): the next creates take them again, so
 	// failures burn no ids.
-	free []int64
+	free []executorid.ID
 	// expect holds the creates not yet seen in a snapshot.
-	expect map[int64]*expectation
+	expect map[executorid.ID]*expectation
 	// deleted holds the pods deleted by the allocator, not counted even while
 	// the cache still shows them.
-	deleted map[int64]*deletion
+	deleted map[executorid.ID]*deletion
 
 	quota         *quotaBlock
 	quotaReported bool
@@ -137,9 +138,9 @@ type State struct {
 	fatal         error
 
 	// Adaptive only.
-	round      int     // current round size
-	lastRound  []int64 // created by the last creating round, awaiting a verdict
-	unsched    map[int64]bool
+	round      int             // current round size
+	lastRound  []executorid.ID // created by the last creating round, awaiting a verdict
+	unsched    map[executorid.ID]bool
 	failStreak int // consecutive rounds whose creates all failed
 	notBefore  time.Time
 }
@@ -181,9 +182,9 @@ func quotaCause(err error) string {
 // IsDeleted reports whether the allocator deleted the executor's pod; such
 // an executor must not register.
 // Issued reports whether id is an executor id the allocator has handed out.
-func (s *State) Issued(id int64) bool { return id >= 1 && id <= s.lastID }
+func (s *State) Issued(id executorid.ID) bool { return id >= 1 && id <= s.lastID }
 
-func (s *State) IsDeleted(id int64) bool { return s.deleted[id] != nil }
+func (s *State) IsDeleted(id executorid.ID) bool { return s.deleted[id] != nil }
 
 // roundResult sums up the previous round's creates.
 type roundResult struct {
@@ -201,8 +202,8 @@ func Decide(s *State, in Input, o Options) Plan {
 	o = o.withDefaults()
 	in.Target = max(in.Target, 0)
 	if s.expect == nil {
-		s.expect = map[int64]*expectation{}
-		s.deleted = map[int64]*deletion{}
+		s.expect = map[executorid.ID]*expectation{}
+		s.deleted = map[executorid.ID]*deletion{}
 	}
 	p := Plan{NextRound: o.BatchDelay}
 	if s.fatal != nil {
@@ -300,7 +301,7 @@ func Decide(s *State, in Input, o Options) Plan {
 // prove the first attempt stored nothing.
 func (s *State) absorbCreates(rs []CreateResult, now time.Time) roundResult {
 	var r roundResult
-	gone := map[int64]bool{}
+	gone := map[executorid.ID]bool{}
 	for _, cr := range rs {
 		e := s.expect[cr.ID]
 		class := classify(cr.Err)
@@ -342,17 +343,17 @@ func (s *State) absorbCreates(rs []CreateResult, now time.Time) roundResult {
 		}
 	}
 	slices.Sort(s.free)
-	s.lastRound = slices.DeleteFunc(s.lastRound, func(id int64) bool { return gone[id] })
+	s.lastRound = slices.DeleteFunc(s.lastRound, func(id executorid.ID) bool { return gone[id] })
 	return r
 }
 
 // resends returns the creates to send again, by id, and stamps them sent
 // (unless adaptive's back-off holds every create back).
-func (s *State) resends(now time.Time) []int64 {
+func (s *State) resends(now time.Time) []executorid.ID {
 	if now.Before(s.notBefore) {
 		return nil
 	}
-	var ids []int64
+	var ids []executorid.ID
 	for id, e := range s.expect {
 		if e.resend {
 			ids = append(ids, id)
@@ -399,8 +400,8 @@ func (s *State) observe(in Input) {
 // expire forgets creates unseen for longer than PodCreationTimeout and
 // returns them for deletion (Spark step 3). Unlike Spark, drover also marks
 // them deleted, so a late pod neither counts nor registers.
-func (s *State) expire(now time.Time, o Options) []int64 {
-	var lost []int64
+func (s *State) expire(now time.Time, o Options) []executorid.ID {
+	var lost []executorid.ID
 	for id, e := range s.expect {
 		if !e.known && now.Sub(e.at) > o.PodCreationTimeout {
 			lost = append(lost, id)
@@ -416,7 +417,7 @@ func (s *State) expire(now time.Time, o Options) []int64 {
 // surface. Spark forgets them as soon as a snapshot lacks the pod; keeping
 // them for PodCreationTimeout keeps refusing a registration that races with
 // the deletion.
-func (s *State) reapDeleted(in Input, o Options) (excess, lost []int64) {
+func (s *State) reapDeleted(in Input, o Options) (excess, lost []executorid.ID) {
 	for id, d := range s.deleted {
 		ep, present := in.Snapshot.Pods[id]
 		if d.retry {
@@ -476,12 +477,12 @@ func (s *State) count(in Input) (Counts, []snapshot.ExecutorPod) {
 // first unseen creates, then Pending pods the scheduler backend does not
 // know, each only once older than ExecutorIdleTimeout so a brief dip of the
 // target does not churn pods. Running pods are never deleted here.
-func (s *State) trimExcess(in Input, o Options, c *Counts, pending []snapshot.ExecutorPod) []int64 {
+func (s *State) trimExcess(in Input, o Options, c *Counts, pending []snapshot.ExecutorPod) []executorid.ID {
 	excess := c.Total() - in.Target
 	if excess <= 0 {
 		return nil
 	}
-	var unseen []int64
+	var unseen []executorid.ID
 	for id, e := range s.expect {
 		if !e.known && in.Now.Sub(e.at) > o.ExecutorIdleTimeout {
 			unseen = append(unseen, id)
@@ -490,7 +491,7 @@ func (s *State) trimExcess(in Input, o Options, c *Counts, pending []snapshot.Ex
 	slices.Sort(unseen)
 	unseen = unseen[:min(len(unseen), excess)]
 	slices.SortFunc(pending, func(a, b snapshot.ExecutorPod) int { return cmp.Compare(a.ID, b.ID) })
-	var old []int64
+	var old []executorid.ID
 	for _, ep := range pending {
 		if len(unseen)+len(old) == excess {
 			break
@@ -523,9 +524,9 @@ func idleTimedOut(ep snapshot.ExecutorPod, now time.Time, idle time.Duration) bo
 // issue hands out up to n ids, freed ones first, and expects their pods
 // from now on. It stops at AllocationMaximum, which Spark checks as
 // id >= maximum.
-func (s *State) issue(n int, now time.Time, o Options) (ids []int64, capped bool) {
+func (s *State) issue(n int, now time.Time, o Options) (ids []executorid.ID, capped bool) {
 	for range n {
-		var id int64
+		var id executorid.ID
 		if len(s.free) > 0 {
 			id, s.free = s.free[0], s.free[1:]
 		} else {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/drover-project/drover/internal/executorid"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -18,7 +19,7 @@ var ErrNotAttempted = errors.New("executor pod create not attempted")
 // FatalError is a create error that retrying cannot fix: the pod spec is
 // invalid, or the API server forbids it. It fails the application.
 type FatalError struct {
-	ID  int64
+	ID  executorid.ID
 	Err error
 }
 

@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -15,13 +16,13 @@ func TestStaleCacheNeverDoubleCreates(t *testing.T) {
 	for _, policy := range policies {
 		t.Run(string(policy), func(t *testing.T) {
 			w := newWorld(t, Options{Policy: policy, BatchSize: 20, BatchDelay: time.Second, MaxPendingPods: 1000}, 30)
-			var created, lagging []int64
+			var created, lagging []executorid.ID
 			for r := range 40 {
 				if r >= 20 {
 					// The cache catches up, one round late.
 					w.appear(snapshot.Running, lagging)
 				}
-				lagging = append([]int64(nil), created...)
+				lagging = append([]executorid.ID(nil), created...)
 				p := w.round()
 				created = append(created, p.Create...)
 				if len(created) > w.target {
@@ -51,7 +52,7 @@ func TestLostCreationIsForgotten(t *testing.T) {
 			}, {
 				name: "past the timeout: deleted, not counted, replaced",
 				do:   later(time.Millisecond),
-				want: Plan{DeleteLost: []int64{2}, Create: []int64{3}, Counts: Counts{Target: 2, Running: 1}},
+				want: Plan{DeleteLost: []executorid.ID{2}, Create: []executorid.ID{3}, Counts: Counts{Target: 2, Running: 1}},
 			}})
 		})
 	}
@@ -89,7 +90,7 @@ func TestRegisteredThenGone(t *testing.T) {
 			}, {
 				name: "one is removed, its pod never seen: replaced",
 				do:   later(time.Second, func(w *world) { delete(w.registered, 1) }),
-				want: Plan{Create: []int64{3}, Counts: Counts{Target: 2, UnseenKnown: 1}},
+				want: Plan{Create: []executorid.ID{3}, Counts: Counts{Target: 2, UnseenKnown: 1}},
 			}})
 		})
 	}
@@ -105,11 +106,11 @@ func TestFailedDeleteIsRetried(t *testing.T) {
 	}, {
 		name: "lost: delete, which fails",
 		do:   later(11*time.Second, func(w *world) { w.appear(snapshot.Running, ids(2, 2)) }),
-		want: Plan{DeleteLost: []int64{1}, Counts: Counts{Target: 1, Running: 1}},
+		want: Plan{DeleteLost: []executorid.ID{1}, Counts: Counts{Target: 1, Running: 1}},
 	}, {
 		name: "retried",
 		do:   later(time.Second, func(w *world) { w.deleteErr = nil }),
-		want: Plan{DeleteLost: []int64{1}, Counts: Counts{Target: 1, Running: 1}},
+		want: Plan{DeleteLost: []executorid.ID{1}, Counts: Counts{Target: 1, Running: 1}},
 	}, {
 		name: "done",
 		do:   later(time.Second),
@@ -143,7 +144,7 @@ func TestDeletedPodsDoNotCount(t *testing.T) {
 		do:   later(time.Second, func(w *world) { w.target = 3 }),
 		want: Plan{Create: ids(4, 5), Counts: Counts{Target: 3, Pending: 1}},
 	}})
-	for id, want := range map[int64]bool{1: true, 2: true, 3: false, 4: false} {
+	for id, want := range map[executorid.ID]bool{1: true, 2: true, 3: false, 4: false} {
 		if got := w.s.IsDeleted(id); got != want {
 			t.Errorf("IsDeleted(%d) = %v, want %v", id, got, want)
 		}

@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -24,11 +25,11 @@ type faultCluster struct {
 	now    time.Time
 	target int
 
-	stored  map[int64]snapshot.State // what the API server holds
-	views   []map[int64]snapshot.State
+	stored  map[executorid.ID]snapshot.State // what the API server holds
+	views   []map[executorid.ID]snapshot.State
 	lag     int // rounds the pod source is behind
 	down    bool
-	outcome func(id int64) (store bool, err error)
+	outcome func(id executorid.ID) (store bool, err error)
 	// creations counts pods stored; lost counts pods the scenario
 	// removed, which the allocator must replace.
 	creations, lost int
@@ -38,7 +39,7 @@ type faultCluster struct {
 
 func newFaultCluster(t *testing.T, policy Policy, target int) *faultCluster {
 	return &faultCluster{t: t, o: Options{Policy: policy, BatchSize: 20, BatchDelay: time.Second, MaxPendingPods: 1000},
-		now: t0, target: target, stored: map[int64]snapshot.State{}}
+		now: t0, target: target, stored: map[executorid.ID]snapshot.State{}}
 }
 
 var (
@@ -47,9 +48,9 @@ var (
 )
 
 // view is what the pod source shows now: the stored pods lag rounds ago.
-func (c *faultCluster) view() map[int64]snapshot.State {
+func (c *faultCluster) view() map[executorid.ID]snapshot.State {
 	if len(c.views) == 0 {
-		return map[int64]snapshot.State{}
+		return map[executorid.ID]snapshot.State{}
 	}
 	return c.views[max(0, len(c.views)-1-c.lag)]
 }
@@ -59,7 +60,7 @@ func (c *faultCluster) round() Plan {
 	// The source records a copy of the cluster each round (unless the API
 	// server is down: it keeps its last view).
 	if !c.down || len(c.views) == 0 {
-		cp := map[int64]snapshot.State{}
+		cp := map[executorid.ID]snapshot.State{}
 		for id, st := range c.stored {
 			cp[id] = st
 		}
@@ -68,8 +69,8 @@ func (c *faultCluster) round() Plan {
 		c.views = append(c.views, c.views[len(c.views)-1])
 	}
 	view := c.view()
-	snap := snapshot.Snapshot{Pods: map[int64]snapshot.ExecutorPod{}, Time: c.now}
-	registered := map[int64]bool{}
+	snap := snapshot.Snapshot{Pods: map[executorid.ID]snapshot.ExecutorPod{}, Time: c.now}
+	registered := map[executorid.ID]bool{}
 	for id, st := range view {
 		snap.Pods[id] = execPod(id, st, createdAt(c.now))
 		if st == snapshot.Running {
@@ -164,7 +165,7 @@ func TestFaultsCreateExactlyN(t *testing.T) {
 		// API server stored them): sent again, AlreadyExists settles them.
 		"lost create responses": func(c *faultCluster) {
 			c.lag = 3 // the watch is slow, too
-			c.outcome = func(id int64) (bool, error) {
+			c.outcome = func(id executorid.ID) (bool, error) {
 				if id%3 == 0 {
 					return true, errReset
 				}
@@ -176,7 +177,7 @@ func TestFaultsCreateExactlyN(t *testing.T) {
 		},
 		// A 5xx whose request was not stored: sent again, created once.
 		"5xx before storing": func(c *faultCluster) {
-			c.outcome = func(id int64) (bool, error) {
+			c.outcome = func(id executorid.ID) (bool, error) {
 				if id%4 == 0 && c.s.expect[id] != nil && !c.s.expect[id].resend {
 					return false, apierrors.NewInternalError(errBoom)
 				}
@@ -199,7 +200,7 @@ func TestFaultsCreateExactlyN(t *testing.T) {
 			for range 3 {
 				c.round()
 			}
-			c.outcome = func(int64) (bool, error) { return true, errReset }
+			c.outcome = func(executorid.ID) (bool, error) { return true, errReset }
 			c.lag = 4
 			c.round()
 			c.outcome = nil
@@ -224,7 +225,7 @@ func TestFaultsCreateExactlyN(t *testing.T) {
 				if c.maxLive > c.target {
 					t.Errorf("up to %d pods at once, want at most the target %d", c.maxLive, c.target)
 				}
-				if c.s.lastID > int64(c.target+c.lost) {
+				if c.s.lastID > executorid.ID(c.target+c.lost) {
 					t.Errorf("ids up to %d issued for %d pods: failed creates burned ids", c.s.lastID, c.target+c.lost)
 				}
 			})

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -29,7 +30,7 @@ func unschedulableCond(p *corev1.Pod) {
 }
 
 // execPod builds an executor pod in state st, created at t0 unless told.
-func execPod(id int64, st snapshot.State, opts ...podOpt) snapshot.ExecutorPod {
+func execPod(id executorid.ID, st snapshot.State, opts ...podOpt) snapshot.ExecutorPod {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name:              fmt.Sprintf("app-exec-%d", id),
 		CreationTimestamp: metav1.NewTime(t0),
@@ -44,8 +45,8 @@ func execPod(id int64, st snapshot.State, opts ...podOpt) snapshot.ExecutorPod {
 	return snapshot.ExecutorPod{ID: id, Pod: p, State: st}
 }
 
-func ids(from, to int64) []int64 {
-	var out []int64
+func ids(from, to executorid.ID) []executorid.ID {
+	var out []executorid.ID
 	for id := from; id <= to; id++ {
 		out = append(out, id)
 	}
@@ -60,12 +61,12 @@ type world struct {
 	s          State
 	now        time.Time
 	target     int
-	pods       map[int64]snapshot.ExecutorPod
-	registered map[int64]bool
-	seen       map[int64]bool
+	pods       map[executorid.ID]snapshot.ExecutorPod
+	registered map[executorid.ID]bool
+	seen       map[executorid.ID]bool
 	// createErr decides each create's outcome; nil means success. As the
 	// loop does, creates after the first failure are not attempted.
-	createErr func(id int64) error
+	createErr func(id executorid.ID) error
 	creates   []CreateResult
 	deletes   []DeleteResult
 	// deleteErr is the outcome of every delete call.
@@ -76,11 +77,11 @@ type world struct {
 
 func newWorld(t *testing.T, o Options, target int) *world {
 	return &world{t: t, o: o, now: t0, target: target,
-		pods: map[int64]snapshot.ExecutorPod{}, registered: map[int64]bool{}, seen: map[int64]bool{}}
+		pods: map[executorid.ID]snapshot.ExecutorPod{}, registered: map[executorid.ID]bool{}, seen: map[executorid.ID]bool{}}
 }
 
 func (w *world) snapshot() snapshot.Snapshot {
-	pods := make(map[int64]snapshot.ExecutorPod, len(w.pods))
+	pods := make(map[executorid.ID]snapshot.ExecutorPod, len(w.pods))
 	for id, p := range w.pods {
 		pods[id] = p
 	}
@@ -93,7 +94,7 @@ func (w *world) round() Plan {
 	w.t.Helper()
 	in := Input{Now: w.now, Target: w.target, Snapshot: w.snapshot(), Seen: w.seen,
 		Registered: w.registered, CreateResults: w.creates, DeleteResults: w.deletes}
-	w.creates, w.deletes, w.seen = nil, nil, map[int64]bool{}
+	w.creates, w.deletes, w.seen = nil, nil, map[executorid.ID]bool{}
 	p := Decide(&w.s, in, w.o)
 	failed := false
 	for _, id := range p.Create {
@@ -109,7 +110,7 @@ func (w *world) round() Plan {
 		}
 		w.creates = append(w.creates, CreateResult{ID: id, Err: err})
 	}
-	for _, d := range [][]int64{p.DeleteLost, p.DeleteExcess} {
+	for _, d := range [][]executorid.ID{p.DeleteLost, p.DeleteExcess} {
 		if len(d) > 0 {
 			w.deletes = append(w.deletes, DeleteResult{IDs: d, Err: w.deleteErr})
 		}
@@ -126,7 +127,7 @@ func (w *world) set(pods ...snapshot.ExecutorPod) {
 }
 
 // appear puts the given executors' pods into the cache in state st.
-func (w *world) appear(st snapshot.State, ids []int64, opts ...podOpt) {
+func (w *world) appear(st snapshot.State, ids []executorid.ID, opts ...podOpt) {
 	for _, id := range ids {
 		w.set(execPod(id, st, append([]podOpt{createdAt(w.now)}, opts...)...))
 	}

@@ -3,6 +3,8 @@ package allocator
 import (
 	"fmt"
 	"time"
+
+	"github.com/drover-project/drover/internal/executorid"
 )
 
 // Policy names an allocation policy (drover.kubernetes.allocation.policy).
@@ -50,7 +52,7 @@ type Options struct {
 	// AllocationMaximum is spark.kubernetes.allocation.maximum: executor ids
 	// must stay below it over the application's life (Spark refuses an id
 	// >= maximum). 0 means unlimited.
-	AllocationMaximum int64
+	AllocationMaximum executorid.ID
 	// CreateConcurrency bounds the concurrent creates of adaptive; spark
 	// creates one pod at a time.
 	CreateConcurrency int

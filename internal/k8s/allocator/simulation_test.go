@@ -9,6 +9,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -20,8 +21,8 @@ type simCluster struct {
 	capacity int // 0: unlimited
 
 	mu         sync.Mutex
-	pods       map[int64]*simPod
-	queue      []int64 // pending, in creation order
+	pods       map[executorid.ID]*simPod
+	queue      []executorid.ID // pending, in creation order
 	running    int
 	creates    int
 	maxLive    int
@@ -34,7 +35,7 @@ type simPod struct {
 	unschedulable bool
 }
 
-func (c *simCluster) CreateExecutorPod(_ context.Context, id int64) error {
+func (c *simCluster) CreateExecutorPod(_ context.Context, id executorid.ID) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pods[id] = &simPod{created: c.clk.Now()}
@@ -45,7 +46,7 @@ func (c *simCluster) CreateExecutorPod(_ context.Context, id int64) error {
 	return nil
 }
 
-func (c *simCluster) DeleteExecutorPods(_ context.Context, ids []int64, onlyPending bool) error {
+func (c *simCluster) DeleteExecutorPods(_ context.Context, ids []executorid.ID, onlyPending bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range ids {
@@ -84,7 +85,7 @@ func (c *simCluster) admit(k int) {
 func (c *simCluster) snapshot() (snapshot.Snapshot, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := snapshot.Snapshot{Pods: map[int64]snapshot.ExecutorPod{}, Time: c.clk.Now()}
+	s := snapshot.Snapshot{Pods: map[executorid.ID]snapshot.ExecutorPod{}, Time: c.clk.Now()}
 	running := 0
 	for id, p := range c.pods {
 		st, opts := snapshot.Pending, []podOpt{createdAt(p.created)}
@@ -111,7 +112,7 @@ func simulate(t *testing.T, o Options, target, perTick, capacity, maxTicks int) 
 	var r simResult
 	synctest.Test(t, func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(t0)
-		c := &simCluster{clk: clk, capacity: capacity, pods: map[int64]*simPod{}}
+		c := &simCluster{clk: clk, capacity: capacity, pods: map[executorid.ID]*simPod{}}
 		a := New(o, c, clk, nil)
 		var mu sync.Mutex
 		a.observe = func(p Plan) {

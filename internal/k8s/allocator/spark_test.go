@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -57,7 +58,7 @@ func TestSparkRampUp(t *testing.T) {
 	w := newWorld(t, sparkOptions(2), 5)
 	runSteps(t, w, []step{{
 		name: "first round requests one batch",
-		want: Plan{Create: []int64{1, 2}, Counts: Counts{Target: 5}},
+		want: Plan{Create: []executorid.ID{1, 2}, Counts: Counts{Target: 5}},
 	}, {
 		name: "stale cache: blocked while the batch is unseen",
 		do:   later(time.Second),
@@ -69,13 +70,13 @@ func TestSparkRampUp(t *testing.T) {
 	}, {
 		name: "whole batch seen: next batch",
 		do:   later(time.Second, func(w *world) { w.appear(snapshot.Pending, ids(2, 2)) }),
-		want: Plan{Create: []int64{3, 4}, Counts: Counts{Target: 5, Pending: 2}},
+		want: Plan{Create: []executorid.ID{3, 4}, Counts: Counts{Target: 5, Pending: 2}},
 	}, {
 		name: "registered before seen: does not block, still counts",
 		do: later(time.Second, func(w *world) {
 			w.registered[3], w.registered[4] = true, true
 		}),
-		want: Plan{Create: []int64{5}, Counts: Counts{Target: 5, Pending: 2, UnseenKnown: 2}},
+		want: Plan{Create: []executorid.ID{5}, Counts: Counts{Target: 5, Pending: 2, UnseenKnown: 2}},
 	}, {
 		name: "target reached",
 		do: later(time.Second, func(w *world) {
@@ -86,7 +87,7 @@ func TestSparkRampUp(t *testing.T) {
 	}, {
 		name: "a failed pod no longer counts and is replaced",
 		do:   later(time.Second, func(w *world) { w.appear(snapshot.Failed, ids(1, 1)) }),
-		want: Plan{Create: []int64{6}, Counts: Counts{Target: 5, Running: 2, Pending: 2}},
+		want: Plan{Create: []executorid.ID{6}, Counts: Counts{Target: 5, Running: 2, Pending: 2}},
 	}, {
 		// Spark does not count a pod in an unknown phase and replaces it;
 		// if its node comes back, that is one executor too many.
@@ -105,7 +106,7 @@ func TestSparkCreationTimeout(t *testing.T) {
 	w := newWorld(t, o, 2)
 	runSteps(t, w, []step{{
 		name: "batch",
-		want: Plan{Create: []int64{1, 2}, Counts: Counts{Target: 2}},
+		want: Plan{Create: []executorid.ID{1, 2}, Counts: Counts{Target: 2}},
 	}, {
 		name: "at the timeout the unseen pod still blocks",
 		do:   later(10*time.Second, func(w *world) { w.appear(snapshot.Pending, ids(1, 1)) }),
@@ -113,7 +114,7 @@ func TestSparkCreationTimeout(t *testing.T) {
 	}, {
 		name: "past it: forgotten, deleted and replaced in the same round",
 		do:   later(time.Millisecond),
-		want: Plan{DeleteLost: []int64{2}, Create: []int64{3}, Counts: Counts{Target: 2, Pending: 1}},
+		want: Plan{DeleteLost: []executorid.ID{2}, Create: []executorid.ID{3}, Counts: Counts{Target: 2, Pending: 1}},
 	}, {
 		name: "the lost pod surfacing late is not counted",
 		do:   later(time.Second, func(w *world) { w.appear(snapshot.Pending, ids(2, 2)) }),
@@ -130,7 +131,7 @@ func TestSparkMaxPendingPods(t *testing.T) {
 	w := newWorld(t, o, 10)
 	runSteps(t, w, []step{{
 		name: "capped by maxPendingPods",
-		want: Plan{Create: []int64{1, 2, 3}, Counts: Counts{Target: 10}},
+		want: Plan{Create: []executorid.ID{1, 2, 3}, Counts: Counts{Target: 10}},
 	}, {
 		name: "all pending: no room",
 		do:   later(time.Second, func(w *world) { w.appear(snapshot.Pending, ids(1, 3)) }),
@@ -138,7 +139,7 @@ func TestSparkMaxPendingPods(t *testing.T) {
 	}, {
 		name: "one runs: one slot",
 		do:   later(time.Second, func(w *world) { w.appear(snapshot.Running, ids(1, 1)) }),
-		want: Plan{Create: []int64{4}, Counts: Counts{Target: 10, Running: 1, Pending: 2}},
+		want: Plan{Create: []executorid.ID{4}, Counts: Counts{Target: 10, Running: 1, Pending: 2}},
 	}, {
 		name: "registered pending pods still take slots",
 		do: later(time.Second, func(w *world) {
@@ -146,7 +147,7 @@ func TestSparkMaxPendingPods(t *testing.T) {
 			w.appear(snapshot.Running, ids(2, 2))
 			w.registered[3] = true
 		}),
-		want: Plan{Create: []int64{5}, Counts: Counts{Target: 10, Running: 2, Pending: 1, PendingKnown: 1}},
+		want: Plan{Create: []executorid.ID{5}, Counts: Counts{Target: 10, Running: 2, Pending: 1, PendingKnown: 1}},
 	}})
 }
 
@@ -176,7 +177,7 @@ func TestSparkDownscale(t *testing.T) {
 	}, {
 		name: "past the idle timeout: old unseen first, then old unregistered pending; never running or registered",
 		do:   func(w *world) { w.now = t0.Add(61 * time.Second) },
-		want: Plan{DeleteExcess: []int64{3, 6}, Counts: Counts{Target: 1, Running: 2, Pending: 1, PendingKnown: 1}},
+		want: Plan{DeleteExcess: []executorid.ID{3, 6}, Counts: Counts{Target: 1, Running: 2, Pending: 1, PendingKnown: 1}},
 	}, {
 		name: "the cache still shows the deleted pod: not counted",
 		do:   later(time.Second),
@@ -184,9 +185,9 @@ func TestSparkDownscale(t *testing.T) {
 	}, {
 		name: "the young pending pod ages out too",
 		do:   func(w *world) { w.now = t0.Add(91 * time.Second) },
-		want: Plan{DeleteExcess: []int64{5}, Counts: Counts{Target: 1, Running: 2, PendingKnown: 1}},
+		want: Plan{DeleteExcess: []executorid.ID{5}, Counts: Counts{Target: 1, Running: 2, PendingKnown: 1}},
 	}})
-	for id, want := range map[int64]bool{1: false, 3: true, 4: false, 5: true, 6: true} {
+	for id, want := range map[executorid.ID]bool{1: false, 3: true, 4: false, 5: true, 6: true} {
 		if got := w.s.IsDeleted(id); got != want {
 			t.Errorf("IsDeleted(%d) = %v, want %v", id, got, want)
 		}
@@ -199,7 +200,7 @@ func TestSparkAllocationMaximum(t *testing.T) {
 	w := newWorld(t, o, 5)
 	runSteps(t, w, []step{{
 		name:   "ids stop below the maximum",
-		want:   Plan{Create: []int64{1, 2, 3}, Limit: Limit{Held: 2, Reachable: 3, Cause: "spark.kubernetes.allocation.maximum=4"}, Counts: Counts{Target: 5}},
+		want:   Plan{Create: []executorid.ID{1, 2, 3}, Limit: Limit{Held: 2, Reachable: 3, Cause: "spark.kubernetes.allocation.maximum=4"}, Counts: Counts{Target: 5}},
 		report: "Exceed the pod creation limit: 4",
 	}, {
 		name: "reported once",
@@ -214,7 +215,7 @@ func TestSparkAllocationMaximum(t *testing.T) {
 
 func TestSparkSerialCreateFailure(t *testing.T) {
 	w := newWorld(t, sparkOptions(5), 5)
-	w.createErr = func(id int64) error {
+	w.createErr = func(id executorid.ID) error {
 		if id == 2 {
 			return errRefused
 		}

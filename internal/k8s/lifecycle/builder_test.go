@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -23,7 +23,7 @@ var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 // terminated(container, 137, "OOMKilled").obj().
 type podBuilder struct{ p *corev1.Pod }
 
-func pod(id int64) *podBuilder {
+func pod(id executorid.ID) *podBuilder {
 	return &podBuilder{p: &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fmt.Sprintf("app-exec-%d", id),
@@ -31,7 +31,7 @@ func pod(id int64) *podBuilder {
 			Labels: map[string]string{
 				snapshot.LabelAppID:      "app",
 				snapshot.LabelRole:       snapshot.RoleExecutor,
-				snapshot.LabelExecutorID: strconv.FormatInt(id, 10),
+				snapshot.LabelExecutorID: id.String(),
 			},
 		},
 		Spec: corev1.PodSpec{

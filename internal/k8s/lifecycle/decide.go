@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/scheduler"
 )
@@ -58,7 +59,7 @@ type warning struct {
 // ids lists, sorted, the executors to look at: those with a pod, those whose
 // pod vanished since the previous snapshot and, on a full sync, the
 // registered ones.
-func (d *decision) ids() []int64 {
+func (d *decision) ids() []executorid.ID {
 	ids := d.in.Snapshot.IDs()
 	for id := range d.s.seen {
 		if _, ok := d.in.Snapshot.Pods[id]; !ok {
@@ -78,7 +79,7 @@ func (d *decision) ids() []int64 {
 	return ids
 }
 
-func (d *decision) decide(id int64) {
+func (d *decision) decide(id executorid.ID) {
 	ep, present := d.in.Snapshot.Pods[id]
 	if present && ep.Pod == nil {
 		return
@@ -145,7 +146,7 @@ func (d *decision) snapshotTime() time.Time {
 // nil if it was never seen): it asked to, no snapshot taken before it asked
 // showed the pod being deleted, and the pod's status names no cause of the
 // cluster's.
-func (d *decision) byDriver(id int64, p *corev1.Pod) bool {
+func (d *decision) byDriver(id executorid.ID, p *corev1.Pod) bool {
 	asked, ok := d.in.DeletedByDriver[id]
 	if !ok {
 		return false
@@ -157,14 +158,14 @@ func (d *decision) byDriver(id int64, p *corev1.Pod) bool {
 }
 
 // when says whether the executor had registered when its pod ended.
-func (d *decision) when(id int64) registration {
+func (d *decision) when(id executorid.ID) registration {
 	_, ok := d.s.registered[id]
 	return registration(ok)
 }
 
 // absent handles an executor without a pod: one whose pod vanished since
 // the previous snapshot, or a registered one a full list lacks.
-func (d *decision) absent(id int64) {
+func (d *decision) absent(id executorid.ID) {
 	when := d.when(id)
 	if last, ok := d.s.seen[id]; ok {
 		if d.byDriver(id, last) {
@@ -194,7 +195,7 @@ func (d *decision) absent(id int64) {
 
 // active handles a pending, running or unknown pod: a lost node, or a
 // problem that keeps it from starting.
-func (d *decision) active(id int64, ep snapshot.ExecutorPod, killed bool) {
+func (d *decision) active(id executorid.ID, ep snapshot.ExecutorPod, killed bool) {
 	p := ep.Pod
 	if killed {
 		delete(d.s.problems, id)
@@ -222,7 +223,7 @@ func (d *decision) active(id int64, ep snapshot.ExecutorPod, killed bool) {
 
 // pending handles a pod that is not starting: report it, and delete it
 // once the problem outlasts its grace period (unschedulable pods wait).
-func (d *decision) pending(id int64, p *corev1.Pod, prob problem) {
+func (d *decision) pending(id executorid.ID, p *corev1.Pod, prob problem) {
 	t := d.track(id, prob)
 	grace := d.o.grace(prob.reason)
 	elapsed := d.now.Sub(t.since)
@@ -245,7 +246,7 @@ func (d *decision) pending(id int64, p *corev1.Pod, prob problem) {
 
 // track records a pod's current problem, keeping its first-seen time while
 // the problem's class stays the same.
-func (d *decision) track(id int64, prob problem) *tracked {
+func (d *decision) track(id executorid.ID, prob problem) *tracked {
 	t := d.s.problems[id]
 	if t == nil || t.class != prob.reason.class() {
 		t = &tracked{class: prob.reason.class(), since: d.now}
@@ -255,7 +256,7 @@ func (d *decision) track(id int64, prob problem) *tracked {
 	return t
 }
 
-func (d *decision) warn(id int64, pod string, t *tracked, what string) {
+func (d *decision) warn(id executorid.ID, pod string, t *tracked, what string) {
 	k := warnKey{id: id, class: t.class}
 	if d.s.warned[k] {
 		return
@@ -264,7 +265,7 @@ func (d *decision) warn(id int64, pod string, t *tracked, what string) {
 	d.warnings = append(d.warnings, warning{pod: pod, detail: t.detail() + "; " + what})
 }
 
-func (d *decision) remove(id int64, r scheduler.LossReason) {
+func (d *decision) remove(id executorid.ID, r scheduler.LossReason) {
 	d.actions = append(d.actions, RemoveExecutor{ID: id, Reason: r, Registered: bool(d.when(id))})
 	d.s.removed[id] = &removal{lastSeen: d.now}
 	delete(d.s.problems, id)
@@ -273,7 +274,7 @@ func (d *decision) remove(id int64, r scheduler.LossReason) {
 
 // cleanup deletes or labels the pod of a removed executor, unless it is
 // already being deleted. force deletes it whatever DeleteOnTermination says.
-func (d *decision) cleanup(id int64, p *corev1.Pod, force bool) {
+func (d *decision) cleanup(id executorid.ID, p *corev1.Pod, force bool) {
 	if p.DeletionTimestamp != nil {
 		return
 	}
@@ -333,7 +334,7 @@ func (d *decision) expire() {
 }
 
 // hasPod says the executor's pod is in the snapshot or the previous one.
-func (d *decision) hasPod(id int64) bool {
+func (d *decision) hasPod(id executorid.ID) bool {
 	_, present := d.in.Snapshot.Pods[id]
 	_, seen := d.s.seen[id]
 	return present || seen

@@ -10,21 +10,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
-func remove(id int64, code int, byApp bool) RemoveExecutor {
+func remove(id executorid.ID, code int, byApp bool) RemoveExecutor {
 	return RemoveExecutor{ID: id, Reason: scheduler.LossReason{ExitCode: code, CausedByApp: byApp}}
 }
 
 // removeReg is remove for an executor that had registered.
-func removeReg(id int64, code int, byApp bool) RemoveExecutor {
+func removeReg(id executorid.ID, code int, byApp bool) RemoveExecutor {
 	r := remove(id, code, byApp)
 	r.Registered = true
 	return r
 }
 
-func del(id int64) DeletePod { return DeletePod{ID: id, Name: pod(id).obj().Name} }
+func del(id executorid.ID) DeletePod { return DeletePod{ID: id, Name: pod(id).obj().Name} }
 
 func TestDecideStates(t *testing.T) {
 	failed := func(code int32, reason string) *podBuilder {
@@ -243,7 +244,7 @@ func TestDecideStates(t *testing.T) {
 			}
 			in := Input{Now: t0, Snapshot: snap(t0, tc.pod)}
 			if tc.killed {
-				in.DeletedByDriver = map[int64]time.Time{1: t0}
+				in.DeletedByDriver = map[executorid.ID]time.Time{1: t0}
 			}
 			got := Decide(&State{}, in, o)
 			check(t, got, tc.want, tc.texts...)
@@ -280,7 +281,7 @@ func TestDecideRemovedCacheExpiry(t *testing.T) {
 	var s State
 	o := testOptions() // DeletedCacheTimeout 3m
 	failed := pod(4).phase(corev1.PodFailed).terminated(container, 1, "Error")
-	reg := map[int64]time.Time{4: t0.Add(-time.Hour)}
+	reg := map[executorid.ID]time.Time{4: t0.Add(-time.Hour)}
 	in := func(now time.Time, pods ...*podBuilder) Input {
 		return Input{Now: now, Snapshot: snap(now, pods...), FullSync: true, Registered: reg}
 	}
@@ -320,7 +321,7 @@ func TestDecideVanishedPod(t *testing.T) {
 			check(t, Decide(&s, Input{Now: t0, Snapshot: snap(t0, tc.last)}, o), nil)
 			in := Input{Now: t0.Add(time.Second), Snapshot: snap(t0.Add(time.Second))}
 			if tc.killed {
-				in.DeletedByDriver = map[int64]time.Time{2: t0}
+				in.DeletedByDriver = map[executorid.ID]time.Time{2: t0}
 			}
 			check(t, Decide(&s, in, o), []Action{remove(2, 0, false)}, tc.want)
 		})
@@ -328,7 +329,7 @@ func TestDecideVanishedPod(t *testing.T) {
 }
 
 func TestDecideMissingPod(t *testing.T) {
-	reg := map[int64]time.Time{7: t0}
+	reg := map[executorid.ID]time.Time{7: t0}
 	o := testOptions() // MissingPodDetectDelta 30s
 	tests := map[string]struct {
 		at     time.Duration
@@ -348,7 +349,7 @@ func TestDecideMissingPod(t *testing.T) {
 			at := t0.Add(tc.at)
 			in := Input{Now: t0.Add(time.Hour), Snapshot: snap(at, pod(1).running()), FullSync: tc.full, Registered: reg}
 			if tc.killed {
-				in.DeletedByDriver = map[int64]time.Time{7: t0}
+				in.DeletedByDriver = map[executorid.ID]time.Time{7: t0}
 			}
 			var s State
 			check(t, Decide(&s, in, o), tc.want, tc.text)
@@ -366,7 +367,7 @@ func TestDecideFailureAccounting(t *testing.T) {
 	o.FailuresValidityInterval = 10 * time.Minute
 	o.StartTimeout = 0
 	var s State
-	fail := func(id int64) []Action {
+	fail := func(id executorid.ID) []Action {
 		p := pod(id).phase(corev1.PodFailed).terminated(container, 137, "OOMKilled")
 		return Decide(&s, Input{Now: clk.Now(), Snapshot: snap(clk.Now(), p)}, o)
 	}
@@ -403,7 +404,7 @@ func TestDecideFailuresNotCounted(t *testing.T) {
 		pod(5).phase(corev1.PodFailed).status("NodeLost", "unresponsive"),
 	}
 	var s State
-	got := Decide(&s, Input{Now: t0, Snapshot: snap(t0, pods...), DeletedByDriver: map[int64]time.Time{3: t0}}, o)
+	got := Decide(&s, Input{Now: t0, Snapshot: snap(t0, pods...), DeletedByDriver: map[executorid.ID]time.Time{3: t0}}, o)
 	check(t, got, []Action{
 		remove(1, 0, false),
 		remove(2, 0, true), del(2),
@@ -527,7 +528,7 @@ func TestDecideStartTimeout(t *testing.T) {
 		check(t, Decide(&s, Input{Now: t0.Add(6 * time.Minute), Snapshot: snap(t0, p)}, o), nil)
 	})
 	alive := map[string]Input{
-		"an executor is registered": {Registered: map[int64]time.Time{1: t0}, Snapshot: snap(t0, p, pod(1).running())},
+		"an executor is registered": {Registered: map[executorid.ID]time.Time{1: t0}, Snapshot: snap(t0, p, pod(1).running())},
 		"a pod runs":                {Snapshot: snap(t0, p, pod(1).running())},
 		"the backend runs one":      {RunningExecutors: 1, Snapshot: snap(t0, p)},
 	}
@@ -551,7 +552,7 @@ func TestDecideStartTimeout(t *testing.T) {
 		var fail *FailApplication
 		for i := range 6 {
 			start := t0.Add(time.Duration(i) * 70 * time.Second)
-			id := int64(i + 1)
+			id := executorid.ID(i + 1)
 			fresh, bad := pod(id), pod(id).waiting("ErrImagePull", "not found")
 			for _, step := range []struct {
 				d time.Duration

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/scheduler"
 )
@@ -18,11 +19,11 @@ import (
 type Applier interface {
 	// Registered returns the registered executors' ids and registration
 	// times.
-	Registered() map[int64]time.Time
+	Registered() map[executorid.ID]time.Time
 	// RemoveExecutor tells the scheduler backend an executor is gone. It
 	// must accept executors it does not know (never registered, or already
 	// removed) and must not block on the Manager.
-	RemoveExecutor(id int64, r scheduler.LossReason)
+	RemoveExecutor(id executorid.ID, r scheduler.LossReason)
 	// DeletePod deletes an executor pod; a pod already gone is success.
 	DeletePod(ctx context.Context, name string) error
 	// LabelInactive labels an executor pod spark-exec-inactive=true; a pod
@@ -53,7 +54,7 @@ type Manager struct {
 	full  bool
 	// killed holds the executors whose pods the driver deleted, with when
 	// it first asked.
-	killed map[int64]time.Time
+	killed map[executorid.ID]time.Time
 
 	// state belongs to the Run goroutine.
 	state State
@@ -73,7 +74,7 @@ func New(o Options, a Applier, clk clock.WithTicker, logger *slog.Logger) *Manag
 		applier: a,
 		clock:   clk,
 		log:     logger,
-		killed:  make(map[int64]time.Time),
+		killed:  make(map[executorid.ID]time.Time),
 	}
 }
 
@@ -97,13 +98,13 @@ func (m *Manager) OnSnapshot(s snapshot.Snapshot, fullSync bool) {
 // carry adds to next the pods of prev that next lacks, as Deleted unless
 // their state was already final.
 func carry(prev, next snapshot.Snapshot) snapshot.Snapshot {
-	var pods map[int64]snapshot.ExecutorPod
+	var pods map[executorid.ID]snapshot.ExecutorPod
 	for id, ep := range prev.Pods {
 		if _, ok := next.Pods[id]; ok {
 			continue
 		}
 		if pods == nil {
-			pods = make(map[int64]snapshot.ExecutorPod, len(next.Pods)+1)
+			pods = make(map[executorid.ID]snapshot.ExecutorPod, len(next.Pods)+1)
 			maps.Copy(pods, next.Pods)
 		}
 		if !ep.State.Final() {
@@ -124,7 +125,7 @@ func carry(prev, next snapshot.Snapshot) snapshot.Snapshot {
 // first (an executor that leaves on SIGTERM is dropped by the driver, which
 // then deletes its pod), and the earlier cause stands. An earlier request
 // for the same executor keeps its time.
-func (m *Manager) KilledByDriver(ids ...int64) {
+func (m *Manager) KilledByDriver(ids ...executorid.ID) {
 	now := m.clock.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -17,13 +17,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
 // fakeApplier records the calls a Manager makes.
 type fakeApplier struct {
 	mu         sync.Mutex
-	registered map[int64]time.Time
+	registered map[executorid.ID]time.Time
 	deleteErr  error
 	calls      []string
 }
@@ -36,13 +37,13 @@ func (f *fakeApplier) record(format string, args ...any) {
 	f.calls = append(f.calls, fmt.Sprintf(format, args...))
 }
 
-func (f *fakeApplier) Registered() map[int64]time.Time {
+func (f *fakeApplier) Registered() map[executorid.ID]time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return maps.Clone(f.registered)
 }
 
-func (f *fakeApplier) RemoveExecutor(id int64, r scheduler.LossReason) {
+func (f *fakeApplier) RemoveExecutor(id executorid.ID, r scheduler.LossReason) {
 	f.record("remove %d (app %t): %s", id, r.CausedByApp, r)
 }
 
@@ -200,7 +201,7 @@ func TestManagerUserDeletesRegistered(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := startManager(t, testOptions())
 				h.a.mu.Lock()
-				h.a.registered = map[int64]time.Time{1: t0}
+				h.a.registered = map[executorid.ID]time.Time{1: t0}
 				h.a.mu.Unlock()
 				h.m.OnSnapshot(snap(h.clk.Now(), pod(1).running()), false)
 				h.expect(h.tick())
@@ -232,7 +233,7 @@ func TestManagerKilledByDriverKeepsFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startManager(t, testOptions())
 		h.a.mu.Lock()
-		h.a.registered = map[int64]time.Time{2: t0}
+		h.a.registered = map[executorid.ID]time.Time{2: t0}
 		h.a.mu.Unlock()
 		h.m.OnSnapshot(snap(h.clk.Now(), pod(2).running()), false)
 		h.expect(h.tick())
@@ -312,7 +313,7 @@ func TestManagerMissingPod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startManager(t, testOptions())
 		h.a.mu.Lock()
-		h.a.registered = map[int64]time.Time{5: t0, 6: t0}
+		h.a.registered = map[executorid.ID]time.Time{5: t0, 6: t0}
 		h.a.mu.Unlock()
 		h.clk.Step(time.Minute)
 		h.m.OnSnapshot(snap(h.clk.Now(), pod(6).running()), false)
@@ -326,11 +327,11 @@ func TestCarry(t *testing.T) {
 	prev := snap(t0, pod(1).running(), pod(2).phase(corev1.PodFailed), pod(3).running())
 	next := snap(t0, pod(3).running())
 	got := carry(prev, next)
-	states := map[int64]string{}
+	states := map[executorid.ID]string{}
 	for id, ep := range got.Pods {
 		states[id] = ep.State.String()
 	}
-	want := map[int64]string{1: "Deleted", 2: "Failed", 3: "Running"}
+	want := map[executorid.ID]string{1: "Deleted", 2: "Failed", 3: "Running"}
 	if diff := cmp.Diff(want, states); diff != "" {
 		t.Errorf("states (-want +got):\n%s", diff)
 	}

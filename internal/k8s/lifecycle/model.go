@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/scheduler"
 )
@@ -102,7 +103,7 @@ type Input struct {
 	// snapshot: State remembers the ids it saw here until their pods are
 	// gone for DeletedCacheTimeout, so a loss still says the executor had
 	// registered.
-	Registered map[int64]time.Time
+	Registered map[executorid.ID]time.Time
 	// RunningExecutors is how many executors the backend considers alive.
 	// With Registered and the snapshot's running pods it tells whether any
 	// executor runs: the start timeout only fails an application that has
@@ -115,7 +116,7 @@ type Input struct {
 	// pod was seen being deleted in a snapshot taken before the driver
 	// asked, or its status names a cause of the cluster's (a
 	// DisruptionTarget condition, an eviction, a lost node).
-	DeletedByDriver map[int64]time.Time
+	DeletedByDriver map[executorid.ID]time.Time
 }
 
 // Action is one thing Decide asks the caller to do: a [RemoveExecutor],
@@ -126,21 +127,21 @@ type Action interface{ isAction() }
 // Registered says whether the executor had registered with the driver
 // (Reason's message says it too).
 type RemoveExecutor struct {
-	ID         int64
+	ID         executorid.ID
 	Reason     scheduler.LossReason
 	Registered bool
 }
 
 // DeletePod deletes an executor's pod.
 type DeletePod struct {
-	ID   int64
+	ID   executorid.ID
 	Name string
 }
 
 // LabelInactive labels an executor's pod spark-exec-inactive=true, which
 // takes it out of the application's watch but leaves it in the cluster.
 type LabelInactive struct {
-	ID   int64
+	ID   executorid.ID
 	Name string
 }
 
@@ -178,22 +179,22 @@ const cleanupRetry = 30 * time.Second
 type State struct {
 	// removed holds the executors already removed, until
 	// DeletedCacheTimeout after their pod was last seen.
-	removed map[int64]*removal
+	removed map[executorid.ID]*removal
 	// seen is the pods of the previous snapshot, to name the cause when one
 	// vanishes.
-	seen map[int64]*corev1.Pod
+	seen map[executorid.ID]*corev1.Pod
 	// registered holds the executors seen in Input.Registered, with when
 	// they were last registered or had a pod: the backend forgets an
 	// executor it removes, and its pod's end may come later. An entry is
 	// dropped DeletedCacheTimeout after both ended.
-	registered map[int64]time.Time
+	registered map[executorid.ID]time.Time
 	// deleting holds when a pod was first seen with a deletionTimestamp
 	// (the time of the snapshot that showed it), until the executor is
 	// removed or the pod is gone: a deletion seen before the driver asked
 	// for one was not the driver's.
-	deleting map[int64]time.Time
+	deleting map[executorid.ID]time.Time
 	// problems holds the problem each pod has, with when it was first seen.
-	problems map[int64]*tracked
+	problems map[executorid.ID]*tracked
 	// warned holds the pods and problems already reported.
 	warned map[warnKey]bool
 	// failures holds the executor failures within the validity interval.
@@ -222,7 +223,7 @@ type tracked struct {
 }
 
 type warnKey struct {
-	id    int64
+	id    executorid.ID
 	class Reason
 }
 
@@ -237,11 +238,11 @@ func (s *State) ExecutorFailures() int { return len(s.failures) }
 
 func (s *State) init() {
 	if s.removed == nil {
-		s.removed = make(map[int64]*removal)
-		s.seen = make(map[int64]*corev1.Pod)
-		s.registered = make(map[int64]time.Time)
-		s.deleting = make(map[int64]time.Time)
-		s.problems = make(map[int64]*tracked)
+		s.removed = make(map[executorid.ID]*removal)
+		s.seen = make(map[executorid.ID]*corev1.Pod)
+		s.registered = make(map[executorid.ID]time.Time)
+		s.deleting = make(map[executorid.ID]time.Time)
+		s.problems = make(map[executorid.ID]*tracked)
 		s.warned = make(map[warnKey]bool)
 	}
 }

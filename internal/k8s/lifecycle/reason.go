@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
@@ -281,7 +282,7 @@ func (r registration) String() string {
 
 // podRef names an executor's pod: by name when it was seen, else by the
 // executor's id.
-func podRef(id int64, p *corev1.Pod) string {
+func podRef(id executorid.ID, p *corev1.Pod) string {
 	if p == nil || p.Name == "" {
 		return fmt.Sprintf("pod of executor %d", id)
 	}
@@ -360,7 +361,7 @@ func killedReason(subject string, when registration) scheduler.LossReason {
 // missingReason is the loss of a registered executor whose pod a full list
 // of the application's pods does not contain, though the driver did not
 // delete it.
-func missingReason(id int64, when registration) scheduler.LossReason {
+func missingReason(id executorid.ID, when registration) scheduler.LossReason {
 	return scheduler.LossReason{Message: loss(podRef(id, nil), "was deleted by a user or the cluster (not the driver)", when,
 		"it is not found in a full list of the application's pods")}
 }

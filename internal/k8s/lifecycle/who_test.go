@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
@@ -17,21 +18,21 @@ import (
 type whoStep struct {
 	at         time.Duration
 	pods       []*podBuilder
-	registered []int64
-	killed     map[int64]time.Duration
+	registered []executorid.ID
+	killed     map[executorid.ID]time.Duration
 }
 
 func (st whoStep) input() Input {
 	now := t0.Add(st.at)
 	in := Input{Now: now, Snapshot: snap(now, st.pods...)}
 	if len(st.registered) > 0 {
-		in.Registered = make(map[int64]time.Time)
+		in.Registered = make(map[executorid.ID]time.Time)
 		for _, id := range st.registered {
 			in.Registered[id] = t0
 		}
 	}
 	if len(st.killed) > 0 {
-		in.DeletedByDriver = make(map[int64]time.Time)
+		in.DeletedByDriver = make(map[executorid.ID]time.Time)
 		for id, d := range st.killed {
 			in.DeletedByDriver[id] = t0.Add(d)
 		}
@@ -45,7 +46,7 @@ func (st whoStep) input() Input {
 // the executor, and the driver asked to delete its pod, before the pod's
 // end reached a snapshot.
 func TestDecideWhoRemoved(t *testing.T) {
-	loss := func(id int64, msg string, code int, registered bool) RemoveExecutor {
+	loss := func(id executorid.ID, msg string, code int, registered bool) RemoveExecutor {
 		return RemoveExecutor{ID: id, Reason: scheduler.LossReason{Message: msg, ExitCode: code}, Registered: registered}
 	}
 	tests := map[string]struct {
@@ -57,15 +58,15 @@ func TestDecideWhoRemoved(t *testing.T) {
 	}{
 		"user deletes a registered executor's pod (kubectl delete)": {
 			steps: []whoStep{
-				{at: 0, pods: []*podBuilder{pod(1).running()}, registered: []int64{1}},
+				{at: 0, pods: []*podBuilder{pod(1).running()}, registered: []executorid.ID{1}},
 				// The deletion: the pod runs on while its executor
 				// finishes its tasks.
-				{at: time.Second, pods: []*podBuilder{pod(1).running().deleting()}, registered: []int64{1}},
+				{at: time.Second, pods: []*podBuilder{pod(1).running().deleting()}, registered: []executorid.ID{1}},
 				// The executor left on SIGTERM: the backend dropped it and
 				// the driver deleted its pod too, before the pod's end
 				// reached a snapshot.
 				{at: 3 * time.Second, pods: []*podBuilder{pod(1).phase(corev1.PodSucceeded).deleting().terminated(container, 0, "Completed")},
-					killed: map[int64]time.Duration{1: 2 * time.Second}},
+					killed: map[executorid.ID]time.Duration{1: 2 * time.Second}},
 			},
 			want: []Action{loss(1, "pod app-exec-1 was deleted by a user or the cluster (not the driver) after its executor registered", 0, true)},
 			// Today's message: wrong on both counts.
@@ -73,7 +74,7 @@ func TestDecideWhoRemoved(t *testing.T) {
 		},
 		"user force-deletes a registered executor's pod": {
 			steps: []whoStep{
-				{at: 0, pods: []*podBuilder{pod(2).running()}, registered: []int64{2}},
+				{at: 0, pods: []*podBuilder{pod(2).running()}, registered: []executorid.ID{2}},
 				// Gone without a deletionTimestamp ever seen; the backend
 				// already dropped the executor.
 				{at: time.Second},
@@ -82,40 +83,40 @@ func TestDecideWhoRemoved(t *testing.T) {
 		},
 		"the driver kills a registered executor": {
 			steps: []whoStep{
-				{at: 0, pods: []*podBuilder{pod(3).running()}, registered: []int64{3}},
-				{at: 2 * time.Second, pods: []*podBuilder{pod(3).running().deleting()}, killed: map[int64]time.Duration{3: time.Second}},
+				{at: 0, pods: []*podBuilder{pod(3).running()}, registered: []executorid.ID{3}},
+				{at: 2 * time.Second, pods: []*podBuilder{pod(3).running().deleting()}, killed: map[executorid.ID]time.Duration{3: time.Second}},
 				{at: 3 * time.Second, pods: []*podBuilder{pod(3).phase(corev1.PodSucceeded).deleting().terminated(container, 143, "Error")},
-					killed: map[int64]time.Duration{3: time.Second}},
+					killed: map[executorid.ID]time.Duration{3: time.Second}},
 			},
 			want: []Action{loss(3, "pod app-exec-3 was deleted by the driver after its executor registered", 0, true)},
 		},
 		"the driver deletes an excess pending pod": {
 			steps: []whoStep{
 				{at: 0, pods: []*podBuilder{pod(8)}},
-				{at: 2 * time.Second, killed: map[int64]time.Duration{8: time.Second}},
+				{at: 2 * time.Second, killed: map[executorid.ID]time.Duration{8: time.Second}},
 			},
 			want: []Action{loss(8, "pod app-exec-8 was deleted by the driver before its executor registered", 0, false)},
 		},
 		"eviction through the eviction API (kubectl drain)": {
 			steps: []whoStep{
-				{at: 0, pods: []*podBuilder{pod(4).running()}, registered: []int64{4}},
+				{at: 0, pods: []*podBuilder{pod(4).running()}, registered: []executorid.ID{4}},
 				// The executor left at once and the driver asked to delete
 				// its pod before a snapshot showed the eviction: the
 				// condition still names the cause.
 				{at: time.Second, pods: []*podBuilder{pod(4).running().deleting().
 					cond(corev1.DisruptionTarget, corev1.ConditionTrue, "EvictionByEvictionAPI", "Eviction API: evicting")},
-					killed: map[int64]time.Duration{4: 500 * time.Millisecond}},
-				{at: 2 * time.Second, killed: map[int64]time.Duration{4: 500 * time.Millisecond}},
+					killed: map[executorid.ID]time.Duration{4: 500 * time.Millisecond}},
+				{at: 2 * time.Second, killed: map[executorid.ID]time.Duration{4: 500 * time.Millisecond}},
 			},
 			want: []Action{loss(4, "pod app-exec-4 was evicted through the eviction API (for example by kubectl drain) after its executor registered: Eviction API: evicting", 0, true)},
 		},
 		"eviction by the kubelet (node pressure)": {
 			steps: []whoStep{
-				{at: 0, pods: []*podBuilder{pod(5).running()}, registered: []int64{5}},
+				{at: 0, pods: []*podBuilder{pod(5).running()}, registered: []executorid.ID{5}},
 				{at: time.Second, pods: []*podBuilder{pod(5).phase(corev1.PodFailed).
 					status("Evicted", "The node was low on resource: memory.").
 					cond(corev1.DisruptionTarget, corev1.ConditionTrue, "TerminationByKubelet", "The node was low on resource: memory.")},
-					killed: map[int64]time.Duration{5: 500 * time.Millisecond}},
+					killed: map[executorid.ID]time.Duration{5: 500 * time.Millisecond}},
 			},
 			want: []Action{
 				loss(5, "pod app-exec-5 was evicted by the kubelet after its executor registered: The node was low on resource: memory.", 0, true),
@@ -124,7 +125,7 @@ func TestDecideWhoRemoved(t *testing.T) {
 		},
 		"preemption": {
 			steps: []whoStep{
-				{at: 0, pods: []*podBuilder{pod(6).running()}, registered: []int64{6}},
+				{at: 0, pods: []*podBuilder{pod(6).running()}, registered: []executorid.ID{6}},
 				{at: time.Second, pods: []*podBuilder{pod(6).running().deleting().
 					cond(corev1.DisruptionTarget, corev1.ConditionTrue, corev1.PodReasonPreemptionByScheduler, "Preempted in order to admit critical pod")}},
 				{at: 2 * time.Second, pods: []*podBuilder{pod(6).phase(corev1.PodFailed).deleting().terminated(container, 143, "Error").
@@ -134,19 +135,19 @@ func TestDecideWhoRemoved(t *testing.T) {
 		},
 		"the taint manager deletes the pod of a lost node": {
 			steps: []whoStep{
-				{at: 0, pods: []*podBuilder{pod(9).running()}, registered: []int64{9}},
+				{at: 0, pods: []*podBuilder{pod(9).running()}, registered: []executorid.ID{9}},
 				{at: time.Second, pods: []*podBuilder{pod(9).running().deleting().
 					cond(corev1.DisruptionTarget, corev1.ConditionTrue, "DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")},
-					registered: []int64{9}},
+					registered: []executorid.ID{9}},
 				{at: 2 * time.Second},
 			},
 			want: []Action{loss(9, "pod app-exec-9 was deleted by the taint manager because its node node-1 has a NoExecute taint (often: the node is not ready or unreachable) after its executor registered: Taint manager: deleting due to NoExecute taint", 0, true)},
 		},
 		"a lost node's pod fails": {
 			steps: []whoStep{
-				{at: 0, pods: []*podBuilder{pod(10).running()}, registered: []int64{10}},
+				{at: 0, pods: []*podBuilder{pod(10).running()}, registered: []executorid.ID{10}},
 				{at: time.Second, pods: []*podBuilder{pod(10).phase(corev1.PodFailed).status("NodeLost", "Node node-1 which was running pod app-exec-10 is unresponsive")},
-					killed: map[int64]time.Duration{10: 500 * time.Millisecond}},
+					killed: map[executorid.ID]time.Duration{10: 500 * time.Millisecond}},
 			},
 			want: []Action{
 				RemoveExecutor{ID: 10, Registered: true, Reason: scheduler.LossReason{
@@ -192,11 +193,11 @@ func TestDecideWhoRemoved(t *testing.T) {
 func TestDecideForgetsRegistrations(t *testing.T) {
 	var s State
 	o := testOptions() // DeletedCacheTimeout 3m
-	at := func(d time.Duration, reg []int64, pods ...*podBuilder) []Action {
+	at := func(d time.Duration, reg []executorid.ID, pods ...*podBuilder) []Action {
 		return Decide(&s, whoStep{at: d, pods: pods, registered: reg}.input(), o)
 	}
-	check(t, at(0, []int64{1}, pod(1).running()), nil)
-	check(t, at(time.Second, []int64{1}, pod(1).running().deleting()), nil)
+	check(t, at(0, []executorid.ID{1}, pod(1).running()), nil)
+	check(t, at(time.Second, []executorid.ID{1}, pod(1).running().deleting()), nil)
 	if len(s.deleting) != 1 {
 		t.Errorf("deleting holds %v, want executor 1", s.deleting)
 	}
@@ -216,7 +217,7 @@ func TestDecideForgetsRegistrations(t *testing.T) {
 	}
 	// An executor the backend drops without a pod ever seen is forgotten
 	// the same way.
-	check(t, at(10*time.Minute, []int64{2}), nil)
+	check(t, at(10*time.Minute, []executorid.ID{2}), nil)
 	check(t, at(13*time.Minute, nil), nil)
 	check(t, at(13*time.Minute+time.Second, nil), nil)
 	if len(s.registered) != 0 {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/clock"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -55,7 +55,7 @@ type Source struct {
 
 	mu      sync.Mutex
 	pods    map[string]*corev1.Pod // by name
-	touched map[int64]bool         // executors changed since the last Take
+	touched map[executorid.ID]bool // executors changed since the last Take
 	didSync bool
 	health  Health
 }
@@ -92,7 +92,7 @@ func New(cs kubernetes.Interface, o Options) *Source {
 	}
 	return &Source{o: o, cs: cs, log: o.Logger, clock: o.Clock,
 		changed: make(chan struct{}, 1), synced: make(chan struct{}),
-		pods: map[string]*corev1.Pod{}, touched: map[int64]bool{}}
+		pods: map[string]*corev1.Pod{}, touched: map[executorid.ID]bool{}}
 }
 
 // Run lists and watches the pods until ctx ends.
@@ -122,10 +122,10 @@ func (s *Source) Changed() <-chan struct{} { return s.changed }
 // Take returns the pods and the executors whose pods changed since the
 // previous Take. Every change in touched is reflected in pods: a pod added
 // and removed in between is in touched and not in pods.
-func (s *Source) Take() (pods []*corev1.Pod, touched map[int64]bool) {
+func (s *Source) Take() (pods []*corev1.Pod, touched map[executorid.ID]bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	touched, s.touched = s.touched, map[int64]bool{}
+	touched, s.touched = s.touched, map[executorid.ID]bool{}
 	return s.podsLocked(), touched
 }
 
@@ -248,12 +248,6 @@ type store Source
 
 var _ cache.ReflectorStore = (*store)(nil)
 
-// executorID is the pod's executor id, or false for a pod without one.
-func executorID(p *corev1.Pod) (int64, bool) {
-	id, err := strconv.ParseInt(p.Labels[snapshot.LabelExecutorID], 10, 64)
-	return id, err == nil
-}
-
 func podOf(obj any) (*corev1.Pod, error) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
@@ -270,7 +264,7 @@ func podOf(obj any) (*corev1.Pod, error) {
 
 // touch records a changed executor; the caller holds the lock.
 func (st *store) touch(p *corev1.Pod) {
-	if id, ok := executorID(p); ok {
+	if id, ok := snapshot.ExecutorID(p); ok {
 		st.touched[id] = true
 	}
 }

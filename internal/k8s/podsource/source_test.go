@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -95,8 +96,8 @@ func names(pods []*corev1.Pod) []string {
 	return out
 }
 
-func sortedIDs(m map[int64]bool) []int64 {
-	out := []int64{}
+func sortedIDs(m map[executorid.ID]bool) []executorid.ID {
+	out := []executorid.ID{}
 	for id := range m {
 		out = append(out, id)
 	}
@@ -106,7 +107,7 @@ func sortedIDs(m map[int64]bool) []int64 {
 
 // waitChange waits until the source has taken in a change that makes ok
 // true, then takes it.
-func (h *harness) waitTake(ok func(pods []*corev1.Pod) bool) ([]*corev1.Pod, map[int64]bool) {
+func (h *harness) waitTake(ok func(pods []*corev1.Pod) bool) ([]*corev1.Pod, map[executorid.ID]bool) {
 	h.t.Helper()
 	deadline := time.After(10 * time.Second)
 	for !ok(h.src.Pods()) {
@@ -131,7 +132,7 @@ func TestTakeCoversEveryChange(t *testing.T) {
 	if diff := cmp.Diff([]string{"app-1-exec-1", "app-1-exec-2"}, names(pods)); diff != "" {
 		t.Errorf("synced pods (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]int64{1, 2}, sortedIDs(touched)); diff != "" {
+	if diff := cmp.Diff([]executorid.ID{1, 2}, sortedIDs(touched)); diff != "" {
 		t.Errorf("touched by the first list (-want +got):\n%s", diff)
 	}
 	for _, p := range pods {

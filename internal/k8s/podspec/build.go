@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -20,11 +20,11 @@ import (
 // template (or an empty pod) to which [ExecutorSteps] add their features
 // in order. It does not change c, so concurrent builds are safe. Create
 // the claims of [OnDemandClaims] with the pod.
-func BuildExecutorPod(c *ExecutorConf, id int64) (*corev1.Pod, error) {
+func BuildExecutorPod(c *ExecutorConf, id executorid.ID) (*corev1.Pod, error) {
 	return buildPod(c, id, ExecutorSteps())
 }
 
-func buildPod(c *ExecutorConf, id int64, steps []Step) (*corev1.Pod, error) {
+func buildPod(c *ExecutorConf, id executorid.ID, steps []Step) (*corev1.Pod, error) {
 	if c == nil {
 		return nil, errors.New("building executor pod: no configuration")
 	}
@@ -117,7 +117,7 @@ func checkPod(pod *corev1.Pod, c *ExecutorConf) error {
 // not reuse claims yet, so they last until the driver pod is deleted
 // (client mode: until the backend deletes them by the spark-app-selector
 // label).
-func OnDemandClaims(c *ExecutorConf, pod *corev1.Pod, id int64) []*corev1.PersistentVolumeClaim {
+func OnDemandClaims(c *ExecutorConf, pod *corev1.Pod, id executorid.ID) []*corev1.PersistentVolumeClaim {
 	var claims []*corev1.PersistentVolumeClaim
 	for i, v := range c.Volumes {
 		if v.Claim == nil {
@@ -128,7 +128,7 @@ func OnDemandClaims(c *ExecutorConf, pod *corev1.Pod, id int64) []*corev1.Persis
 			labels = map[string]string{}
 		}
 		labels[snapshot.LabelAppID] = c.AppID
-		labels[snapshot.LabelExecutorID] = strconv.FormatInt(id, 10)
+		labels[snapshot.LabelExecutorID] = id.String()
 		pvc := &corev1.PersistentVolumeClaim{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
 			ObjectMeta: metav1.ObjectMeta{

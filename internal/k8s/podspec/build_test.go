@@ -5,7 +5,6 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -86,7 +86,7 @@ func TestGolden(t *testing.T) {
 		// prepare changes the resolved configuration, as a driver does
 		// (the generated authentication secret).
 		prepare func(*ExecutorConf)
-		id      int64
+		id      executorid.ID
 		conf    map[string]string // the ExecutorConfigMap input
 	}{
 		"minimal": {
@@ -375,13 +375,13 @@ func TestConcurrentBuilds(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
-			id := int64(i + 1)
+			id := executorid.ID(i + 1)
 			pod, err := BuildExecutorPod(ec, id)
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			if got := pod.Labels["id"]; got != strconv.FormatInt(id, 10) {
+			if got := pod.Labels["id"]; got != id.String() {
 				t.Errorf("pod %d: label id = %q", id, got)
 			}
 			_ = OnDemandClaims(ec, pod, id)

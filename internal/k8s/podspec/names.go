@@ -3,6 +3,8 @@ package podspec
 import (
 	"strconv"
 	"strings"
+
+	"github.com/drover-project/drover/internal/executorid"
 )
 
 // Names and places shared by the steps.
@@ -120,8 +122,8 @@ func appNameLabel(appName string) string {
 }
 
 // ExecutorPodName is the name of executor id's pod: <prefix>-exec-<id>.
-func ExecutorPodName(prefix string, id int64) string {
-	return prefix + execInfix + strconv.FormatInt(id, 10)
+func ExecutorPodName(prefix string, id executorid.ID) string {
+	return prefix + execInfix + id.String()
 }
 
 // hostname is the pod's host name when its name is too long to be one:
@@ -154,9 +156,9 @@ func claimName(podName string, i int) string {
 
 // substitute replaces Spark's {{APP_ID}} and {{EXECUTOR_ID}} in a label or
 // annotation value.
-func substitute(v, appID string, id int64) string {
+func substitute(v, appID string, id executorid.ID) string {
 	if !strings.Contains(v, "{{") {
 		return v
 	}
-	return strings.NewReplacer(ValueAppID, appID, ValueExecutorID, strconv.FormatInt(id, 10)).Replace(v)
+	return strings.NewReplacer(ValueAppID, appID, ValueExecutorID, id.String()).Replace(v)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/envvar"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -24,7 +25,7 @@ type Step interface {
 	// Name identifies the step in errors.
 	Name() string
 	// Configure adds the step's feature to pod, the pod of executor id.
-	Configure(pod *corev1.Pod, c *ExecutorConf, id int64) error
+	Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) error
 }
 
 // ExecutorSteps returns the executor steps in Spark's order
@@ -69,9 +70,9 @@ type basicStep struct{}
 
 func (basicStep) Name() string { return "basic" }
 
-func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id int64) error {
+func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) error {
 	name := ExecutorPodName(c.PodNamePrefix, id)
-	idStr := strconv.FormatInt(id, 10)
+	idStr := id.String()
 
 	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	pod.Name, pod.GenerateName, pod.Namespace = name, "", c.Namespace
@@ -217,7 +218,7 @@ type credentialsStep struct{}
 
 func (credentialsStep) Name() string { return "credentials" }
 
-func (credentialsStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ int64) error {
+func (credentialsStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ executorid.ID) error {
 	if c.ServiceAccount != "" && pod.Spec.ServiceAccountName == "" {
 		pod.Spec.ServiceAccountName = c.ServiceAccount
 	}
@@ -233,7 +234,7 @@ type mountSecretsStep struct{}
 
 func (mountSecretsStep) Name() string { return "mount-secrets" }
 
-func (mountSecretsStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ int64) error {
+func (mountSecretsStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ executorid.ID) error {
 	if len(c.Secrets) == 0 {
 		return nil
 	}
@@ -258,7 +259,7 @@ type envSecretsStep struct{}
 
 func (envSecretsStep) Name() string { return "env-secrets" }
 
-func (envSecretsStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ int64) error {
+func (envSecretsStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ executorid.ID) error {
 	if len(c.SecretEnv) == 0 {
 		return nil
 	}
@@ -280,7 +281,7 @@ type mountVolumesStep struct{}
 
 func (mountVolumesStep) Name() string { return "mount-volumes" }
 
-func (mountVolumesStep) Configure(pod *corev1.Pod, c *ExecutorConf, id int64) error {
+func (mountVolumesStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) error {
 	if len(c.Volumes) == 0 {
 		return nil
 	}
@@ -294,7 +295,7 @@ func (mountVolumesStep) Configure(pod *corev1.Pod, c *ExecutorConf, id int64) er
 			if v.Claim != nil {
 				pvc.ClaimName = claimName(pod.Name, i)
 			} else {
-				pvc.ClaimName = strings.ReplaceAll(pvc.ClaimName, ClaimExecutorID, strconv.FormatInt(id, 10))
+				pvc.ClaimName = strings.ReplaceAll(pvc.ClaimName, ClaimExecutorID, id.String())
 			}
 		}
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: v.Name, VolumeSource: src})
@@ -316,7 +317,7 @@ type localDirsStep struct{}
 
 func (localDirsStep) Name() string { return "local-dirs" }
 
-func (localDirsStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ int64) error {
+func (localDirsStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ executorid.ID) error {
 	ctr, err := executorContainer(pod, c)
 	if err != nil {
 		return err
@@ -356,7 +357,7 @@ type configMapStep struct{}
 
 func (configMapStep) Name() string { return "config-map" }
 
-func (configMapStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ int64) error {
+func (configMapStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ executorid.ID) error {
 	if c.ConfigMapName == "" {
 		return nil
 	}

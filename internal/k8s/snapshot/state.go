@@ -3,9 +3,9 @@ package snapshot
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
+	"github.com/drover-project/drover/internal/executorid"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -56,21 +56,21 @@ func (s State) Final() bool { return s == Succeeded || s == Failed || s == Delet
 
 // ExecutorPod is one executor's pod and its classified state.
 type ExecutorPod struct {
-	ID    int64
+	ID    executorid.ID
 	Pod   *corev1.Pod
 	State State
 }
 
 // Snapshot is the set of the application's executor pods at one moment.
 type Snapshot struct {
-	Pods map[int64]ExecutorPod
+	Pods map[executorid.ID]ExecutorPod
 	// Time is when the snapshot was taken.
 	Time time.Time
 }
 
 // IDs returns the executor ids in the snapshot, sorted.
-func (s Snapshot) IDs() []int64 {
-	ids := make([]int64, 0, len(s.Pods))
+func (s Snapshot) IDs() []executorid.ID {
+	ids := make([]executorid.ID, 0, len(s.Pods))
 	for id := range s.Pods {
 		ids = append(ids, id)
 	}
@@ -81,18 +81,25 @@ func (s Snapshot) IDs() []int64 {
 // New classifies pods into a snapshot. Pods without a numeric executor id
 // label, or labelled inactive, are not executors the driver tracks.
 func New(pods []*corev1.Pod, container string, now time.Time) Snapshot {
-	s := Snapshot{Pods: make(map[int64]ExecutorPod, len(pods)), Time: now}
+	s := Snapshot{Pods: make(map[executorid.ID]ExecutorPod, len(pods)), Time: now}
 	for _, p := range pods {
 		if p.Labels[LabelInactive] == "true" {
 			continue
 		}
-		id, err := strconv.ParseInt(p.Labels[LabelExecutorID], 10, 64)
-		if err != nil {
+		id, ok := ExecutorID(p)
+		if !ok {
 			continue
 		}
 		s.Pods[id] = ExecutorPod{ID: id, Pod: p, State: Classify(p, container)}
 	}
 	return s
+}
+
+// ExecutorID is the executor id a pod's label gives, or false for a pod
+// without one.
+func ExecutorID(p *corev1.Pod) (executorid.ID, bool) {
+	id, err := executorid.Parse(p.Labels[LabelExecutorID])
+	return id, err == nil && id != executorid.Driver
 }
 
 // Classify maps a pod to its executor state with Spark's rules: a pod being
