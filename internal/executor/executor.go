@@ -194,7 +194,7 @@ func (e *Executor) run(ctx context.Context) error {
 	e.out.closeAfterFlush()
 	select {
 	case <-received:
-	case <-time.After(5 * time.Second):
+	case <-e.opts.Clock.After(5 * time.Second):
 		e.log.Warn("the driver did not acknowledge the last task statuses")
 	}
 	return nil

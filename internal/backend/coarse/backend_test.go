@@ -262,6 +262,9 @@ func TestRegistrationRules(t *testing.T) {
 	if _, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "7"); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("excluded executor: %v, want FailedPrecondition", err)
 	}
+	if _, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "exec-8"); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("an id that is not a number: %v, want InvalidArgument", err)
+	}
 }
 
 func TestHeartbeatExpiryWithFakeClock(t *testing.T) {

@@ -50,7 +50,7 @@ func (b *Backend) Control(stream pb.Driver_ControlServer) error {
 	ex.out.close()
 	select {
 	case <-sendDone:
-	case <-time.After(time.Second):
+	case <-b.opts.Clock.After(time.Second):
 	}
 	b.disconnected(ex, recvErr)
 	return nil
