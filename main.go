@@ -30,7 +30,6 @@ import (
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/progress"
-	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/scheduler"
 
 	// Cluster managers register themselves.
@@ -274,13 +273,9 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		appID = master.NewAppID()
 	}
 	log = log.With("app", appID)
-	var auth rpc.Auth
-	if config.Authenticate.Get(conf) {
-		secret := config.AuthenticateSecret.Get(conf)
-		if secret == "" {
-			secret = rpc.NewSecret()
-		}
-		auth = rpc.Auth{AppID: appID, Secret: secret}
+	security, err := master.NewSecurity(appID, conf, m, time.Now(), log)
+	if err != nil {
+		return err
 	}
 	maxFailures := config.TaskMaxFailures.Get(conf)
 	if m.Kind == master.Local {
@@ -330,7 +325,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		}
 	}
 	metrics := prometheus.NewRegistry()
-	cluster, err := master.NewCluster(master.App{ID: appID, Conf: conf, Master: m, Scheduler: sched, Auth: auth, Logger: log,
+	cluster, err = master.NewCluster(master.App{ID: appID, Conf: conf, Master: m, Scheduler: sched, Security: security, Logger: log,
 		Fail: func(err error) { fail(err) }})
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ exactly what the driver calls, and why:
   pods deletecollection    all its executors at the end, in one call
   pods patch               the spark-exec-inactive label (deleteOnTermination=false)
   configmaps create, delete  the executors' configuration
-  secrets create, delete   with --authenticate: the executors' authentication secret
+  secrets create, delete   the executors' credentials (spark.authenticate, on by default)
   persistentvolumeclaims create  with --on-demand-claims: executors' on-demand claims
 
 Executors get no API token: by default they run as the driver's account with
@@ -94,7 +94,9 @@ too (--pod-security enforces a Pod Security Standard there). Submit with
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Namespace, "namespace", "n", "", "namespace of the driver (required)")
 	fl.StringVar(&o.ServiceAccount, "service-account", "", "name of the service account, role and binding (default drover-driver, with --executor drover-executor)")
-	fl.BoolVar(&o.Secrets, "authenticate", false, "also secrets create/delete: for spark.authenticate=true")
+	var authenticate bool
+	fl.BoolVar(&authenticate, "authenticate", false, "no effect: secrets create/delete are always granted, since spark.authenticate is on by default")
+	_ = fl.MarkDeprecated("authenticate", "the driver's role always has secrets create/delete now (spark.authenticate is on by default)")
 	fl.BoolVar(&o.Claims, "on-demand-claims", false, "also persistentvolumeclaims create: for executors with on-demand claims")
 	fl.BoolVar(&o.Executor, "executor", false, "a rights-free account for executors instead (default name drover-executor)")
 	fl.BoolVar(&doApply, "apply", false, "create or update the objects on the cluster instead of printing them")

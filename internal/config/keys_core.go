@@ -155,7 +155,22 @@ var (
 // Security.
 var (
 	Authenticate = Bool("spark.authenticate", false,
-		"Authenticate executors to the driver with a secret shared by the application's processes.")
+		"Every connection between the application's processes (control stream, result fetch, shuffle blocks) "+
+			"proves it belongs to the application: with spark.network.crypto.enabled, by certificates from a "+
+			"certificate authority the driver creates for the application; otherwise by an HMAC of "+
+			"spark.authenticate.secret. Connections that do not are refused and logged. On by default on "+
+			"`k8s://` and `local-cluster` masters; `false` is an explicit opt-out, for debugging.",
+		DefaultDoc("`true` on `k8s://` and `local-cluster[…]` masters, else `false`"))
+
+	NetworkCryptoEnabled = Bool("spark.network.crypto.enabled", false,
+		"Encrypt and mutually authenticate every connection between the application's processes with TLS 1.3. "+
+			"The driver creates a certificate authority for the application (ECDSA P-256) and certificates "+
+			"for itself and its executors, and keeps the authority's key in memory only; executors get "+
+			"theirs through the application's Kubernetes Secret. Nothing to configure: no keystore, no "+
+			"`spark.ssl.*`. Needs spark.authenticate. Without it, the HMAC of spark.authenticate.secret "+
+			"travels in the clear and can be replayed by whoever records it.",
+		DefaultDoc("spark.authenticate's value on `k8s://` masters, else `false` (local-cluster: the "+
+			"processes share one host, whose loopback traffic other users cannot read)"))
 
 	AuthenticateSecret = String("spark.authenticate.secret", "",
 		"Secret for spark.authenticate. Unset means the driver generates a random secret for the application "+

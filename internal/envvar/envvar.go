@@ -28,6 +28,12 @@ const (
 	// AuthSecret is the application's secret with spark.authenticate,
 	// from the application's Secret (never a ConfigMap).
 	AuthSecret = "DROVER_AUTH_SECRET"
+	// TLS is the executors' key material with spark.network.crypto.enabled
+	// (the default on Kubernetes): the application's CA certificate and the
+	// executors' certificate and private key, as one PEM file. Set by the
+	// driver: from the application's Secret on Kubernetes, in the child's
+	// environment under local-cluster. Read by the executor at start.
+	TLS = "DROVER_TLS"
 	// LocalDirs is Spark's variable for an executor's scratch directories
 	// (comma-separated); the first takes shuffle files.
 	LocalDirs = "SPARK_LOCAL_DIRS"

@@ -11,6 +11,7 @@ import (
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/mtls"
 )
 
 // Env returns the environment that starts the binary as this executor.
@@ -24,8 +25,11 @@ func (o Options) Env() []string {
 		envvar.Memory + "=" + strconv.FormatInt(o.MemoryBytes, 10),
 		envvar.PodIP + "=" + o.BindHost,
 	}
-	if o.Auth.Enabled() {
+	if o.Auth.Secret != "" {
 		env = append(env, envvar.AuthSecret+"="+o.Auth.Secret)
+	}
+	if b, ok := o.Auth.TLS(); ok {
+		env = append(env, envvar.TLS+"="+string(b.Encode()))
 	}
 	if o.PodName != "" {
 		env = append(env, envvar.PodName+"="+o.PodName)
@@ -54,6 +58,15 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 	var err error
 	if o.ExecutorID, err = executorid.Parse(getenv(envvar.ExecutorID)); err != nil {
 		return o, fmt.Errorf("starting executor: environment variable %s: %w", envvar.ExecutorID, err)
+	}
+	if pem := getenv(envvar.TLS); pem != "" {
+		b, err := mtls.Decode(o.AppID, []byte(pem))
+		if err != nil {
+			return o, fmt.Errorf("starting executor: environment variable %s: %w", envvar.TLS, err)
+		}
+		if o.Auth, err = o.Auth.WithTLS(b, nil); err != nil {
+			return o, fmt.Errorf("starting executor: environment variable %s: %w", envvar.TLS, err)
+		}
 	}
 	if o.Cores, err = envInt(getenv, envvar.Cores, 1); err != nil {
 		return o, err

@@ -211,6 +211,10 @@ func (e *Executor) register(ctx, streamCtx context.Context, client pb.DriverClie
 		if err == nil {
 			return stream, nil
 		}
+		if refused := e.opts.Auth.Refused(e.opts.DriverURL); refused != nil {
+			return nil, fmt.Errorf("registering with driver %s: the connection was refused (the driver and this executor do not share the application's credentials): %w",
+				e.opts.DriverURL, refused)
+		}
 		if e.opts.Clock.Now().After(deadline) || isPermanent(err) {
 			return nil, fmt.Errorf("registering with driver %s: %w", e.opts.DriverURL, err)
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/master"
+	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
@@ -151,7 +152,7 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 		ratio = config.MinRegisteredResourcesRatio.Get(app.Conf)
 	}
 	host, bind := driverAddress(app.Conf)
-	bo := coarse.ConfOptions(app.ID, app.Conf, app.Auth)
+	bo := coarse.ConfOptions(app.ID, app.Conf, app.Security.Driver)
 	bo.BindAddress, bo.Port, bo.AdvertiseHost = bind, config.DriverPort.Get(app.Conf), host
 	bo.InitialExecutors, bo.MinRegisteredRatio = c.initial, ratio
 	bo.Admit, bo.OnExecutorsChanged, bo.Logger = c.admit, c.markDirty, c.log
@@ -193,9 +194,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.app.Auth.Enabled() {
-		ec.Authenticate, ec.AuthSecret, ec.AuthSecretName = true, c.app.Auth.Secret, podspec.AuthSecretName(c.app.ID)
-	}
+	ec.Credentials = credentials(c.app.Security.Executors)
 	c.execConf = ec
 	if err := c.createSupportObjects(ctx); err != nil {
 		return err
@@ -328,4 +327,14 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		}
 	})
 	return errors.Join(errs...)
+}
+
+// credentials are the parts of the executors' rpc.Auth that travel to
+// them in the application's Secret.
+func credentials(a rpc.Auth) podspec.Credentials {
+	c := podspec.Credentials{Secret: a.Secret}
+	if b, ok := a.TLS(); ok {
+		c.TLS = b.Encode()
+	}
+	return c
 }

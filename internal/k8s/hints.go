@@ -34,8 +34,6 @@ func (c *Cluster) withRBACHint(err error) error {
 	// The role's optional rules, for what asked for them.
 	var flags string
 	switch msg := err.Error(); {
-	case strings.Contains(msg, `resource "secrets"`):
-		flags = " --authenticate"
 	case strings.Contains(msg, `resource "persistentvolumeclaims"`):
 		flags = " --on-demand-claims"
 	}

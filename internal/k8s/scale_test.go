@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -32,8 +33,11 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/master"
+	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/mtls"
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/testenv"
 )
@@ -439,6 +443,12 @@ func driverMain(raw string) error {
 			default:
 			}
 		}}
+	// Authentication as a driver has it by default (mutual TLS), unless
+	// DROVER_SCALE_CONF turns it off for comparison.
+	var err error
+	if app.Security, err = master.NewSecurity(app.ID, conf, app.Master, time.Now(), log); err != nil {
+		return err
+	}
 	mc, err := newCluster(app)
 	if err != nil {
 		return err
@@ -565,9 +575,11 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 	lines := bufio.NewScanner(stdout)
 
 	// Simulated executors: one per Running pod, over the real RPC, once the
-	// driver said where it listens.
+	// driver said where it listens, with the credentials real executors
+	// get: from the application's Secret.
 	driverURL := make(chan string)
 	var url string
+	var auth rpc.Auth
 	var urlOnce sync.Once
 	execCtx, stopExecs := context.WithCancel(context.Background())
 	var execs sync.WaitGroup
@@ -575,10 +587,13 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 		execs.Add(1)
 		go func() {
 			defer execs.Done()
-			urlOnce.Do(func() { url = <-driverURL })
+			urlOnce.Do(func() {
+				url = <-driverURL
+				auth = executorAuth(b, env, ns, "drover-scale-"+policy)
+			})
 			_ = executor.Run(execCtx, executor.Options{
 				DriverURL: url, AppID: "drover-scale-" + policy, ExecutorID: mustExecutorID(b, p),
-				PodName: p.Name, Cores: 1, Logger: slog.New(slog.DiscardHandler),
+				PodName: p.Name, Cores: 1, Auth: auth, Logger: slog.New(slog.DiscardHandler),
 			})
 		}()
 	})
@@ -768,4 +783,28 @@ func mustExecutorID(tb testing.TB, p *corev1.Pod) executorid.ID {
 		tb.Errorf("pod %s has no executor id label: %v", p.Name, p.Labels)
 	}
 	return id
+}
+
+// executorAuth is what an executor of appID reads from the application's
+// Secret (podspec.ExecutorAuthSecret): no credentials when there is none.
+func executorAuth(tb testing.TB, env *testenv.Env, ns, appID string) rpc.Auth {
+	sec, err := env.Client.CoreV1().Secrets(ns).Get(context.Background(), podspec.AuthSecretName(appID), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return rpc.Auth{}
+	}
+	if err != nil {
+		tb.Errorf("reading the executors' Secret: %v", err)
+		return rpc.Auth{}
+	}
+	auth := rpc.Auth{AppID: appID, Secret: string(sec.Data[podspec.AuthSecretKey])}
+	if pem := sec.Data[podspec.TLSKey]; len(pem) > 0 {
+		bundle, err := mtls.Decode(appID, pem)
+		if err == nil {
+			auth, err = auth.WithTLS(bundle, slog.New(slog.DiscardHandler))
+		}
+		if err != nil {
+			tb.Errorf("the executors' TLS bundle: %v", err)
+		}
+	}
+	return auth
 }

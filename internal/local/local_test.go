@@ -20,6 +20,7 @@ import (
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/funcs"
+	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/scheduler"
 	"go.uber.org/goleak"
@@ -91,7 +92,14 @@ type testCluster struct {
 
 func startCluster(t testing.TB, executors, cores, maxFailures int, auth rpc.Auth) *testCluster {
 	t.Helper()
-	tc, err := newTestCluster(t.TempDir(), executors, cores, maxFailures, auth)
+	return startClusterWith(t, t.TempDir(), executors, cores, maxFailures, master.Security{Driver: auth, Executors: auth}, nil)
+}
+
+// startClusterWith starts a cluster whose driver and executors have their
+// own credentials, logging to log (nil: discarded, or stderr with -v).
+func startClusterWith(t testing.TB, dir string, executors, cores, maxFailures int, sec master.Security, log *slog.Logger) *testCluster {
+	t.Helper()
+	tc, err := newTestCluster(dir, executors, cores, maxFailures, sec, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,14 +125,16 @@ func startCluster(t testing.TB, executors, cores, maxFailures int, auth rpc.Auth
 // default, unless a benchmark changes it.
 var prefetch = config.SchedulerPrefetch.Get(config.New())
 
-func newTestCluster(dir string, executors, cores, maxFailures int, auth rpc.Auth) (*testCluster, error) {
-	log := slog.New(slog.DiscardHandler)
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+func newTestCluster(dir string, executors, cores, maxFailures int, sec master.Security, log *slog.Logger) (*testCluster, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+		if testing.Verbose() {
+			log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		}
 	}
 	s := scheduler.New(scheduler.Options{MaxFailures: maxFailures, Logger: log})
-	c := NewCluster(ClusterOptions{Binary: os.Args[0], AppID: testApp, Executors: executors, Cores: cores, Auth: auth, WorkDir: dir + "/work", Logger: log})
-	b := coarse.New(s, c, coarse.Options{AppID: testApp, Auth: auth, InitialExecutors: executors, MinRegisteredRatio: 1,
+	c := NewCluster(ClusterOptions{Binary: os.Args[0], AppID: testApp, Executors: executors, Cores: cores, Auth: sec.Executors, WorkDir: dir + "/work", Logger: log})
+	b := coarse.New(s, c, coarse.Options{AppID: testApp, Auth: sec.Driver, InitialExecutors: executors, MinRegisteredRatio: 1,
 		MaxRegisteredWait: time.Minute, Prefetch: prefetch, Logger: log})
 	s.SetBackend(b)
 	if err := b.Start(context.Background()); err != nil {
@@ -291,7 +301,7 @@ func orphanDriver() int {
 	if err != nil {
 		return 1
 	}
-	tc, err := newTestCluster(dir, 2, 1, 1, rpc.Auth{})
+	tc, err := newTestCluster(dir, 2, 1, 1, master.Security{}, nil)
 	if err != nil {
 		fmt.Println("error", err)
 		return 1

@@ -60,7 +60,7 @@ func newLocalCluster(app master.App) (master.Cluster, error) {
 		Executors:   initial,
 		Cores:       m.CoresPerExecutor,
 		MemoryBytes: int64(m.MemoryMiB) << 20,
-		Auth:        app.Auth,
+		Auth:        app.Security.Executors,
 		WorkDir:     filepath.Join(config.LocalDirs(app.Conf)[0], "drover-"+app.ID),
 		Env:         config.LogEnv(app.Conf),
 		Logger:      app.Logger,
@@ -72,7 +72,7 @@ func newLocalCluster(app master.App) (master.Cluster, error) {
 	if config.MinRegisteredResourcesRatio.IsSet(app.Conf) {
 		ratio = config.MinRegisteredResourcesRatio.Get(app.Conf)
 	}
-	opts := coarse.ConfOptions(app.ID, app.Conf, app.Auth)
+	opts := coarse.ConfOptions(app.ID, app.Conf, app.Security.Driver)
 	opts.BindAddress = "127.0.0.1"
 	opts.InitialExecutors, opts.MinRegisteredRatio = initial, ratio
 	opts.Logger = app.Logger

@@ -10,7 +10,6 @@ import (
 
 	"github.com/drover-project/drover/internal/backend"
 	"github.com/drover-project/drover/internal/config"
-	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
@@ -20,7 +19,7 @@ type App struct {
 	Conf      *config.Conf
 	Master    URL
 	Scheduler *scheduler.Scheduler
-	Auth      rpc.Auth
+	Security  Security
 	Logger    *slog.Logger
 	// Fail ends the application with err: for failures the cluster manager
 	// detects on its own (no executor can start, too many executor

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
@@ -193,13 +194,17 @@ func ExecutorConfigMap(c *ExecutorConf, conf map[string]string) *corev1.ConfigMa
 	return cm
 }
 
-// ExecutorAuthSecret builds the Secret that carries the authentication
-// secret to the executors when c.AuthSecretName is set (nil otherwise, or
-// when authentication is off): key AuthSecretKey, immutable, owned by the
-// driver pod when there is one. Create it before the first executor pod.
+// ExecutorAuthSecret builds the Secret that carries the executors'
+// credentials (nil when they have none: authentication off): keys
+// AuthSecretKey and TLSKey, immutable, owned by the driver pod when there
+// is one. Create it before the first executor pod.
 func ExecutorAuthSecret(c *ExecutorConf) *corev1.Secret {
-	if !c.Authenticate || c.AuthSecretName == "" {
+	if c.Credentials.IsZero() || c.AuthSecretName == "" {
 		return nil
+	}
+	data := map[string][]byte{}
+	for _, k := range credentialKeys(c.Credentials) {
+		data[k.key] = k.value
 	}
 	s := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
@@ -210,7 +215,7 @@ func ExecutorAuthSecret(c *ExecutorConf) *corev1.Secret {
 		},
 		Immutable: ptr.To(true),
 		Type:      corev1.SecretTypeOpaque,
-		Data:      map[string][]byte{AuthSecretKey: []byte(c.AuthSecret)},
+		Data:      data,
 	}
 	if c.DriverPod != nil {
 		s.OwnerReferences = []metav1.OwnerReference{OwnerReference(c.DriverPod)}
@@ -268,4 +273,23 @@ func properties(header string, conf map[string]string, keep func(key string) boo
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// credentialKey is one credential: its key in the Secret, the executor's
+// variable it is read into, and its value.
+type credentialKey struct {
+	key, env string
+	value    []byte
+}
+
+// credentialKeys lists the credentials c holds, in a fixed order.
+func credentialKeys(c Credentials) []credentialKey {
+	var out []credentialKey
+	if c.Secret != "" {
+		out = append(out, credentialKey{AuthSecretKey, envvar.AuthSecret, []byte(c.Secret)})
+	}
+	if len(c.TLS) > 0 {
+		out = append(out, credentialKey{TLSKey, envvar.TLS, c.TLS})
+	}
+	return out
 }

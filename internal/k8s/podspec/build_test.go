@@ -163,8 +163,7 @@ func TestGolden(t *testing.T) {
 			driver:  driverPod("spark"),
 			command: []string{"/app/wordcount"},
 			prepare: func(c *ExecutorConf) {
-				c.AuthSecret = "generated-secret"
-				c.AuthSecretName = AuthSecretName(c.AppID)
+				c.Credentials = Credentials{Secret: "generated-secret"}
 			},
 			id: 12,
 		},
@@ -189,8 +188,9 @@ func TestGolden(t *testing.T) {
 				"spark.app.name=pi",
 				"spark.kubernetes.container.image=registry.example/pi:1.0",
 				"spark.kubernetes.executor.disableConfigMap=true",
-				"spark.authenticate=true",
-				"spark.authenticate.secret=literal-secret",
+			},
+			prepare: func(c *ExecutorConf) {
+				c.Credentials = Credentials{TLS: []byte("-----BEGIN CERTIFICATE-----\n(the executors' bundle)\n")}
 			},
 			id: 7,
 		},
@@ -266,9 +266,12 @@ func TestBuildErrors(t *testing.T) {
 		prepare func(*ExecutorConf)
 		wantErr string
 	}{
-		"authentication without a secret": {
-			pairs:   append(base, "spark.authenticate=true"),
-			wantErr: "step basic: spark.authenticate is true but the executors have no secret",
+		"credentials without a Secret": {
+			pairs: base,
+			prepare: func(c *ExecutorConf) {
+				c.Credentials, c.AuthSecretName = Credentials{Secret: "s"}, ""
+			},
+			wantErr: "step basic: the executors have credentials but no Secret to read them from",
 		},
 		"user volume collides with a local dir volume": {
 			pairs: append(base,
@@ -287,6 +290,9 @@ func TestBuildErrors(t *testing.T) {
 			ec, err := NewExecutorConf(newConf(t, tc.pairs...), testAppID, nil, testDriverURL, nil)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.prepare != nil {
+				tc.prepare(ec)
 			}
 			_, err = BuildExecutorPod(ec, 1)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -398,7 +404,7 @@ func TestClientModeObjectsCarryTheAppID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec.Authenticate, ec.AuthSecret, ec.AuthSecretName = true, "s3cret", AuthSecretName(testAppID)
+	ec.Credentials = Credentials{Secret: "s3cret"}
 	pod, err := BuildExecutorPod(ec, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,17 @@ import (
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
+// Credentials are the executors' share of rpc.Auth: the HMAC secret of
+// spark.authenticate without encryption, or the TLS bundle (PEM) with
+// spark.network.crypto.enabled; neither with authentication off.
+type Credentials struct {
+	Secret string
+	TLS    []byte
+}
+
+// IsZero reports whether there are no credentials (authentication off).
+func (c Credentials) IsZero() bool { return c.Secret == "" && len(c.TLS) == 0 }
+
 // ExecutorConf is everything the executor steps need, resolved and checked
 // once from the application's configuration by [NewExecutorConf], so that
 // bad input fails before any pod is created. Steps only read it; one
@@ -94,15 +105,12 @@ type ExecutorConf struct {
 	// none (spark.kubernetes.executor.disableConfigMap).
 	ConfigMapName string
 
-	// Authenticate is spark.authenticate. The executor gets the secret in
-	// DROVER_AUTH_SECRET: from the Secret AuthSecretName (key
-	// AuthSecretKey; see ExecutorAuthSecret) when it is set, which keeps the
-	// secret out of the pod spec, else as the literal AuthSecret.
-	// NewExecutorConf takes AuthSecret from spark.authenticate.secret; a
-	// driver that generated its secret sets it (and, to use a Secret,
-	// AuthSecretName = AuthSecretName(AppID)) before building pods.
-	Authenticate   bool
-	AuthSecret     string
+	// Credentials are what the executors prove they belong to the
+	// application with; the driver sets them (master.NewSecurity) before
+	// building pods. They reach the executors only through the Secret
+	// AuthSecretName ([ExecutorAuthSecret]), read into DROVER_AUTH_SECRET
+	// and DROVER_TLS: never a pod spec, config map or log.
+	Credentials    Credentials
 	AuthSecretName string
 
 	// LogEnv carries the log settings to the executor, which logs before it
@@ -133,7 +141,7 @@ var reservedLabels = []string{snapshot.LabelAppID, snapshot.LabelRole, snapshot.
 // reservedEnv are set by the basic step; spark.executorEnv may not set them.
 var reservedEnv = []string{
 	envvar.Role, envvar.DriverURL, envvar.AppID, envvar.ExecutorID, envvar.Cores,
-	envvar.Memory, envvar.PodIP, envvar.PodName, envvar.AuthSecret,
+	envvar.Memory, envvar.PodIP, envvar.PodName, envvar.AuthSecret, envvar.TLS,
 }
 
 // NewExecutorConf resolves and checks the executor pod configuration of
@@ -201,10 +209,7 @@ func NewExecutorConf(c *config.Conf, appID string, driverPod *corev1.Pod, driver
 	if !get(p, config.KubernetesExecutorDisableConfigMap) {
 		ec.ConfigMapName = ConfigMapName(appID)
 	}
-	ec.Authenticate = get(p, config.Authenticate)
-	if ec.Authenticate {
-		ec.AuthSecret = get(p, config.AuthenticateSecret)
-	}
+	ec.AuthSecretName = AuthSecretName(appID)
 	for _, kv := range config.LogEnv(c) {
 		name, value, _ := strings.Cut(kv, "=")
 		ec.LogEnv = append(ec.LogEnv, corev1.EnvVar{Name: name, Value: value})

@@ -26,6 +26,9 @@ const (
 	// AuthSecretKey is the key of the authentication secret in the Secret
 	// built by [ExecutorAuthSecret].
 	AuthSecretKey = "auth-secret"
+	// TLSKey is the key of the executors' TLS bundle (the application's CA
+	// certificate, their certificate and key; PEM) in that Secret.
+	TLSKey = "tls.pem"
 	// OnDemandClaim as a volume's options.claimName creates a claim per
 	// executor.
 	OnDemandClaim = "OnDemand"

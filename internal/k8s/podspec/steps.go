@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
@@ -140,21 +139,16 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) e
 		fieldEnv(envvar.PodName, "metadata.name"),
 	}
 	env = append(env, c.LogEnv...)
-	if c.Authenticate {
-		switch {
-		case c.AuthSecretName != "":
-			env = append(env, corev1.EnvVar{Name: envvar.AuthSecret, ValueFrom: &corev1.EnvVarSource{
-				SecretKeyRef: &corev1.SecretKeySelector{
-					LocalObjectReference: corev1.LocalObjectReference{Name: c.AuthSecretName},
-					Key:                  AuthSecretKey,
-				},
-			}})
-		case c.AuthSecret != "":
-			env = append(env, corev1.EnvVar{Name: envvar.AuthSecret, Value: c.AuthSecret})
-		default:
-			return fmt.Errorf("%s is true but the executors have no secret: set ExecutorConf.AuthSecret or AuthSecretName",
-				config.Authenticate.Key())
-		}
+	if !c.Credentials.IsZero() && c.AuthSecretName == "" {
+		return fmt.Errorf("the executors have credentials but no Secret to read them from: set ExecutorConf.AuthSecretName")
+	}
+	for _, k := range credentialKeys(c.Credentials) {
+		env = append(env, corev1.EnvVar{Name: k.env, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: c.AuthSecretName},
+				Key:                  k.key,
+			},
+		}})
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 		env = append(env, corev1.EnvVar{Name: k, Value: c.Env[k]})

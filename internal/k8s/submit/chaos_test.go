@@ -324,7 +324,7 @@ func TestChaosDriverPodDeleted(t *testing.T) {
 			env := cluster.Env(t)
 			binaries(t)
 			chaosapp := filepath.Join(binDir, "chaosapp")
-			ns := restrictedNamespace(t, env, "--authenticate")
+			ns := restrictedNamespace(t, env)
 			input, _ := chaosInput(t)
 			markers := t.TempDir()
 			seen := watchExecutors(t, env, ns)

@@ -641,7 +641,8 @@ func TestChaosClientModeDriverKilled(t *testing.T) {
 
 	r = drover(t, env.Kubeconfig, 30*time.Second, "kill", name)
 	t.Logf("drover kill %s: exit %d\n%s%s", name, r.code, r.stdout, r.stderr)
-	want := "killed " + name + " (client mode): removed 2 executor pods, configmap " + podspec.ConfigMapName(appID) + "\n"
+	want := "killed " + name + " (client mode): removed 2 executor pods, configmap " + podspec.ConfigMapName(appID) +
+		", secret " + podspec.AuthSecretName(appID) + "\n"
 	if r.code != 0 || r.stdout != want {
 		t.Errorf("kill: exit %d, stdout %q, want %q; stderr %s", r.code, r.stdout, want, r.stderr)
 	}

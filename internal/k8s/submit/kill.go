@@ -100,7 +100,7 @@ func removeApp(ctx context.Context, cs kubernetes.Interface, a *App, grace *int6
 
 // authSecret is the name of the executor authentication secret of an
 // application without a driver pod, "" when it has none: its executor pods
-// read it, or its config map enables spark.authenticate. Only drover's own
+// read it, or its config map does not turn spark.authenticate off. Only drover's own
 // secret (podspec.AuthSecretName) qualifies, never one the user mounts.
 func authSecret(a *App) string {
 	name := podspec.AuthSecretName(a.AppID)
@@ -113,9 +113,10 @@ func authSecret(a *App) string {
 			}
 		}
 	}
+	// spark.authenticate is on unless set to false.
 	for _, cm := range a.ConfigMaps {
-		v, _ := confValue(&cm, config.Authenticate.Key())
-		if on, err := config.Authenticate.Parse(v); err == nil && on {
+		v, set := confValue(&cm, config.Authenticate.Key())
+		if on, err := config.Authenticate.Parse(v); !set || err == nil && on {
 			return name
 		}
 	}

@@ -22,9 +22,6 @@ import (
 // RBACOptions chooses what the driver's role allows beyond the minimum.
 type RBACOptions struct {
 	Namespace, ServiceAccount string
-	// Secrets: with spark.authenticate the driver creates the Secret its
-	// executors read the authentication secret from.
-	Secrets bool
 	// Claims: executors with on-demand PersistentVolumeClaims.
 	Claims bool
 	// Executor: an account for executors instead, with no rights at all
@@ -57,12 +54,13 @@ const (
 // driver needs, and nothing more: what the Kubernetes cluster manager
 // calls. Executor pods: create, get the driver pod, list and watch (one
 // informer), delete one, delete a collection (stop and scale-down), patch
-// (the inactive label). The executor config map (and with Secrets the
-// authentication Secret): create and delete. With Claims, on-demand
+// (the inactive label). The executor config map and the Secret with the
+// executors' credentials (spark.authenticate, on by default): create and
+// delete. With Claims, on-demand
 // claims: create (they go with the driver pod, which owns them).
 func RBAC(o RBACOptions) ([]any, error) {
-	if o.Executor && (o.Secrets || o.Claims) {
-		return nil, errors.New("an executor account has no rights: --authenticate and --on-demand-claims are for the driver's")
+	if o.Executor && o.Claims {
+		return nil, errors.New("an executor account has no rights: --on-demand-claims is for the driver's")
 	}
 	o.ServiceAccount = o.AccountName()
 	for what, name := range map[string]string{"namespace": o.Namespace, "service account": o.ServiceAccount} {
@@ -73,9 +71,7 @@ func RBAC(o RBACOptions) ([]any, error) {
 	rules := []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete", "deletecollection", "patch"}},
 		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "delete"}},
-	}
-	if o.Secrets {
-		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "delete"}})
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create", "delete"}},
 	}
 	if o.Claims {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"create"}})

@@ -19,12 +19,12 @@ func TestRBAC(t *testing.T) {
 		wantErr string
 	}{
 		"driver": {o: RBACOptions{Namespace: "spark"}, want: []string{
-			"ServiceAccount/drover-driver", "Role/drover-driver [pods configmaps]", "RoleBinding/drover-driver"}},
-		"driver with secrets and claims": {o: RBACOptions{Namespace: "spark", Secrets: true, Claims: true}, want: []string{
+			"ServiceAccount/drover-driver", "Role/drover-driver [pods configmaps secrets]", "RoleBinding/drover-driver"}},
+		"driver with claims": {o: RBACOptions{Namespace: "spark", Claims: true}, want: []string{
 			"ServiceAccount/drover-driver", "Role/drover-driver [pods configmaps secrets persistentvolumeclaims]", "RoleBinding/drover-driver"}},
 		"executor":             {o: RBACOptions{Namespace: "spark", Executor: true}, want: []string{"ServiceAccount/drover-executor"}},
 		"executor named":       {o: RBACOptions{Namespace: "spark", Executor: true, ServiceAccount: "wi"}, want: []string{"ServiceAccount/wi"}},
-		"executor with rights": {o: RBACOptions{Namespace: "spark", Executor: true, Secrets: true}, wantErr: "an executor account has no rights"},
+		"executor with rights": {o: RBACOptions{Namespace: "spark", Executor: true, Claims: true}, wantErr: "an executor account has no rights"},
 		"bad namespace":        {o: RBACOptions{Namespace: "Spark"}, wantErr: `invalid namespace name "Spark"`},
 	}
 	for name, tc := range testCases {

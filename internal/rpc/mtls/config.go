@@ -1,0 +1,245 @@
+package mtls
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/credentials"
+)
+
+// errNoClientCert is the refusal of a client that sent no certificate.
+var errNoClientCert = errors.New("mtls: no client certificate: the peer does not hold this application's credentials")
+
+// ServerConfig returns the TLS 1.3 configuration of a server of the bundle's
+// application: it presents the bundle's certificate and accepts only clients
+// holding a certificate of the same application. onRefuse, if not nil, is
+// called with the client's address and the reason for every connection the
+// verification refuses (including one from a client without TLS 1.3); it
+// must not block, since it runs inside the handshake. crypto/tls checks a
+// client's proof of holding the key after that verification, so a client
+// presenting a certificate of this application without its key is refused
+// but not reported.
+//
+// Each connection's config is a copy of the returned config, made by
+// GetConfigForClient, which is where the client's address is known: change
+// the returned config itself, not a copy of it (gRPC's own additions are
+// applied to each copy).
+func (b Bundle) ServerConfig(onRefuse func(remote string, err error)) (*tls.Config, error) {
+	m, err := b.load()
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		MaxVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{m.cert},
+		// RequestClientCert rather than RequireAnyClientCert: with the latter
+		// crypto/tls refuses a client without a certificate itself, before
+		// VerifyConnection, and the refusal could not be reported. The
+		// verification below refuses it instead. ClientCAs stays empty for
+		// the same reason: a client whose certificate is not from the CA it
+		// names would send none, and be reported as having none.
+		ClientAuth: tls.RequestClientCert,
+		// Backstop in case GetConfigForClient is removed from a copy: the
+		// check still runs, with the address unknown.
+		VerifyConnection: m.verifyFunc("", onRefuse, verifyClient),
+	}
+	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		remote := ""
+		if hello.Conn != nil {
+			remote = hello.Conn.RemoteAddr().String()
+		}
+		// crypto/tls refuses such a client by itself, during version
+		// negotiation; report it here, where it is known, and let crypto/tls
+		// send the proper alert.
+		if onRefuse != nil && !slices.Contains(hello.SupportedVersions, tls.VersionTLS13) {
+			offered := make([]string, len(hello.SupportedVersions))
+			for i, v := range hello.SupportedVersions {
+				offered[i] = tls.VersionName(v)
+			}
+			onRefuse(remote, fmt.Errorf("mtls: client offers only %s: TLS 1.3 is required", strings.Join(offered, ", ")))
+		}
+		c := cfg.Clone()
+		c.GetConfigForClient = nil
+		c.VerifyConnection = m.verifyFunc(remote, onRefuse, verifyClient)
+		return c, nil
+	}
+	return cfg, nil
+}
+
+// ClientConfig returns the TLS 1.3 configuration of a client of the bundle's
+// application: it presents the bundle's certificate and accepts only servers
+// holding a certificate of the same application that names ServerName.
+// onRefuse, if not nil, is called with the reason for every server the
+// verification refuses; a tls.Config does not know the address it dials, so
+// remote is empty (DialCredentials reports the address).
+func (b Bundle) ClientConfig(onRefuse func(remote string, err error)) (*tls.Config, error) {
+	m, err := b.load()
+	if err != nil {
+		return nil, err
+	}
+	return m.clientConfig("", onRefuse), nil
+}
+
+func (m *material) clientConfig(remote string, onRefuse func(string, error)) *tls.Config {
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		MaxVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{m.cert},
+		// RootCAs and ServerName are what the standard verification would
+		// use; they are set so that the config says what it trusts.
+		RootCAs:    m.roots,
+		ServerName: ServerName,
+		// The standard verification is replaced by VerifyConnection, which
+		// does the same chain and ServerName checks plus the application
+		// check: when the standard one fails, VerifyConnection is never
+		// called and the refusal could not be reported; and gRPC overwrites
+		// ServerName with the dialled authority, which may be a pod IP no
+		// certificate holds. VerifyConnection runs on every handshake,
+		// resumed ones included, whatever InsecureSkipVerify says.
+		InsecureSkipVerify: true,
+		VerifyConnection:   m.verifyFunc(remote, onRefuse, verifyServer),
+	}
+}
+
+// side is the peer being verified.
+type side struct {
+	name  string // for messages
+	usage x509.ExtKeyUsage
+	dns   string // the DNS name the peer's certificate must hold, if any
+}
+
+var (
+	verifyClient = side{name: "client", usage: x509.ExtKeyUsageClientAuth}
+	verifyServer = side{name: "server", usage: x509.ExtKeyUsageServerAuth, dns: ServerName}
+)
+
+// verifyFunc returns a VerifyConnection for connections with remote that
+// reports refusals to onRefuse.
+func (m *material) verifyFunc(remote string, onRefuse func(string, error), peer side) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		err := m.verify(cs, peer)
+		if err == nil {
+			return nil
+		}
+		if onRefuse != nil {
+			onRefuse(remote, err)
+		}
+		return refusedError{err}
+	}
+}
+
+// ErrRefused is in the chain of every handshake error of a peer this
+// side's verification refused: retrying cannot help.
+var ErrRefused = errors.New("mtls: peer refused")
+
+type refusedError struct{ err error }
+
+func (e refusedError) Error() string        { return e.err.Error() }
+func (e refusedError) Unwrap() error        { return e.err }
+func (e refusedError) Is(target error) bool { return target == ErrRefused }
+
+// verify checks the peer's certificate: it chains to the application's CA
+// alone, is valid now for the peer's side, and names this application.
+func (m *material) verify(cs tls.ConnectionState, peer side) error {
+	if len(cs.PeerCertificates) == 0 {
+		if peer == verifyClient {
+			return errNoClientCert
+		}
+		return errors.New("mtls: the server sent no certificate")
+	}
+	leaf := cs.PeerCertificates[0]
+	opts := x509.VerifyOptions{
+		Roots:         m.roots,
+		Intermediates: x509.NewCertPool(), // none: the CA signs leaves directly
+		DNSName:       peer.dns,
+		KeyUsages:     []x509.ExtKeyUsage{peer.usage},
+	}
+	if _, err := leaf.Verify(opts); err != nil {
+		var (
+			unknown  x509.UnknownAuthorityError
+			invalid  x509.CertificateInvalidError
+			hostname x509.HostnameError
+		)
+		switch {
+		case errors.As(err, &unknown):
+			return fmt.Errorf("mtls: %s certificate not issued by this application's CA (%s): %w", peer.name, describe(leaf), err)
+		case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+			return fmt.Errorf("mtls: %s certificate (%s) outside its validity period %s to %s: %w",
+				peer.name, describe(leaf), leaf.NotBefore.UTC().Format("2006-01-02T15:04:05Z"), leaf.NotAfter.UTC().Format("2006-01-02T15:04:05Z"), err)
+		case errors.As(err, &invalid) && invalid.Reason == x509.IncompatibleUsage:
+			return fmt.Errorf("mtls: %s certificate (%s) not valid for %s authentication: %w", peer.name, describe(leaf), peer.name, err)
+		case errors.As(err, &hostname):
+			return fmt.Errorf("mtls: %s certificate (%s) does not name %s: %w", peer.name, describe(leaf), peer.dns, err)
+		default:
+			return fmt.Errorf("mtls: %s certificate (%s) refused: %w", peer.name, describe(leaf), err)
+		}
+	}
+	id, err := identity(leaf)
+	if err != nil {
+		return fmt.Errorf("mtls: %s %w", peer.name, err)
+	}
+	if id.app != m.appID {
+		return fmt.Errorf("mtls: %s certificate names application %q (%s), want %q", peer.name, id.app, describe(leaf), m.appID)
+	}
+	if id.role != RoleDriver && id.role != RoleExecutor {
+		return fmt.Errorf("mtls: %s certificate names unknown role %q (%s)", peer.name, id.role, describe(leaf))
+	}
+	return nil
+}
+
+// ServerCredentials is ServerConfig as gRPC server credentials.
+func (b Bundle) ServerCredentials(onRefuse func(remote string, err error)) (credentials.TransportCredentials, error) {
+	cfg, err := b.ServerConfig(onRefuse)
+	if err != nil {
+		return nil, err
+	}
+	return credentials.NewTLS(cfg), nil
+}
+
+// DialCredentials is ClientConfig as gRPC dial credentials, which report the
+// address of a refused server to onRefuse. Servers are verified against
+// ServerName whatever the channel's authority (the dialled address, unless
+// grpc.WithAuthority says otherwise).
+func (b Bundle) DialCredentials(onRefuse func(remote string, err error)) (credentials.TransportCredentials, error) {
+	m, err := b.load()
+	if err != nil {
+		return nil, err
+	}
+	return &dialCreds{m: m, onRefuse: onRefuse}, nil
+}
+
+// dialCreds builds each connection's config with the dialled address, which
+// is known only here.
+type dialCreds struct {
+	m        *material
+	onRefuse func(string, error)
+}
+
+func (d *dialCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	cfg := d.m.clientConfig(raw.RemoteAddr().String(), d.onRefuse)
+	return credentials.NewTLS(cfg).ClientHandshake(ctx, authority, raw)
+}
+
+func (d *dialCreds) ServerHandshake(net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return nil, nil, errors.New("mtls: dial credentials used by a server (use ServerCredentials)")
+}
+
+func (d *dialCreds) Info() credentials.ProtocolInfo {
+	return credentials.ProtocolInfo{SecurityProtocol: "tls"}
+}
+
+func (d *dialCreds) Clone() credentials.TransportCredentials {
+	c := *d
+	return &c
+}
+
+// OverrideServerName is ignored: servers are always verified against
+// ServerName. (gRPC has deprecated the method.)
+func (d *dialCreds) OverrideServerName(string) error { return nil }
