@@ -3,6 +3,7 @@ package drover
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/drover-project/drover/internal/envvar"
+	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/testenv"
 )
 
@@ -107,6 +110,14 @@ func TestClientModeOnKubernetes(t *testing.T) {
 		}
 		if len(c.Command) == 0 || c.Command[0] != bin {
 			t.Errorf("pod %s runs %v, want %s (drover.kubernetes.executor.binary)", p.Name, c.Command, bin)
+		}
+		// Mutual TLS by default: the executors' key material comes only
+		// from the application's Secret, never inline in the spec.
+		if !readsTLSFromSecret(c) {
+			t.Errorf("pod %s does not read %s from the application's Secret: %v", p.Name, envvar.TLS, c.Env)
+		}
+		if spec, _ := json.Marshal(p.Spec); strings.Contains(string(spec), "PRIVATE KEY") {
+			t.Errorf("pod %s carries key material in its spec", p.Name)
 		}
 		// Admitted without the API token the service-account admission
 		// would otherwise mount.
@@ -249,4 +260,16 @@ func logLevel() string {
 		return l
 	}
 	return "warn"
+}
+
+// readsTLSFromSecret reports whether a container reads the executors' TLS
+// bundle from drover's Secret, key tls.pem.
+func readsTLSFromSecret(c corev1.Container) bool {
+	for _, e := range c.Env {
+		if e.Name == envvar.TLS && e.Value == "" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+			e.ValueFrom.SecretKeyRef.Key == podspec.TLSKey {
+			return true
+		}
+	}
+	return false
 }

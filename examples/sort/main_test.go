@@ -70,7 +70,13 @@ func TestCheckCatchesDisorder(t *testing.T) {
 // BenchmarkSort sorts DROVER_BENCH_SORT_RECORDS 100-byte records (10.7
 // million, 1 GiB, by default) on local-cluster[2,1,2048]; the MB/s it
 // reports is the data shuffled per second (go test -bench Sort -benchtime 1x).
-func BenchmarkSort(b *testing.B) {
+func BenchmarkSort(b *testing.B) { benchmarkSort(b, "false") }
+
+// BenchmarkSortMutualTLS is BenchmarkSort with every connection (the
+// shuffle's block fetches above all) mutual TLS 1.3, as on Kubernetes.
+func BenchmarkSortMutualTLS(b *testing.B) { benchmarkSort(b, "true") }
+
+func benchmarkSort(b *testing.B, crypto string) {
 	n := int64(1<<30) / recordSize
 	if s := os.Getenv("DROVER_BENCH_SORT_RECORDS"); s != "" {
 		var err error
@@ -80,7 +86,8 @@ func BenchmarkSort(b *testing.B) {
 	}
 	b.SetBytes(n * recordSize)
 	var stderr strings.Builder
-	code := drover.Run([]string{"--master", "local-cluster[2,1,2048]", "--conf", "drover.log.level=warn"}, &stderr,
+	code := drover.Run([]string{"--master", "local-cluster[2,1,2048]", "--conf", "drover.log.level=warn",
+		"--conf", "spark.network.crypto.enabled=" + crypto}, &stderr,
 		func(ctx *drover.Context) error {
 			for b.Loop() {
 				if _, err := drover.MapPartitions(Sort(ctx, n, 16), summarize).Collect(); err != nil {

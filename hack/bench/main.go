@@ -284,6 +284,12 @@ func mainErr(compare bool, only string) error {
 			return k8sBench(25*time.Minute, "N=5000 ", "./internal/k8s/", "^BenchmarkAllocation(Adaptive|Spark|RawBaseline)$", "1x",
 				"DROVER_SCALE_N=5000", "DROVER_SCALE_HOLD=0s")
 		}},
+		{"kubernetes allocation without authentication", func() error {
+			// The cost of mutual TLS (the default) on registration: the same
+			// allocation with spark.authenticate=false, as before it.
+			return k8sBench(15*time.Minute, "no auth ", "./internal/k8s/", "^BenchmarkAllocationAdaptive$", "1x",
+				"DROVER_SCALE_CONF=spark.authenticate=false")
+		}},
 		{"kubernetes allocation spark batch 5", func() error {
 			// Spark ≤ 3.5's default batch size.
 			return k8sBench(15*time.Minute, "batch 5 ", "./internal/k8s/", "^BenchmarkAllocationSpark$", "1x",
@@ -322,6 +328,12 @@ func mainErr(compare bool, only string) error {
 		"BenchmarkWordCount/handwritten-2-goroutines s/op", "≤ 1.5", func(v float64) bool { return v <= 1.5 })
 	r.ratio("word count 1 GiB, drover / Dask bag", "BenchmarkWordCount/drover-local-cluster[2,1,2048] s/op",
 		"Dask bag word count, 2 processes × 1 thread s/op", "< 1", func(v float64) bool { return v < 1 })
+	r.ratio("word count 1 GiB, mutual TLS / token (local-cluster's default)", "BenchmarkWordCount/drover-local-cluster[2,1,2048]-tls s/op",
+		"BenchmarkWordCount/drover-local-cluster[2,1,2048] s/op", "≤ 1.10", func(v float64) bool { return v <= 1.10 })
+	r.ratio("sort 1 GiB, mutual TLS / token (local-cluster's default)", "BenchmarkSortMutualTLS s/op",
+		"BenchmarkSort s/op", "≤ 1.10", func(v float64) bool { return v <= 1.10 })
+	r.ratio("allocation of 1,000 executors to all registered, mutual TLS (default) / authentication off",
+		"BenchmarkAllocationAdaptive s/op", "no auth BenchmarkAllocationAdaptive s/op", "≤ 1.05", func(v float64) bool { return v <= 1.05 })
 	r.ratio("allocation of 1,000 executors, adaptive / raw parallel creates", "BenchmarkAllocationAdaptive s/op",
 		"BenchmarkAllocationRawBaseline s/op", "≤ 1.25", func(v float64) bool { return v <= 1.25 })
 	r.ratio("allocation of 1,000 executors, adaptive / spark (batch 20)", "BenchmarkAllocationAdaptive s/op",

@@ -34,7 +34,8 @@ func TestSecretsStayOutOfSight(t *testing.T) {
 		t.Fatalf("exit code %d:\n%s", r.code, r.stderr)
 	}
 	pod := submittedPod(t, r)
-	secrets := map[string]string{"the oauth token": token, "the s3 secret": s3Secret}
+	secrets := map[string]string{"the oauth token": token, "the s3 secret": s3Secret,
+		"a private key (the executors' TLS bundle)": "PRIVATE KEY"}
 	look := func(where, text string) {
 		t.Helper()
 		for what, v := range secrets {
