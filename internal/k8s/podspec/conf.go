@@ -190,30 +190,14 @@ func NewExecutorConf(c *config.Conf, appID string, driverPod *corev1.Pod, driver
 	p.metadata(ec)
 	p.secrets(ec)
 
-	vols, err := parseVolumes(config.KubernetesExecutorVolumes.Prefix(), config.KubernetesExecutorVolumes.Values(c))
-	p.add(err)
-	p.checkHostVolumes(config.KubernetesExecutorVolumes.Prefix(), vols)
-	ec.Volumes = vols
-
-	ec.TmpfsLocalDirs = get(p, config.KubernetesLocalDirsTmpfs)
-	ec.LocalDirs = []string{DefaultLocalDir}
-	if config.LocalDir.IsSet(c) {
-		ec.LocalDirs = config.LocalDirs(c)
-		for _, d := range ec.LocalDirs {
-			if !path.IsAbs(d) {
-				p.fail("%s: %q is not an absolute path", config.LocalDir.Key(), d)
-			}
-		}
-	}
+	ec.Volumes = p.volumes(config.KubernetesExecutorVolumes)
+	ec.LocalDirs, ec.TmpfsLocalDirs = p.localDirs()
 
 	if !get(p, config.KubernetesExecutorDisableConfigMap) {
 		ec.ConfigMapName = ConfigMapName(appID)
 	}
 	ec.AuthSecretName = AuthSecretName(appID)
-	for _, kv := range config.LogEnv(c) {
-		name, value, _ := strings.Cut(kv, "=")
-		ec.LogEnv = append(ec.LogEnv, corev1.EnvVar{Name: name, Value: value})
-	}
+	ec.LogEnv = logEnv(c)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -252,43 +236,13 @@ func get[T any](p *parser, e *config.Entry[T]) T {
 // template reads and checks the pod template, and resolves the executor
 // container's name.
 func (p *parser) template(ec *ExecutorConf) {
-	ec.ContainerName = ExecutorContainerName
 	ec.TemplateContainer = get(p, config.KubernetesExecutorPodTemplateContainerName)
-	file := get(p, config.KubernetesExecutorPodTemplateFile)
-	if file == "" {
-		if ec.TemplateContainer != "" {
-			p.fail("%s=%s is set without %s", config.KubernetesExecutorPodTemplateContainerName.Key(),
-				ec.TemplateContainer, config.KubernetesExecutorPodTemplateFile.Key())
-		}
-		return
-	}
 	// A cluster-mode driver on a process node (tests) finds the uploaded
 	// template in its ConfigMap volume's directory.
-	pod, err := loadTemplate(LocalConfFile(file, os.Getenv), "executor")
-	if err != nil {
-		p.fail("%s=%s: %w", config.KubernetesExecutorPodTemplateFile.Key(), file, err)
-		return
-	}
-	cs := pod.Spec.Containers
-	switch i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == ec.TemplateContainer }); {
-	case ec.TemplateContainer != "" && i < 0:
-		names := make([]string, len(cs))
-		for j := range cs {
-			names[j] = cs[j].Name
-		}
-		p.fail("%s=%s: the template %s has no such container (it has: %s)", config.KubernetesExecutorPodTemplateContainerName.Key(),
-			ec.TemplateContainer, file, strings.Join(names, ", "))
-		return
-	case ec.TemplateContainer != "":
-		ec.ContainerName = ec.TemplateContainer
-	case len(cs) > 0 && cs[0].Name != "":
-		// As in Spark: without a container name, the template's first
-		// container runs the executor.
-		ec.ContainerName = cs[0].Name
-	case len(cs) > 0:
-		pod.Spec.Containers[0].Name = ExecutorContainerName
-	}
-	ec.Template = pod
+	ec.Template, ec.ContainerName = p.podTemplate(templateKeys{
+		file: config.KubernetesExecutorPodTemplateFile, container: config.KubernetesExecutorPodTemplateContainerName,
+		role: "executor", defaultName: ExecutorContainerName,
+	}, ec.TemplateContainer, func(file string) string { return LocalConfFile(file, os.Getenv) })
 }
 
 // loadTemplate reads the pod template of role (executor or driver): a YAML or JSON Pod. Fields the Pod
@@ -323,22 +277,111 @@ func loadTemplate(file, role string) (*corev1.Pod, error) {
 	return pod, nil
 }
 
+// templateKeys are the configuration keys of a role's pod template, the
+// role's name and its container's name when the template names none.
+type templateKeys struct {
+	file, container *config.Entry[string]
+	role            string
+	defaultName     string
+}
+
+// podTemplate reads and checks a role's pod template (nil for none) from
+// the file read(file), and resolves the role's container name: name when
+// set, else the template's first container's, else defaultName.
+func (p *parser) podTemplate(k templateKeys, name string, read func(file string) string) (*corev1.Pod, string) {
+	file := get(p, k.file)
+	if file == "" {
+		if name != "" {
+			p.fail("%s=%s is set without %s", k.container.Key(), name, k.file.Key())
+		}
+		return nil, k.defaultName
+	}
+	pod, err := loadTemplate(read(file), k.role)
+	if err != nil {
+		p.fail("%s=%s: %w", k.file.Key(), file, err)
+		return nil, k.defaultName
+	}
+	containerName := k.defaultName
+	cs := pod.Spec.Containers
+	switch i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == name }); {
+	case name != "" && i < 0:
+		names := make([]string, len(cs))
+		for j := range cs {
+			names[j] = cs[j].Name
+		}
+		p.fail("%s=%s: the template %s has no such container (it has: %s)", k.container.Key(),
+			name, file, strings.Join(names, ", "))
+		return nil, k.defaultName
+	case name != "":
+		containerName = name
+	case len(cs) > 0 && cs[0].Name != "":
+		// As in Spark: without a container name, the template's first
+		// container runs the role.
+		containerName = cs[0].Name
+	case len(cs) > 0:
+		pod.Spec.Containers[0].Name = k.defaultName
+	}
+	return pod, containerName
+}
+
+// containerImage resolves a role's image (the key when set, else the
+// template container's), pull policy and pull secrets.
+func (p *parser) containerImage(key *config.Entry[string], role string, template *corev1.Pod, containerName string) (image, policy string, secrets []string) {
+	var tc *corev1.Container
+	if template != nil {
+		tc = findContainer(template, containerName)
+	}
+	image = get(p, key)
+	if image == "" && tc != nil {
+		image = tc.Image
+	}
+	if image == "" {
+		p.fail("no %s image: set %s (or %s) to the application's image",
+			role, key.Key(), config.KubernetesContainerImage.Key())
+	}
+	policy, secrets = p.pull(tc)
+	return image, policy, secrets
+}
+
+// volumes parses and checks the user's volumes of the family fam.
+func (p *parser) volumes(fam *config.PrefixEntry) []Volume {
+	vols, err := parseVolumes(fam.Prefix(), fam.Values(p.c))
+	p.add(err)
+	p.checkHostVolumes(fam.Prefix(), vols)
+	return vols
+}
+
+// localDirs resolves the local directories (spark.local.dir, else
+// DefaultLocalDir), each an absolute path, and whether they are in memory.
+func (p *parser) localDirs() (dirs []string, tmpfs bool) {
+	tmpfs = get(p, config.KubernetesLocalDirsTmpfs)
+	dirs = []string{DefaultLocalDir}
+	if config.LocalDir.IsSet(p.c) {
+		dirs = config.LocalDirs(p.c)
+		for _, d := range dirs {
+			if !path.IsAbs(d) {
+				p.fail("%s: %q is not an absolute path", config.LocalDir.Key(), d)
+			}
+		}
+	}
+	return dirs, tmpfs
+}
+
+// logEnv is config.LogEnv as container environment variables.
+func logEnv(c *config.Conf) []corev1.EnvVar {
+	var env []corev1.EnvVar
+	for _, kv := range config.LogEnv(c) {
+		name, value, _ := strings.Cut(kv, "=")
+		env = append(env, corev1.EnvVar{Name: name, Value: value})
+	}
+	return env
+}
+
 // image resolves the image and pull policy: the keys when set, else the
 // template's container.
 func (p *parser) image(ec *ExecutorConf) {
-	var tc *corev1.Container
-	if ec.Template != nil {
-		tc = findContainer(ec.Template, ec.ContainerName)
-	}
-	ec.Image = get(p, config.KubernetesExecutorContainerImage)
-	if ec.Image == "" && tc != nil {
-		ec.Image = tc.Image
-	}
-	if ec.Image == "" {
-		p.fail("no executor image: set %s (or %s) to the application's image",
-			config.KubernetesExecutorContainerImage.Key(), config.KubernetesContainerImage.Key())
-	}
-	ec.PullPolicy, ec.PullSecrets = p.pull(tc)
+	ec.Image, ec.PullPolicy, ec.PullSecrets = p.containerImage(config.KubernetesExecutorContainerImage, "executor",
+		ec.Template, ec.ContainerName)
 }
 
 // pull resolves the pull policy (the key when set, else the template
@@ -367,20 +410,12 @@ func (p *parser) pull(tc *corev1.Container) (policy string, secrets []string) {
 // spark.executor.memoryOverhead, else max(factor × memory in whole MiB,
 // minMemoryOverhead).
 func (p *parser) resources(ec *ExecutorConf) {
-	var limitOK bool
-	ec.MemoryBytes, ec.OverheadBytes, ec.RequestCores, ec.LimitCores, limitOK = p.podResources(roleKeys{
+	ec.MemoryBytes, ec.OverheadBytes, ec.RequestCores, ec.LimitCores = p.podResources(roleKeys{
 		memory: config.ExecutorMemory, overhead: config.ExecutorMemoryOverhead,
 		factor: config.ExecutorMemoryOverheadFactor, minOverhead: config.ExecutorMinMemoryOverhead,
-		requestCores: config.KubernetesExecutorRequestCores, limitCores: config.KubernetesExecutorLimitCores,
+		cores: config.ExecutorCores, requestCores: config.KubernetesExecutorRequestCores,
+		limitCores: config.KubernetesExecutorLimitCores, role: "executor", rejected: "every executor pod",
 	}, ec.Cores)
-	if !limitOK {
-		req := config.KubernetesExecutorRequestCores.Key()
-		if !config.KubernetesExecutorRequestCores.IsSet(p.c) {
-			req = config.ExecutorCores.Key()
-		}
-		p.fail("the executor CPU request %s=%s is above the limit %s=%s; Kubernetes would reject every executor pod",
-			req, ec.RequestCores.String(), config.KubernetesExecutorLimitCores.Key(), ec.LimitCores.String())
-	}
 
 	ec.TerminationGracePeriod = int64(get(p, config.KubernetesExecutorTerminationGracePeriod).Seconds())
 	if !config.KubernetesExecutorTerminationGracePeriod.IsSet(p.c) && ec.Template != nil &&
@@ -389,17 +424,21 @@ func (p *parser) resources(ec *ExecutorConf) {
 	}
 }
 
-// roleKeys are the configuration keys of a pod role's memory and CPU.
+// roleKeys are the configuration keys of a pod role's memory and CPU, the
+// role's name and what Kubernetes would reject when its CPU request is
+// above the limit.
 type roleKeys struct {
 	memory, overhead, minOverhead *config.Entry[int64]
 	factor                        *config.Entry[float64]
+	cores                         *config.Entry[int]
 	requestCores, limitCores      *config.Entry[string]
+	role, rejected                string
 }
 
 // podResources resolves a role's memory (with Spark's overhead) and CPU
-// request (requestCores, else cores) and limit; limitOK is false when the
-// request is above the limit.
-func (p *parser) podResources(k roleKeys, cores int) (memory, overhead int64, request resource.Quantity, limit *resource.Quantity, limitOK bool) {
+// request (requestCores, else cores) and limit, and reports a request above
+// the limit.
+func (p *parser) podResources(k roleKeys, cores int) (memory, overhead int64, request resource.Quantity, limit *resource.Quantity) {
 	memory = get(p, k.memory)
 	if memory <= 0 {
 		p.fail("%s=%s: expected a size > 0", k.memory.Key(), p.c.Get(k.memory.Key()))
@@ -423,7 +462,15 @@ func (p *parser) podResources(k roleKeys, cores int) (memory, overhead int64, re
 		request = *resource.NewQuantity(int64(cores), resource.DecimalSI)
 	}
 	limit = cpu(k.limitCores)
-	return memory, overhead, request, limit, limit == nil || request.Cmp(*limit) <= 0
+	if limit != nil && request.Cmp(*limit) > 0 {
+		req := k.requestCores.Key()
+		if !k.requestCores.IsSet(p.c) {
+			req = k.cores.Key()
+		}
+		p.fail("the %s CPU request %s=%s is above the limit %s=%s; Kubernetes would reject %s",
+			k.role, req, request.String(), k.limitCores.Key(), limit.String(), k.rejected)
+	}
+	return memory, overhead, request, limit
 }
 
 // Overhead is the executor pod's memory beyond spark.executor.memory:

@@ -197,9 +197,7 @@ func NewDriverConf(c *config.Conf, appID string, command, args []string) (*Drive
 	p.driverResources(dc)
 	p.driverMetadata(dc)
 	dc.Secrets, dc.SecretEnv = p.secretsOf(config.KubernetesDriverSecrets, config.KubernetesDriverSecretKeyRefs)
-	vols, err := parseVolumes(config.KubernetesDriverVolumes.Prefix(), config.KubernetesDriverVolumes.Values(c))
-	p.add(err)
-	p.checkHostVolumes(config.KubernetesDriverVolumes.Prefix(), vols)
+	vols := p.volumes(config.KubernetesDriverVolumes)
 	for _, v := range vols {
 		if v.Claim != nil {
 			p.fail("%s%s.%s.options.claimName=%s: on-demand claims are for executors only; name an existing claim",
@@ -207,20 +205,8 @@ func NewDriverConf(c *config.Conf, appID string, command, args []string) (*Drive
 		}
 	}
 	dc.Volumes = vols
-	dc.TmpfsLocalDirs = get(p, config.KubernetesLocalDirsTmpfs)
-	dc.LocalDirs = []string{DefaultLocalDir}
-	if config.LocalDir.IsSet(c) {
-		dc.LocalDirs = config.LocalDirs(c)
-		for _, d := range dc.LocalDirs {
-			if !path.IsAbs(d) {
-				p.fail("%s: %q is not an absolute path", config.LocalDir.Key(), d)
-			}
-		}
-	}
-	for _, kv := range config.LogEnv(c) {
-		name, value, _ := strings.Cut(kv, "=")
-		dc.LogEnv = append(dc.LogEnv, corev1.EnvVar{Name: name, Value: value})
-	}
+	dc.LocalDirs, dc.TmpfsLocalDirs = p.localDirs()
+	dc.LogEnv = logEnv(c)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -228,71 +214,29 @@ func NewDriverConf(c *config.Conf, appID string, command, args []string) (*Drive
 }
 
 func (p *parser) driverTemplate(dc *DriverConf) {
-	dc.ContainerName = DriverContainerName
-	name := get(p, config.KubernetesDriverPodTemplateContainerName)
-	file := get(p, config.KubernetesDriverPodTemplateFile)
-	if file == "" {
-		if name != "" {
-			p.fail("%s=%s is set without %s", config.KubernetesDriverPodTemplateContainerName.Key(), name,
-				config.KubernetesDriverPodTemplateFile.Key())
-		}
-		return
-	}
-	pod, err := loadTemplate(file, "driver")
-	if err != nil {
-		p.fail("%s=%s: %w", config.KubernetesDriverPodTemplateFile.Key(), file, err)
-		return
-	}
-	cs := pod.Spec.Containers
-	switch i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == name }); {
-	case name != "" && i < 0:
-		p.fail("%s=%s: the template %s has no such container", config.KubernetesDriverPodTemplateContainerName.Key(), name, file)
-		return
-	case name != "":
-		dc.ContainerName = name
-	case len(cs) > 0 && cs[0].Name != "":
-		dc.ContainerName = cs[0].Name
-	case len(cs) > 0:
-		pod.Spec.Containers[0].Name = DriverContainerName
-	}
-	dc.Template = pod
+	dc.Template, dc.ContainerName = p.podTemplate(templateKeys{
+		file: config.KubernetesDriverPodTemplateFile, container: config.KubernetesDriverPodTemplateContainerName,
+		role: "driver", defaultName: DriverContainerName,
+	}, get(p, config.KubernetesDriverPodTemplateContainerName), func(file string) string { return file })
 }
 
+// driverImage resolves the driver's image; the executors' pull policy and
+// secrets are the driver's too.
 func (p *parser) driverImage(dc *DriverConf) {
-	dc.Image = get(p, config.KubernetesDriverContainerImage)
-	var tc *corev1.Container
-	if dc.Template != nil {
-		tc = findContainer(dc.Template, dc.ContainerName)
-	}
-	if dc.Image == "" && tc != nil {
-		dc.Image = tc.Image
-	}
-	if dc.Image == "" {
-		p.fail("no driver image: set %s (or %s) to the application's image",
-			config.KubernetesDriverContainerImage.Key(), config.KubernetesContainerImage.Key())
-	}
-	// The executors' pull policy and secrets are the driver's too.
-	dc.PullPolicy, dc.PullSecrets = p.pull(tc)
+	dc.Image, dc.PullPolicy, dc.PullSecrets = p.containerImage(config.KubernetesDriverContainerImage, "driver",
+		dc.Template, dc.ContainerName)
 }
 
 // driverResources resolves CPU and memory like the executors' (Spark's
 // BasicDriverFeatureStep): request = spark.kubernetes.driver.request.cores
 // or spark.driver.cores, memory = spark.driver.memory + overhead.
 func (p *parser) driverResources(dc *DriverConf) {
-	var limitOK bool
-	dc.MemoryBytes, dc.OverheadBytes, dc.RequestCores, dc.LimitCores, limitOK = p.podResources(roleKeys{
+	dc.MemoryBytes, dc.OverheadBytes, dc.RequestCores, dc.LimitCores = p.podResources(roleKeys{
 		memory: config.DriverMemory, overhead: config.DriverMemoryOverhead,
 		factor: config.DriverMemoryOverheadFactor, minOverhead: config.DriverMinMemoryOverhead,
-		requestCores: config.KubernetesDriverRequestCores, limitCores: config.KubernetesDriverLimitCores,
+		cores: config.DriverCores, requestCores: config.KubernetesDriverRequestCores,
+		limitCores: config.KubernetesDriverLimitCores, role: "driver", rejected: "the driver pod",
 	}, dc.Cores)
-	if !limitOK {
-		req := config.KubernetesDriverRequestCores.Key()
-		if !config.KubernetesDriverRequestCores.IsSet(p.c) {
-			req = config.DriverCores.Key()
-		}
-		p.fail("the driver CPU request %s=%s is above the limit %s=%s; Kubernetes would reject the driver pod",
-			req, dc.RequestCores.String(), config.KubernetesDriverLimitCores.Key(), dc.LimitCores.String())
-	}
 }
 
 func (p *parser) driverMetadata(dc *DriverConf) {
@@ -410,11 +354,7 @@ func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 	spec := &pod.Spec
 	spec.RestartPolicy = corev1.RestartPolicyNever
 	place(spec, dc.NodeSelector, dc.PullSecrets, dc.SchedulerName)
-	ctr := findContainer(pod, dc.ContainerName)
-	if ctr == nil {
-		spec.Containers = append(spec.Containers, corev1.Container{Name: dc.ContainerName})
-		ctr = &spec.Containers[len(spec.Containers)-1]
-	}
+	ctr := ensureContainer(pod, dc.ContainerName)
 	ctr.Image = dc.Image
 	ctr.ImagePullPolicy = corev1.PullPolicy(dc.PullPolicy)
 	ctr.Command = slices.Clone(dc.Command)
@@ -422,13 +362,7 @@ func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 	// The end of the log is the termination message of a driver that
 	// fails, which drover submit shows.
 	ctr.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
-	mem := resource.NewQuantity(dc.MemoryBytes+dc.OverheadBytes, resource.BinarySI)
-	ctr.Resources.Requests = setResource(ctr.Resources.Requests, corev1.ResourceMemory, *mem)
-	ctr.Resources.Limits = setResource(ctr.Resources.Limits, corev1.ResourceMemory, *mem)
-	ctr.Resources.Requests = setResource(ctr.Resources.Requests, corev1.ResourceCPU, dc.RequestCores)
-	if dc.LimitCores != nil {
-		ctr.Resources.Limits = setResource(ctr.Resources.Limits, corev1.ResourceCPU, *dc.LimitCores)
-	}
+	setContainerResources(ctr, dc.MemoryBytes+dc.OverheadBytes, dc.RequestCores, dc.LimitCores)
 	if !slices.ContainsFunc(ctr.Ports, func(p corev1.ContainerPort) bool { return p.Name == DriverPortName }) {
 		ctr.Ports = append(ctr.Ports, corev1.ContainerPort{Name: DriverPortName, ContainerPort: int32(dc.Port), Protocol: corev1.ProtocolTCP})
 	}
@@ -440,9 +374,7 @@ func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 		{Name: "GOMAXPROCS", Value: strconv.Itoa(dc.Cores)},
 	}
 	env = append(env, dc.LogEnv...)
-	for _, k := range slices.Sorted(maps.Keys(dc.Env)) {
-		env = append(env, corev1.EnvVar{Name: k, Value: dc.Env[k]})
-	}
+	env = append(env, sortedEnv(dc.Env)...)
 	ctr.Env = append(ctr.Env, env...)
 	if ctr.SecurityContext == nil {
 		ctr.SecurityContext = restrictedSecurityContext()
