@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -367,4 +369,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// baseEnv is every container's environment before its own variables.
+func (a *Agent) baseEnv(pod *corev1.Pod, dir string) *envList {
+	env := &envList{}
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	env.set("PATH", path)
+	env.set("HOME", dir)
+	host := pod.Spec.Hostname
+	if host == "" {
+		host = pod.Name
+	}
+	env.set("HOSTNAME", host)
+	if h, p, err := net.SplitHostPort(a.cfg.APIServer); err == nil {
+		env.set("KUBERNETES_SERVICE_HOST", h)
+		env.set("KUBERNETES_SERVICE_PORT", p)
+		env.set("KUBERNETES_SERVICE_PORT_HTTPS", p)
+		env.set("KUBERNETES_PORT", "tcp://"+net.JoinHostPort(h, p))
+	}
+	for _, kv := range a.cfg.Env {
+		k, v, _ := cutEnv(kv)
+		env.set(k, v)
+	}
+	return env
 }
