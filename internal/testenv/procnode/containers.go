@@ -39,14 +39,8 @@ func (w *podWorker) start(ctx context.Context, pod *corev1.Pod, st *podState) ou
 			c.setWaiting(reasonConfigError, err.Error())
 		}
 		w.post(ctx, st)
-		select {
-		case <-time.After(configRetry):
-		case <-w.stop:
-			return stopped
-		case <-w.gone:
-			return abandoned
-		case <-ctx.Done():
-			return abandoned
+		if out := w.sleep(ctx, configRetry); out != finished {
+			return out
 		}
 	}
 	for _, c := range st.initCtrs {
