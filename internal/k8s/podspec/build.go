@@ -124,10 +124,7 @@ func OnDemandClaims(c *ExecutorConf, pod *corev1.Pod, id executorid.ID) []*corev
 		if v.Claim == nil {
 			continue
 		}
-		labels := maps.Clone(v.Claim.Labels)
-		if labels == nil {
-			labels = map[string]string{}
-		}
+		labels := cloneMap(v.Claim.Labels)
 		labels[snapshot.LabelAppID] = c.AppID
 		labels[snapshot.LabelExecutorID] = id.String()
 		pvc := &corev1.PersistentVolumeClaim{

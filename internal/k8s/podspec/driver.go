@@ -157,20 +157,14 @@ func BuildDriverPod(dc *DriverConf) (*corev1.Pod, error) {
 func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	pod.Name, pod.GenerateName, pod.Namespace = dc.PodName, "", dc.Namespace
-	labels := maps.Clone(pod.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := cloneMap(pod.Labels)
 	labels[snapshot.LabelAppName] = appNameLabel(dc.AppName)
 	maps.Copy(labels, dc.Labels)
 	labels[snapshot.LabelAppID] = dc.AppID
 	labels[snapshot.LabelRole] = RoleDriver
 	pod.Labels = labels
 	if len(dc.Annotations) > 0 {
-		ann := maps.Clone(pod.Annotations)
-		if ann == nil {
-			ann = map[string]string{}
-		}
+		ann := cloneMap(pod.Annotations)
 		maps.Copy(ann, dc.Annotations)
 		pod.Annotations = ann
 	}
@@ -212,10 +206,7 @@ const RoleDriver = "driver"
 // DriverServiceFeatureStep): the driver's RPC port, selecting the driver
 // pod by application id and role, owned by the driver pod.
 func DriverService(dc *DriverConf, driver *corev1.Pod) *corev1.Service {
-	labels := maps.Clone(dc.ServiceLabels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := cloneMap(dc.ServiceLabels)
 	labels[snapshot.LabelAppID] = dc.AppID
 	svc := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},

@@ -75,10 +75,7 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) e
 
 	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	pod.Name, pod.GenerateName, pod.Namespace = name, "", c.Namespace
-	labels := maps.Clone(pod.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := cloneMap(pod.Labels)
 	labels[snapshot.LabelAppName] = appNameLabel(c.AppName)
 	for k, v := range c.Labels {
 		labels[k] = substitute(v, c.AppID, id)
@@ -88,10 +85,7 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) e
 	labels[snapshot.LabelExecutorID] = idStr
 	pod.Labels = labels
 	if len(c.Annotations) > 0 {
-		ann := maps.Clone(pod.Annotations)
-		if ann == nil {
-			ann = map[string]string{}
-		}
+		ann := cloneMap(pod.Annotations)
 		for k, v := range c.Annotations {
 			ann[k] = substitute(v, c.AppID, id)
 		}
@@ -161,6 +155,14 @@ func restrictedSecurityContext() *corev1.SecurityContext {
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+}
+
+// cloneMap is a copy of m to add to: never nil.
+func cloneMap(m map[string]string) map[string]string {
+	if c := maps.Clone(m); c != nil {
+		return c
+	}
+	return map[string]string{}
 }
 
 // ensureContainer returns the pod's container name, adding it when the
@@ -393,10 +395,7 @@ func (configMapStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ executorid.ID
 // scheduler, over what its template set.
 func place(spec *corev1.PodSpec, nodeSelector map[string]string, pullSecrets []string, schedulerName string) {
 	if len(nodeSelector) > 0 {
-		ns := maps.Clone(spec.NodeSelector)
-		if ns == nil {
-			ns = map[string]string{}
-		}
+		ns := cloneMap(spec.NodeSelector)
 		maps.Copy(ns, nodeSelector)
 		spec.NodeSelector = ns
 	}
