@@ -2,13 +2,9 @@ package testenv
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -372,51 +368,6 @@ func (e *Env) launch(dir, name string, args, env []string) (*component, error) {
 	return c, nil
 }
 
-func (e *Env) startProcessNodes(files *pkiFiles, apiPort int) error {
-	cfg := rest.CopyConfig(e.Config)
-	cfg.BearerToken = files.procnodeToken
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating the process node client: %w", err)
-	}
-	for i := range e.opts.ProcessNodes {
-		e.ProcessNodeNames = append(e.ProcessNodeNames, "procnode-"+strconv.Itoa(i))
-	}
-	logPath := filepath.Join(e.Dir, "procnode.log")
-	if e.agentLog, err = os.Create(logPath); err != nil {
-		return fmt.Errorf("creating the process node log: %w", err)
-	}
-	cidr := e.opts.PodCIDR
-	if !cidr.IsValid() {
-		var b [1]byte
-		_, _ = rand.Read(b[:])
-		cidr = netip.PrefixFrom(netip.AddrFrom4([4]byte{127, 16 + b[0]%224, 0, 0}), 16)
-	}
-	ca := x509.NewCertPool()
-	ca.AppendCertsFromPEM(files.caPEM)
-	agent, err := procnode.New(procnode.Config{
-		Client:    client,
-		NodeNames: e.ProcessNodeNames,
-		Dir:       filepath.Join(e.Dir, "procnode"),
-		PodCIDR:   cidr,
-		APIServer: "127.0.0.1:" + strconv.Itoa(apiPort),
-		ClientCAs: ca,
-		Logger:    slog.New(slog.NewTextHandler(e.agentLog, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.ProcessNode, e.agentStop, e.agentDone = agent, cancel, make(chan struct{})
-	go func() {
-		defer close(e.agentDone)
-		if err := agent.Run(ctx); err != nil {
-			fmt.Fprintf(e.agentLog, "process node agent stopped: %v\n", err)
-		}
-	}()
-	return nil
-}
-
 // PIDs returns the process IDs of the running components (not of pods).
 func (e *Env) PIDs() []int {
 	var pids []int
@@ -460,88 +411,4 @@ func (e *Env) Stop() error {
 		}
 	})
 	return e.stopErr
-}
-
-// waitReady polls check until it succeeds, failing early when c exits and
-// on ctx's end; both failures carry c's log tail.
-func waitReady(ctx context.Context, c *component, check func(context.Context) error) error {
-	delay := 50 * time.Millisecond
-	var last error
-	for {
-		if c.exited() {
-			return c.failure(errExited)
-		}
-		if last = check(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return c.failure(fmt.Errorf("not ready in time: %w (last check: %v)", ctx.Err(), last))
-		case <-c.done:
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 500*time.Millisecond)
-	}
-}
-
-func httpOK(ctx context.Context, client *http.Client, url, token, want string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
-	}
-	if want != "" && !strings.Contains(string(body), want) {
-		return fmt.Errorf("GET %s: %s", url, strings.TrimSpace(string(body)))
-	}
-	return nil
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		defer ln.Close()
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-// removeStale removes environment directories left by processes that died
-// without stopping them (a test binary killed by its timeout). Their
-// components died with them (Pdeathsig); only the files remain.
-func removeStale(parent string) {
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		return
-	}
-	for _, ent := range entries {
-		if !ent.IsDir() || !strings.HasPrefix(ent.Name(), stalePrefix) {
-			continue
-		}
-		dir := filepath.Join(parent, ent.Name())
-		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
-		if err != nil {
-			continue // being created right now, or not ours
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 0 || processAlive(pid) {
-			continue
-		}
-		_ = os.RemoveAll(dir)
-	}
 }

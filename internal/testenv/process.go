@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -93,3 +97,62 @@ func (c *component) failure(what error) error {
 }
 
 var errExited = errors.New("exited before it was ready")
+
+// waitReady polls check until it succeeds, failing early when c exits and
+// on ctx's end; both failures carry c's log tail.
+func waitReady(ctx context.Context, c *component, check func(context.Context) error) error {
+	delay := 50 * time.Millisecond
+	var last error
+	for {
+		if c.exited() {
+			return c.failure(errExited)
+		}
+		if last = check(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return c.failure(fmt.Errorf("not ready in time: %w (last check: %v)", ctx.Err(), last))
+		case <-c.done:
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 500*time.Millisecond)
+	}
+}
+
+func httpOK(ctx context.Context, client *http.Client, url, token, want string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if want != "" && !strings.Contains(string(body), want) {
+		return fmt.Errorf("GET %s: %s", url, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+// freePorts returns n distinct loopback ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		defer ln.Close()
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

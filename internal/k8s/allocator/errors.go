@@ -101,3 +101,13 @@ func isQuotaExceeded(err error) bool {
 func isQuotaUnknown(err error) bool {
 	return strings.Contains(err.Error(), "status unknown for quota")
 }
+
+// quotaCause names the quota of an "exceeded quota" rejection.
+func quotaCause(err error) string {
+	_, rest, ok := strings.Cut(err.Error(), "exceeded quota: ")
+	if !ok {
+		return "a ResourceQuota"
+	}
+	name, _, _ := strings.Cut(rest, ",")
+	return "ResourceQuota " + name
+}

@@ -124,10 +124,7 @@ func OnDemandClaims(c *ExecutorConf, pod *corev1.Pod, id executorid.ID) []*corev
 		if v.Claim == nil {
 			continue
 		}
-		labels := maps.Clone(v.Claim.Labels)
-		if labels == nil {
-			labels = map[string]string{}
-		}
+		labels := cloneMap(v.Claim.Labels)
 		labels[snapshot.LabelAppID] = c.AppID
 		labels[snapshot.LabelExecutorID] = id.String()
 		pvc := &corev1.PersistentVolumeClaim{
@@ -179,19 +176,25 @@ func ExecutorConfigMap(c *ExecutorConf, conf map[string]string) *corev1.ConfigMa
 	text := properties("# Configuration of the executors of "+c.AppID+", written by the driver.", conf,
 		func(k string) bool { return redacted[k] == conf[k] })
 	cm := &corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      c.ConfigMapName,
-			Namespace: c.Namespace,
-			Labels:    map[string]string{snapshot.LabelAppID: c.AppID, snapshot.LabelRole: snapshot.RoleExecutor},
-		},
-		Immutable: ptr.To(true),
-		Data:      map[string]string{config.DefaultsFile: text},
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: c.objectMeta(c.ConfigMapName),
+		Immutable:  ptr.To(true),
+		Data:       map[string]string{config.DefaultsFile: text},
 	}
 	if c.DriverPod != nil {
 		cm.OwnerReferences = []metav1.OwnerReference{OwnerReference(c.DriverPod)}
 	}
 	return cm
+}
+
+// objectMeta is the metadata of an object of the executors': its name, the
+// executors' namespace, and the application and executor-role labels.
+func (c *ExecutorConf) objectMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:      name,
+		Namespace: c.Namespace,
+		Labels:    map[string]string{snapshot.LabelAppID: c.AppID, snapshot.LabelRole: snapshot.RoleExecutor},
+	}
 }
 
 // ExecutorAuthSecret builds the Secret that carries the executors'
@@ -207,15 +210,11 @@ func ExecutorAuthSecret(c *ExecutorConf) *corev1.Secret {
 		data[k.key] = k.value
 	}
 	s := &corev1.Secret{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      c.AuthSecretName,
-			Namespace: c.Namespace,
-			Labels:    map[string]string{snapshot.LabelAppID: c.AppID, snapshot.LabelRole: snapshot.RoleExecutor},
-		},
-		Immutable: ptr.To(true),
-		Type:      corev1.SecretTypeOpaque,
-		Data:      data,
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: c.objectMeta(c.AuthSecretName),
+		Immutable:  ptr.To(true),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
 	}
 	if c.DriverPod != nil {
 		s.OwnerReferences = []metav1.OwnerReference{OwnerReference(c.DriverPod)}

@@ -1,21 +1,15 @@
 package podspec
 
 import (
-	"errors"
-	"fmt"
 	"maps"
 	"os"
-	"path"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/validate/content"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/yaml"
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/envvar"
@@ -190,250 +184,55 @@ func NewExecutorConf(c *config.Conf, appID string, driverPod *corev1.Pod, driver
 	p.metadata(ec)
 	p.secrets(ec)
 
-	vols, err := parseVolumes(config.KubernetesExecutorVolumes.Prefix(), config.KubernetesExecutorVolumes.Values(c))
-	p.add(err)
-	p.checkHostVolumes(config.KubernetesExecutorVolumes.Prefix(), vols)
-	ec.Volumes = vols
-
-	ec.TmpfsLocalDirs = get(p, config.KubernetesLocalDirsTmpfs)
-	ec.LocalDirs = []string{DefaultLocalDir}
-	if config.LocalDir.IsSet(c) {
-		ec.LocalDirs = config.LocalDirs(c)
-		for _, d := range ec.LocalDirs {
-			if !path.IsAbs(d) {
-				p.fail("%s: %q is not an absolute path", config.LocalDir.Key(), d)
-			}
-		}
-	}
+	ec.Volumes = p.volumes(config.KubernetesExecutorVolumes)
+	ec.LocalDirs, ec.TmpfsLocalDirs = p.localDirs()
 
 	if !get(p, config.KubernetesExecutorDisableConfigMap) {
 		ec.ConfigMapName = ConfigMapName(appID)
 	}
 	ec.AuthSecretName = AuthSecretName(appID)
-	for _, kv := range config.LogEnv(c) {
-		name, value, _ := strings.Cut(kv, "=")
-		ec.LogEnv = append(ec.LogEnv, corev1.EnvVar{Name: name, Value: value})
-	}
+	ec.LogEnv = logEnv(c)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
 	return ec, nil
 }
 
-// parser collects the problems found while resolving an ExecutorConf.
-type parser struct {
-	c    *config.Conf
-	errs []error
-}
-
-func (p *parser) fail(format string, args ...any) {
-	p.errs = append(p.errs, fmt.Errorf(format, args...))
-}
-
-func (p *parser) add(err error) {
-	if err != nil {
-		p.errs = append(p.errs, err)
-	}
-}
-
-func (p *parser) err() error { return errors.Join(p.errs...) }
-
-// get is e.Get, reporting an explicitly set value that is invalid (Get
-// would silently use the default).
-func get[T any](p *parser, e *config.Entry[T]) T {
-	if raw, ok := p.c.Lookup(e.Key()); ok {
-		if _, err := e.Parse(raw); err != nil {
-			p.add(err)
-		}
-	}
-	return e.Get(p.c)
-}
-
 // template reads and checks the pod template, and resolves the executor
 // container's name.
 func (p *parser) template(ec *ExecutorConf) {
-	ec.ContainerName = ExecutorContainerName
 	ec.TemplateContainer = get(p, config.KubernetesExecutorPodTemplateContainerName)
-	file := get(p, config.KubernetesExecutorPodTemplateFile)
-	if file == "" {
-		if ec.TemplateContainer != "" {
-			p.fail("%s=%s is set without %s", config.KubernetesExecutorPodTemplateContainerName.Key(),
-				ec.TemplateContainer, config.KubernetesExecutorPodTemplateFile.Key())
-		}
-		return
-	}
 	// A cluster-mode driver on a process node (tests) finds the uploaded
 	// template in its ConfigMap volume's directory.
-	pod, err := loadTemplate(LocalConfFile(file, os.Getenv), "executor")
-	if err != nil {
-		p.fail("%s=%s: %w", config.KubernetesExecutorPodTemplateFile.Key(), file, err)
-		return
-	}
-	cs := pod.Spec.Containers
-	switch i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == ec.TemplateContainer }); {
-	case ec.TemplateContainer != "" && i < 0:
-		names := make([]string, len(cs))
-		for j := range cs {
-			names[j] = cs[j].Name
-		}
-		p.fail("%s=%s: the template %s has no such container (it has: %s)", config.KubernetesExecutorPodTemplateContainerName.Key(),
-			ec.TemplateContainer, file, strings.Join(names, ", "))
-		return
-	case ec.TemplateContainer != "":
-		ec.ContainerName = ec.TemplateContainer
-	case len(cs) > 0 && cs[0].Name != "":
-		// As in Spark: without a container name, the template's first
-		// container runs the executor.
-		ec.ContainerName = cs[0].Name
-	case len(cs) > 0:
-		pod.Spec.Containers[0].Name = ExecutorContainerName
-	}
-	ec.Template = pod
-}
-
-// loadTemplate reads the pod template of role (executor or driver): a YAML or JSON Pod. Fields the Pod
-// type does not have are errors (they are typos, silently ignored by
-// Spark); what the API server fills in (status, uid, resourceVersion, …)
-// is dropped, so a pod fetched with kubectl get -o yaml works as a
-// template.
-func loadTemplate(file, role string) (*corev1.Pod, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("reading the %s pod template: %w", role, err)
-	}
-	if strings.TrimSpace(string(b)) == "" {
-		return nil, fmt.Errorf("the %s pod template is empty", role)
-	}
-	var tm metav1.TypeMeta
-	if err := yaml.Unmarshal(b, &tm); err != nil {
-		return nil, fmt.Errorf("parsing the %s pod template: %w", role, err)
-	}
-	if (tm.Kind != "" && tm.Kind != "Pod") || (tm.APIVersion != "" && tm.APIVersion != "v1") {
-		return nil, fmt.Errorf("the %s pod template is a %s %s, not a v1 Pod", role, tm.APIVersion, tm.Kind)
-	}
-	pod := &corev1.Pod{}
-	if err := yaml.UnmarshalStrict(b, pod); err != nil {
-		return nil, fmt.Errorf("parsing the %s pod template as a Pod: %w", role, err)
-	}
-	pod.TypeMeta = metav1.TypeMeta{}
-	pod.Status = corev1.PodStatus{}
-	m := &pod.ObjectMeta
-	m.UID, m.ResourceVersion, m.Generation, m.CreationTimestamp, m.ManagedFields = "", "", 0, metav1.Time{}, nil
-	m.DeletionTimestamp, m.DeletionGracePeriodSeconds, m.OwnerReferences = nil, nil, nil
-	return pod, nil
+	ec.Template, ec.ContainerName = p.podTemplate(templateKeys{
+		file: config.KubernetesExecutorPodTemplateFile, container: config.KubernetesExecutorPodTemplateContainerName,
+		role: "executor", defaultName: ExecutorContainerName,
+	}, ec.TemplateContainer, func(file string) string { return LocalConfFile(file, os.Getenv) })
 }
 
 // image resolves the image and pull policy: the keys when set, else the
 // template's container.
 func (p *parser) image(ec *ExecutorConf) {
-	var tc *corev1.Container
-	if ec.Template != nil {
-		tc = findContainer(ec.Template, ec.ContainerName)
-	}
-	ec.Image = get(p, config.KubernetesExecutorContainerImage)
-	if ec.Image == "" && tc != nil {
-		ec.Image = tc.Image
-	}
-	if ec.Image == "" {
-		p.fail("no executor image: set %s (or %s) to the application's image",
-			config.KubernetesExecutorContainerImage.Key(), config.KubernetesContainerImage.Key())
-	}
-	ec.PullPolicy, ec.PullSecrets = p.pull(tc)
-}
-
-// pull resolves the pull policy (the key when set, else the template
-// container tc's) and the pull secrets.
-func (p *parser) pull(tc *corev1.Container) (policy string, secrets []string) {
-	policy = get(p, config.KubernetesContainerImagePullPolicy)
-	if !config.KubernetesContainerImagePullPolicy.IsSet(p.c) && tc != nil && tc.ImagePullPolicy != "" {
-		policy = string(tc.ImagePullPolicy)
-	}
-	for s := range strings.SplitSeq(get(p, config.KubernetesContainerImagePullSecrets), ",") {
-		if s = strings.TrimSpace(s); s == "" {
-			continue
-		}
-		if msgs := validation.IsDNS1123Subdomain(s); len(msgs) > 0 {
-			p.fail("%s: invalid secret name %q: %s", config.KubernetesContainerImagePullSecrets.Key(), s, strings.Join(msgs, "; "))
-			continue
-		}
-		if !slices.Contains(secrets, s) {
-			secrets = append(secrets, s)
-		}
-	}
-	return policy, secrets
+	ec.Image, ec.PullPolicy, ec.PullSecrets = p.containerImage(config.KubernetesExecutorContainerImage, "executor",
+		ec.Template, ec.ContainerName)
 }
 
 // resources resolves CPU and memory. Memory overhead is Spark's:
 // spark.executor.memoryOverhead, else max(factor × memory in whole MiB,
 // minMemoryOverhead).
 func (p *parser) resources(ec *ExecutorConf) {
-	var limitOK bool
-	ec.MemoryBytes, ec.OverheadBytes, ec.RequestCores, ec.LimitCores, limitOK = p.podResources(roleKeys{
+	ec.MemoryBytes, ec.OverheadBytes, ec.RequestCores, ec.LimitCores = p.podResources(roleKeys{
 		memory: config.ExecutorMemory, overhead: config.ExecutorMemoryOverhead,
 		factor: config.ExecutorMemoryOverheadFactor, minOverhead: config.ExecutorMinMemoryOverhead,
-		requestCores: config.KubernetesExecutorRequestCores, limitCores: config.KubernetesExecutorLimitCores,
+		cores: config.ExecutorCores, requestCores: config.KubernetesExecutorRequestCores,
+		limitCores: config.KubernetesExecutorLimitCores, role: "executor", rejected: "every executor pod",
 	}, ec.Cores)
-	if !limitOK {
-		req := config.KubernetesExecutorRequestCores.Key()
-		if !config.KubernetesExecutorRequestCores.IsSet(p.c) {
-			req = config.ExecutorCores.Key()
-		}
-		p.fail("the executor CPU request %s=%s is above the limit %s=%s; Kubernetes would reject every executor pod",
-			req, ec.RequestCores.String(), config.KubernetesExecutorLimitCores.Key(), ec.LimitCores.String())
-	}
 
 	ec.TerminationGracePeriod = int64(get(p, config.KubernetesExecutorTerminationGracePeriod).Seconds())
 	if !config.KubernetesExecutorTerminationGracePeriod.IsSet(p.c) && ec.Template != nil &&
 		ec.Template.Spec.TerminationGracePeriodSeconds != nil {
 		ec.TerminationGracePeriod = *ec.Template.Spec.TerminationGracePeriodSeconds
 	}
-}
-
-// roleKeys are the configuration keys of a pod role's memory and CPU.
-type roleKeys struct {
-	memory, overhead, minOverhead *config.Entry[int64]
-	factor                        *config.Entry[float64]
-	requestCores, limitCores      *config.Entry[string]
-}
-
-// podResources resolves a role's memory (with Spark's overhead) and CPU
-// request (requestCores, else cores) and limit; limitOK is false when the
-// request is above the limit.
-func (p *parser) podResources(k roleKeys, cores int) (memory, overhead int64, request resource.Quantity, limit *resource.Quantity, limitOK bool) {
-	memory = get(p, k.memory)
-	if memory <= 0 {
-		p.fail("%s=%s: expected a size > 0", k.memory.Key(), p.c.Get(k.memory.Key()))
-	}
-	overhead = Overhead(memory, get(p, k.overhead), k.overhead.IsSet(p.c), get(p, k.factor), get(p, k.minOverhead))
-	cpu := func(e *config.Entry[string]) *resource.Quantity {
-		s := get(p, e)
-		if s == "" {
-			return nil
-		}
-		q, err := resource.ParseQuantity(strings.TrimSpace(s))
-		if err != nil || q.Sign() <= 0 {
-			p.fail("%s=%s: expected a CPU quantity > 0 such as 0.5, 500m or 2", e.Key(), s)
-			return nil
-		}
-		return &q
-	}
-	if q := cpu(k.requestCores); q != nil {
-		request = *q
-	} else {
-		request = *resource.NewQuantity(int64(cores), resource.DecimalSI)
-	}
-	limit = cpu(k.limitCores)
-	return memory, overhead, request, limit, limit == nil || request.Cmp(*limit) <= 0
-}
-
-// Overhead is the executor pod's memory beyond spark.executor.memory:
-// overhead when set, else max(factor × memory, minimum), where factor ×
-// memory is truncated to whole MiB as Spark does.
-func Overhead(memory, overhead int64, overheadSet bool, factor float64, minimum int64) int64 {
-	if overheadSet {
-		return overhead
-	}
-	return max(int64(factor*float64(memory/config.MiB))*config.MiB, minimum)
 }
 
 // metadata resolves labels, annotations, node selector, scheduler, service
@@ -483,61 +282,7 @@ func (p *parser) metadata(ec *ExecutorConf) {
 	}
 }
 
-func checkEnvName(p *parser, key, name string) {
-	if msgs := validation.IsRelaxedEnvVarName(name); len(msgs) > 0 {
-		p.fail("%s: invalid environment variable name %q: %s", key, name, strings.Join(msgs, "; "))
-	}
-	if slices.Contains(reservedEnv, name) {
-		p.fail("%s: the environment variable %s is set by drover", key, name)
-	}
-}
-
 // secrets resolves secret mounts and secret environment variables.
 func (p *parser) secrets(ec *ExecutorConf) {
 	ec.Secrets, ec.SecretEnv = p.secretsOf(config.KubernetesExecutorSecrets, config.KubernetesExecutorSecretKeyRefs)
-}
-
-// secretsOf resolves a role's secret mounts (the family mountsFam) and
-// secret environment variables (refsFam).
-func (p *parser) secretsOf(mountsFam, refsFam *config.PrefixEntry) (secrets []SecretMount, secretEnv []SecretEnv) {
-	mounts := mountsFam.Values(p.c)
-	for _, name := range slices.Sorted(maps.Keys(mounts)) {
-		key, dir := mountsFam.Prefix()+name, mounts[name]
-		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-			p.fail("%s: invalid secret name %q: %s", key, name, strings.Join(msgs, "; "))
-		}
-		if !path.IsAbs(dir) {
-			p.fail("%s=%s: expected the absolute path to mount the secret at", key, dir)
-		}
-		secrets = append(secrets, SecretMount{Name: name, Path: dir})
-	}
-	refs := refsFam.Values(p.c)
-	for _, env := range slices.Sorted(maps.Keys(refs)) {
-		key, ref := refsFam.Prefix()+env, refs[env]
-		checkEnvName(p, key, env)
-		secret, item, ok := strings.Cut(ref, ":")
-		secret, item = strings.TrimSpace(secret), strings.TrimSpace(item)
-		if !ok || secret == "" || item == "" {
-			p.fail("%s=%s: expected <secret>:<key>", key, ref)
-			continue
-		}
-		if msgs := validation.IsDNS1123Subdomain(secret); len(msgs) > 0 {
-			p.fail("%s=%s: invalid secret name %q: %s", key, ref, secret, strings.Join(msgs, "; "))
-		}
-		if msgs := validation.IsConfigMapKey(item); len(msgs) > 0 {
-			p.fail("%s=%s: invalid secret key %q: %s", key, ref, item, strings.Join(msgs, "; "))
-		}
-		secretEnv = append(secretEnv, SecretEnv{Env: env, Secret: secret, Key: item})
-	}
-	return secrets, secretEnv
-}
-
-// secretVolumeName is the volume of a mounted secret: Spark's
-// "<secret>-volume" when that is a valid volume name, else
-// "secret-volume-<i>".
-func secretVolumeName(secret string, i int) string {
-	if n := secret + "-volume"; len(validation.IsDNS1123Label(n)) == 0 {
-		return n
-	}
-	return "secret-volume-" + strconv.Itoa(i)
 }

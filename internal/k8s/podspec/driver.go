@@ -11,10 +11,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/drover-project/drover/internal/config"
@@ -110,237 +108,6 @@ func ReadExecutorTemplate(file string) (string, error) {
 	return string(b), nil
 }
 
-// DriverConf is everything the driver steps need, resolved and checked
-// once by [NewDriverConf] so that bad input fails before anything is
-// created.
-type DriverConf struct {
-	AppID, AppName, Namespace string
-	// PodName, ServiceName and ConfigMapName name the driver pod, its
-	// headless service and its configuration. SecretName, when set, names
-	// the Secret of its sensitive settings (DriverSecret), mounted at
-	// DriverSecretDir.
-	PodName, ServiceName, ConfigMapName, SecretName string
-	// Port is the driver's RPC port.
-	Port int
-
-	Image, PullPolicy string
-	PullSecrets       []string
-	// Cores is spark.driver.cores (GOMAXPROCS); RequestCores and LimitCores
-	// are the container's CPU request and limit (nil for none).
-	Cores        int
-	RequestCores resource.Quantity
-	LimitCores   *resource.Quantity
-	// MemoryBytes is spark.driver.memory (GOMEMLIMIT); the container's
-	// memory request and limit are MemoryBytes + OverheadBytes.
-	MemoryBytes, OverheadBytes int64
-
-	// Labels and Annotations of the driver pod, the headless service's
-	// ServiceLabels and ServiceAnnotations, the NodeSelector, and Env
-	// (spark.kubernetes.driverEnv.*).
-	Labels, Annotations, ServiceLabels, ServiceAnnotations, NodeSelector, Env map[string]string
-	SchedulerName, ServiceAccount                                             string
-
-	// Secrets, SecretEnv, Volumes, LocalDirs and TmpfsLocalDirs are as in
-	// ExecutorConf, from the driver's keys; no on-demand claims.
-	Secrets        []SecretMount
-	SecretEnv      []SecretEnv
-	Volumes        []Volume
-	LocalDirs      []string
-	TmpfsLocalDirs bool
-
-	// Template is the parsed driver pod template (nil for none), and
-	// ContainerName the driver container's resolved name.
-	Template      *corev1.Pod
-	ContainerName string
-
-	LogEnv []corev1.EnvVar
-	// Command runs the application binary; Args are the application's
-	// arguments, after --properties-file DriverConfFile.
-	Command, Args []string
-}
-
-// NewDriverConf resolves and checks the driver pod of application appID
-// from c: command is the application binary in the image, args its
-// arguments. Every problem is reported at once, each naming its key.
-func NewDriverConf(c *config.Conf, appID string, command, args []string) (*DriverConf, error) {
-	p := &parser{c: c}
-	if appID == "" {
-		p.fail("building the driver pod: the application id is empty")
-	}
-	if len(command) == 0 || command[0] == "" {
-		p.fail("building the driver pod: no application binary")
-	}
-	dc := &DriverConf{
-		AppID:     appID,
-		AppName:   get(p, config.AppName),
-		Namespace: get(p, config.KubernetesNamespace),
-		Cores:     get(p, config.DriverCores),
-		Command:   slices.Clone(command),
-		Args:      slices.Clone(args),
-		Port:      DefaultDriverPort,
-	}
-	if config.DriverPort.IsSet(c) {
-		if dc.Port = get(p, config.DriverPort); dc.Port <= 0 || dc.Port > 65535 {
-			p.fail("%s=%d: a cluster-mode driver needs a fixed port between 1 and 65535", config.DriverPort.Key(), dc.Port)
-		}
-	}
-	prefix := defaultPodNamePrefix(dc.AppName, appID)
-	dc.PodName = prefix + "-driver"
-	dc.ServiceName = prefix + "-driver-svc"
-	if len(dc.ServiceName) > maxLabelLength {
-		dc.ServiceName = "drover-" + appIDPart(appID) + "-driver-svc"
-	}
-	dc.ConfigMapName = "drover-drv-" + appIDPart(appID) + "-conf-map"
-
-	p.driverTemplate(dc)
-	p.driverImage(dc)
-	p.driverResources(dc)
-	p.driverMetadata(dc)
-	dc.Secrets, dc.SecretEnv = p.secretsOf(config.KubernetesDriverSecrets, config.KubernetesDriverSecretKeyRefs)
-	vols, err := parseVolumes(config.KubernetesDriverVolumes.Prefix(), config.KubernetesDriverVolumes.Values(c))
-	p.add(err)
-	p.checkHostVolumes(config.KubernetesDriverVolumes.Prefix(), vols)
-	for _, v := range vols {
-		if v.Claim != nil {
-			p.fail("%s%s.%s.options.claimName=%s: on-demand claims are for executors only; name an existing claim",
-				config.KubernetesDriverVolumes.Prefix(), v.Type, v.Name, OnDemandClaim)
-		}
-	}
-	dc.Volumes = vols
-	dc.TmpfsLocalDirs = get(p, config.KubernetesLocalDirsTmpfs)
-	dc.LocalDirs = []string{DefaultLocalDir}
-	if config.LocalDir.IsSet(c) {
-		dc.LocalDirs = config.LocalDirs(c)
-		for _, d := range dc.LocalDirs {
-			if !path.IsAbs(d) {
-				p.fail("%s: %q is not an absolute path", config.LocalDir.Key(), d)
-			}
-		}
-	}
-	for _, kv := range config.LogEnv(c) {
-		name, value, _ := strings.Cut(kv, "=")
-		dc.LogEnv = append(dc.LogEnv, corev1.EnvVar{Name: name, Value: value})
-	}
-	if err := p.err(); err != nil {
-		return nil, err
-	}
-	return dc, nil
-}
-
-func (p *parser) driverTemplate(dc *DriverConf) {
-	dc.ContainerName = DriverContainerName
-	name := get(p, config.KubernetesDriverPodTemplateContainerName)
-	file := get(p, config.KubernetesDriverPodTemplateFile)
-	if file == "" {
-		if name != "" {
-			p.fail("%s=%s is set without %s", config.KubernetesDriverPodTemplateContainerName.Key(), name,
-				config.KubernetesDriverPodTemplateFile.Key())
-		}
-		return
-	}
-	pod, err := loadTemplate(file, "driver")
-	if err != nil {
-		p.fail("%s=%s: %w", config.KubernetesDriverPodTemplateFile.Key(), file, err)
-		return
-	}
-	cs := pod.Spec.Containers
-	switch i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == name }); {
-	case name != "" && i < 0:
-		p.fail("%s=%s: the template %s has no such container", config.KubernetesDriverPodTemplateContainerName.Key(), name, file)
-		return
-	case name != "":
-		dc.ContainerName = name
-	case len(cs) > 0 && cs[0].Name != "":
-		dc.ContainerName = cs[0].Name
-	case len(cs) > 0:
-		pod.Spec.Containers[0].Name = DriverContainerName
-	}
-	dc.Template = pod
-}
-
-func (p *parser) driverImage(dc *DriverConf) {
-	dc.Image = get(p, config.KubernetesDriverContainerImage)
-	var tc *corev1.Container
-	if dc.Template != nil {
-		tc = findContainer(dc.Template, dc.ContainerName)
-	}
-	if dc.Image == "" && tc != nil {
-		dc.Image = tc.Image
-	}
-	if dc.Image == "" {
-		p.fail("no driver image: set %s (or %s) to the application's image",
-			config.KubernetesDriverContainerImage.Key(), config.KubernetesContainerImage.Key())
-	}
-	// The executors' pull policy and secrets are the driver's too.
-	dc.PullPolicy, dc.PullSecrets = p.pull(tc)
-}
-
-// driverResources resolves CPU and memory like the executors' (Spark's
-// BasicDriverFeatureStep): request = spark.kubernetes.driver.request.cores
-// or spark.driver.cores, memory = spark.driver.memory + overhead.
-func (p *parser) driverResources(dc *DriverConf) {
-	var limitOK bool
-	dc.MemoryBytes, dc.OverheadBytes, dc.RequestCores, dc.LimitCores, limitOK = p.podResources(roleKeys{
-		memory: config.DriverMemory, overhead: config.DriverMemoryOverhead,
-		factor: config.DriverMemoryOverheadFactor, minOverhead: config.DriverMinMemoryOverhead,
-		requestCores: config.KubernetesDriverRequestCores, limitCores: config.KubernetesDriverLimitCores,
-	}, dc.Cores)
-	if !limitOK {
-		req := config.KubernetesDriverRequestCores.Key()
-		if !config.KubernetesDriverRequestCores.IsSet(p.c) {
-			req = config.DriverCores.Key()
-		}
-		p.fail("the driver CPU request %s=%s is above the limit %s=%s; Kubernetes would reject the driver pod",
-			req, dc.RequestCores.String(), config.KubernetesDriverLimitCores.Key(), dc.LimitCores.String())
-	}
-}
-
-func (p *parser) driverMetadata(dc *DriverConf) {
-	check := func(fam *config.PrefixEntry, reserved bool) map[string]string {
-		vals := fam.Values(p.c)
-		for _, k := range slices.Sorted(maps.Keys(vals)) {
-			if reserved && slices.Contains(reservedLabels, k) {
-				p.fail("%s%s: the label %s is reserved for drover", fam.Prefix(), k, k)
-				continue
-			}
-			checkLabel(fam.Prefix()+k, k, vals[k], &p.errs)
-		}
-		return vals
-	}
-	dc.Labels = check(config.KubernetesDriverLabels, true)
-	dc.ServiceLabels = check(config.KubernetesDriverServiceLabels, true)
-	dc.Annotations = config.KubernetesDriverAnnotations.Values(p.c)
-	dc.ServiceAnnotations = config.KubernetesDriverServiceAnnotations.Values(p.c)
-	dc.NodeSelector = check(config.KubernetesNodeSelector, false)
-	maps.Copy(dc.NodeSelector, check(config.KubernetesDriverNodeSelector, false))
-	dc.SchedulerName = get(p, config.KubernetesDriverSchedulerName)
-	dc.ServiceAccount = get(p, config.KubernetesDriverServiceAccountName)
-	for key, name := range map[string]string{
-		config.KubernetesDriverSchedulerName.Key():      dc.SchedulerName,
-		config.KubernetesDriverServiceAccountName.Key(): dc.ServiceAccount,
-	} {
-		if name == "" {
-			continue
-		}
-		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-			p.fail("%s=%s: %s", key, name, strings.Join(msgs, "; "))
-		}
-	}
-	dc.Env = config.KubernetesDriverEnv.Values(p.c)
-	for _, k := range slices.Sorted(maps.Keys(dc.Env)) {
-		checkEnvName(p, config.KubernetesDriverEnv.Prefix()+k, k)
-	}
-}
-
-// mountView is the ExecutorConf the executor steps that the driver shares
-// (secrets, volumes, local directories) read.
-func (dc *DriverConf) mountView() *ExecutorConf {
-	return &ExecutorConf{
-		ContainerName: dc.ContainerName, Secrets: dc.Secrets, SecretEnv: dc.SecretEnv, Volumes: dc.Volumes,
-		LocalDirs: dc.LocalDirs, TmpfsLocalDirs: dc.TmpfsLocalDirs,
-	}
-}
-
 // BuildDriverPod builds the driver pod, in Spark's order
 // (KubernetesDriverBuilder): from a copy of the pod template (or an empty
 // pod), the basic driver step (name, labels spark-app-selector and
@@ -390,31 +157,21 @@ func BuildDriverPod(dc *DriverConf) (*corev1.Pod, error) {
 func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	pod.Name, pod.GenerateName, pod.Namespace = dc.PodName, "", dc.Namespace
-	labels := maps.Clone(pod.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := cloneMap(pod.Labels)
 	labels[snapshot.LabelAppName] = appNameLabel(dc.AppName)
 	maps.Copy(labels, dc.Labels)
 	labels[snapshot.LabelAppID] = dc.AppID
 	labels[snapshot.LabelRole] = RoleDriver
 	pod.Labels = labels
 	if len(dc.Annotations) > 0 {
-		ann := maps.Clone(pod.Annotations)
-		if ann == nil {
-			ann = map[string]string{}
-		}
+		ann := cloneMap(pod.Annotations)
 		maps.Copy(ann, dc.Annotations)
 		pod.Annotations = ann
 	}
 	spec := &pod.Spec
 	spec.RestartPolicy = corev1.RestartPolicyNever
 	place(spec, dc.NodeSelector, dc.PullSecrets, dc.SchedulerName)
-	ctr := findContainer(pod, dc.ContainerName)
-	if ctr == nil {
-		spec.Containers = append(spec.Containers, corev1.Container{Name: dc.ContainerName})
-		ctr = &spec.Containers[len(spec.Containers)-1]
-	}
+	ctr := ensureContainer(pod, dc.ContainerName)
 	ctr.Image = dc.Image
 	ctr.ImagePullPolicy = corev1.PullPolicy(dc.PullPolicy)
 	ctr.Command = slices.Clone(dc.Command)
@@ -422,13 +179,7 @@ func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 	// The end of the log is the termination message of a driver that
 	// fails, which drover submit shows.
 	ctr.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
-	mem := resource.NewQuantity(dc.MemoryBytes+dc.OverheadBytes, resource.BinarySI)
-	ctr.Resources.Requests = setResource(ctr.Resources.Requests, corev1.ResourceMemory, *mem)
-	ctr.Resources.Limits = setResource(ctr.Resources.Limits, corev1.ResourceMemory, *mem)
-	ctr.Resources.Requests = setResource(ctr.Resources.Requests, corev1.ResourceCPU, dc.RequestCores)
-	if dc.LimitCores != nil {
-		ctr.Resources.Limits = setResource(ctr.Resources.Limits, corev1.ResourceCPU, *dc.LimitCores)
-	}
+	setContainerResources(ctr, dc.MemoryBytes+dc.OverheadBytes, dc.RequestCores, dc.LimitCores)
 	if !slices.ContainsFunc(ctr.Ports, func(p corev1.ContainerPort) bool { return p.Name == DriverPortName }) {
 		ctr.Ports = append(ctr.Ports, corev1.ContainerPort{Name: DriverPortName, ContainerPort: int32(dc.Port), Protocol: corev1.ProtocolTCP})
 	}
@@ -440,9 +191,7 @@ func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 		{Name: "GOMAXPROCS", Value: strconv.Itoa(dc.Cores)},
 	}
 	env = append(env, dc.LogEnv...)
-	for _, k := range slices.Sorted(maps.Keys(dc.Env)) {
-		env = append(env, corev1.EnvVar{Name: k, Value: dc.Env[k]})
-	}
+	env = append(env, sortedEnv(dc.Env)...)
 	ctr.Env = append(ctr.Env, env...)
 	if ctr.SecurityContext == nil {
 		ctr.SecurityContext = restrictedSecurityContext()
@@ -457,10 +206,7 @@ const RoleDriver = "driver"
 // DriverServiceFeatureStep): the driver's RPC port, selecting the driver
 // pod by application id and role, owned by the driver pod.
 func DriverService(dc *DriverConf, driver *corev1.Pod) *corev1.Service {
-	labels := maps.Clone(dc.ServiceLabels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := cloneMap(dc.ServiceLabels)
 	labels[snapshot.LabelAppID] = dc.AppID
 	svc := &corev1.Service{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},

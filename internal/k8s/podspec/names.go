@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/drover-project/drover/internal/executorid"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Names and places shared by the steps.
@@ -164,4 +165,14 @@ func substitute(v, appID string, id executorid.ID) string {
 		return v
 	}
 	return strings.NewReplacer(ValueAppID, appID, ValueExecutorID, id.String()).Replace(v)
+}
+
+// secretVolumeName is the volume of a mounted secret: Spark's
+// "<secret>-volume" when that is a valid volume name, else
+// "secret-volume-<i>".
+func secretVolumeName(secret string, i int) string {
+	if n := secret + "-volume"; len(validation.IsDNS1123Label(n)) == 0 {
+		return n
+	}
+	return "secret-volume-" + strconv.Itoa(i)
 }

@@ -75,10 +75,7 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) e
 
 	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
 	pod.Name, pod.GenerateName, pod.Namespace = name, "", c.Namespace
-	labels := maps.Clone(pod.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
+	labels := cloneMap(pod.Labels)
 	labels[snapshot.LabelAppName] = appNameLabel(c.AppName)
 	for k, v := range c.Labels {
 		labels[k] = substitute(v, c.AppID, id)
@@ -88,10 +85,7 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) e
 	labels[snapshot.LabelExecutorID] = idStr
 	pod.Labels = labels
 	if len(c.Annotations) > 0 {
-		ann := maps.Clone(pod.Annotations)
-		if ann == nil {
-			ann = map[string]string{}
-		}
+		ann := cloneMap(pod.Annotations)
 		for k, v := range c.Annotations {
 			ann[k] = substitute(v, c.AppID, id)
 		}
@@ -109,24 +103,14 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) e
 	place(spec, c.NodeSelector, c.PullSecrets, c.SchedulerName)
 	spec.TerminationGracePeriodSeconds = ptr.To(c.TerminationGracePeriod)
 
-	ctr := findContainer(pod, c.ContainerName)
-	if ctr == nil {
-		spec.Containers = append(spec.Containers, corev1.Container{Name: c.ContainerName})
-		ctr = &spec.Containers[len(spec.Containers)-1]
-	}
+	ctr := ensureContainer(pod, c.ContainerName)
 	ctr.Image = c.Image
 	ctr.ImagePullPolicy = corev1.PullPolicy(c.PullPolicy)
 	if len(c.Command) > 0 {
 		ctr.Command, ctr.Args = slices.Clone(c.Command), nil
 	}
 
-	mem := resource.NewQuantity(c.MemoryBytes+c.OverheadBytes, resource.BinarySI)
-	ctr.Resources.Requests = setResource(ctr.Resources.Requests, corev1.ResourceMemory, *mem)
-	ctr.Resources.Limits = setResource(ctr.Resources.Limits, corev1.ResourceMemory, *mem)
-	ctr.Resources.Requests = setResource(ctr.Resources.Requests, corev1.ResourceCPU, c.RequestCores)
-	if c.LimitCores != nil {
-		ctr.Resources.Limits = setResource(ctr.Resources.Limits, corev1.ResourceCPU, *c.LimitCores)
-	}
+	setContainerResources(ctr, c.MemoryBytes+c.OverheadBytes, c.RequestCores, c.LimitCores)
 
 	env := []corev1.EnvVar{
 		{Name: envvar.Role, Value: envvar.RoleExecutor},
@@ -150,9 +134,7 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) e
 			},
 		}})
 	}
-	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
-		env = append(env, corev1.EnvVar{Name: k, Value: c.Env[k]})
-	}
+	env = append(env, sortedEnv(c.Env)...)
 	ctr.Env = append(ctr.Env, env...)
 
 	if ctr.SecurityContext == nil {
@@ -173,6 +155,45 @@ func restrictedSecurityContext() *corev1.SecurityContext {
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+}
+
+// cloneMap is a copy of m to add to: never nil.
+func cloneMap(m map[string]string) map[string]string {
+	if c := maps.Clone(m); c != nil {
+		return c
+	}
+	return map[string]string{}
+}
+
+// ensureContainer returns the pod's container name, adding it when the
+// pod has none of that name.
+func ensureContainer(pod *corev1.Pod, name string) *corev1.Container {
+	if ctr := findContainer(pod, name); ctr != nil {
+		return ctr
+	}
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: name})
+	return &pod.Spec.Containers[len(pod.Spec.Containers)-1]
+}
+
+// setContainerResources sets the container's memory request and limit to
+// memory bytes, its CPU request, and its CPU limit when there is one.
+func setContainerResources(ctr *corev1.Container, memory int64, request resource.Quantity, limit *resource.Quantity) {
+	mem := resource.NewQuantity(memory, resource.BinarySI)
+	ctr.Resources.Requests = setResource(ctr.Resources.Requests, corev1.ResourceMemory, *mem)
+	ctr.Resources.Limits = setResource(ctr.Resources.Limits, corev1.ResourceMemory, *mem)
+	ctr.Resources.Requests = setResource(ctr.Resources.Requests, corev1.ResourceCPU, request)
+	if limit != nil {
+		ctr.Resources.Limits = setResource(ctr.Resources.Limits, corev1.ResourceCPU, *limit)
+	}
+}
+
+// sortedEnv is the variables of env, sorted by name.
+func sortedEnv(env map[string]string) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, corev1.EnvVar{Name: k, Value: env[k]})
+	}
+	return out
 }
 
 func setResource(l corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) corev1.ResourceList {
@@ -374,10 +395,7 @@ func (configMapStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ executorid.ID
 // scheduler, over what its template set.
 func place(spec *corev1.PodSpec, nodeSelector map[string]string, pullSecrets []string, schedulerName string) {
 	if len(nodeSelector) > 0 {
-		ns := maps.Clone(spec.NodeSelector)
-		if ns == nil {
-			ns = map[string]string{}
-		}
+		ns := cloneMap(spec.NodeSelector)
 		maps.Copy(ns, nodeSelector)
 		spec.NodeSelector = ns
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,34 +109,30 @@ func newPodRefs(client kubernetes.Interface, namespace string) *podRefs {
 
 // secret returns the named Secret, nil when it doesn't exist.
 func (r *podRefs) secret(ctx context.Context, name string) (*corev1.Secret, error) {
-	if s, ok := r.secrets[name]; ok {
-		return s, nil
-	}
-	s, err := r.client.CoreV1().Secrets(r.namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		s, err = nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("getting secret %s/%s: %w", r.namespace, name, err)
-	}
-	r.secrets[name] = s
-	return s, nil
+	return cachedGet(ctx, r.secrets, "secret", r.namespace, name, r.client.CoreV1().Secrets(r.namespace).Get)
 }
 
 // configMap returns the named ConfigMap, nil when it doesn't exist.
 func (r *podRefs) configMap(ctx context.Context, name string) (*corev1.ConfigMap, error) {
-	if c, ok := r.configMaps[name]; ok {
-		return c, nil
+	return cachedGet(ctx, r.configMaps, "configmap", r.namespace, name, r.client.CoreV1().ConfigMaps(r.namespace).Get)
+}
+
+// cachedGet returns the named object of kind from cache, else from get,
+// and caches it; nil when it doesn't exist.
+func cachedGet[T any](ctx context.Context, cache map[string]*T, kind, namespace, name string,
+	get func(context.Context, string, metav1.GetOptions) (*T, error)) (*T, error) {
+	if o, ok := cache[name]; ok {
+		return o, nil
 	}
-	c, err := r.client.CoreV1().ConfigMaps(r.namespace).Get(ctx, name, metav1.GetOptions{})
+	o, err := get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		c, err = nil, nil
+		o, err = nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("getting configmap %s/%s: %w", r.namespace, name, err)
+		return nil, fmt.Errorf("getting %s %s/%s: %w", kind, namespace, name, err)
 	}
-	r.configMaps[name] = c
-	return c, nil
+	cache[name] = o
+	return o, nil
 }
 
 func (r *podRefs) secretKey(ctx context.Context, sel *corev1.SecretKeySelector) (string, bool, error) {
@@ -367,4 +365,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// baseEnv is every container's environment before its own variables.
+func (a *Agent) baseEnv(pod *corev1.Pod, dir string) *envList {
+	env := &envList{}
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	env.set("PATH", path)
+	env.set("HOME", dir)
+	host := pod.Spec.Hostname
+	if host == "" {
+		host = pod.Name
+	}
+	env.set("HOSTNAME", host)
+	if h, p, err := net.SplitHostPort(a.cfg.APIServer); err == nil {
+		env.set("KUBERNETES_SERVICE_HOST", h)
+		env.set("KUBERNETES_SERVICE_PORT", p)
+		env.set("KUBERNETES_SERVICE_PORT_HTTPS", p)
+		env.set("KUBERNETES_PORT", "tcp://"+net.JoinHostPort(h, p))
+	}
+	for _, kv := range a.cfg.Env {
+		k, v, _ := cutEnv(kv)
+		env.set(k, v)
+	}
+	return env
 }

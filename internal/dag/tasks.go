@@ -1,0 +1,123 @@
+package dag
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/drover-project/drover/internal/dataflow"
+	"github.com/drover-project/drover/internal/scheduler"
+	"github.com/drover-project/drover/internal/shuffle"
+)
+
+// errInputsLost means a shuffle the stage reads lost map outputs after they
+// were computed and before the stage's tasks were built.
+var errInputsLost = errors.New("map outputs lost before the stage started")
+
+type result struct {
+	partition int
+	result    []byte
+}
+
+// runTasks runs one attempt of a stage over the partitions and returns the
+// results of those that succeeded, even when the attempt failed, and the
+// generations of the shuffles its tasks read.
+func (g *Graph) runTasks(ctx context.Context, st *dataflow.Stage, partitions []int) ([]result, map[int]int, error) {
+	stageBytes, err := dataflow.EncodeStage(st)
+	if err != nil {
+		return nil, nil, err
+	}
+	tasks := make([]scheduler.TaskSpec, len(partitions))
+	g.mu.Lock()
+	for _, n := range st.Nodes {
+		if n.Kind != dataflow.Shuffled {
+			continue
+		}
+		for _, sid := range n.Shuffles {
+			if slices.Contains(g.shuffles[sid].outputs, nil) {
+				g.mu.Unlock()
+				return nil, nil, errInputsLost
+			}
+		}
+	}
+	gens := g.gensLocked(st)
+	for i, p := range partitions {
+		t := &dataflow.Task{Stage: stageBytes, Partition: p, MemoryBytes: g.opts.MemoryBytes, MaxInFlight: g.opts.MaxInFlight}
+		g.inputsLocked(st, st.Final, p, t)
+		b, err := dataflow.EncodeTask(t)
+		if err != nil {
+			g.mu.Unlock()
+			return nil, nil, err
+		}
+		tasks[i] = scheduler.TaskSpec{Partition: p, Payload: b}
+	}
+	g.nextJob++
+	job := g.nextJob
+	g.mu.Unlock()
+
+	var mu sync.Mutex
+	var done []result
+	err = g.sched.Run(ctx, scheduler.TaskSetSpec{
+		JobID: job, StageID: st.ID, StageAttempt: st.Attempt, Func: dataflow.TaskFunc, Tasks: tasks,
+		OnSuccess: func(p int, r []byte) {
+			if st.Output.Kind == dataflow.WriteShuffle {
+				// Recorded at once, not when the stage ends: dynamic
+				// allocation must see the executor holds shuffle data, and
+				// a loss of the executor before then must clear it.
+				g.recordMapOutput(st.Output.Shuffle, p, r, gens)
+			}
+			mu.Lock()
+			done = append(done, result{p, r})
+			mu.Unlock()
+		},
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	return done, gens, err
+}
+
+// inputsLocked adds to t what partition p of node id reads: Parallelize
+// records, text file splits and shuffle blocks.
+func (g *Graph) inputsLocked(st *dataflow.Stage, id, p int, t *dataflow.Task) {
+	n := st.Nodes[id]
+	switch n.Kind {
+	case dataflow.Parallelize:
+		if t.Data == nil {
+			t.Data = map[int][]byte{}
+		}
+		t.Data[p] = g.data[id][p]
+	case dataflow.TextFile:
+		if t.Splits == nil {
+			t.Splits = map[int]map[int]dataflow.FileSplit{}
+		}
+		if t.Splits[id] == nil {
+			t.Splits[id] = map[int]dataflow.FileSplit{}
+		}
+		t.Splits[id][p] = n.Splits[p]
+	case dataflow.Func:
+		g.inputsLocked(st, n.Parent, p, t)
+	case dataflow.Coalesce:
+		for _, q := range n.Groups[p] {
+			g.inputsLocked(st, n.Parent, q, t)
+		}
+	case dataflow.Shuffled:
+		if t.Blocks == nil {
+			t.Blocks = map[int]map[int][]shuffle.BlockRef{}
+		}
+		for _, sid := range n.Shuffles {
+			if t.Blocks[sid] == nil {
+				t.Blocks[sid] = map[int][]shuffle.BlockRef{}
+			}
+			var refs []shuffle.BlockRef
+			for m, o := range g.shuffles[sid].outputs {
+				if o == nil || o.Sizes[p] == 0 {
+					continue
+				}
+				refs = append(refs, shuffle.BlockRef{MapID: m, TaskID: o.TaskID, ExecutorID: o.ExecutorID,
+					Address: o.Address, Size: o.Sizes[p]})
+			}
+			t.Blocks[sid][p] = refs
+		}
+	}
+}

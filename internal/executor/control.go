@@ -1,0 +1,196 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/rpc/pb"
+)
+
+// register opens the control stream and waits for the driver's reply,
+// retrying until spark.network.timeout: a driver that is still starting is
+// not a failure. A SIGTERM (ctx) before registration ends the attempt.
+func (e *Executor) register(ctx, streamCtx context.Context, client pb.DriverClient, addr string) (pb.Driver_ControlClient, error) {
+	deadline := e.opts.Clock.Now().Add(e.networkTimeout)
+	backoff := 50 * time.Millisecond
+	for {
+		stream, err := e.tryRegister(streamCtx, client, addr)
+		if err == nil {
+			return stream, nil
+		}
+		if refused := e.opts.Auth.Refused(e.opts.DriverURL); refused != nil {
+			return nil, fmt.Errorf("registering with driver %s: the connection was refused (the driver and this executor do not share the application's credentials): %w",
+				e.opts.DriverURL, refused)
+		}
+		if e.opts.Clock.Now().After(deadline) || isPermanent(err) {
+			return nil, fmt.Errorf("registering with driver %s: %w", e.opts.DriverURL, err)
+		}
+		e.log.Debug("driver not reachable yet", "err", err)
+		select {
+		case <-e.opts.Clock.After(backoff):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func (e *Executor) tryRegister(ctx context.Context, client pb.DriverClient, addr string) (pb.Driver_ControlClient, error) {
+	stream, err := client.Control(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = stream.Send(&pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Register{Register: &pb.Register{
+		AppId:       e.opts.AppID,
+		ExecutorId:  e.opts.ExecutorID.String(),
+		Address:     addr,
+		Cores:       int32(e.opts.Cores),
+		PodName:     e.opts.PodName,
+		MemoryBytes: e.opts.MemoryBytes,
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	msg, err := stream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	reg := msg.GetRegistered()
+	if reg == nil {
+		return nil, fmt.Errorf("driver answered registration with %T", msg.GetMsg())
+	}
+	e.touch()
+	e.applyConf(reg.GetConf())
+	return stream, nil
+}
+
+// isPermanent reports registration errors that retrying cannot fix: the
+// driver refused this executor.
+func isPermanent(err error) bool {
+	switch status.Code(err) {
+	case codes.Unauthenticated, codes.PermissionDenied, codes.FailedPrecondition, codes.InvalidArgument:
+		return true
+	}
+	return false
+}
+
+// ConfKeys are the only settings an executor reads from the driver's
+// Registered message: the driver sends these and nothing else, so no
+// credential or secret-looking value of the application's configuration
+// travels to executors.
+var ConfKeys = []string{
+	config.NetworkTimeout.Key(), config.ExecutorHeartbeatInterval.Key(), config.TaskMaxDirectResultSize.Key(),
+}
+
+// applyConf adopts the driver's timeouts, as Spark executors adopt the
+// driver's configuration when they register.
+func (e *Executor) applyConf(kv map[string]string) {
+	c := config.New()
+	for k, v := range kv {
+		c.Set(k, v)
+	}
+	e.networkTimeout = config.NetworkTimeout.Get(c)
+	e.heartbeatInterval = config.ExecutorHeartbeatInterval.Get(c)
+	e.maxDirectResult = config.TaskMaxDirectResultSize.Get(c)
+}
+
+func (e *Executor) receive(stream pb.Driver_ControlClient) error {
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("%w: driver closed the connection", ErrDriverLost)
+			}
+			return fmt.Errorf("%w: %v", ErrDriverLost, err)
+		}
+		e.touch()
+		switch m := msg.GetMsg().(type) {
+		case *pb.DriverMessage_Launch:
+			for _, t := range m.Launch.GetTasks() {
+				e.launch(t)
+			}
+		case *pb.DriverMessage_Kill:
+			e.killTask(m.Kill.GetTaskId(), m.Kill.GetReason())
+		case *pb.DriverMessage_RemoveShuffles:
+			e.removeShuffles(m.RemoveShuffles.GetShuffleIds())
+		case *pb.DriverMessage_Shutdown:
+			e.log.Info("driver asked executor to shut down", "reason", m.Shutdown.GetReason())
+			return nil
+		case *pb.DriverMessage_HeartbeatAck:
+			if m.HeartbeatAck.GetReregister() {
+				return fmt.Errorf("%w: the driver no longer knows this executor", ErrDriverLost)
+			}
+		}
+	}
+}
+
+// removeShuffles deletes map outputs no dataset can read any more. Off the
+// receive loop: a directory of many files takes a while to scan.
+func (e *Executor) removeShuffles(ids []int64) {
+	go func() {
+		shuffles := make([]int, len(ids))
+		for i, id := range ids {
+			shuffles[i] = int(id)
+		}
+		n, err := e.shuffles.RemoveShuffles(shuffles...)
+		if err != nil {
+			e.log.Warn("removing shuffle files", "shuffles", shuffles, "err", err)
+			return
+		}
+		e.log.Debug("removed shuffle files", "shuffles", shuffles, "files", n)
+	}()
+}
+
+func (e *Executor) send(stream pb.Driver_ControlClient, stop <-chan struct{}) error {
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-e.out.notify:
+		}
+		msgs, closing := e.out.take()
+		for _, m := range msgs {
+			if err := stream.Send(m); err != nil {
+				return fmt.Errorf("%w: sending to driver: %v", ErrDriverLost, err)
+			}
+		}
+		if closing {
+			return stream.CloseSend()
+		}
+	}
+}
+
+// heartbeat reports the running tasks every spark.executor.heartbeatInterval
+// and ends the executor when nothing has come from the driver for
+// spark.network.timeout.
+func (e *Executor) heartbeat(stop <-chan struct{}) error {
+	t := e.opts.Clock.NewTicker(e.heartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-t.C():
+		}
+		now := e.opts.Clock.Now()
+		if driverUnreachable(time.Unix(0, e.lastContact.Load()), now, e.networkTimeout) {
+			return fmt.Errorf("%w: no message from the driver for %s (spark.network.timeout)", ErrDriverLost, e.networkTimeout)
+		}
+		e.out.add(&pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Heartbeat{Heartbeat: &pb.Heartbeat{
+			UnixNano:       now.UnixNano(),
+			RunningTaskIds: e.runningIDs(),
+		}}})
+	}
+}
+
+// driverUnreachable decides whether the executor should give up on its driver.
+func driverUnreachable(lastContact, now time.Time, timeout time.Duration) bool {
+	return now.Sub(lastContact) > timeout
+}

@@ -1,0 +1,206 @@
+package scheduler
+
+import (
+	"fmt"
+
+	"github.com/drover-project/drover/internal/executorid"
+)
+
+func (s *Scheduler) forgetLocked(tid int64) *attempt {
+	a := s.running[tid]
+	if a == nil {
+		return nil
+	}
+	a.set.fetchingBytes -= a.fetching
+	a.fetching = 0
+	delete(s.running, tid)
+	if tasks := s.byExecutor[a.executor]; tasks != nil {
+		delete(tasks, tid)
+	}
+	return a
+}
+
+// CanFetchResult is asked before a result kept on an executor (too large for
+// the control stream) is fetched, with the size the executor declared. As
+// Spark's canFetchMoreResults, a result that would take the task set's
+// results over spark.driver.maxResultSize aborts the task set before any
+// byte of it is read; a result that fits is reserved until it arrives.
+// It reports whether to fetch: false also for a task no longer wanted.
+func (s *Scheduler) CanFetchResult(taskID, size int64) bool {
+	s.mu.Lock()
+	a := s.running[taskID]
+	if a == nil || a.set.finished {
+		s.mu.Unlock()
+		return false
+	}
+	ts := a.set
+	var kills []killOrder
+	fits := true
+	if max := s.opts.MaxResultSize; max > 0 && ts.resultBytes+ts.fetchingBytes+size > max {
+		fits = false
+		kills = s.abortLocked(ts, fmt.Errorf(
+			"total size of results of %d tasks (%d bytes, with a %d-byte result not fetched) is bigger than spark.driver.maxResultSize (%d bytes)",
+			ts.numSucceded+1, ts.resultBytes+ts.fetchingBytes+size, size, max))
+	} else {
+		a.fetching = size
+		ts.fetchingBytes += size
+	}
+	s.mu.Unlock()
+	s.kill(kills, "task set aborted")
+	return fits
+}
+
+// StatusUpdates records terminal task reports.
+func (s *Scheduler) StatusUpdates(statuses []Status) {
+	revive := false
+	var kills []killOrder
+	s.mu.Lock()
+	for i := range statuses {
+		st := &statuses[i]
+		if st.State == Running {
+			continue
+		}
+		a := s.forgetLocked(st.TaskID)
+		if a == nil || a.set.finished {
+			continue // a late report for an attempt we stopped caring about
+		}
+		ts := a.set
+		switch st.State {
+		case Finished:
+			if ts.succeeded[a.index] {
+				continue
+			}
+			ts.succeeded[a.index] = true
+			ts.numSucceded++
+			ts.resultBytes += int64(len(st.Result))
+			if max := s.opts.MaxResultSize; max > 0 && ts.resultBytes > max {
+				kills = append(kills, s.abortLocked(ts, fmt.Errorf(
+					"total size of results of %d tasks (%d bytes) is bigger than spark.driver.maxResultSize (%d bytes)",
+					ts.numSucceded, ts.resultBytes, max))...)
+				continue
+			}
+			if ts.spec.OnSuccess != nil {
+				ts.spec.OnSuccess(ts.spec.Tasks[a.index].Partition, st.Result)
+			}
+			if ts.numSucceded == len(ts.spec.Tasks) {
+				s.finishLocked(ts, nil)
+			}
+		case Failed:
+			if st.FetchFailed != nil {
+				kills = append(kills, s.abortLocked(ts, st.FetchFailed)...)
+				continue
+			}
+			k, r := s.taskFailedLocked(ts, a, st.Err, st.Stack)
+			kills = append(kills, k...)
+			revive = revive || r
+		case Killed:
+			// Killed without the scheduler asking (an executor that is
+			// leaving refused it): run it elsewhere, not a failure.
+			ts.retry = append(ts.retry, a.index)
+			revive = true
+		}
+	}
+	s.mu.Unlock()
+	s.kill(kills, "task set aborted")
+	if revive {
+		s.backend.ReviveOffers()
+	}
+}
+
+// taskFailedLocked counts a failure and either requeues the task or aborts
+// its task set when the task has failed spark.task.maxFailures times.
+func (s *Scheduler) taskFailedLocked(ts *TaskSet, a *attempt, reason, stack string) ([]killOrder, bool) {
+	ts.failures[a.index]++
+	n := ts.failures[a.index]
+	fe := &TaskFailedError{
+		StageID:   ts.spec.StageID,
+		Partition: ts.spec.Tasks[a.index].Partition,
+		Attempts:  n,
+		Executor:  a.executor,
+		Reason:    reason,
+		Stack:     stack,
+	}
+	ts.lastFailure[a.index] = fe
+	s.log.Warn("task failed", "stage", ts.spec.StageID, "partition", fe.Partition, "attempt", n,
+		"executor", a.executor, "reason", reason)
+	if n >= s.opts.MaxFailures {
+		return s.abortLocked(ts, fe), false
+	}
+	ts.retry = append(ts.retry, a.index)
+	return nil, true
+}
+
+// ExecutorLost resubmits the tasks that were running on a lost executor. They
+// count as failed only when the application caused the loss.
+func (s *Scheduler) ExecutorLost(executor executorid.ID, reason LossReason) {
+	revive := false
+	var kills []killOrder
+	s.mu.Lock()
+	tids := s.byExecutor[executor]
+	delete(s.byExecutor, executor)
+	for tid := range tids {
+		a := s.forgetLocked(tid)
+		if a == nil || a.set.finished {
+			continue
+		}
+		if reason.CausedByApp {
+			k, r := s.taskFailedLocked(a.set, a, "executor lost: "+reason.String(), "")
+			kills = append(kills, k...)
+			revive = revive || r
+			continue
+		}
+		a.set.retry = append(a.set.retry, a.index)
+		revive = true
+	}
+	s.mu.Unlock()
+	if len(tids) > 0 {
+		s.log.Info("executor lost", "executor", executor, "reason", reason.String(),
+			"resubmitted", len(tids), "counted_as_failure", reason.CausedByApp)
+	}
+	if s.opts.ExecutorLost != nil {
+		s.opts.ExecutorLost(executor)
+	}
+	s.kill(kills, "task set aborted")
+	if revive {
+		s.backend.ReviveOffers()
+	}
+}
+
+type killOrder struct {
+	taskID   int64
+	executor executorid.ID
+}
+
+// abortLocked finishes ts with err and returns the attempts to kill.
+func (s *Scheduler) abortLocked(ts *TaskSet, err error) []killOrder {
+	if ts.finished {
+		return nil
+	}
+	var kills []killOrder
+	for tid, a := range s.running {
+		if a.set == ts {
+			kills = append(kills, killOrder{tid, a.executor})
+			s.forgetLocked(tid)
+		}
+	}
+	s.finishLocked(ts, err)
+	return kills
+}
+
+func (s *Scheduler) finishLocked(ts *TaskSet, err error) {
+	ts.finished = true
+	ts.err = err
+	for i, a := range s.active {
+		if a == ts {
+			s.active = append(s.active[:i], s.active[i+1:]...)
+			break
+		}
+	}
+	close(ts.done)
+}
+
+func (s *Scheduler) kill(kills []killOrder, reason string) {
+	for _, k := range kills {
+		s.backend.KillTask(k.taskID, k.executor, reason)
+	}
+}

@@ -1,0 +1,289 @@
+package procnode
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/drover-project/drover/internal/envvar"
+)
+
+// start prepares the pod and runs its init containers, then its containers.
+func (w *podWorker) start(ctx context.Context, pod *corev1.Pod, st *podState) outcome {
+	for _, d := range []string{filepath.Join(w.dir, "logs"), filepath.Join(w.dir, "volumes")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			st.phase, st.reason, st.msg = corev1.PodFailed, "NodeError", err.Error()
+			return finished
+		}
+	}
+	w.post(ctx, st)
+	// A kubelet pulls the images before it creates the containers.
+	if out := w.pullImages(ctx, st); out != finished {
+		return out
+	}
+	var envs map[string][]string
+	for {
+		var err error
+		envs, err = w.prepare(ctx, pod, st)
+		if err == nil {
+			break
+		}
+		w.log.Info("pod configuration not ready", "err", err)
+		for _, c := range slices.Concat(st.initCtrs, st.ctrs) {
+			c.setWaiting(reasonConfigError, err.Error())
+		}
+		w.post(ctx, st)
+		if out := w.sleep(ctx, configRetry); out != finished {
+			return out
+		}
+	}
+	for _, c := range st.initCtrs {
+		out := w.runContainers(ctx, pod, st, []*ctrState{c}, envs)
+		if out != finished {
+			return out
+		}
+		if !c.terminatedOK() {
+			return finished
+		}
+	}
+	st.initDone = true
+	return w.runContainers(ctx, pod, st, st.ctrs, envs)
+}
+
+// prepare materialises the pod's volumes and resolves every container's
+// environment; a failure is a configuration error to retry.
+func (w *podWorker) prepare(ctx context.Context, pod *corev1.Pod, st *podState) (map[string][]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, apiTimeout)
+	defer cancel()
+	refs := newPodRefs(w.a.cfg.Client, pod.Namespace)
+	info := &podInfo{pod: pod, podIP: st.podIP, hostIP: st.hostIP, allocatable: w.a.cfg.Capacity}
+	vols, skipped, err := prepareVolumes(ctx, refs, info, filepath.Join(w.dir, "volumes"))
+	if err != nil {
+		return nil, err
+	}
+	if len(skipped) > 0 {
+		w.log.Info("ignoring volumes of types a process node cannot provide", "volumes", skipped)
+	}
+	base := w.a.baseEnv(pod, w.dir)
+	envs := map[string][]string{}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			c := &list[i]
+			env, err := containerEnv(ctx, refs, info, c, base)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range c.VolumeMounts {
+				if p, ok := vols[m.Name]; ok {
+					env.set(VolumeEnvName(m.Name), filepath.Join(p, m.SubPath))
+					if m.MountPath == serviceAccountMountPath {
+						env.set(envvar.ServiceAccountDir, filepath.Join(p, m.SubPath))
+					}
+				}
+			}
+			envs[c.Name] = env.environ()
+		}
+	}
+	return envs, nil
+}
+
+// launch starts container c, recording a start error in its state.
+func (w *podWorker) launch(pod *corev1.Pod, c *ctrState, env []string) *process {
+	lookup := func(name string) (string, bool) {
+		for i := len(env) - 1; i >= 0; i-- {
+			if k, v, _ := cutEnv(env[i]); k == name {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	var argv []string
+	for _, a := range append(append([]string{}, c.spec.Command...), c.spec.Args...) {
+		argv = append(argv, expand(a, lookup))
+	}
+	fail := func(err error) *process {
+		w.log.Info("container failed to start", "container", c.spec.Name, "err", err)
+		c.setStartError(err, time.Now())
+		return nil
+	}
+	if len(argv) == 0 {
+		return fail(fmt.Errorf("container %q has no command: a process node runs the command on this machine and ignores the image", c.spec.Name))
+	}
+	pathEnv, _ := lookup("PATH")
+	path, err := lookPath(argv[0], pathEnv)
+	if err != nil {
+		return fail(err)
+	}
+	dir := w.dir
+	if c.spec.WorkingDir != "" {
+		dir = c.spec.WorkingDir
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fail(fmt.Errorf("working directory %q does not exist on this machine", dir))
+		}
+	}
+	f, err := os.OpenFile(w.logPath(c.spec.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fail(err)
+	}
+	defer f.Close()
+	p, err := startProcess(path, argv, env, dir, f)
+	if err != nil {
+		return fail(err)
+	}
+	w.log.Debug("container started", "container", c.spec.Name, "pid", p.pid, "argv", argv)
+	c.setRunning(p)
+	return p
+}
+
+func cutEnv(kv string) (string, string, bool) {
+	for i := 0; i < len(kv); i++ {
+		if kv[i] == '=' {
+			return kv[:i], kv[i+1:], true
+		}
+	}
+	return kv, "", false
+}
+
+func restarts(policy corev1.RestartPolicy, code int32) bool {
+	switch policy {
+	case corev1.RestartPolicyAlways:
+		return true
+	case corev1.RestartPolicyOnFailure:
+		return code != 0
+	}
+	return false
+}
+
+// runContainers runs ctrs until every one has ended for good, restarting
+// them as the pod's restart policy says; a deletion signals them and ends the
+// wait once they have exited.
+func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podState, ctrs []*ctrState, envs map[string][]string) outcome {
+	policy := pod.Spec.RestartPolicy
+	if policy == corev1.RestartPolicyAlways && len(st.initCtrs) > 0 && !st.initDone {
+		policy = corev1.RestartPolicyOnFailure // init containers never restart after success
+	}
+	procs := make([]*process, len(ctrs))
+	exits := make(chan int, len(ctrs))
+	restartCh := make(chan int, len(ctrs))
+	pending := 0 // restarts waiting for their back-off
+	start := func(i int) {
+		p := w.launch(pod, ctrs[i], envs[ctrs[i].spec.Name])
+		if p == nil {
+			if restarts(policy, 128) {
+				ctrs[i].setWaiting(reasonCrashLoop, ctrs[i].state.Terminated.Message)
+				w.scheduleRestart(ctrs[i], i, restartCh)
+				pending++
+			}
+			return
+		}
+		procs[i] = p
+		w.setActive(ctrs[i].spec.Name, true)
+		go func() {
+			<-p.done
+			exits <- i
+		}()
+	}
+	for i := range ctrs {
+		start(i)
+	}
+	if st.initDone {
+		st.phase = corev1.PodRunning
+	}
+	w.post(ctx, st)
+
+	stop := w.stop
+	var kill <-chan time.Time
+	deleting := false
+	killAll := func() {
+		for _, p := range procs {
+			if p != nil {
+				p.signal(syscall.SIGKILL)
+			}
+		}
+	}
+	for {
+		live := 0
+		for _, p := range procs {
+			if p != nil {
+				live++
+			}
+		}
+		if live == 0 && (pending == 0 || deleting) {
+			if deleting {
+				return stopped
+			}
+			return finished
+		}
+		select {
+		case i := <-exits:
+			p := procs[i]
+			procs[i] = nil
+			ctrs[i].setExited(p)
+			w.setActive(ctrs[i].spec.Name, false)
+			w.log.Debug("container exited", "container", ctrs[i].spec.Name, "code", p.exit.code)
+			if !deleting && restarts(policy, p.exit.code) {
+				w.scheduleRestart(ctrs[i], i, restartCh)
+				pending++
+			}
+			if live > 1 || pending > 0 {
+				w.post(ctx, st)
+			}
+		case i := <-restartCh:
+			pending--
+			if deleting {
+				continue
+			}
+			ctrs[i].restarts++
+			start(i)
+			w.post(ctx, st)
+		case <-stop:
+			stop, deleting = nil, true
+			grace := w.grace()
+			w.log.Debug("stopping pod", "grace", grace)
+			for _, p := range procs {
+				if p != nil {
+					p.signal(syscall.SIGTERM)
+				}
+			}
+			kill = time.After(grace)
+		case <-kill:
+			killAll()
+		case <-w.gone:
+			killAll()
+			waitAll(procs)
+			return abandoned
+		case <-ctx.Done():
+			killAll()
+			waitAll(procs)
+			return abandoned
+		}
+	}
+}
+
+func waitAll(procs []*process) {
+	for _, p := range procs {
+		if p != nil {
+			<-p.done
+		}
+	}
+}
+
+// scheduleRestart restarts container i of the set after a back-off that
+// doubles with every restart, like a kubelet's crash-loop back-off but
+// shorter, so tests don't wait minutes.
+func (w *podWorker) scheduleRestart(c *ctrState, i int, ch chan<- int) {
+	d := restartBackoff << min(c.restarts, 8)
+	d = min(d, maxRestartBackoff)
+	if c.state.Terminated != nil {
+		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, c.spec.Name, w.latest().Name)
+		c.last = c.state
+		c.setWaiting(reasonCrashLoop, msg)
+	}
+	time.AfterFunc(d, func() { ch <- i })
+}
