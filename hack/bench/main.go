@@ -194,7 +194,7 @@ func machine() string {
 
 func main() {
 	compare := flag.Bool("compare", false, "run again and compare with the committed docs/benchmarks.json")
-	only := flag.String("only", "", "run only the steps whose name contains this, and merge their figures into the committed results")
+	only := flag.String("only", "", "run only these steps (comma-separated; a step named exactly, else every step whose name contains it), and merge their figures into the committed results")
 	render := flag.Bool("render", false, "run nothing: write docs/benchmarks.md again from docs/benchmarks.json and the notes")
 	flag.Parse()
 	if *render {
@@ -236,10 +236,7 @@ func mainErr(compare bool, only string) error {
 		return r.goBench(ctx, timeout, label, append([]string{"DROVER_TESTBIN=" + testbin}, env...),
 			"test", "-run", "^$", "-bench", bench, "-benchtime", benchtime, "-timeout", timeout.String(), pkg)
 	}
-	steps := []struct {
-		name string
-		run  func() error
-	}{
+	steps := []step{
 		{"task throughput", func() error {
 			return r.goBench(ctx, 10*time.Minute, "", nil, "test", "-run", "^$", "-bench", "NoopTasksLocalCluster$", "-benchtime", "3x", "./internal/local/")
 		}},
@@ -300,7 +297,7 @@ func mainErr(compare bool, only string) error {
 		}},
 	}
 	for _, s := range steps {
-		if only != "" && !strings.Contains(s.name, only) {
+		if only != "" && !selected(s.name, only, steps) {
 			continue
 		}
 		start := time.Now()
@@ -431,4 +428,24 @@ func compareWith(r *Report, path string) error {
 		fmt.Printf("%-70s %12.4g %12.4g %8.2f\n", f.Name, o.Value, f.Value, f.Value/o.Value)
 	}
 	return nil
+}
+
+// step is one benchmark step of the suite.
+type step struct {
+	name string
+	run  func() error
+}
+
+// selected reports whether -only picks the step named name: each
+// comma-separated entry picks the step it names exactly or, when no step
+// has that name, every step whose name contains it.
+func selected(name, only string, steps []step) bool {
+	for _, want := range strings.Split(only, ",") {
+		want = strings.TrimSpace(want)
+		exact := slices.ContainsFunc(steps, func(s step) bool { return s.name == want })
+		if name == want || !exact && strings.Contains(name, want) {
+			return true
+		}
+	}
+	return false
 }
