@@ -19,6 +19,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/funcs"
+	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/shuffle"
@@ -60,6 +61,7 @@ type Executor struct {
 	heartbeatInterval time.Duration
 	maxDirectResult   int64
 	shuffles          *shuffle.Manager
+	store             atomic.Pointer[objstore.Store] // from the driver's settings, at registration
 
 	out         *outbox
 	lastContact atomic.Int64 // clock time of the last message from the driver, unix nanos
@@ -257,16 +259,18 @@ func (e *Executor) tryRegister(ctx context.Context, client pb.DriverClient, addr
 	return stream, nil
 }
 
-// applyConf adopts the driver's timeouts, as Spark executors adopt the
-// driver's configuration when they register.
 // ConfKeys are the only settings an executor reads from the driver's
 // Registered message: the driver sends these and nothing else, so no
 // credential or secret-looking value of the application's configuration
-// travels to executors.
-var ConfKeys = []string{
+// travels to executors. The object store's are where it is and how to
+// address it, never its credentials, which executors take from their own
+// environment.
+var ConfKeys = append([]string{
 	config.NetworkTimeout.Key(), config.ExecutorHeartbeatInterval.Key(), config.TaskMaxDirectResultSize.Key(),
-}
+}, objstore.ExecutorKeys...)
 
+// applyConf adopts the driver's timeouts and object-store settings, as
+// Spark executors adopt the driver's configuration when they register.
 func (e *Executor) applyConf(kv map[string]string) {
 	c := config.New()
 	for k, v := range kv {
@@ -275,6 +279,7 @@ func (e *Executor) applyConf(kv map[string]string) {
 	e.networkTimeout = config.NetworkTimeout.Get(c)
 	e.heartbeatInterval = config.ExecutorHeartbeatInterval.Get(c)
 	e.maxDirectResult = config.TaskMaxDirectResultSize.Get(c)
+	e.store.Store(objstore.New(objstore.ConfigFrom(c)))
 }
 
 func (e *Executor) receive(stream pb.Driver_ControlClient) error {
@@ -425,6 +430,7 @@ func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb
 		Partition: int(t.GetPartition()),
 		Attempt:   int(t.GetAttempt()),
 		Shuffle:   e.shuffles,
+		Store:     e.store.Load(),
 	}, t.GetFunc(), t.GetPayload())
 	killed := ctx.Err() != nil
 	cancel()

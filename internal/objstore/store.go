@@ -100,6 +100,10 @@ func opError(op string, u URI, err error) error {
 func describe(err error) string {
 	var api smithy.APIError
 	if !errors.As(err, &api) {
+		if strings.Contains(err.Error(), "get credentials") {
+			return err.Error() + " (no credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or a workload " +
+				"identity for the driver and executors, or spark.hadoop.fs.s3a.access.key and .secret.key for the driver)"
+		}
 		return err.Error()
 	}
 	msg := api.ErrorCode()
