@@ -2,8 +2,8 @@
 SHELL := /bin/bash
 GO ?= go
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
-# The root package's tests that need no control plane, for the race detector.
-RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestTaskOverMessageMaxSize|TestCommitPartsRejectsPaths|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle
+# The root package's tests that need no control plane, for the race detector (TestObjectStorage*: an S3 server).
+RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestTaskOverMessageMaxSize|TestCommitPartsRejectsPaths|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle|TestObjectStorage
 K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 
 .PHONY: fuzz getting-started demo test unit integration testbin testbins versitygw lint proto docs bench bench-compare bench-k8s build clean chaos
@@ -42,7 +42,7 @@ test: lint testbins
 	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" DROVER_VERSITYGW="$$(./hack/build-versitygw.sh | tail -1)" \
 		$(GO) test -count=1 -timeout 25m ./...
 	@echo "drover: race detector on the core packages"
-	$(GO) test -count=1 -race -timeout 15m ./internal/config/... ./internal/master/... ./internal/scheduler/... ./internal/backend/... ./internal/executor/... ./internal/rpc/... ./internal/local/... ./internal/codec/... ./internal/dag/... ./internal/dataflow/... ./internal/shuffle/... \
+	$(GO) test -count=1 -race -timeout 15m ./internal/config/... ./internal/master/... ./internal/scheduler/... ./internal/backend/... ./internal/executor/... ./internal/rpc/... ./internal/local/... ./internal/codec/... ./internal/dag/... ./internal/dataflow/... ./internal/shuffle/... ./internal/objstore/... \
 		./internal/k8s/allocator/... ./internal/k8s/podsource/... ./internal/k8s/lifecycle/... ./internal/k8s/snapshot/...
 	@echo "drover: race detector on the Kubernetes cluster manager and the root package's tests without a control plane (those ran above)"
 	$(GO) test -count=1 -race -timeout 15m -run 'TestClusterWithInjectedClient|TestSnapshotDelay' ./internal/k8s/
