@@ -153,9 +153,6 @@ func TextFile(c *Context, path string) *Dataset[string] {
 // for a URI, local files otherwise.
 func listFiles(c *Context, path string) ([]string, []int64, error) {
 	if objstore.HasScheme(path) {
-		if _, err := objstore.Parse(path); err != nil {
-			return nil, nil, err
-		}
 		objs, err := objstore.New(objstore.ConfigFrom(c.conf)).List(c, path)
 		if err != nil {
 			return nil, nil, err

@@ -38,7 +38,7 @@ func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 // ReaderAt reads an object of known size for a split that ends at end: the
 // bytes up to end (and a little past it, for the line that crosses it)
 // come in one ranged GET streamed as they are read, and reads past that in
-// further GETs of readAhead bytes. Reads are expected to be sequential, as
+// further GETs sized by the read. Reads are expected to be sequential, as
 // a text split is read; a read elsewhere starts a new GET. Not safe for
 // concurrent use.
 type ReaderAt struct {
@@ -53,9 +53,10 @@ type ReaderAt struct {
 	left int64 // bytes the body has still to give
 }
 
-// readAhead is how much a GET past the split's end asks for: lines rarely
-// cross a split's end by more.
-const readAhead = 1 << 20
+// readAhead is the least a GET asks for past what is read: the line that
+// crosses a split's end rarely needs more, and a body closed before its end
+// costs the connection.
+const readAhead = 64 << 10
 
 // NewReaderAt returns a reader of the object u of size bytes for a split
 // ending at end.
@@ -76,7 +77,7 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 			return n, io.EOF
 		}
 		if r.body == nil || r.pos != at || r.left == 0 {
-			if err := r.open(at); err != nil {
+			if err := r.open(at, int64(len(p)-n)); err != nil {
 				return n, err
 			}
 		}
@@ -96,11 +97,13 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-func (r *ReaderAt) open(at int64) error {
+// open starts a GET at at for at least need bytes: up to the split's end
+// and readAhead past it, or further when need asks for more.
+func (r *ReaderAt) open(at, need int64) error {
 	r.closeBody()
-	stop := at + readAhead
+	stop := at + max(need, readAhead)
 	if at < r.end {
-		stop = r.end + readAhead
+		stop = max(stop, r.end+readAhead)
 	}
 	stop = min(stop, r.size)
 	body, err := r.s.OpenRange(r.ctx, r.uri, at, stop-at)
