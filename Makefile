@@ -2,11 +2,11 @@
 SHELL := /bin/bash
 GO ?= go
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
-# The root package's tests that need no control plane, for the race detector.
-RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestSecureLocalCluster|TestTaskOverMessageMaxSize|TestCommitPartsRejectsPaths|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle
+# The root package's tests that need no control plane, for the race detector (TestObjectStorage*: an S3 server).
+RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestSecureLocalCluster|TestTaskOverMessageMaxSize|TestCommitPartsRejectsPaths|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle|TestObjectStorage
 K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 
-.PHONY: fuzz getting-started demo test unit integration testbin lint proto docs bench bench-compare bench-k8s build clean chaos
+.PHONY: fuzz getting-started demo test unit integration testbin testbins versitygw lint proto docs bench bench-compare bench-k8s build clean chaos
 
 ## build: the drover CLI into bin/
 build:
@@ -26,12 +26,23 @@ testbin:
 	@echo "drover: making sure the Kubernetes test binaries are built (minutes the first time, cached in ~/.cache/drover)"
 	@./hack/build-testbin.sh
 
-## test: lint, then every test (unit, race on the core packages, integration on a real control plane)
-test: lint testbin
+## versitygw: the S3-compatible server the object-storage tests run, from its Go module (cached in ~/.cache/drover)
+versitygw:
+	@./hack/build-versitygw.sh
+
+## testbins: the Kubernetes binaries and versitygw, built side by side (each only when missing)
+testbins:
+	@echo "drover: making sure the test binaries are built (minutes the first time, cached in ~/.cache/drover)"
+	@./hack/build-testbin.sh >/dev/null & k=$$!; ./hack/build-versitygw.sh >/dev/null & v=$$!; \
+		wait $$k; kr=$$?; wait $$v; vr=$$?; test $$kr -eq 0 -a $$vr -eq 0
+
+## test: lint, then every test (unit, race on the core packages, integration on a real control plane and S3 server)
+test: lint testbins
 	@echo "drover: unit and integration tests"
-	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" $(GO) test -count=1 -timeout 25m ./...
+	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" DROVER_VERSITYGW="$$(./hack/build-versitygw.sh | tail -1)" \
+		$(GO) test -count=1 -timeout 25m ./...
 	@echo "drover: race detector on the core packages"
-	$(GO) test -count=1 -race -timeout 15m ./internal/config/... ./internal/master/... ./internal/scheduler/... ./internal/backend/... ./internal/executor/... ./internal/rpc/... ./internal/local/... ./internal/codec/... ./internal/dag/... ./internal/dataflow/... ./internal/shuffle/... \
+	$(GO) test -count=1 -race -timeout 15m ./internal/config/... ./internal/master/... ./internal/scheduler/... ./internal/backend/... ./internal/executor/... ./internal/rpc/... ./internal/local/... ./internal/codec/... ./internal/dag/... ./internal/dataflow/... ./internal/shuffle/... ./internal/objstore/... \
 		./internal/k8s/allocator/... ./internal/k8s/podsource/... ./internal/k8s/lifecycle/... ./internal/k8s/snapshot/... \
 		./internal/k8s/podspec/... ./internal/k8s/client/... ./internal/executorid/... ./internal/dynalloc/...
 	@echo "drover: race detector on the Kubernetes cluster manager and the root package's tests without a control plane (those ran above)"

@@ -1,6 +1,7 @@
 package drover
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -10,9 +11,11 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/drover-project/drover/internal/codec"
 	"github.com/drover-project/drover/internal/dataflow"
+	"github.com/drover-project/drover/internal/objstore"
 )
 
 // run runs an action over some partitions of the dataset.
@@ -152,6 +155,14 @@ func (d *Dataset[T]) Foreach(f *ForeachFunc[T]) error {
 // the job succeeds (tasks write into a hidden sibling directory that is
 // renamed in the end); a failed job leaves nothing behind. Executors must
 // see the same file system path as the driver.
+//
+// dir may be an s3:// or s3a:// prefix (objstore), which must hold no
+// object yet. A store has no rename: tasks upload their parts under a
+// hidden sibling prefix, and once every task has succeeded the driver
+// copies each to its final name, deletes the temporaries and writes
+// _SUCCESS last. A failed job leaves no object under dir; while the driver
+// commits, readers can see some parts before _SUCCESS, and a driver killed
+// then leaves them without it.
 func (d *Dataset[T]) SaveAsTextFile(dir string) (err error) {
 	if d.err != nil {
 		return d.err
@@ -161,6 +172,12 @@ func (d *Dataset[T]) SaveAsTextFile(dir string) (err error) {
 		out.Text = true
 	} else if out.Schema, err = codec.SchemaOf(t); err != nil {
 		return fmt.Errorf("save as text file: records of type %s cannot be written as text (%w); map them to strings first", t, err)
+	}
+	if objstore.HasScheme(dir) {
+		if err := d.saveToStore(out, dir); err != nil {
+			return fmt.Errorf("save as text file: %w", err)
+		}
+		return nil
 	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {
@@ -172,9 +189,7 @@ func (d *Dataset[T]) SaveAsTextFile(dir string) (err error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return fmt.Errorf("save as text file: %w", err)
 	}
-	suffix := make([]byte, 6)
-	_, _ = rand.Read(suffix)
-	staging := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".drover-"+hex.EncodeToString(suffix))
+	staging := filepath.Join(filepath.Dir(dir), stagingName(filepath.Base(dir)))
 	attempts := filepath.Join(staging, "_temporary")
 	if err := os.MkdirAll(attempts, 0o755); err != nil {
 		return fmt.Errorf("save as text file: %w", err)
@@ -213,15 +228,96 @@ func (d *Dataset[T]) SaveAsTextFile(dir string) (err error) {
 // each must be a plain file name in attempts: a path (such as ../x) would
 // move a file of the driver's choosing.
 func commitParts(attempts, staging string, names []string) error {
-	for p, name := range names {
-		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
-			return fmt.Errorf("save as text file: partition %d: its task named the file %q, not a file name in the output's temporary directory", p, name)
-		}
+	if err := checkPartNames(names); err != nil {
+		return fmt.Errorf("save as text file: %w", err)
 	}
 	for p, name := range names {
 		if err := os.Rename(filepath.Join(attempts, name), filepath.Join(staging, fmt.Sprintf("part-%05d", p))); err != nil {
 			return fmt.Errorf("save as text file: committing partition %d: %w", p, err)
 		}
+	}
+	return nil
+}
+
+// checkPartNames checks that each name a task returned is a plain file name.
+func checkPartNames(names []string) error {
+	for p, name := range names {
+		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
+			return fmt.Errorf("partition %d: its task named the file %q, not a file name in the output's temporary directory", p, name)
+		}
+	}
+	return nil
+}
+
+// stagingName is the hidden sibling of output base where a job's tasks
+// write: hidden, so no glob or directory listing of the parent reads it.
+func stagingName(base string) string {
+	suffix := make([]byte, 6)
+	_, _ = rand.Read(suffix)
+	return "." + base + ".drover-" + hex.EncodeToString(suffix)
+}
+
+// saveToStore is SaveAsTextFile into an object store (see there).
+func (d *Dataset[T]) saveToStore(out dataflow.Output, dir string) (err error) {
+	u, err := objstore.Parse(dir)
+	if err != nil {
+		return err
+	}
+	u.Key = strings.TrimSuffix(u.Key, "/")
+	if u.Key == "" {
+		return fmt.Errorf("output %s: name a prefix in the bucket, not the bucket itself", dir)
+	}
+	ctx := d.c
+	store := objstore.New(objstore.ConfigFrom(d.c.conf))
+	switch exists, err := store.Exists(ctx, u); {
+	case err != nil:
+		return err
+	case exists:
+		return fmt.Errorf("output %s already exists", u)
+	}
+	parent, base := "", u.Key
+	if i := strings.LastIndex(u.Key, "/"); i >= 0 {
+		parent, base = u.Key[:i+1], u.Key[i+1:]
+	}
+	staging := objstore.URI{Bucket: u.Bucket, Key: parent + stagingName(base)}
+	attempts := staging.Join("_temporary")
+	var committed []objstore.URI
+	defer func() {
+		// Even when the driver's context has ended (a killed job): what the
+		// job wrote must go.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err != nil && len(committed) > 0 {
+			if derr := store.Delete(cctx, committed...); derr != nil {
+				err = errors.Join(err, fmt.Errorf("removing the parts committed to %s: %w", u, derr))
+			}
+		}
+		if rerr := store.RemovePrefix(cctx, staging); rerr != nil {
+			d.c.log.Warn("removing the temporary output of a job", "prefix", staging.String(), "err", rerr)
+		}
+	}()
+	out.Dir = attempts.String()
+	names := make([]string, d.parts)
+	err = d.run(out, seq(d.parts), func(p int, b []byte) error {
+		names[p] = string(b)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := checkPartNames(names); err != nil {
+		return err
+	}
+	for p, name := range names {
+		dst := u.Join(fmt.Sprintf("part-%05d", p))
+		if err := store.Copy(ctx, attempts.Join(name), dst); err != nil {
+			return fmt.Errorf("committing partition %d: %w", p, err)
+		}
+		committed = append(committed, dst)
+	}
+	success := u.Join("_SUCCESS")
+	if err := store.Put(ctx, success, nil); err != nil {
+		return err
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/dataflow"
+	"github.com/drover-project/drover/internal/objstore"
 )
 
 // KV is a record of a keyed dataset.
@@ -118,22 +119,18 @@ func Range(c *Context, start, end, step int64, numSlices int) *Dataset[int64] {
 // TextFile is the lines of the files that path names: a file, a directory
 // (its files, except hidden ones) or a glob pattern. Files are split into
 // partitions of at most spark.files.maxPartitionBytes, and fewer bytes when
-// that gives every core a share. The files must be readable at the same
-// path by every executor.
+// that gives every core a share. Local files must be readable at the same
+// path by every executor. An s3:// or s3a:// path (objstore; configured by
+// spark.hadoop.fs.s3a.*) is listed by the driver, and each executor reads
+// its splits from the store with ranged GETs.
 func TextFile(c *Context, path string) *Dataset[string] {
-	files, err := expandPath(path)
+	files, sizes, err := listFiles(c, path)
 	if err != nil {
 		return failed[string](c, fmt.Errorf("text file: %w", err))
 	}
 	var total int64
-	sizes := make([]int64, len(files))
-	for i, f := range files {
-		fi, err := os.Stat(f)
-		if err != nil {
-			return failed[string](c, fmt.Errorf("text file: %w", err))
-		}
-		sizes[i] = fi.Size()
-		total += fi.Size()
+	for _, n := range sizes {
+		total += n
 	}
 	split := config.FilesMaxPartitionBytes.Get(c.conf)
 	const minSplit = 4 << 20 // Spark's spark.files.openCostInBytes
@@ -143,13 +140,42 @@ func TextFile(c *Context, path string) *Dataset[string] {
 	var splits []dataflow.FileSplit
 	for i, f := range files {
 		for off := int64(0); off < sizes[i] || (off == 0 && sizes[i] == 0); off += split {
-			splits = append(splits, dataflow.FileSplit{Path: f, Start: off, Size: min(split, sizes[i]-off)})
+			splits = append(splits, dataflow.FileSplit{Path: f, Start: off, Size: min(split, sizes[i]-off), FileSize: sizes[i]})
 			if sizes[i] == 0 {
 				break
 			}
 		}
 	}
 	return newDataset[string](c, dataflow.Node{Kind: dataflow.TextFile, Splits: splits, NumPartitions: len(splits)}, nil)
+}
+
+// listFiles is the files path names and their sizes: objects of a store
+// for a URI, local files otherwise.
+func listFiles(c *Context, path string) ([]string, []int64, error) {
+	if objstore.HasScheme(path) {
+		objs, err := objstore.New(objstore.ConfigFrom(c.conf)).List(c, path)
+		if err != nil {
+			return nil, nil, err
+		}
+		files, sizes := make([]string, len(objs)), make([]int64, len(objs))
+		for i, o := range objs {
+			files[i], sizes[i] = o.URI.String(), o.Size
+		}
+		return files, sizes, nil
+	}
+	files, err := expandPath(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	sizes := make([]int64, len(files))
+	for i, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		sizes[i] = fi.Size()
+	}
+	return files, sizes, nil
 }
 
 func expandPath(path string) ([]string, error) {

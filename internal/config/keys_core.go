@@ -210,6 +210,42 @@ var (
 		Check("between 1m and 255m", func(v int64) bool { return v >= MiB && v <= 255*MiB }))
 )
 
+// Object storage: Hadoop S3A's keys, under spark.hadoop. as Spark users set
+// them, for s3:// and s3a:// paths.
+var (
+	S3AEndpoint = String("spark.hadoop.fs.s3a.endpoint", "",
+		"Endpoint of the S3-compatible store for s3:// and s3a:// paths, such as `http://127.0.0.1:7070` or "+
+			"`minio.storage:9000` (https is assumed without a scheme). Unset means AWS S3 itself. Sent to executors.",
+		Optional())
+
+	S3APathStyleAccess = Bool("spark.hadoop.fs.s3a.path.style.access", false,
+		"Address buckets as endpoint/bucket/key instead of bucket.endpoint/key, as most self-hosted stores "+
+			"(MinIO, versitygw, Ceph) need. Sent to executors.")
+
+	S3AEndpointRegion = String("spark.hadoop.fs.s3a.endpoint.region", "",
+		"Region of the store, which requests are signed for. Unset means the AWS SDK's default chain "+
+			"(`AWS_REGION`, the shared config file), else `us-east-1`. Sent to executors.",
+		Optional())
+
+	S3AAccessKey = String("spark.hadoop.fs.s3a.access.key", "",
+		"Access key id for s3:// paths, used by the driver (and local-mode tasks) with spark.hadoop.fs.s3a.secret.key. "+
+			"Unset means the AWS SDK's default credential chain: `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`, "+
+			"the shared credentials file, web identity (IRSA), EKS pod identity, instance roles. Never sent to "+
+			"executors: they take credentials from that same chain in their own environment — on Kubernetes, "+
+			"`AWS_*` variables from a Secret (spark.kubernetes.executor.secretKeyRef.*) or a workload identity; "+
+			"under local-cluster, the environment the driver was started with.",
+		Optional(), Secret())
+
+	S3ASecretKey = String("spark.hadoop.fs.s3a.secret.key", "",
+		"Secret access key that goes with spark.hadoop.fs.s3a.access.key. Never logged, shown or sent to executors.",
+		Optional(), Secret())
+
+	S3ASessionToken = String("spark.hadoop.fs.s3a.session.token", "",
+		"Session token of temporary credentials, with spark.hadoop.fs.s3a.access.key and .secret.key. "+
+			"Never logged, shown or sent to executors.",
+		Optional(), Secret())
+)
+
 // Dynamic allocation.
 var (
 	DynamicAllocationEnabled = Bool("spark.dynamicAllocation.enabled", false,

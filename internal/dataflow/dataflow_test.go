@@ -38,7 +38,7 @@ func TestTextSplitsReadEveryLineOnce(t *testing.T) {
 		for _, split := range splits {
 			var got []string
 			for start := int64(0); start < size; start += split {
-				lines := textLines(context.Background(), FileSplit{Path: path, Start: start, Size: min(split, size-start)})
+				lines := textLines(context.Background(), FileSplit{Path: path, Start: start, Size: min(split, size-start)}, nil)
 				if err := lines(func(s string) error { got = append(got, s); return nil }); err != nil {
 					t.Fatal(err)
 				}

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/drover-project/drover/internal/codec"
+	"github.com/drover-project/drover/internal/objstore"
 )
 
 // output runs the pipeline into the stage's output.
@@ -68,8 +70,7 @@ func (r *runner) output(p Producer) ([]byte, error) {
 func (r *runner) saveText(p Producer) ([]byte, error) {
 	o := r.stage.Output
 	name := fmt.Sprintf("part-%05d-attempt-%d", r.task.Partition, r.ft.TaskID)
-	path := filepath.Join(o.Dir, name)
-	f, err := os.Create(path)
+	f, discard, err := r.createPart(o.Dir, name)
 	if err != nil {
 		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
 	}
@@ -93,14 +94,38 @@ func (r *runner) saveText(p Producer) ([]byte, error) {
 	if err == nil {
 		err = w.Flush()
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		err = f.Close()
 	}
 	if err != nil {
-		os.Remove(path)
+		// Not closed first: closing an upload would publish the part.
+		discard()
 		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
 	}
 	return []byte(name), nil
+}
+
+// createPart creates the file name in dir, a local directory or an s3://
+// prefix (a streaming upload, which appears only once closed), and a
+// function that drops it instead of closing it when writing failed.
+func (r *runner) createPart(dir, name string) (io.WriteCloser, func(), error) {
+	if !objstore.HasScheme(dir) {
+		path := filepath.Join(dir, name)
+		f, err := os.Create(path)
+		return f, func() { f.Close(); os.Remove(path) }, err
+	}
+	u, err := objstore.Parse(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.ft.Store == nil {
+		return nil, nil, fmt.Errorf("writing %s: this executor has no object-store client", dir)
+	}
+	w, err := r.ft.Store.Create(r.ctx, u.Join(name))
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, w.Abort, nil
 }
 
 // sampleKeys keeps a uniform sample of the partition's keys (reservoir

@@ -101,8 +101,11 @@ type Node struct {
 
 // FileSplit is a byte range of a file; the lines starting in it belong to it.
 type FileSplit struct {
-	Path        string
+	Path        string // a local path, or an object's s3:// URI
 	Start, Size int64
+	// FileSize is the whole object's size, from the driver's listing, for
+	// s3:// paths: ranged reads stay within it without asking the store.
+	FileSize int64
 }
 
 // SortOrder orders keys.
@@ -173,7 +176,7 @@ type Output struct {
 	Shuffle int    // WriteShuffle
 	Fn      string // ReduceAll, Foreach
 	Limit   int    // Collect
-	Dir     string // SaveText: the job's temporary directory
+	Dir     string // SaveText: the job's temporary directory, or s3:// prefix
 	// Text is set when the records are strings, written as they are;
 	// other records are rendered with Schema.
 	Text   bool

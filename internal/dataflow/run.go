@@ -143,7 +143,7 @@ func (r *runner) input(id, p int) (Input, error) {
 	if !ok {
 		return Input{}, fmt.Errorf("text file node %d: the task carries no split %d", id, p)
 	}
-	lines := textLines(r.ctx, split)
+	lines := textLines(r.ctx, split, r.ft.Store)
 	return Input{Lines: lines, Records: func(emit func([]byte) error) error {
 		var rec []byte
 		return lines(func(line string) error {

@@ -3,6 +3,7 @@ package dataflow
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"unsafe"
+
+	"github.com/drover-project/drover/internal/objstore"
 )
 
 func rangeProducer(n *Node, p int) Producer {
@@ -65,9 +68,9 @@ func share(count uint64, p, parts int) uint64 {
 // line it starts in; the last line is read past the split's end. The file
 // is read in fresh chunks that are never written again, so the lines are
 // strings over them, without a copy or an allocation per line.
-func textLines(ctx context.Context, s FileSplit) func(emit func(string) error) error {
+func textLines(ctx context.Context, s FileSplit, store *objstore.Store) func(emit func(string) error) error {
 	return func(emit func(string) error) error {
-		f, err := os.Open(s.Path)
+		f, err := openSplit(ctx, s, store)
 		if err != nil {
 			return fmt.Errorf("reading text file: %w", err)
 		}
@@ -90,6 +93,9 @@ func textLines(ctx context.Context, s FileSplit) func(emit func(string) error) e
 			copy(chunk, tail)
 			read, err := f.ReadAt(chunk[len(tail):], pos)
 			if err != nil && err != io.EOF {
+				if _, named := errors.AsType[*objstore.Error](err); named {
+					return err // it names the object already
+				}
 				return fmt.Errorf("reading %s: %w", s.Path, err)
 			}
 			pos += int64(read)
@@ -123,6 +129,26 @@ func textLines(ctx context.Context, s FileSplit) func(emit func(string) error) e
 			}
 		}
 	}
+}
+
+// openSplit opens the file of a split: an object with ranged GETs that
+// stream the split (the executor reads it directly from the store), or a
+// local file.
+func openSplit(ctx context.Context, s FileSplit, store *objstore.Store) (interface {
+	io.ReaderAt
+	io.Closer
+}, error) {
+	if !objstore.HasScheme(s.Path) {
+		return os.Open(s.Path)
+	}
+	u, err := objstore.Parse(s.Path)
+	if err != nil {
+		return nil, err
+	}
+	if store == nil {
+		return nil, fmt.Errorf("reading %s: this executor has no object-store client", s.Path)
+	}
+	return store.NewReaderAt(ctx, u, s.FileSize, s.Start+s.Size), nil
 }
 
 func trimCR(s string) string {

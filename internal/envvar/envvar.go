@@ -87,4 +87,7 @@ const (
 	TestBin = "DROVER_TESTBIN"
 	// Cache is the cache directory, ~/.cache/drover by default.
 	Cache = "DROVER_CACHE"
+	// VersityGW is the directory of the versitygw binary S3 tests run
+	// (make test sets it from hack/build-versitygw.sh).
+	VersityGW = "DROVER_VERSITYGW"
 )

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/rpc/pb"
 )
 
@@ -84,13 +85,15 @@ func isPermanent(err error) bool {
 // ConfKeys are the only settings an executor reads from the driver's
 // Registered message: the driver sends these and nothing else, so no
 // credential or secret-looking value of the application's configuration
-// travels to executors.
-var ConfKeys = []string{
+// travels to executors. The object store's are where it is and how to
+// address it, never its credentials, which executors take from their own
+// environment.
+var ConfKeys = append([]string{
 	config.NetworkTimeout.Key(), config.ExecutorHeartbeatInterval.Key(), config.TaskMaxDirectResultSize.Key(),
-}
+}, objstore.ExecutorKeys...)
 
-// applyConf adopts the driver's timeouts, as Spark executors adopt the
-// driver's configuration when they register.
+// applyConf adopts the driver's timeouts and object-store settings, as
+// Spark executors adopt the driver's configuration when they register.
 func (e *Executor) applyConf(kv map[string]string) {
 	c := config.New()
 	for k, v := range kv {
@@ -99,6 +102,7 @@ func (e *Executor) applyConf(kv map[string]string) {
 	e.networkTimeout = config.NetworkTimeout.Get(c)
 	e.heartbeatInterval = config.ExecutorHeartbeatInterval.Get(c)
 	e.maxDirectResult = config.TaskMaxDirectResultSize.Get(c)
+	e.store.Store(objstore.New(objstore.ConfigFrom(c)))
 }
 
 func (e *Executor) receive(stream pb.Driver_ControlClient) error {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/shuffle"
@@ -56,6 +57,7 @@ type Executor struct {
 	heartbeatInterval time.Duration
 	maxDirectResult   int64
 	shuffles          *shuffle.Manager
+	store             atomic.Pointer[objstore.Store] // from the driver's settings, at registration
 
 	out         *outbox
 	lastContact atomic.Int64 // clock time of the last message from the driver, unix nanos

@@ -95,6 +95,7 @@ func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb
 		Partition: int(t.GetPartition()),
 		Attempt:   int(t.GetAttempt()),
 		Shuffle:   e.shuffles,
+		Store:     e.store.Load(),
 	}, t.GetFunc(), t.GetPayload())
 	killed := ctx.Err() != nil
 	cancel()

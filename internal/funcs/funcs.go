@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/shuffle"
 )
 
@@ -18,6 +19,9 @@ type Task struct {
 	// Shuffle is the executor's shuffle service: where map outputs are
 	// written and blocks fetched.
 	Shuffle *shuffle.Manager
+	// Store is the executor's object-store client (s3:// paths), made from
+	// the settings the driver sends and the executor's own credentials.
+	Store *objstore.Store
 }
 
 // Func is the serialized form of a registered function: it maps one

@@ -10,6 +10,7 @@ import (
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/funcs"
+	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/shuffle"
 )
@@ -19,7 +20,10 @@ import (
 type Backend struct {
 	// LocalDir is where shuffle files go; set before Start.
 	LocalDir string
-	Logger   *slog.Logger
+	// Store is the tasks' object-store client: the driver's own, since
+	// tasks run in the driver's process.
+	Store  *objstore.Store
+	Logger *slog.Logger
 
 	sched       *scheduler.Scheduler
 	shuffles    *shuffle.Manager
@@ -121,7 +125,7 @@ func (b *Backend) run(ctx context.Context, t scheduler.TaskDescription) {
 	start := time.Now()
 	o := executor.RunTask(ctx, funcs.Task{
 		TaskID: t.TaskID, JobID: t.JobID, StageID: t.StageID, Partition: t.Partition, Attempt: t.Attempt,
-		Shuffle: b.shuffles,
+		Shuffle: b.shuffles, Store: b.Store,
 	}, t.Func, t.Payload)
 	st := scheduler.Status{TaskID: t.TaskID, ExecutorID: executorid.Driver, Duration: time.Since(start)}
 	switch {

@@ -11,6 +11,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dynalloc"
 	"github.com/drover-project/drover/internal/master"
+	"github.com/drover-project/drover/internal/objstore"
 )
 
 func init() {
@@ -24,6 +25,7 @@ func newLocal(app master.App) (master.Cluster, error) {
 	cores := app.Master.Threads
 	b := NewBackend(app.Scheduler, cores, config.DefaultParallelism.Get(app.Conf))
 	b.LocalDir = config.LocalDirs(app.Conf)[0]
+	b.Store = objstore.New(objstore.ConfigFrom(app.Conf))
 	b.Logger = app.Logger
 	return &localCluster{b: b}, nil
 }

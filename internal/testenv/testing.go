@@ -41,10 +41,37 @@ func New(t testing.TB, opts Options) *Env {
 // t.Skip locally, t.Fatal under CI=true.
 func Unavailable(t testing.TB, err error) {
 	t.Helper()
+	unavailable(t, "control plane", err)
+}
+
+func unavailable(t testing.TB, what string, err error) {
+	t.Helper()
 	if InCI() {
-		t.Fatalf("control plane unavailable (CI=true: failing instead of skipping): %v", err)
+		t.Fatalf("%s unavailable (CI=true: failing instead of skipping): %v", what, err)
 	}
-	t.Skipf("control plane unavailable, skipping (set CI=true to fail instead): %v", err)
+	t.Skipf("%s unavailable, skipping (set CI=true to fail instead): %v", what, err)
+}
+
+// NewS3 starts an S3 server (versitygw) for one test, with the account's
+// credentials in the test's environment (S3.Env, which executor processes
+// inherit), and stops it when the test ends. When versitygw is missing or
+// cannot start, the test is skipped, except under CI=true, where it fails.
+func NewS3(t testing.TB) *S3 {
+	t.Helper()
+	s, err := StartS3(context.Background(), t.TempDir())
+	if err != nil {
+		unavailable(t, "S3 server", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("stopping the S3 server: %v", err)
+		}
+	})
+	for _, kv := range s.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return s
 }
 
 // InCI reports whether $CI says this is a CI run.

@@ -1,0 +1,16 @@
+// Package objstore reads and writes S3-compatible object storage for
+// TextFile and SaveAsTextFile: paths s3://bucket/key, with s3a:// (Hadoop's
+// scheme, which Spark users' paths carry) accepted as an alias.
+//
+// The driver lists (List: a glob or a "directory", with the semantics of
+// local paths) and never reads the data; executors read their splits with
+// ranged GETs (ReaderAt) and write task output with streaming multipart
+// uploads (Create). Copy and RemovePrefix let the driver commit a job's
+// output, since a store has no rename.
+//
+// Configuration uses Hadoop S3A's key names under spark.hadoop. (Config,
+// ConfigFrom); credentials come from those keys or the AWS SDK's default
+// chain (environment, shared config, web identity). Executors are sent only
+// the non-secret settings (ExecutorKeys): their credentials come from their
+// own environment.
+package objstore

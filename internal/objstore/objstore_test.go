@@ -1,0 +1,296 @@
+package objstore_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drover-project/drover/internal/objstore"
+	"github.com/drover-project/drover/internal/testenv"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    objstore.URI
+		wantErr string
+	}{
+		{in: "s3://bucket/a/b.txt", want: objstore.URI{Bucket: "bucket", Key: "a/b.txt"}},
+		{in: "s3a://bucket/a/*.txt", want: objstore.URI{Bucket: "bucket", Key: "a/*.txt"}},
+		{in: "S3A://bucket", want: objstore.URI{Bucket: "bucket"}},
+		{in: "s3://bucket/", want: objstore.URI{Bucket: "bucket"}},
+		{in: "gs://bucket/x", wantErr: "unsupported scheme gs://"},
+		{in: "s3:///x", wantErr: "no bucket name"},
+		{in: "s3://My_Bucket/x", wantErr: "lowercase letters"},
+		{in: "s3://ab/x", wantErr: "3 to 63"},
+		{in: "/local/path", wantErr: "expected s3://bucket/key"},
+	} {
+		got, err := objstore.Parse(tc.in)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), tc.in) {
+				t.Errorf("Parse(%q) = %v, %v; want an error naming the path and containing %q", tc.in, got, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("Parse(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+	if got := (objstore.URI{Bucket: "b", Key: "k/x"}).String(); got != "s3://b/k/x" {
+		t.Errorf("String = %q", got)
+	}
+}
+
+func TestHasScheme(t *testing.T) {
+	for in, want := range map[string]bool{
+		"s3://b/k": true, "s3a://b/k": true, "gs://b": true, "hdfs+x://h": true,
+		"/tmp/a": false, "a/b://c": false, "://x": false, "C:/x": false, "./s3://x": false,
+	} {
+		if got := objstore.HasScheme(in); got != want {
+			t.Errorf("HasScheme(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// server starts versitygw with a bucket and returns a store client of it
+// configured as drover's driver is.
+func server(t *testing.T) (*testenv.S3, *objstore.Store) {
+	t.Helper()
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "data"); err != nil {
+		t.Fatal(err)
+	}
+	return srv, objstore.New(objstore.Config{Endpoint: srv.Endpoint, PathStyle: true, Region: srv.Region,
+		AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+}
+
+func put(t *testing.T, srv *testenv.S3, key, body string) {
+	t.Helper()
+	_, err := srv.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("data"), Key: aws.String(key), Body: strings.NewReader(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(t *testing.T, srv *testenv.S3, key string) string {
+	t.Helper()
+	out, err := srv.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String("data"), Key: aws.String(key)})
+	if err != nil {
+		t.Fatalf("getting %s: %v", key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestStore(t *testing.T) {
+	srv, st := server(t)
+	ctx := context.Background()
+	for key, body := range map[string]string{
+		"in/a.txt": "alpha\n", "in/b.txt": "beta beta\n", "in/c.log": "log\n", "in/_SUCCESS": "", "in/.hidden": "h",
+		"in/sub/d.txt": "nested\n", "in/sub/e.txt": "e\n", "one.txt": "one\n", "empty/_x": "",
+	} {
+		put(t, srv, key, body)
+	}
+
+	t.Run("list", func(t *testing.T) {
+		for _, tc := range []struct {
+			path    string
+			want    []string
+			wantErr string
+		}{
+			{path: "s3://data/in", want: []string{"in/a.txt", "in/b.txt", "in/c.log"}},
+			{path: "s3a://data/in/", want: []string{"in/a.txt", "in/b.txt", "in/c.log"}},
+			{path: "s3://data/in/*.txt", want: []string{"in/a.txt", "in/b.txt"}},
+			{path: "s3://data/in/*/*.txt", want: []string{"in/sub/d.txt", "in/sub/e.txt"}},
+			{path: "s3://data/in/[ab].*", want: []string{"in/a.txt", "in/b.txt"}},
+			{path: "s3://data/one.txt", want: []string{"one.txt"}},
+			{path: "s3://data", want: []string{"one.txt"}},
+			{path: "s3://data/in/*.csv", wantErr: "no object matches s3://data/in/*.csv"},
+			{path: "s3://data/nothing", wantErr: "no object matches s3://data/nothing"},
+			{path: "s3://data/empty", wantErr: "directory s3://data/empty has no files"},
+			{path: "s3://data/in/[", wantErr: "bad pattern"},
+			{path: "s3://missing-bucket/in/*.txt", wantErr: "listing s3://missing-bucket/in/: NoSuchBucket"},
+			{path: "s3://missing-bucket/x", wantErr: "listing s3://missing-bucket/x: NoSuchBucket"},
+		} {
+			objs, err := st.List(ctx, tc.path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("List(%s) = %v, %v; want error containing %q", tc.path, objs, err, tc.wantErr)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("List(%s): %v", tc.path, err)
+				continue
+			}
+			var keys []string
+			for _, o := range objs {
+				keys = append(keys, o.URI.Key)
+				if o.Size != int64(len(get(t, srv, o.URI.Key))) {
+					t.Errorf("List(%s): %s has size %d", tc.path, o.URI, o.Size)
+				}
+			}
+			if diff := cmp.Diff(tc.want, keys); diff != "" {
+				t.Errorf("List(%s) (-want +got):\n%s", tc.path, diff)
+			}
+		}
+	})
+
+	t.Run("ranged read", func(t *testing.T) {
+		body := strings.Repeat("0123456789", 20000) // several GETs of readAhead (64 KiB)
+		put(t, srv, "r/digits", body)
+		u := objstore.URI{Bucket: "data", Key: "r/digits"}
+		rc, err := st.OpenRange(ctx, u, 995, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		if string(b) != body[995:1005] {
+			t.Errorf("OpenRange(995, 10) = %q, want %q", b, body[995:1005])
+		}
+		// Sequential reads across a GET boundary and past the split's end.
+		r := st.NewReaderAt(ctx, u, int64(len(body)), 100)
+		defer r.Close()
+		var got []byte
+		buf := make([]byte, 4096)
+		for off := int64(50); ; {
+			n, err := r.ReadAt(buf, off)
+			got = append(got, buf[:n]...)
+			off += int64(n)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if string(got) != body[50:] {
+			t.Errorf("ReaderAt read %d bytes, want the %d after offset 50", len(got), len(body)-50)
+		}
+		if size, err := st.Size(ctx, u); err != nil || size != int64(len(body)) {
+			t.Errorf("Size = %d, %v; want %d", size, err, len(body))
+		}
+	})
+
+	t.Run("multipart write", func(t *testing.T) {
+		defer func(old int) { objstore.PartSize = old }(objstore.PartSize)
+		objstore.PartSize = 5 << 20 // S3's smallest part
+		want := bytes.Repeat([]byte("multipart line\n"), (11<<20)/15)
+		w, err := st.Create(ctx, objstore.URI{Bucket: "data", Key: "w/big"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b := want; len(b) > 0; {
+			n := min(len(b), 100000)
+			if _, err := w.Write(b[:n]); err != nil {
+				t.Fatal(err)
+			}
+			b = b[n:]
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := get(t, srv, "w/big"); got != string(want) {
+			t.Errorf("the object has %d bytes, want %d", len(got), len(want))
+		}
+		// Small: one PUT. Aborted: nothing.
+		w, _ = st.Create(ctx, objstore.URI{Bucket: "data", Key: "w/small"})
+		w.Write([]byte("small\n"))
+		if err := w.Close(); err != nil || get(t, srv, "w/small") != "small\n" {
+			t.Errorf("small object: %v", err)
+		}
+		w, _ = st.Create(ctx, objstore.URI{Bucket: "data", Key: "w/aborted"})
+		w.Write(want)
+		w.Abort()
+		if ok, err := st.Exists(ctx, objstore.URI{Bucket: "data", Key: "w/aborted"}); ok || err != nil {
+			t.Errorf("aborted object exists: %v, %v", ok, err)
+		}
+		ups, err := srv.Client().ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("data")})
+		if err != nil || len(ups.Uploads) != 0 {
+			t.Errorf("open uploads after abort: %v, %v", ups, err)
+		}
+	})
+
+	t.Run("copy and delete", func(t *testing.T) {
+		put(t, srv, "c/src one", "to copy\n")
+		src, dst := objstore.URI{Bucket: "data", Key: "c/src one"}, objstore.URI{Bucket: "data", Key: "c/out/dst"}
+		if err := st.Copy(ctx, src, dst); err != nil {
+			t.Fatal(err)
+		}
+		if got := get(t, srv, "c/out/dst"); got != "to copy\n" {
+			t.Errorf("copy = %q", got)
+		}
+		// Larger than one CopyObject may copy: in parts (5 MiB is S3's smallest).
+		big := strings.Repeat("0123456789abcdef", (11<<20)/16)
+		put(t, srv, "c/big", big)
+		restore := objstore.SetCopyLimits(5<<20, 5<<20)
+		err := st.Copy(ctx, objstore.URI{Bucket: "data", Key: "c/big"}, objstore.URI{Bucket: "data", Key: "c/out/big"})
+		restore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := get(t, srv, "c/out/big"); got != big {
+			t.Errorf("copy in parts has %d bytes, want %d", len(got), len(big))
+		}
+		if err := st.Delete(ctx, src, objstore.URI{Bucket: "data", Key: "c/never-there"}); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := st.Exists(ctx, src); ok {
+			t.Errorf("%s exists after Delete", src)
+		}
+		if ok, _ := st.Exists(ctx, objstore.URI{Bucket: "data", Key: "c/out"}); !ok {
+			t.Errorf("the prefix c/out does not exist")
+		}
+		// An upload left open by a task that died is aborted by RemovePrefix.
+		_, err = srv.Client().CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String("data"), Key: aws.String("c/out/tmp")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.RemovePrefix(ctx, objstore.URI{Bucket: "data", Key: "c"}); err != nil {
+			t.Fatal(err)
+		}
+		if ok, _ := st.Exists(ctx, objstore.URI{Bucket: "data", Key: "c"}); ok {
+			t.Errorf("objects left under c/ after RemovePrefix")
+		}
+		ups, err := srv.Client().ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("data")})
+		if err != nil || len(ups.Uploads) != 0 {
+			t.Errorf("open uploads after RemovePrefix: %v, %v", ups.Uploads, err)
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		missing := objstore.URI{Bucket: "missing-bucket", Key: "x"}
+		_, err := st.Size(ctx, missing)
+		var oe *objstore.Error
+		t.Logf("missing bucket: %v", err)
+		if !errors.As(err, &oe) || oe.URI != "s3://missing-bucket/x" {
+			t.Errorf("Size of a missing bucket's object: %v", err)
+		}
+		bad := objstore.New(objstore.Config{Endpoint: srv.Endpoint, PathStyle: true, AccessKey: srv.AccessKey, SecretKey: "wrong"})
+		_, err = bad.List(ctx, "s3://data/in")
+		t.Logf("wrong secret: %v", err)
+		if err == nil || !strings.Contains(err.Error(), "s3://data/in") || !strings.Contains(err.Error(), "check the credentials") {
+			t.Errorf("wrong secret: %v", err)
+		}
+		w, err := st.Create(ctx, objstore.URI{Bucket: "missing-bucket", Key: "x"})
+		if err == nil {
+			w.Write([]byte("x"))
+			err = w.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "writing s3://missing-bucket/x: NoSuchBucket") {
+			t.Errorf("writing into a missing bucket: %v", err)
+		}
+	})
+}

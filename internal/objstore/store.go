@@ -1,0 +1,137 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+)
+
+// defaultRegion is S3A's and the AWS CLI's fallback: a store that ignores
+// regions (most self-hosted ones) still needs requests signed for one.
+const defaultRegion = "us-east-1"
+
+// Store is a client of one S3-compatible store. The SDK's configuration
+// (files, environment) is loaded on first use, so a process that never
+// touches s3:// pays nothing. Safe for concurrent use.
+type Store struct {
+	cfg Config
+
+	once   sync.Once
+	client *s3.Client
+	err    error
+}
+
+// New returns a store client for cfg.
+func New(cfg Config) *Store { return &Store{cfg: cfg} }
+
+func (s *Store) s3(ctx context.Context) (*s3.Client, error) {
+	s.once.Do(func() { s.client, s.err = newClient(ctx, s.cfg) })
+	return s.client, s.err
+}
+
+func newClient(ctx context.Context, cfg Config) (*s3.Client, error) {
+	var opts []func(*awsconfig.LoadOptions) error
+	if cfg.Region != "" {
+		opts = append(opts, awsconfig.WithRegion(cfg.Region))
+	}
+	if cfg.AccessKey != "" || cfg.SecretKey != "" {
+		if cfg.AccessKey == "" || cfg.SecretKey == "" {
+			return nil, errors.New("object store: spark.hadoop.fs.s3a.access.key and spark.hadoop.fs.s3a.secret.key must be set together")
+		}
+		opts = append(opts, awsconfig.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken)))
+	}
+	// Loading reads files and the environment only; credentials are
+	// resolved on the first request.
+	ac, err := awsconfig.LoadDefaultConfig(context.WithoutCancel(ctx), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("object store: loading the AWS configuration: %w", err)
+	}
+	if ac.Region == "" {
+		ac.Region = defaultRegion
+	}
+	endpoint := cfg.Endpoint
+	if endpoint != "" && !strings.Contains(endpoint, "://") {
+		endpoint = "https://" + endpoint
+	}
+	return s3.NewFromConfig(ac, func(o *s3.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+		o.UsePathStyle = cfg.PathStyle
+	}), nil
+}
+
+// Error is a failed operation on a path: what was done, on which URI, and
+// what the store said.
+type Error struct {
+	Op  string // "listing", "reading", …
+	URI string
+	Err error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s %s: %s", e.Op, e.URI, describe(e.Err))
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func opError(op string, u URI, err error) error {
+	if err == nil {
+		return nil
+	}
+	var oe *Error
+	if errors.As(err, &oe) {
+		return err
+	}
+	return &Error{Op: op, URI: u.String(), Err: err}
+}
+
+// describe is the store's answer without the SDK's request ids and
+// operation names, and which key to check for the common mistakes.
+func describe(err error) string {
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		if strings.Contains(err.Error(), "get credentials") {
+			return err.Error() + " (no credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or a workload " +
+				"identity for the driver and executors, or spark.hadoop.fs.s3a.access.key and .secret.key for the driver)"
+		}
+		return err.Error()
+	}
+	msg := api.ErrorCode()
+	if m := api.ErrorMessage(); m != "" {
+		msg += ": " + m
+	}
+	switch api.ErrorCode() {
+	case "NotFound": // a HEAD's answer, which has no body to say more
+		msg = "NotFound: no such object, or no such bucket"
+	case "NoSuchBucket":
+		msg += " (check the bucket name and spark.hadoop.fs.s3a.endpoint)"
+	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken":
+		msg += " (check the credentials: spark.hadoop.fs.s3a.access.key and .secret.key on the driver, " +
+			"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or the workload identity of the driver and executors)"
+	case "AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException":
+		msg += " (check spark.hadoop.fs.s3a.endpoint.region)"
+	}
+	return msg
+}
+
+// isNotFound reports whether err says the object does not exist.
+func isNotFound(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "NoSuchKey", "NotFound":
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,288 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+)
+
+// PartSize is the size of a multipart upload's parts (S3's minimum is 5 MiB
+// for all but the last). A writer holds one part in memory.
+var PartSize = 8 << 20
+
+// Writer streams an object to the store: each PartSize bytes written are
+// sent as one part of a multipart upload; Close completes it, and the
+// object appears whole or not at all. An object smaller than one part is
+// sent with one PUT on Close. Abort (or a failed Close) cancels the upload
+// and leaves nothing. Not safe for concurrent use.
+type Writer struct {
+	s      *Store
+	c      *s3.Client
+	ctx    context.Context
+	uri    URI
+	buf    []byte
+	id     string // the multipart upload, once started
+	parts  []types.CompletedPart
+	err    error
+	closed bool
+}
+
+// Create returns a writer of the object u; nothing is sent before PartSize
+// bytes are written or Close is called.
+func (s *Store) Create(ctx context.Context, u URI) (*Writer, error) {
+	c, err := s.s3(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{s: s, c: c, ctx: ctx, uri: u, buf: make([]byte, 0, PartSize)}, nil
+}
+
+// Write buffers p, sending full parts.
+func (w *Writer) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if w.closed {
+		return 0, fmt.Errorf("writing %s: writer closed", w.uri)
+	}
+	n := 0
+	for len(p) > 0 {
+		m := min(len(p), PartSize-len(w.buf))
+		w.buf = append(w.buf, p[:m]...)
+		p, n = p[m:], n+m
+		if len(w.buf) == PartSize {
+			if err := w.flushPart(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func (w *Writer) flushPart() error {
+	if w.id == "" {
+		out, err := w.c.CreateMultipartUpload(w.ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(w.uri.Bucket), Key: aws.String(w.uri.Key)})
+		if err != nil {
+			return w.fail(opError("writing", w.uri, err))
+		}
+		w.id = aws.ToString(out.UploadId)
+	}
+	num := int32(len(w.parts) + 1)
+	out, err := w.c.UploadPart(w.ctx, &s3.UploadPartInput{
+		Bucket: aws.String(w.uri.Bucket), Key: aws.String(w.uri.Key), UploadId: aws.String(w.id),
+		PartNumber: aws.Int32(num), Body: bytes.NewReader(w.buf),
+	})
+	if err != nil {
+		return w.fail(opError("writing", w.uri, fmt.Errorf("part %d: %w", num, err)))
+	}
+	w.parts = append(w.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
+	w.buf = w.buf[:0]
+	return nil
+}
+
+// Close sends what is buffered and completes the object.
+func (w *Writer) Close() error {
+	if w.err != nil || w.closed {
+		return w.err
+	}
+	w.closed = true
+	if w.id == "" {
+		_, err := w.c.PutObject(w.ctx, &s3.PutObjectInput{Bucket: aws.String(w.uri.Bucket), Key: aws.String(w.uri.Key), Body: bytes.NewReader(w.buf)})
+		if err != nil {
+			return w.fail(opError("writing", w.uri, err))
+		}
+		return nil
+	}
+	if len(w.buf) > 0 {
+		if err := w.flushPart(); err != nil {
+			return err
+		}
+	}
+	_, err := w.c.CompleteMultipartUpload(w.ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(w.uri.Bucket), Key: aws.String(w.uri.Key), UploadId: aws.String(w.id),
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: w.parts},
+	})
+	if err != nil {
+		return w.fail(opError("writing", w.uri, err))
+	}
+	return nil
+}
+
+// Abort cancels the upload: the object is not created.
+func (w *Writer) Abort() {
+	if w.err == nil {
+		w.err = fmt.Errorf("writing %s: aborted", w.uri)
+	}
+	w.abort()
+}
+
+func (w *Writer) fail(err error) error {
+	w.err = err
+	w.abort()
+	return err
+}
+
+func (w *Writer) abort() {
+	w.buf = nil
+	if w.id == "" {
+		return
+	}
+	// Even when the task's context has ended: an upload left open keeps
+	// its parts (and costs storage) until the bucket's lifecycle rules
+	// remove it.
+	ctx := context.WithoutCancel(w.ctx)
+	_, _ = w.c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(w.uri.Bucket), Key: aws.String(w.uri.Key), UploadId: aws.String(w.id)})
+	w.id = ""
+}
+
+// Put writes a small object in one request (the _SUCCESS marker).
+func (s *Store) Put(ctx context.Context, u URI, data []byte) error {
+	c, err := s.s3(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key), Body: bytes.NewReader(data)})
+	return opError("writing", u, err)
+}
+
+// maxCopySize is the largest object one CopyObject copies (5 GiB); larger
+// ones are copied in parts of copyPartSize. Variables for tests.
+var (
+	maxCopySize  int64 = 5 << 30
+	copyPartSize int64 = 1 << 30
+)
+
+// Copy copies the object src to dst within the store, without the data
+// passing through this process.
+func (s *Store) Copy(ctx context.Context, src, dst URI) error {
+	c, err := s.s3(ctx)
+	if err != nil {
+		return err
+	}
+	size, err := s.size(ctx, c, src)
+	if err != nil {
+		return opError("copying", src, err)
+	}
+	source := aws.String(copySource(src))
+	if size <= maxCopySize {
+		_, err := c.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(dst.Bucket), Key: aws.String(dst.Key), CopySource: source})
+		return opError("copying "+src.String()+" to", dst, err)
+	}
+	up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(dst.Bucket), Key: aws.String(dst.Key)})
+	if err != nil {
+		return opError("copying "+src.String()+" to", dst, err)
+	}
+	var parts []types.CompletedPart
+	for off := int64(0); off < size && err == nil; off += copyPartSize {
+		num := int32(len(parts) + 1)
+		var out *s3.UploadPartCopyOutput
+		out, err = c.UploadPartCopy(ctx, &s3.UploadPartCopyInput{
+			Bucket: aws.String(dst.Bucket), Key: aws.String(dst.Key), UploadId: up.UploadId, PartNumber: aws.Int32(num),
+			CopySource: source, CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, min(off+copyPartSize, size)-1)),
+		})
+		if err == nil {
+			parts = append(parts, types.CompletedPart{ETag: out.CopyPartResult.ETag, PartNumber: aws.Int32(num)})
+		}
+	}
+	if err == nil {
+		_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(dst.Bucket), Key: aws.String(dst.Key),
+			UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}})
+	}
+	if err != nil {
+		_, _ = c.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: aws.String(dst.Bucket), Key: aws.String(dst.Key), UploadId: up.UploadId})
+		return opError("copying "+src.String()+" to", dst, err)
+	}
+	return nil
+}
+
+// copySource is CopyObject's bucket/key, the key URL-escaped segment by
+// segment.
+func copySource(u URI) string {
+	segs := strings.Split(u.Key, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return u.Bucket + "/" + strings.Join(segs, "/")
+}
+
+// Delete deletes objects of one bucket (missing ones are no error), up to
+// 1000 per request.
+func (s *Store) Delete(ctx context.Context, objs ...URI) error {
+	c, err := s.s3(ctx)
+	if err != nil {
+		return err
+	}
+	for len(objs) > 0 {
+		n := min(len(objs), 1000)
+		batch := objs[:n]
+		objs = objs[n:]
+		ids := make([]types.ObjectIdentifier, len(batch))
+		for i, u := range batch {
+			if u.Bucket != batch[0].Bucket {
+				return fmt.Errorf("deleting %s and %s: objects of different buckets", batch[0], u)
+			}
+			ids[i] = types.ObjectIdentifier{Key: aws.String(u.Key)}
+		}
+		out, err := c.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(batch[0].Bucket),
+			Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)}})
+		if err != nil {
+			return opError("deleting", batch[0], err)
+		}
+		if len(out.Errors) > 0 {
+			e := out.Errors[0]
+			return opError("deleting", URI{Bucket: batch[0].Bucket, Key: aws.ToString(e.Key)},
+				fmt.Errorf("%s: %s (and %d more)", aws.ToString(e.Code), aws.ToString(e.Message), len(out.Errors)-1))
+		}
+	}
+	return nil
+}
+
+// RemovePrefix deletes every object under the prefix u/ and aborts the
+// multipart uploads left open there (by tasks that died while writing).
+func (s *Store) RemovePrefix(ctx context.Context, u URI) error {
+	c, err := s.s3(ctx)
+	if err != nil {
+		return err
+	}
+	prefix := u.Key
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	if prefix == "" {
+		return fmt.Errorf("removing %s: refusing to remove a whole bucket", u)
+	}
+	var errs []error
+	ups := s3.NewListMultipartUploadsPaginator(c, &s3.ListMultipartUploadsInput{Bucket: aws.String(u.Bucket), Prefix: aws.String(prefix)})
+	for ups.HasMorePages() {
+		page, err := ups.NextPage(ctx)
+		if err != nil {
+			errs = append(errs, opError("listing the uploads under", u, err))
+			break
+		}
+		for _, up := range page.Uploads {
+			_, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(u.Bucket), Key: up.Key, UploadId: up.UploadId})
+			if err != nil {
+				errs = append(errs, opError("aborting an upload of", URI{Bucket: u.Bucket, Key: aws.ToString(up.Key)}, err))
+			}
+		}
+	}
+	objs, _, err := listPrefix(ctx, c, u.Bucket, prefix, false)
+	if err != nil {
+		return errors.Join(append(errs, opError("listing", u, err))...)
+	}
+	uris := make([]URI, len(objs))
+	for i, o := range objs {
+		uris[i] = o.URI
+	}
+	if err := s.Delete(ctx, uris...); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

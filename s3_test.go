@@ -1,0 +1,233 @@
+package drover
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	gocmp "github.com/google/go-cmp/cmp"
+
+	"github.com/drover-project/drover/internal/testenv"
+)
+
+// s3Keys lists the bucket's keys under prefix.
+func s3Keys(t *testing.T, srv *testenv.S3, bucket, prefix string) []string {
+	t.Helper()
+	var keys []string
+	pages := s3.NewListObjectsV2Paginator(srv.Client(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(context.Background())
+		if err != nil {
+			t.Fatalf("listing %s/%s: %v", bucket, prefix, err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	return keys
+}
+
+func s3Put(t *testing.T, srv *testenv.S3, bucket, key, body string) {
+	t.Helper()
+	_, err := srv.Client().PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func s3Get(t *testing.T, srv *testenv.S3, bucket, key string) string {
+	t.Helper()
+	out, err := srv.Client().GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		t.Fatalf("getting %s/%s: %v", bucket, key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestObjectStorageWordCount reads a word count's input from a real S3
+// server (versitygw) with an s3a:// glob, in many splits that executors
+// read with ranged GETs, writes the result to s3://, and reads it back.
+// Executor processes get only the endpoint settings from the driver and
+// their credentials from the environment (testenv.NewS3 sets AWS_*).
+func TestObjectStorageWordCount(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "books"); err != nil {
+		t.Fatal(err)
+	}
+	lines := generatedLines(6000)
+	var want = referenceWordCount(lines)
+	for i, part := range [][]string{lines[:2500], lines[2500:2501], lines[2501:]} {
+		s3Put(t, srv, "books", fmt.Sprintf("in/book%d.txt", i), strings.Join(part, "\n")+"\n")
+	}
+	s3Put(t, srv, "books", "in/notes.md", "not read\n")
+	s3Put(t, srv, "books", "in/sub/deeper.txt", "not read either\n")
+	s3Put(t, srv, "books", "in/empty.txt", "")
+
+	for i, master := range masters {
+		t.Run(master, func(t *testing.T) {
+			out := fmt.Sprintf("s3://books/out%d", i)
+			runJob(t, master, func(ctx *Context) error {
+				text := TextFile(ctx, "s3a://books/in/*.txt")
+				if n := text.NumPartitions(); n < 10 {
+					t.Errorf("the input has %d partitions, want many splits of 7000 bytes", n)
+				}
+				counts := ReduceByKey(FlatMap(text, testWords), testSum, 3)
+				got, err := counts.Collect()
+				if err != nil {
+					return err
+				}
+				gotMap := map[string]int{}
+				for _, kv := range got {
+					gotMap[kv.Key] = kv.Value
+				}
+				if diff := gocmp.Diff(want, gotMap); diff != "" {
+					t.Errorf("word counts from s3a:// (-want +got):\n%s", diff)
+				}
+				if err := counts.SaveAsTextFile(out); err != nil {
+					return err
+				}
+				if err := counts.SaveAsTextFile(out); err == nil || !strings.Contains(err.Error(), "already exists") {
+					t.Errorf("saving into an existing prefix: err = %v, want 'already exists'", err)
+				}
+				// Read back through drover, from the directory.
+				n, err := TextFile(ctx, out).Count()
+				if err != nil {
+					return err
+				}
+				if n != int64(len(want)) {
+					t.Errorf("read back %d lines from %s, want %d", n, out, len(want))
+				}
+				return nil
+			}, append(srv.Conf(), "spark.files.maxPartitionBytes=7000")...) // many splits: lines cut at split ends
+			key := strings.TrimPrefix(out, "s3://books/")
+			keys := s3Keys(t, srv, "books", key+"/")
+			wantKeys := []string{key + "/_SUCCESS", key + "/part-00000", key + "/part-00001", key + "/part-00002"}
+			if diff := gocmp.Diff(wantKeys, keys); diff != "" {
+				t.Errorf("objects of the output (-want +got):\n%s", diff)
+			}
+			var text []string
+			for _, k := range keys {
+				if body := s3Get(t, srv, "books", k); body != "" {
+					text = append(text, strings.Split(strings.TrimSuffix(body, "\n"), "\n")...)
+				}
+			}
+			var wantText []string
+			for w, c := range want {
+				wantText = append(wantText, fmt.Sprintf("{%s %d}", w, c))
+			}
+			slices.Sort(text)
+			slices.Sort(wantText)
+			if diff := gocmp.Diff(wantText, text); diff != "" {
+				t.Errorf("the output's lines (-want +got):\n%s", diff)
+			}
+			if left := s3Keys(t, srv, "books", "."); len(left) != 0 {
+				t.Errorf("temporary objects left after the job: %v", left)
+			}
+		})
+	}
+}
+
+// TestObjectStorageFailedJobLeavesNoOutput: a task fails after others have
+// uploaded their parts; no object is left under the output prefix, nor in
+// the temporary one.
+func TestObjectStorageFailedJobLeavesNoOutput(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "results"); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	var jobErr error
+	args := []string{"--master", "local-cluster[2,1,256]", "--conf", "spark.task.maxFailures=2", "--conf", "drover.log.level=error"}
+	for _, c := range srv.Conf() {
+		args = append(args, "--conf", c)
+	}
+	code := runDriver(args, &stderr, func(ctx *Context) error {
+		jobErr = Map(Parallelize(ctx, []string{"ok", "fine", "bad", "good"}, 4), testPanicBad).SaveAsTextFile("s3a://results/out")
+		return jobErr
+	})
+	if code != 1 || jobErr == nil || !strings.Contains(jobErr.Error(), "cannot handle bad") {
+		t.Fatalf("exit code %d, err %v; want a failed job:\n%s", code, jobErr, stderr.String())
+	}
+	if left := s3Keys(t, srv, "results", ""); len(left) != 0 {
+		t.Errorf("a failed job left objects in the bucket: %v", left)
+	}
+	ups, err := srv.Client().ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String("results")})
+	if err != nil || len(ups.Uploads) != 0 {
+		t.Errorf("a failed job left uploads open: %v, %v", ups, err)
+	}
+}
+
+// TestObjectStorageBadInput: each mistake is one error naming the path,
+// before any task runs.
+func TestObjectStorageBadInput(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "data"); err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, "local[2]", func(ctx *Context) error {
+		for _, tc := range []struct{ path, want string }{
+			{"gs://data/x.txt", `path "gs://data/x.txt": unsupported scheme gs://`},
+			{"s3://Bad_Bucket/x", `path "s3://Bad_Bucket/x": bucket name "Bad_Bucket"`},
+			{"s3:///x", `path "s3:///x": no bucket name`},
+			{"s3://no-such-bucket/in/*.txt", "listing s3://no-such-bucket/in/: NoSuchBucket"},
+			{"s3://data/in/*.txt", "no object matches s3://data/in/*.txt"},
+			{"s3a://data/in/[", "bad pattern"},
+		} {
+			_, err := TextFile(ctx, tc.path).Count()
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Count(err.Error(), "\n") > 0 {
+				t.Errorf("TextFile(%s): err = %v, want one line containing %q", tc.path, err, tc.want)
+			}
+		}
+		words := Parallelize(ctx, []string{"a"}, 1)
+		for _, tc := range []struct{ path, want string }{
+			{"s3://no-such-bucket/out", "listing s3://no-such-bucket/out: NoSuchBucket"},
+			{"s3://data", "name a prefix in the bucket"},
+			{"hdfs://nn/out", "unsupported scheme hdfs://"},
+		} {
+			err := words.SaveAsTextFile(tc.path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("SaveAsTextFile(%s): err = %v, want %q", tc.path, err, tc.want)
+			}
+		}
+		return nil
+	}, srv.Conf()...)
+}
+
+// TestObjectStorageExecutorsGetNoSecrets: the driver's keys in
+// spark.hadoop.fs.s3a.access.key and .secret.key are not sent to executors;
+// without credentials in their own environment, their reads are refused
+// while the driver's listing works.
+func TestObjectStorageExecutorsGetNoSecrets(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "data"); err != nil {
+		t.Fatal(err)
+	}
+	s3Put(t, srv, "data", "in.txt", "a b c\n")
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
+	var stderr bytes.Buffer
+	var jobErr error
+	args := []string{"--master", "local-cluster[1,1,256]", "--conf", "spark.task.maxFailures=1", "--conf", "drover.log.level=error"}
+	for _, c := range srv.Conf() {
+		args = append(args, "--conf", c)
+	}
+	runDriver(args, &stderr, func(ctx *Context) error {
+		_, jobErr = TextFile(ctx, "s3://data/in.txt").Count()
+		return jobErr
+	})
+	if jobErr == nil || !strings.Contains(jobErr.Error(), "reading s3://data/in.txt") {
+		t.Fatalf("executors without credentials: err = %v; want their read refused:\n%s", jobErr, stderr.String())
+	}
+	t.Logf("executors without credentials: %v", jobErr)
+}
