@@ -154,14 +154,7 @@ func TestWordCountMatchesReference(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				got := map[string]int{}
-				for _, kv := range counts {
-					if _, dup := got[kv.Key]; dup {
-						t.Errorf("key %q appears twice", kv.Key)
-					}
-					got[kv.Key] = kv.Value
-				}
-				if diff := gocmp.Diff(want, got); diff != "" {
+				if diff := gocmp.Diff(want, countsMap(t, counts)); diff != "" {
 					t.Errorf("word counts (-want +got):\n%s", diff)
 				}
 				return nil
@@ -549,11 +542,7 @@ func TestCorruptShuffleFilesRecomputed(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		gotMap := map[string]int{}
-		for _, kv := range got {
-			gotMap[kv.Key] = kv.Value
-		}
-		if diff := gocmp.Diff(want, gotMap); diff != "" {
+		if diff := gocmp.Diff(want, countsMap(t, got)); diff != "" {
 			t.Errorf("counts after recomputing damaged map outputs (-want +got):\n%s", diff)
 		}
 		return nil
@@ -600,4 +589,18 @@ func TestGrowingAccumulatorsSpill(t *testing.T) {
 	if dataflow.Spills() == before {
 		t.Error("four keys with 30 MB of values never spilled under a 40 MiB driver")
 	}
+}
+
+// countsMap is a word count's result as a map; a word that appears twice
+// is an error.
+func countsMap(t *testing.T, counts []KV[string, int]) map[string]int {
+	t.Helper()
+	got := make(map[string]int, len(counts))
+	for _, kv := range counts {
+		if _, dup := got[kv.Key]; dup {
+			t.Errorf("key %q appears twice", kv.Key)
+		}
+		got[kv.Key] = kv.Value
+	}
+	return got
 }

@@ -26,11 +26,7 @@ func TestSecureLocalCluster(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				got := map[string]int{}
-				for _, kv := range counts {
-					got[kv.Key] = kv.Value
-				}
-				if diff := gocmp.Diff(want, got); diff != "" {
+				if diff := gocmp.Diff(want, countsMap(t, counts)); diff != "" {
 					t.Errorf("word counts (-want +got):\n%s", diff)
 				}
 				return nil
