@@ -67,6 +67,7 @@ func newClient(ctx context.Context, cfg Config) (*s3.Client, error) {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
+		o.Retryer = newRetryer()
 	}), nil
 }
 
@@ -100,6 +101,9 @@ func opError(op string, u URI, err error) error {
 func describe(err error) string {
 	var api smithy.APIError
 	if !errors.As(err, &api) {
+		if isConnectionError(err) {
+			return err.Error() + " (the store did not answer: check spark.hadoop.fs.s3a.endpoint, or AWS_ENDPOINT_URL_S3)"
+		}
 		if strings.Contains(err.Error(), "get credentials") {
 			return err.Error() + " (no credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or a workload " +
 				"identity for the driver and executors, or spark.hadoop.fs.s3a.access.key and .secret.key for the driver)"
