@@ -295,6 +295,10 @@ func (d *Dataset[T]) saveToStore(out dataflow.Output, dir string) (err error) {
 	case err != nil:
 		return err
 	case exists:
+		if _, err := store.Size(ctx, u.Join(objstore.PendingMarker)); err == nil {
+			return fmt.Errorf("output %s already exists: the uncommitted output of a job that failed to clean up or was killed (it holds %s); "+
+				"remove the prefix and its pending uploads (docs/storage.md)", u, objstore.PendingMarker)
+		}
 		return fmt.Errorf("output %s already exists", u)
 	}
 	pending := u.Join(objstore.PendingMarker)
@@ -372,7 +376,10 @@ func commitUploads(ctx context.Context, store *objstore.Store, uploads []objstor
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := store.Complete(ctx, up); err != nil {
+			// Not cancelled with the job: a completion the store received
+			// may take effect after its client gave up, behind the
+			// clean-up's back; let each finish so the clean-up sees it.
+			if err := store.Complete(context.WithoutCancel(ctx), up); err != nil {
 				cancel(fmt.Errorf("committing partition %d: %w", p, err))
 				return
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -369,6 +370,12 @@ func TestObjectStorageKilledJob(t *testing.T) {
 				if tc.killed && (err == nil || !strings.Contains(err.Error(), "has not committed")) {
 					t.Errorf("reading the output of a killed job: err = %v, want 'has not committed'", err)
 				}
+				if tc.killed {
+					err := words.SaveAsTextFile("s3://results/" + out)
+					if err == nil || !strings.Contains(err.Error(), "uncommitted output") {
+						t.Errorf("writing again into the output of a killed job: err = %v, want 'uncommitted output'", err)
+					}
+				}
 				if !tc.killed && err == nil {
 					t.Errorf("reading the output of a cancelled job: no error")
 				}
@@ -407,5 +414,68 @@ func TestObjectStorageKilledJob(t *testing.T) {
 				t.Errorf("after RemovePrefix: objects %v, uploads %v", keys, ups)
 			}
 		})
+	}
+}
+
+// TestObjectStorageBadSettings: a wrong endpoint, keys or region give one
+// error before any job starts, naming the path, what the store said and
+// the key to check, for reading and for writing. versitygw has one static
+// account and no STS, so expired session credentials cannot be produced
+// here (describe names the same keys for ExpiredToken).
+func TestObjectStorageBadSettings(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "data"); err != nil {
+		t.Fatal(err)
+	}
+	s3Put(t, srv, "data", "in/a.txt", "a b\n")
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := closed.Addr().String()
+	closed.Close() // a loopback port nothing listens on
+	for _, tc := range []struct {
+		name string
+		conf string
+		want []string
+	}{
+		{"wrong secret", "spark.hadoop.fs.s3a.secret.key=wrong", []string{"SignatureDoesNotMatch", "spark.hadoop.fs.s3a.access.key and .secret.key"}},
+		{"unknown access key", "spark.hadoop.fs.s3a.access.key=nobody", []string{"XAdminUserNotFound", "spark.hadoop.fs.s3a.access.key and .secret.key"}},
+		{"wrong endpoint", "spark.hadoop.fs.s3a.endpoint=http://" + closedAddr, []string{"dial tcp " + closedAddr + ": connect: connection refused (the store did not answer, 5 attempts: check spark.hadoop.fs.s3a.endpoint"}},
+		{"wrong region", "spark.hadoop.fs.s3a.endpoint.region=eu-west-3", []string{"spark.hadoop.fs.s3a.endpoint.region"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runJob(t, "local[2]", func(ctx *Context) error {
+				jobs := ctx.jobs.Load()
+				_, readErr := TextFile(ctx, "s3://data/in/").Count()
+				writeErr := Parallelize(ctx, []string{"a"}, 1).SaveAsTextFile("s3://data/out")
+				for _, c := range []struct {
+					err  error
+					path string
+				}{{readErr, "s3://data/in"}, {writeErr, "s3://data/out"}} {
+					if c.err == nil {
+						t.Errorf("%s: no error", c.path)
+						continue
+					}
+					t.Logf("%s: %v", c.path, c.err)
+					msg := c.err.Error()
+					for _, want := range append([]string{c.path}, tc.want...) {
+						if !strings.Contains(msg, want) {
+							t.Errorf("%s: error %q does not contain %q", c.path, msg, want)
+						}
+					}
+					if strings.Contains(msg, "\n") {
+						t.Errorf("%s: error of several lines: %q", c.path, msg)
+					}
+				}
+				if n := ctx.jobs.Load(); n != jobs {
+					t.Errorf("%d jobs ran before the errors", n-jobs)
+				}
+				return nil
+			}, append(srv.Conf(), tc.conf)...)
+		})
+	}
+	if keys := s3Keys(t, srv, "data", ""); !slices.Equal(keys, []string{"in/a.txt"}) {
+		t.Errorf("objects after the failed writes: %v", keys)
 	}
 }

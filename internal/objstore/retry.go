@@ -75,10 +75,14 @@ func retryReason(err error) string {
 	return "connection"
 }
 
-// isConnectionError reports whether err is a failure to reach the store
-// at all: nothing listening, an unknown host.
-func isConnectionError(err error) bool {
-	_, ok := errors.AsType[*net.OpError](err)
-	_, dns := errors.AsType[*net.DNSError](err)
-	return ok || dns
+// connectionError is err's failure to reach the store at all (nothing
+// listening, an unknown host), or nil.
+func connectionError(err error) error {
+	if dns, ok := errors.AsType[*net.DNSError](err); ok {
+		return dns
+	}
+	if op, ok := errors.AsType[*net.OpError](err); ok {
+		return op
+	}
+	return nil
 }
