@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/drover-project/drover/internal/codec"
@@ -157,12 +159,13 @@ func (d *Dataset[T]) Foreach(f *ForeachFunc[T]) error {
 // see the same file system path as the driver.
 //
 // dir may be an s3:// or s3a:// prefix (objstore), which must hold no
-// object yet. A store has no rename: tasks upload their parts under a
-// hidden sibling prefix, and once every task has succeeded the driver
-// copies each to its final name, deletes the temporaries and writes
-// _SUCCESS last. A failed job leaves no object under dir; while the driver
-// commits, readers can see some parts before _SUCCESS, and a driver killed
-// then leaves them without it.
+// object yet. A store has no rename: each task attempt uploads its part to
+// its final key as a multipart upload it leaves open, and once every
+// partition has a successful attempt the driver completes those uploads
+// (only the winning attempt's) and writes _SUCCESS last. A failed job
+// leaves no object under dir; until _SUCCESS exists, dir holds a _PENDING
+// marker and TextFile refuses to read it. See docs/storage.md for what a
+// killed driver leaves and how to remove it.
 func (d *Dataset[T]) SaveAsTextFile(dir string) (err error) {
 	if d.err != nil {
 		return d.err
@@ -257,7 +260,26 @@ func stagingName(base string) string {
 	return "." + base + ".drover-" + hex.EncodeToString(suffix)
 }
 
-// saveToStore is SaveAsTextFile into an object store (see there).
+// commitParallelism bounds the uploads a job's commit completes at once:
+// each is one short request, and a store throttles a burst.
+const commitParallelism = 16
+
+// testHookStoreCommit, when set, is called before the commit and after each
+// part the commit completes, with how many are complete; an error stops the
+// commit there. errDriverKilled stops it without any clean-up, as a
+// killed driver would.
+var testHookStoreCommit func(completed int) error
+
+var errDriverKilled = errors.New("driver killed (test)")
+
+// saveToStore is SaveAsTextFile into an object store: a commit of pending
+// multipart uploads, as Hadoop's S3A magic committer does (docs/storage.md).
+// The driver writes dir/_PENDING; each task attempt uploads its part to its
+// final key and leaves the upload open, returning its id; once every
+// partition has a successful attempt, the driver completes the winning
+// uploads, writes _SUCCESS, aborts every other upload under dir/ (failed
+// and duplicate attempts) and deletes _PENDING. Until _SUCCESS, a reader of
+// dir (List) refuses it; a failed job removes everything under dir/.
 func (d *Dataset[T]) saveToStore(out dataflow.Output, dir string) (err error) {
 	u, err := objstore.Parse(dir)
 	if err != nil {
@@ -273,50 +295,107 @@ func (d *Dataset[T]) saveToStore(out dataflow.Output, dir string) (err error) {
 	case err != nil:
 		return err
 	case exists:
+		if _, err := store.Size(ctx, u.Join(objstore.PendingMarker)); err == nil {
+			return fmt.Errorf("output %s already exists: the uncommitted output of a job that failed to clean up or was killed (it holds %s); "+
+				"remove the prefix and its pending uploads (docs/storage.md)", u, objstore.PendingMarker)
+		}
 		return fmt.Errorf("output %s already exists", u)
 	}
-	parent, base := "", u.Key
-	if i := strings.LastIndex(u.Key, "/"); i >= 0 {
-		parent, base = u.Key[:i+1], u.Key[i+1:]
+	pending := u.Join(objstore.PendingMarker)
+	marker := fmt.Sprintf("drover job output, uncommitted: application %s, started %s\n", d.c.appID, time.Now().UTC().Format(time.RFC3339))
+	if err := store.Put(ctx, pending, []byte(marker)); err != nil {
+		return err
 	}
-	staging := objstore.URI{Bucket: u.Bucket, Key: parent + stagingName(base)}
-	attempts := staging.Join("_temporary")
-	var committed []objstore.URI
 	defer func() {
-		// Even when the driver's context has ended (a killed job): what the
-		// job wrote must go.
+		if err == nil || errors.Is(err, errDriverKilled) {
+			return
+		}
+		// Even when the driver's context has ended (a cancelled job): the
+		// prefix was empty, so everything under it is this job's.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		if err != nil && len(committed) > 0 {
-			if derr := store.Delete(cctx, committed...); derr != nil {
-				err = errors.Join(err, fmt.Errorf("removing the parts committed to %s: %w", u, derr))
-			}
-		}
-		if rerr := store.RemovePrefix(cctx, staging); rerr != nil {
-			d.c.log.Warn("removing the temporary output of a job", "prefix", staging.String(), "err", rerr)
+		if rerr := store.RemovePrefix(cctx, u); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("removing the output of the failed job from %s: %w", u, rerr))
 		}
 	}()
-	out.Dir = attempts.String()
-	names := make([]string, d.parts)
+	out.Dir = u.String()
+	uploads := make([]objstore.Pending, d.parts)
 	err = d.run(out, seq(d.parts), func(p int, b []byte) error {
-		names[p] = string(b)
+		// Results come from executors: the key must be this partition's.
+		if err := json.Unmarshal(b, &uploads[p]); err != nil {
+			return fmt.Errorf("partition %d: its task's result is no pending upload: %w", p, err)
+		}
+		if want := u.Join(fmt.Sprintf("part-%05d", p)).String(); uploads[p].Key != want {
+			return fmt.Errorf("partition %d: its task uploaded %s, not %s", p, uploads[p].Key, want)
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if err := checkPartNames(names); err != nil {
+	if err := commitUploads(ctx, store, uploads); err != nil {
 		return err
 	}
-	for p, name := range names {
-		dst := u.Join(fmt.Sprintf("part-%05d", p))
-		if err := store.Copy(ctx, attempts.Join(name), dst); err != nil {
-			return fmt.Errorf("committing partition %d: %w", p, err)
-		}
-		committed = append(committed, dst)
+	if err := store.Put(ctx, u.Join(objstore.SuccessMarker), nil); err != nil {
+		return err
 	}
-	success := u.Join("_SUCCESS")
-	if err := store.Put(ctx, success, nil); err != nil {
+	// Committed: what follows only tidies, and its failure does not undo
+	// the output (readers go by _SUCCESS).
+	if n, err := store.AbortUploads(ctx, u); err != nil {
+		d.c.log.Warn("aborting the uploads of failed or duplicate task attempts", "prefix", u.String(), "err", err)
+	} else if n > 0 {
+		d.c.log.Info("aborted the uploads of failed or duplicate task attempts", "prefix", u.String(), "uploads", n)
+	}
+	if err := store.Delete(ctx, pending); err != nil {
+		d.c.log.Warn("deleting the pending marker of a committed output", "marker", pending.String(), "err", err)
+	}
+	return nil
+}
+
+// commitUploads completes the pending uploads, commitParallelism at a time,
+// and stops at the first failure.
+func commitUploads(ctx context.Context, store *objstore.Store, uploads []objstore.Pending) error {
+	if testHookStoreCommit != nil {
+		if err := testHookStoreCommit(0); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, commitParallelism)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	completed := 0
+	for p, up := range uploads {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			// Not cancelled with the job: a completion the store received
+			// may take effect after its client gave up, behind the
+			// clean-up's back; let each finish so the clean-up sees it.
+			if err := store.Complete(context.WithoutCancel(ctx), up); err != nil {
+				cancel(fmt.Errorf("committing partition %d: %w", p, err))
+				return
+			}
+			if testHookStoreCommit != nil {
+				mu.Lock()
+				completed++
+				err := testHookStoreCommit(completed)
+				mu.Unlock()
+				if err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
 		return err
 	}
 	return nil

@@ -29,6 +29,7 @@ import (
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/master"
+	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/progress"
 	"github.com/drover-project/drover/internal/scheduler"
 
@@ -325,6 +326,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		}
 	}
 	metrics := prometheus.NewRegistry()
+	objstore.RegisterMetrics(metrics)
 	cluster, err = master.NewCluster(master.App{ID: appID, Conf: conf, Master: m, Scheduler: sched, Security: security, Logger: log,
 		Fail: func(err error) { fail(err) }})
 	if err != nil {

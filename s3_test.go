@@ -3,8 +3,12 @@ package drover
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/testenv"
 )
 
@@ -230,4 +235,247 @@ func TestObjectStorageExecutorsGetNoSecrets(t *testing.T) {
 		t.Fatalf("executors without credentials: err = %v; want their read refused:\n%s", jobErr, stderr.String())
 	}
 	t.Logf("executors without credentials: %v", jobErr)
+}
+
+// s3BigPartLines is more lines of 1 KiB than one upload part holds, so a
+// task writing them has uploaded a part before it ends.
+const s3BigPartLines = 9 << 10
+
+// testS3Part writes a partition for the commit tests: "empty" nothing,
+// "small" two lines, any other record (a marker file's path) 9 MiB; the
+// first task given that path creates the file and kills its executor
+// process once its first part is uploaded, leaving that upload open.
+var testS3Part = RegisterFlatMap("test.s3Part", func(rec string, emit func(string)) {
+	switch rec {
+	case "empty":
+		return
+	case "small":
+		emit("small 1")
+		emit("small 2")
+		return
+	}
+	die := false
+	if f, err := os.OpenFile(rec, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
+		f.Close()
+		die = true
+	}
+	pad := strings.Repeat("x", 1000)
+	for i := range s3BigPartLines {
+		emit(fmt.Sprintf("%s %05d", pad, i))
+	}
+	if die {
+		os.Exit(3) // after 9 MiB: the first 8 MiB part is uploaded
+	}
+})
+
+// s3Uploads lists the multipart uploads open in the bucket.
+func s3Uploads(t *testing.T, srv *testenv.S3, bucket string) []string {
+	t.Helper()
+	out, err := srv.Client().ListMultipartUploads(context.Background(), &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket)})
+	if err != nil {
+		t.Fatalf("listing the uploads of %s: %v", bucket, err)
+	}
+	var keys []string
+	for _, up := range out.Uploads {
+		keys = append(keys, aws.ToString(up.Key))
+	}
+	return keys
+}
+
+// TestObjectStorageRetriedAttempt: the first attempt of partition 1 uploads
+// a part of part-00001 and its executor dies, leaving its upload open; the
+// second attempt succeeds. The commit completes only the second attempt's
+// upload: every part appears once, whole, and no upload is left open.
+func TestObjectStorageRetriedAttempt(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "results"); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "died")
+	var atCommit []string
+	testHookStoreCommit = func(completed int) error {
+		if completed == 0 {
+			atCommit = s3Uploads(t, srv, "results")
+		}
+		return nil
+	}
+	t.Cleanup(func() { testHookStoreCommit = nil })
+	runJob(t, "local-cluster[2,1,256]", func(ctx *Context) error {
+		return FlatMap(Parallelize(ctx, []string{"small", marker, "empty"}, 3), testS3Part).SaveAsTextFile("s3a://results/out")
+	}, append(srv.Conf(), "spark.task.maxFailures=3")...)
+
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the first attempt did not run: %v", err)
+	}
+	// The dead attempt's upload and the winner's, both of part-00001.
+	if n := strings.Count(strings.Join(atCommit, " "), "out/part-00001"); n < 2 {
+		t.Errorf("uploads open when the commit started: %v; want two of out/part-00001 (the dead attempt's and the winner's)", atCommit)
+	}
+	want := []string{"out/_SUCCESS", "out/part-00000", "out/part-00001", "out/part-00002"}
+	if diff := gocmp.Diff(want, s3Keys(t, srv, "results", "")); diff != "" {
+		t.Errorf("objects after the job (-want +got):\n%s", diff)
+	}
+	if got := s3Get(t, srv, "results", "out/part-00000"); got != "small 1\nsmall 2\n" {
+		t.Errorf("part-00000 = %q", got)
+	}
+	if got := s3Get(t, srv, "results", "out/part-00002"); got != "" {
+		t.Errorf("part-00002 = %q, want empty", got)
+	}
+	lines := strings.Split(strings.TrimSuffix(s3Get(t, srv, "results", "out/part-00001"), "\n"), "\n")
+	if len(lines) != s3BigPartLines || lines[0] != strings.Repeat("x", 1000)+" 00000" || lines[len(lines)-1] != fmt.Sprintf("%s %05d", strings.Repeat("x", 1000), s3BigPartLines-1) {
+		t.Errorf("part-00001 has %d lines, want %d, each once in order", len(lines), s3BigPartLines)
+	}
+	if left := s3Uploads(t, srv, "results"); len(left) != 0 {
+		t.Errorf("uploads left open after the commit: %v", left)
+	}
+}
+
+// TestObjectStorageKilledJob stops the driver at points of a job's commit:
+// killed (no clean-up at all, as after SIGKILL) before or during it, or its
+// context cancelled during it. No case leaves _SUCCESS or output that
+// TextFile reads; a killed driver's leftovers go with RemovePrefix, which
+// aborts its pending uploads by prefix; a cancelled one removes them itself.
+func TestObjectStorageKilledJob(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "results"); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		name   string
+		at     int   // completed parts when the driver stops
+		stop   error // what stops it
+		killed bool
+	}{
+		{"killed before the commit", 0, errDriverKilled, true},
+		{"killed during the commit", 1, errDriverKilled, true},
+		{"cancelled during the commit", 1, context.Canceled, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := fmt.Sprintf("out%d", i)
+			testHookStoreCommit = func(completed int) error {
+				if completed == tc.at {
+					return tc.stop
+				}
+				return nil
+			}
+			t.Cleanup(func() { testHookStoreCommit = nil })
+			runJob(t, "local[2]", func(ctx *Context) error {
+				words := Parallelize(ctx, []string{"a", "b", "c", "d", "e", "f"}, 6)
+				err := words.SaveAsTextFile("s3://results/" + out)
+				if !errors.Is(err, tc.stop) {
+					t.Errorf("SaveAsTextFile: err = %v, want %v", err, tc.stop)
+				}
+				testHookStoreCommit = nil
+				_, err = TextFile(ctx, "s3://results/"+out).Count()
+				if tc.killed && (err == nil || !strings.Contains(err.Error(), "has not committed")) {
+					t.Errorf("reading the output of a killed job: err = %v, want 'has not committed'", err)
+				}
+				if tc.killed {
+					err := words.SaveAsTextFile("s3://results/" + out)
+					if err == nil || !strings.Contains(err.Error(), "uncommitted output") {
+						t.Errorf("writing again into the output of a killed job: err = %v, want 'uncommitted output'", err)
+					}
+				}
+				if !tc.killed && err == nil {
+					t.Errorf("reading the output of a cancelled job: no error")
+				}
+				return nil
+			}, srv.Conf()...)
+			keys := s3Keys(t, srv, "results", out+"/")
+			if slices.Contains(keys, out+"/_SUCCESS") {
+				t.Errorf("_SUCCESS written: %v", keys)
+			}
+			if !tc.killed {
+				if len(keys) != 0 || len(s3Uploads(t, srv, "results")) != 0 {
+					t.Errorf("a cancelled job left objects %v and uploads %v", keys, s3Uploads(t, srv, "results"))
+				}
+				return
+			}
+			parts := 0
+			for _, k := range keys {
+				if strings.Contains(k, "/part-") {
+					parts++
+				}
+			}
+			if parts < tc.at || !slices.Contains(keys, out+"/"+objstore.PendingMarker) {
+				t.Errorf("objects a killed driver left: %v; want %s and at least %d parts", keys, objstore.PendingMarker, tc.at)
+			}
+			// Killed before the commit: every part is an open upload, none
+			// visible. (During it, the commit's concurrent completions may
+			// all have finished.)
+			if ups := s3Uploads(t, srv, "results"); tc.at == 0 && (len(ups) != 6 || parts != 0) {
+				t.Errorf("a driver killed before its commit left uploads %v and objects %v; want 6 uploads, no part", ups, keys)
+			}
+			store := objstore.New(objstore.Config{Endpoint: srv.Endpoint, PathStyle: true, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+			if err := store.RemovePrefix(context.Background(), objstore.URI{Bucket: "results", Key: out}); err != nil {
+				t.Fatal(err)
+			}
+			if keys, ups := s3Keys(t, srv, "results", out+"/"), s3Uploads(t, srv, "results"); len(keys) != 0 || len(ups) != 0 {
+				t.Errorf("after RemovePrefix: objects %v, uploads %v", keys, ups)
+			}
+		})
+	}
+}
+
+// TestObjectStorageBadSettings: a wrong endpoint, keys or region give one
+// error before any job starts, naming the path, what the store said and
+// the key to check, for reading and for writing. versitygw has one static
+// account and no STS, so expired session credentials cannot be produced
+// here (describe names the same keys for ExpiredToken).
+func TestObjectStorageBadSettings(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "data"); err != nil {
+		t.Fatal(err)
+	}
+	s3Put(t, srv, "data", "in/a.txt", "a b\n")
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedAddr := closed.Addr().String()
+	closed.Close() // a loopback port nothing listens on
+	for _, tc := range []struct {
+		name string
+		conf string
+		want []string
+	}{
+		{"wrong secret", "spark.hadoop.fs.s3a.secret.key=wrong", []string{"SignatureDoesNotMatch", "spark.hadoop.fs.s3a.access.key and .secret.key"}},
+		{"unknown access key", "spark.hadoop.fs.s3a.access.key=nobody", []string{"XAdminUserNotFound", "spark.hadoop.fs.s3a.access.key and .secret.key"}},
+		{"wrong endpoint", "spark.hadoop.fs.s3a.endpoint=http://" + closedAddr, []string{"dial tcp " + closedAddr + ": connect: connection refused (the store did not answer, 5 attempts: check spark.hadoop.fs.s3a.endpoint"}},
+		{"wrong region", "spark.hadoop.fs.s3a.endpoint.region=eu-west-3", []string{"spark.hadoop.fs.s3a.endpoint.region"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runJob(t, "local[2]", func(ctx *Context) error {
+				jobs := ctx.jobs.Load()
+				_, readErr := TextFile(ctx, "s3://data/in/").Count()
+				writeErr := Parallelize(ctx, []string{"a"}, 1).SaveAsTextFile("s3://data/out")
+				for _, c := range []struct {
+					err  error
+					path string
+				}{{readErr, "s3://data/in"}, {writeErr, "s3://data/out"}} {
+					if c.err == nil {
+						t.Errorf("%s: no error", c.path)
+						continue
+					}
+					t.Logf("%s: %v", c.path, c.err)
+					msg := c.err.Error()
+					for _, want := range append([]string{c.path}, tc.want...) {
+						if !strings.Contains(msg, want) {
+							t.Errorf("%s: error %q does not contain %q", c.path, msg, want)
+						}
+					}
+					if strings.Contains(msg, "\n") {
+						t.Errorf("%s: error of several lines: %q", c.path, msg)
+					}
+				}
+				if n := ctx.jobs.Load(); n != jobs {
+					t.Errorf("%d jobs ran before the errors", n-jobs)
+				}
+				return nil
+			}, append(srv.Conf(), tc.conf)...)
+		})
+	}
+	if keys := s3Keys(t, srv, "data", ""); !slices.Equal(keys, []string{"in/a.txt"}) {
+		t.Errorf("objects after the failed writes: %v", keys)
+	}
 }

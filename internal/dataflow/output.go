@@ -3,6 +3,7 @@ package dataflow
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -64,17 +65,18 @@ func (r *runner) output(p Producer) ([]byte, error) {
 	return nil, fmt.Errorf("unknown output kind %d", o.Kind)
 }
 
-// saveText writes the partition as a file in the job's temporary directory,
-// named for the task attempt, and returns its name; the driver commits the
-// files of the successful attempts once every partition is written.
+// saveText writes the partition and returns what the driver commits once
+// every partition is written: into a local directory, a file named for the
+// task attempt, and its name; into an s3:// prefix, a pending upload to the
+// part's final key (objstore.Pending, as JSON), which only the driver's
+// commit makes visible, and only for the attempt whose result it takes.
 func (r *runner) saveText(p Producer) ([]byte, error) {
 	o := r.stage.Output
-	name := fmt.Sprintf("part-%05d-attempt-%d", r.task.Partition, r.ft.TaskID)
-	f, discard, err := r.createPart(o.Dir, name)
+	f, err := r.createPart(o.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
 	}
-	w := bufio.NewWriterSize(f, 1<<20)
+	w := bufio.NewWriterSize(f.w, 1<<20)
 	var line []byte
 	err = p(func(rec []byte) error {
 		var err error
@@ -94,38 +96,60 @@ func (r *runner) saveText(p Producer) ([]byte, error) {
 	if err == nil {
 		err = w.Flush()
 	}
+	var result []byte
 	if err == nil {
-		err = f.Close()
+		result, err = f.finish()
 	}
 	if err != nil {
-		// Not closed first: closing an upload would publish the part.
-		discard()
+		f.discard()
 		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
 	}
-	return []byte(name), nil
+	return result, nil
 }
 
-// createPart creates the file name in dir, a local directory or an s3://
-// prefix (a streaming upload, which appears only once closed), and a
-// function that drops it instead of closing it when writing failed.
-func (r *runner) createPart(dir, name string) (io.WriteCloser, func(), error) {
+// part is a partition's output being written.
+type part struct {
+	w       io.Writer
+	finish  func() ([]byte, error) // ends the writing; the task's result
+	discard func()                 // drops what was written, after a failure
+}
+
+// createPart creates the partition's output in dir, a local directory or
+// an s3:// prefix.
+func (r *runner) createPart(dir string) (part, error) {
 	if !objstore.HasScheme(dir) {
+		name := fmt.Sprintf("part-%05d-attempt-%d", r.task.Partition, r.ft.TaskID)
 		path := filepath.Join(dir, name)
 		f, err := os.Create(path)
-		return f, func() { f.Close(); os.Remove(path) }, err
+		if err != nil {
+			return part{}, err
+		}
+		return part{w: f,
+			finish:  func() ([]byte, error) { return []byte(name), f.Close() },
+			discard: func() { f.Close(); os.Remove(path) }}, nil
 	}
 	u, err := objstore.Parse(dir)
 	if err != nil {
-		return nil, nil, err
+		return part{}, err
 	}
 	if r.ft.Store == nil {
-		return nil, nil, fmt.Errorf("writing %s: this executor has no object-store client", dir)
+		return part{}, fmt.Errorf("writing %s: this executor has no object-store client", dir)
 	}
-	w, err := r.ft.Store.Create(r.ctx, u.Join(name))
+	// The final key, not one per attempt: attempts differ by their upload
+	// ids, and the object appears only when the driver completes one.
+	w, err := r.ft.Store.Create(r.ctx, u.Join(fmt.Sprintf("part-%05d", r.task.Partition)))
 	if err != nil {
-		return nil, nil, err
+		return part{}, err
 	}
-	return w, w.Abort, nil
+	return part{w: w,
+		finish: func() ([]byte, error) {
+			p, err := w.Stage()
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(p)
+		},
+		discard: w.Abort}, nil
 }
 
 // sampleKeys keeps a uniform sample of the partition's keys (reservoir

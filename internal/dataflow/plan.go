@@ -176,7 +176,7 @@ type Output struct {
 	Shuffle int    // WriteShuffle
 	Fn      string // ReduceAll, Foreach
 	Limit   int    // Collect
-	Dir     string // SaveText: the job's temporary directory, or s3:// prefix
+	Dir     string // SaveText: the job's temporary directory, or the output's s3:// prefix
 	// Text is set when the records are strings, written as they are;
 	// other records are rendered with Schema.
 	Text   bool

@@ -5,8 +5,13 @@
 // The driver lists (List: a glob or a "directory", with the semantics of
 // local paths) and never reads the data; executors read their splits with
 // ranged GETs (ReaderAt) and write task output with streaming multipart
-// uploads (Create). Copy and RemovePrefix let the driver commit a job's
-// output, since a store has no rename.
+// uploads (Create) that they leave open (Writer.Stage); since a store has
+// no rename, the driver commits a job's output by completing the winning
+// attempts' uploads (Complete) and aborting the rest (AbortUploads), and
+// List refuses output whose job has not committed (PendingMarker without
+// SuccessMarker). docs/storage.md describes the protocol. Every request
+// goes through an explicit retry policy whose retries are counted
+// (RegisterMetrics).
 //
 // Configuration uses Hadoop S3A's key names under spark.hadoop. (Config,
 // ConfigFrom); credentials come from those keys or the AWS SDK's default

@@ -1,5 +1,7 @@
 package objstore
 
+import "time"
+
 // SetCopyLimits lowers the size past which Copy copies in parts, so a test
 // can reach that path with small objects; the returned func restores them.
 func SetCopyLimits(maxSize, partSize int64) (restore func()) {
@@ -7,3 +9,14 @@ func SetCopyLimits(maxSize, partSize int64) (restore func()) {
 	maxCopySize, copyPartSize = maxSize, partSize
 	return func() { maxCopySize, copyPartSize = oldMax, oldPart }
 }
+
+// SetMaxBackoff shortens the retryer's backoff so a test's retries are
+// quick; the returned func restores it.
+func SetMaxBackoff(d time.Duration) (restore func()) {
+	old := maxBackoff
+	maxBackoff = d
+	return func() { maxBackoff = old }
+}
+
+// Retries is the retry counter.
+var Retries = retries

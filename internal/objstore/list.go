@@ -51,6 +51,9 @@ func (s *Store) List(ctx context.Context, p string) ([]Object, error) {
 				files = append(files, o)
 			}
 		}
+		if err := checkCommitted(objs, []Object{{URI: u.Join("x")}}); err != nil {
+			return nil, err
+		}
 		switch {
 		case len(files) > 0:
 			return files, nil
@@ -83,7 +86,56 @@ func (s *Store) List(ctx context.Context, p string) ([]Object, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("no object matches %s", u)
 	}
+	if err := checkCommitted(objs, files); err != nil {
+		return nil, err
+	}
 	return files, nil
+}
+
+// The markers of a job's output written by SaveAsTextFile: PendingMarker
+// from before its tasks start until after SuccessMarker, written last at
+// its commit.
+const (
+	PendingMarker = "_PENDING"
+	SuccessMarker = "_SUCCESS"
+)
+
+// checkCommitted fails when one of files lies in a directory holding
+// PendingMarker but not SuccessMarker among listed: the output of a job
+// that has not committed, or whose driver died while committing, whose
+// parts would be read as if whole.
+func checkCommitted(listed, files []Object) error {
+	type state struct{ pending, success bool }
+	dirs := map[string]*state{}
+	for _, o := range listed {
+		dir, name := splitKey(o.URI.Key)
+		if name != PendingMarker && name != SuccessMarker {
+			continue
+		}
+		st := dirs[dir]
+		if st == nil {
+			st = &state{}
+			dirs[dir] = st
+		}
+		st.pending = st.pending || name == PendingMarker
+		st.success = st.success || name == SuccessMarker
+	}
+	for _, f := range files {
+		dir, _ := splitKey(f.URI.Key)
+		if st := dirs[dir]; st != nil && st.pending && !st.success {
+			d := URI{Bucket: f.URI.Bucket, Key: dir}
+			return fmt.Errorf("%s is the output of a job that has not committed (it holds %s and no %s): "+
+				"its job is running, failed or was killed; remove the prefix and its pending uploads "+
+				"(docs/storage.md) and run the job again", d, PendingMarker, SuccessMarker)
+		}
+	}
+	return nil
+}
+
+// splitKey splits a key after its last /.
+func splitKey(key string) (dir, name string) {
+	i := strings.LastIndex(key, "/")
+	return key[:i+1], key[i+1:]
 }
 
 // listPrefix lists the objects whose keys start with prefix (only those

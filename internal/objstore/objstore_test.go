@@ -294,3 +294,81 @@ func TestStore(t *testing.T) {
 		}
 	})
 }
+
+// TestPendingCommit: a staged object is invisible until Complete; of two
+// uploads to one key, only the completed one's bytes appear, and
+// AbortUploads drops the other; List refuses a directory, or a glob's
+// files in it, holding _PENDING without _SUCCESS.
+func TestPendingCommit(t *testing.T) {
+	srv, st := server(t)
+	ctx := context.Background()
+	key := objstore.URI{Bucket: "data", Key: "out/part-00000"}
+	stage := func(body string) objstore.Pending {
+		t.Helper()
+		w, err := st.Create(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(w, body); err != nil {
+			t.Fatal(err)
+		}
+		p, err := w.Stage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	put(t, srv, "out/_PENDING", "job")
+	loser, winner := stage("first attempt\n"), stage("second attempt\n")
+	empty := objstore.URI{Bucket: "data", Key: "out/part-00001"}
+	w, err := st.Create(ctx, empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emptyPending, err := w.Stage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loser.UploadID == winner.UploadID {
+		t.Fatalf("two attempts share upload %s", loser.UploadID)
+	}
+	if ok, err := st.Exists(ctx, key); ok || err != nil {
+		t.Errorf("a staged object exists before Complete: %v, %v", ok, err)
+	}
+	if _, err := st.List(ctx, "s3://data/out"); err == nil || !strings.Contains(err.Error(), "s3://data/out/ is the output of a job that has not committed") {
+		t.Errorf("List before the commit: err = %v", err)
+	}
+	for _, p := range []objstore.Pending{winner, emptyPending} {
+		if err := st.Complete(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Parts visible, no _SUCCESS yet: a driver killed while committing.
+	for _, p := range []string{"s3://data/out", "s3://data/out/part-*", "s3://data/*/part-00000"} {
+		if _, err := st.List(ctx, p); err == nil || !strings.Contains(err.Error(), "s3://data/out/ is the output of a job that has not committed") {
+			t.Errorf("List(%s) during the commit: err = %v", p, err)
+		}
+	}
+	put(t, srv, "out/_SUCCESS", "")
+	n, err := st.AbortUploads(ctx, objstore.URI{Bucket: "data", Key: "out"})
+	if err != nil || n != 1 {
+		t.Errorf("AbortUploads = %d, %v; want the losing attempt's 1", n, err)
+	}
+	if got := get(t, srv, "out/part-00000"); got != "second attempt\n" {
+		t.Errorf("part-00000 = %q, want the completed attempt's", got)
+	}
+	if got := get(t, srv, "out/part-00001"); got != "" {
+		t.Errorf("part-00001 = %q, want empty", got)
+	}
+	objs, err := st.List(ctx, "s3://data/out/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range objs {
+		keys = append(keys, o.URI.Key)
+	}
+	if diff := cmp.Diff([]string{"out/part-00000", "out/part-00001"}, keys); diff != "" {
+		t.Errorf("List after _SUCCESS (-want +got):\n%s", diff)
+	}
+}

@@ -67,6 +67,10 @@ func newClient(ctx context.Context, cfg Config) (*s3.Client, error) {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
+		o.Retryer = newRetryer()
+		// A ranged GET has no whole-object checksum to check; without this
+		// the SDK logs so to stderr for every split a task reads.
+		o.DisableLogOutputChecksumValidationSkipped = true
 	}), nil
 }
 
@@ -100,6 +104,11 @@ func opError(op string, u URI, err error) error {
 func describe(err error) string {
 	var api smithy.APIError
 	if !errors.As(err, &api) {
+		if cerr := connectionError(err); cerr != nil {
+			// The network's error alone: the SDK's wrapping repeats the
+			// request and an empty response.
+			return fmt.Sprintf("%v (the store did not answer, %d attempts: check spark.hadoop.fs.s3a.endpoint, or AWS_ENDPOINT_URL_S3)", cerr, maxAttempts)
+		}
 		if strings.Contains(err.Error(), "get credentials") {
 			return err.Error() + " (no credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or a workload " +
 				"identity for the driver and executors, or spark.hadoop.fs.s3a.access.key and .secret.key for the driver)"
@@ -115,7 +124,8 @@ func describe(err error) string {
 		msg = "NotFound: no such object, or no such bucket"
 	case "NoSuchBucket":
 		msg += " (check the bucket name and spark.hadoop.fs.s3a.endpoint)"
-	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken":
+	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
+		"XAdminUserNotFound": // versitygw's answer to an unknown access key
 		msg += " (check the credentials: spark.hadoop.fs.s3a.access.key and .secret.key on the driver, " +
 			"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or the workload identity of the driver and executors)"
 	case "AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException":

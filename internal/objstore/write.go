@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 )
 
 // PartSize is the size of a multipart upload's parts (S3's minimum is 5 MiB
@@ -67,6 +68,11 @@ func (w *Writer) Write(p []byte) (int, error) {
 }
 
 func (w *Writer) flushPart() error {
+	if err := w.ctx.Err(); err != nil {
+		// Checked here too: a cancelled task must not start parts the SDK
+		// would send anyway when its request is already signed.
+		return w.fail(opError("writing", w.uri, err))
+	}
 	if w.id == "" {
 		out, err := w.c.CreateMultipartUpload(w.ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(w.uri.Bucket), Key: aws.String(w.uri.Key)})
 		if err != nil {
@@ -113,6 +119,113 @@ func (w *Writer) Close() error {
 		return w.fail(opError("writing", w.uri, err))
 	}
 	return nil
+}
+
+// Pending is an object whose bytes are all uploaded but which is not
+// visible yet: a multipart upload that only Complete (the job's commit)
+// turns into the object, and that aborting, or a bucket's lifecycle rule,
+// drops. It is what a task attempt hands its driver, so the attempt's
+// output is tied to the attempt: the upload id.
+type Pending struct {
+	Key      string        `json:"key"` // the object's URI, s3://bucket/key
+	UploadID string        `json:"uploadId"`
+	Parts    []PendingPart `json:"parts"`
+}
+
+// PendingPart is one uploaded part of a pending object.
+type PendingPart struct {
+	Num  int32  `json:"n"`
+	ETag string `json:"etag"`
+}
+
+// Stage sends what is buffered as the last part and leaves the upload
+// open: the object does not exist until Complete. Every object is a
+// multipart upload here, even an empty one, so that nothing is visible
+// before the commit.
+func (w *Writer) Stage() (Pending, error) {
+	if w.err != nil {
+		return Pending{}, w.err
+	}
+	if w.closed {
+		return Pending{}, fmt.Errorf("writing %s: writer closed", w.uri)
+	}
+	if len(w.buf) > 0 || len(w.parts) == 0 {
+		if err := w.flushPart(); err != nil {
+			return Pending{}, err
+		}
+	}
+	w.closed = true
+	p := Pending{Key: w.uri.String(), UploadID: w.id, Parts: make([]PendingPart, len(w.parts))}
+	for i, cp := range w.parts {
+		p.Parts[i] = PendingPart{Num: aws.ToInt32(cp.PartNumber), ETag: aws.ToString(cp.ETag)}
+	}
+	return p, nil
+}
+
+// Complete makes a pending object visible, whole, under its key.
+func (s *Store) Complete(ctx context.Context, p Pending) error {
+	u, err := Parse(p.Key)
+	if err != nil {
+		return err
+	}
+	c, err := s.s3(ctx)
+	if err != nil {
+		return err
+	}
+	parts := make([]types.CompletedPart, len(p.Parts))
+	for i, pp := range p.Parts {
+		parts[i] = types.CompletedPart{PartNumber: aws.Int32(pp.Num), ETag: aws.String(pp.ETag)}
+	}
+	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(u.Bucket), Key: aws.String(u.Key), UploadId: aws.String(p.UploadID),
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+	})
+	return opError("completing the upload of", u, err)
+}
+
+// AbortUploads aborts every multipart upload left open under the prefix
+// u/ (pending objects that were never committed: of failed, duplicate or
+// killed task attempts) and returns how many it aborted. Its objects are
+// not touched.
+func (s *Store) AbortUploads(ctx context.Context, u URI) (int, error) {
+	c, err := s.s3(ctx)
+	if err != nil {
+		return 0, err
+	}
+	prefix := u.Key
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return abortUploads(ctx, c, u.Bucket, prefix)
+}
+
+func abortUploads(ctx context.Context, c *s3.Client, bucket, prefix string) (int, error) {
+	var errs []error
+	n := 0
+	ups := s3.NewListMultipartUploadsPaginator(c, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	for ups.HasMorePages() {
+		page, err := ups.NextPage(ctx)
+		if err != nil {
+			errs = append(errs, opError("listing the uploads under", URI{Bucket: bucket, Key: prefix}, err))
+			break
+		}
+		for _, up := range page.Uploads {
+			_, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bucket), Key: up.Key, UploadId: up.UploadId})
+			if err != nil && !isNoSuchUpload(err) {
+				errs = append(errs, opError("aborting an upload of", URI{Bucket: bucket, Key: aws.ToString(up.Key)}, err))
+				continue
+			}
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// isNoSuchUpload reports whether err says the upload is gone: completed or
+// aborted meanwhile, which is what aborting wanted.
+func isNoSuchUpload(err error) bool {
+	var api smithy.APIError
+	return errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload"
 }
 
 // Abort cancels the upload: the object is not created.
@@ -259,19 +372,8 @@ func (s *Store) RemovePrefix(ctx context.Context, u URI) error {
 		return fmt.Errorf("removing %s: refusing to remove a whole bucket", u)
 	}
 	var errs []error
-	ups := s3.NewListMultipartUploadsPaginator(c, &s3.ListMultipartUploadsInput{Bucket: aws.String(u.Bucket), Prefix: aws.String(prefix)})
-	for ups.HasMorePages() {
-		page, err := ups.NextPage(ctx)
-		if err != nil {
-			errs = append(errs, opError("listing the uploads under", u, err))
-			break
-		}
-		for _, up := range page.Uploads {
-			_, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(u.Bucket), Key: up.Key, UploadId: up.UploadId})
-			if err != nil {
-				errs = append(errs, opError("aborting an upload of", URI{Bucket: u.Bucket, Key: aws.ToString(up.Key)}, err))
-			}
-		}
+	if _, err := abortUploads(ctx, c, u.Bucket, prefix); err != nil {
+		errs = append(errs, err)
 	}
 	objs, _, err := listPrefix(ctx, c, u.Bucket, prefix, false)
 	if err != nil {

@@ -1,0 +1,88 @@
+package objstore
+
+import (
+	"errors"
+	"net"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/smithy-go"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Retries: the SDK's standard retryer, set explicitly so the policy does
+// not move with the SDK's defaults or the environment (AWS_MAX_ATTEMPTS):
+// 5 attempts, as S3A's fs.s3a.attempts.maximum, with exponential backoff
+// and jitter up to maxBackoff. It retries 5xx answers, throttling
+// (SlowDown, 503) and connection errors; a permanent error (4xx) fails at
+// once with the store's message. Variables for tests.
+var (
+	maxAttempts = 5
+	maxBackoff  = 10 * time.Second
+)
+
+// retries counts the requests retried, by reason: "throttled", "server"
+// (5xx) or "connection". Process-wide, since every Store of a process
+// shares it; RegisterMetrics exports it.
+var retries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drover_objstore_retries_total",
+	Help: "Object-store requests retried after a transient error, by reason (throttled, server, connection)."}, []string{"reason"})
+
+// RegisterMetrics registers the object store's metrics with r.
+func RegisterMetrics(r prometheus.Registerer) {
+	if err := r.Register(retries); err != nil {
+		if _, dup := errors.AsType[prometheus.AlreadyRegisteredError](err); !dup {
+			panic(err)
+		}
+	}
+}
+
+func newRetryer() aws.Retryer {
+	return countingRetryer{retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = maxAttempts
+		o.MaxBackoff = maxBackoff
+	})}
+}
+
+// countingRetryer is a retryer that counts the retries it allows.
+type countingRetryer struct{ *retry.Standard }
+
+// RetryDelay is asked once per retry the SDK is about to make.
+func (r countingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
+	d, derr := r.Standard.RetryDelay(attempt, err)
+	if derr == nil {
+		retries.WithLabelValues(retryReason(err)).Inc()
+	}
+	return d, derr
+}
+
+func retryReason(err error) string {
+	if api, ok := errors.AsType[smithy.APIError](err); ok {
+		for _, t := range retry.DefaultThrottles {
+			if t.IsErrorThrottle(err) == aws.TrueTernary {
+				return "throttled"
+			}
+		}
+		switch api.ErrorCode() {
+		case "SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException":
+			return "throttled"
+		}
+	}
+	if re, ok := errors.AsType[*awshttp.ResponseError](err); ok && re.HTTPStatusCode() >= 500 {
+		return "server"
+	}
+	return "connection"
+}
+
+// connectionError is err's failure to reach the store at all (nothing
+// listening, an unknown host), or nil.
+func connectionError(err error) error {
+	if dns, ok := errors.AsType[*net.DNSError](err); ok {
+		return dns
+	}
+	if op, ok := errors.AsType[*net.OpError](err); ok {
+		return op
+	}
+	return nil
+}

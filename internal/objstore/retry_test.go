@@ -1,0 +1,88 @@
+package objstore_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/drover-project/drover/internal/objstore"
+)
+
+// TestRetries: a store's transient answers (503 SlowDown, 500) are retried
+// and counted by reason; a permanent one (403) fails at once with the
+// store's message. An in-process fake, since a real server cannot be made
+// to throttle on demand.
+func TestRetries(t *testing.T) {
+	answers := map[int][2]string{503: {"SlowDown", "Please reduce your request rate."},
+		500: {"InternalError", "oops"}, 403: {"AccessDenied", "no, you may not"}}
+	defer objstore.SetMaxBackoff(time.Millisecond)()
+	for _, tc := range []struct {
+		name      string
+		failures  []int // statuses of the first answers; then 200
+		wantErr   string
+		reason    string
+		wantCount float64
+		wantCalls int32
+	}{
+		{name: "throttled", failures: []int{503, 503}, reason: "throttled", wantCount: 2, wantCalls: 3},
+		{name: "server error", failures: []int{500}, reason: "server", wantCount: 1, wantCalls: 2},
+		{name: "permanent", failures: []int{403}, wantErr: "AccessDenied: no, you may not (check the credentials", reason: "throttled", wantCalls: 1},
+		{name: "gives up", failures: []int{503, 503, 503, 503, 503, 503}, wantErr: "SlowDown", reason: "throttled", wantCount: 4, wantCalls: 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := int(calls.Add(1)) - 1
+				if n < len(tc.failures) {
+					code, msg := answers[tc.failures[n]][0], answers[tc.failures[n]][1]
+					w.Header().Set("Content-Type", "application/xml")
+					w.WriteHeader(tc.failures[n])
+					io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>`+code+`</Code><Message>`+msg+`</Message></Error>`)
+					return
+				}
+				w.Header().Set("Content-Range", "bytes 0-1/2")
+				w.WriteHeader(http.StatusPartialContent)
+				io.WriteString(w, "hi")
+			}))
+			defer srv.Close()
+			store := objstore.New(objstore.Config{Endpoint: srv.URL, PathStyle: true, AccessKey: "k", SecretKey: "s"})
+			before := retryCount(t, tc.reason)
+			body, err := store.OpenRange(context.Background(), objstore.URI{Bucket: "bucket", Key: "k"}, 0, 2)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "reading s3://bucket/k") {
+					t.Errorf("err = %v, want one naming the path and containing %q", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			} else {
+				b, _ := io.ReadAll(body)
+				body.Close()
+				if string(b) != "hi" {
+					t.Errorf("read %q", b)
+				}
+			}
+			if got := calls.Load(); got != tc.wantCalls {
+				t.Errorf("%d requests, want %d", got, tc.wantCalls)
+			}
+			if got := retryCount(t, tc.reason) - before; got != tc.wantCount {
+				t.Errorf("retries counted as %s: %v, want %v", tc.reason, got, tc.wantCount)
+			}
+		})
+	}
+}
+
+func retryCount(t *testing.T, reason string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := objstore.Retries.WithLabelValues(reason).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
