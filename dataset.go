@@ -124,9 +124,40 @@ func Range(c *Context, start, end, step int64, numSlices int) *Dataset[int64] {
 // spark.hadoop.fs.s3a.*) is listed by the driver, and each executor reads
 // its splits from the store with ranged GETs.
 func TextFile(c *Context, path string) *Dataset[string] {
-	files, sizes, err := listFiles(c, path)
+	splits, err := lineSplits(c, path)
 	if err != nil {
 		return failed[string](c, fmt.Errorf("text file: %w", err))
+	}
+	return newDataset[string](c, dataflow.Node{Kind: dataflow.TextFile, Splits: splits, NumPartitions: len(splits)}, nil)
+}
+
+// ReadJSONLines is the records of the JSON lines files that path names (as
+// TextFile names and splits them): each line that is not blank holds one
+// JSON value of T, read as json.Unmarshal reads it (json tags, unknown keys
+// ignored, missing fields zero). Executors read JSON with T's schema, so
+// the types encoding/json treats through methods (json.Marshaler,
+// encoding.TextMarshaler such as time.Time), embedded structs and ,string
+// tags are not supported: the dataset's actions return an error naming the
+// field. A line that is not T's JSON fails the task with its file's path.
+func ReadJSONLines[T any](c *Context, path string) *Dataset[T] {
+	schema, err := codec.JSONSchemaOf(reflect.TypeFor[T]())
+	if err != nil {
+		return failed[T](c, fmt.Errorf("read JSON lines %s: %w", path, err))
+	}
+	splits, err := lineSplits(c, path)
+	if err != nil {
+		return failed[T](c, fmt.Errorf("read JSON lines: %w", err))
+	}
+	return newDataset[T](c, dataflow.Node{Kind: dataflow.TextFile, Format: dataflow.JSONLines, Schema: schema,
+		Splits: splits, NumPartitions: len(splits)}, nil)
+}
+
+// lineSplits lists the files of path and cuts them into byte ranges whose
+// lines each split reads (see TextFile).
+func lineSplits(c *Context, path string) ([]dataflow.FileSplit, error) {
+	files, sizes, err := listFiles(c, path)
+	if err != nil {
+		return nil, err
 	}
 	var total int64
 	for _, n := range sizes {
@@ -146,7 +177,7 @@ func TextFile(c *Context, path string) *Dataset[string] {
 			}
 		}
 	}
-	return newDataset[string](c, dataflow.Node{Kind: dataflow.TextFile, Splits: splits, NumPartitions: len(splits)}, nil)
+	return splits, nil
 }
 
 // listFiles is the files path names and their sizes: objects of a store

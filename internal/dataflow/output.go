@@ -78,9 +78,12 @@ func (r *runner) saveText(p Producer) ([]byte, error) {
 	var line []byte
 	err = p(func(rec []byte) error {
 		var err error
-		if o.Text {
+		switch {
+		case o.Text:
 			line, _, err = codec.ReadBytesView(rec)
-		} else {
+		case o.Format == JSONLines:
+			line, _, err = o.Schema.AppendJSON(line[:0], rec)
+		default:
 			line, _, err = o.Schema.Format(line[:0], rec)
 		}
 		if err != nil {

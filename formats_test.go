@@ -1,0 +1,238 @@
+package drover
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drover-project/drover/internal/testenv"
+)
+
+type jsonPerson struct {
+	Name    string            `json:"name"`
+	Age     int               `json:"age,omitempty"`
+	Emails  []string          `json:"emails"`
+	Address *jsonAddress      `json:"address"`
+	Scores  map[string]uint16 `json:"scores"`
+}
+
+type jsonAddress struct {
+	City string
+	Zip  [2]int8 `json:"zip"`
+}
+
+func jsonPeople(n int) []jsonPerson {
+	people := make([]jsonPerson, n)
+	for i := range people {
+		p := jsonPerson{Name: fmt.Sprintf("person \"%d\" <ü>", i), Age: i % 90, Scores: map[string]uint16{}}
+		for j := range i % 3 {
+			p.Emails = append(p.Emails, fmt.Sprintf("p%d.%d@example.com", i, j))
+			p.Scores[fmt.Sprint("s", j)] = uint16(i * j)
+		}
+		if i%2 == 0 {
+			p.Address = &jsonAddress{City: "Lyon", Zip: [2]int8{int8(i % 100), -1}}
+		}
+		people[i] = p
+	}
+	return people
+}
+
+// jsonLinesText is people as JSON lines, with a blank line and a CRLF line
+// ending, which readers skip and trim.
+func jsonLinesText(t *testing.T, people []jsonPerson) string {
+	t.Helper()
+	var b strings.Builder
+	for i, p := range people {
+		line, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		if i == 3 {
+			b.WriteString("\r\n\n")
+		} else {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func sortPeople(p []jsonPerson) []jsonPerson {
+	slices.SortFunc(p, func(a, b jsonPerson) int { return strings.Compare(a.Name, b.Name) })
+	return p
+}
+
+// roundTripped is p as json.Unmarshal reads json.Marshal's output: what a
+// reader of JSON lines must give.
+func roundTripped(t *testing.T, people []jsonPerson) []jsonPerson {
+	t.Helper()
+	out := make([]jsonPerson, len(people))
+	for i, p := range people {
+		b, _ := json.Marshal(p)
+		if err := json.Unmarshal(b, &out[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// TestJSONLines reads JSON lines in many splits (lines cut at split ends)
+// from a local directory and from S3, on both local masters, writes them
+// back with SaveAsJSONLines and checks the output with encoding/json.
+func TestJSONLines(t *testing.T) {
+	people := jsonPeople(2000)
+	text := jsonLinesText(t, people)
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "data"); err != nil {
+		t.Fatal(err)
+	}
+	localIn := filepath.Join(t.TempDir(), "people")
+	if err := os.MkdirAll(localIn, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(localIn, "all.json"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Two objects on S3, cut at a line end.
+	cut := strings.Index(text[len(text)/2:], "\n") + len(text)/2 + 1
+	s3Put(t, srv, "data", "people/a.json", text[:cut])
+	s3Put(t, srv, "data", "people/b.json", text[cut:])
+
+	want := sortPeople(roundTripped(t, people))
+	for i, master := range masters {
+		for _, store := range []struct{ name, in, out string }{
+			{"local", localIn, filepath.Join(t.TempDir(), "out")},
+			{"s3", "s3a://data/people", fmt.Sprintf("s3://data/out%d", i)},
+		} {
+			t.Run(master+"/"+store.name, func(t *testing.T) {
+				runJob(t, master, func(ctx *Context) error {
+					ds := ReadJSONLines[jsonPerson](ctx, store.in)
+					if n := ds.NumPartitions(); n < 10 {
+						t.Errorf("%d partitions, want many splits of 7000 bytes", n)
+					}
+					got, err := ds.Collect()
+					if err != nil {
+						return err
+					}
+					if diff := cmp.Diff(want, sortPeople(got)); diff != "" {
+						t.Errorf("records read (-want +got):\n%s", diff)
+					}
+					if err := ds.Coalesce(3).SaveAsJSONLines(store.out); err != nil {
+						return err
+					}
+					back, err := ReadJSONLines[jsonPerson](ctx, store.out).Collect()
+					if err != nil {
+						return err
+					}
+					if diff := cmp.Diff(want, sortPeople(back)); diff != "" {
+						t.Errorf("records read back (-want +got):\n%s", diff)
+					}
+					return nil
+				}, append(srv.Conf(), "spark.files.maxPartitionBytes=7000")...)
+				// encoding/json reads what drover wrote.
+				var files map[string]string
+				if store.name == "s3" {
+					files = map[string]string{}
+					prefix := strings.TrimPrefix(store.out, "s3://data/")
+					for _, k := range s3Keys(t, srv, "data", prefix+"/") {
+						files[strings.TrimPrefix(k, prefix+"/")] = s3Get(t, srv, "data", k)
+					}
+				} else {
+					files = readDir(t, store.out)
+				}
+				names := slices.Sorted(mapKeys(files))
+				if diff := cmp.Diff([]string{"_SUCCESS", "part-00000.json", "part-00001.json", "part-00002.json"}, names); diff != "" {
+					t.Errorf("output files (-want +got):\n%s", diff)
+				}
+				var decoded []jsonPerson
+				for _, name := range names[1:] {
+					for line := range strings.Lines(files[name]) {
+						var p jsonPerson
+						if err := json.Unmarshal([]byte(line), &p); err != nil {
+							t.Fatalf("%s: %v", name, err)
+						}
+						decoded = append(decoded, p)
+					}
+				}
+				if diff := cmp.Diff(want, sortPeople(decoded)); diff != "" {
+					t.Errorf("output as encoding/json reads it (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+func readDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = string(b)
+	}
+	return files
+}
+
+func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// TestJSONLinesBadInput: a line that is not the type's JSON fails the job
+// with the file's path; a type JSON lines cannot hold fails before any task
+// with the field's name.
+func TestJSONLinesBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte("{\"name\":\"a\"}\n{\"name\":\"b\",\"age\":\"old\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type Address = jsonAddress
+	type embedded struct{ Address }
+	runJob(t, "local[2]", func(ctx *Context) error {
+		for _, c := range []struct {
+			name string
+			err  func() error
+			want []string
+		}{
+			{"bad line", func() error { _, err := ReadJSONLines[jsonPerson](ctx, bad).Collect(); return err },
+				[]string{bad, "cannot read JSON string at .age into a int", `old\"`}},
+			{"unsupported type", func() error { _, err := ReadJSONLines[embedded](ctx, bad).Count(); return err },
+				[]string{bad, "drover.embedded.Address: embedded fields"}},
+			{"unsupported type saved", func() error {
+				return Parallelize(ctx, []embedded{{}}, 1).SaveAsJSONLines(filepath.Join(dir, "out"))
+			}, []string{"save as JSON lines", "drover.embedded.Address: embedded fields"}},
+			{"missing path", func() error { _, err := ReadJSONLines[jsonPerson](ctx, filepath.Join(dir, "nope")).Count(); return err },
+				[]string{filepath.Join(dir, "nope")}},
+		} {
+			err := c.err()
+			for _, w := range c.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: error %v, want one containing %q", c.name, err, w)
+				}
+			}
+		}
+		return nil
+	})
+	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
+		t.Errorf("a failed save left %s: %v", filepath.Join(dir, "out"), err)
+	}
+}
