@@ -119,7 +119,8 @@ func Range(c *Context, start, end, step int64, numSlices int) *Dataset[int64] {
 // TextFile is the lines of the files that path names: a file, a directory
 // (its files, except hidden ones) or a glob pattern. Files are split into
 // partitions of at most spark.files.maxPartitionBytes, and fewer bytes when
-// that gives every core a share. Local files must be readable at the same
+// that gives every core a share. Files named *.gz (gzip) or *.zst (zstd)
+// are decompressed as they are read, each in one partition. Local files must be readable at the same
 // path by every executor. An s3:// or s3a:// path (objstore; configured by
 // spark.hadoop.fs.s3a.*) is listed by the driver, and each executor reads
 // its splits from the store with ranged GETs.
@@ -170,6 +171,13 @@ func lineSplits(c *Context, path string) ([]dataflow.FileSplit, error) {
 	}
 	var splits []dataflow.FileSplit
 	for i, f := range files {
+		if c := dataflow.CompressionOf(f); c != "" {
+			// A gzip or zstd stream cannot be entered in the middle: one
+			// split reads the whole file, as Spark does for codecs that
+			// cannot split.
+			splits = append(splits, dataflow.FileSplit{Path: f, Size: sizes[i], FileSize: sizes[i], Compression: c})
+			continue
+		}
 		for off := int64(0); off < sizes[i] || (off == 0 && sizes[i] == 0); off += split {
 			splits = append(splits, dataflow.FileSplit{Path: f, Start: off, Size: min(split, sizes[i]-off), FileSize: sizes[i]})
 			if sizes[i] == 0 {

@@ -1,6 +1,8 @@
 package drover
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/drover-project/drover/internal/testenv"
 )
@@ -235,4 +238,107 @@ func TestJSONLinesBadInput(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "out")); !os.IsNotExist(err) {
 		t.Errorf("a failed save left %s: %v", filepath.Join(dir, "out"), err)
 	}
+}
+
+func gzipText(t *testing.T, text string) string {
+	t.Helper()
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	if _, err := w.Write([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func zstdText(t *testing.T, text string) string {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	return string(enc.EncodeAll([]byte(text), nil))
+}
+
+// TestCompressedText reads gzip and zstd files beside a plain one by their
+// extensions, locally and from S3, as text and as JSON lines: each
+// compressed file is one partition however small the split size.
+func TestCompressedText(t *testing.T) {
+	lines := generatedLines(3000)
+	people := jsonPeople(500)
+	jsonText := jsonLinesText(t, people)
+	files := map[string]string{
+		"text/a.txt.gz":   gzipText(t, strings.Join(lines[:1000], "\n")+"\n"),
+		"text/b.zst":      zstdText(t, strings.Join(lines[1000:2000], "\n")), // no final newline
+		"text/c.txt":      strings.Join(lines[2000:], "\n") + "\n",
+		"json/a.json.gz":  gzipText(t, jsonText[:strings.Index(jsonText, "\n")+1]),
+		"json/b.json.zst": zstdText(t, jsonText[strings.Index(jsonText, "\n")+1:]),
+	}
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "zipped"); err != nil {
+		t.Fatal(err)
+	}
+	local := t.TempDir()
+	for name, body := range files {
+		s3Put(t, srv, "zipped", name, body)
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(local, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(local, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantLines := slices.Sorted(slices.Values(lines))
+	wantPeople := sortPeople(roundTripped(t, people))
+	for _, master := range masters {
+		for _, store := range []struct{ name, root string }{{"local", local}, {"s3", "s3://zipped"}} {
+			root := store.root
+			t.Run(master+"/"+store.name, func(t *testing.T) {
+				runJob(t, master, func(ctx *Context) error {
+					ds := TextFile(ctx, root+"/text")
+					if n := ds.NumPartitions(); n < 4 {
+						t.Errorf("%d partitions, want one per compressed file and several for the plain one", n)
+					}
+					got, err := ds.Collect()
+					if err != nil {
+						return err
+					}
+					if diff := cmp.Diff(wantLines, slices.Sorted(slices.Values(got))); diff != "" {
+						t.Errorf("lines (-want +got):\n%s", diff)
+					}
+					p := ReadJSONLines[jsonPerson](ctx, root+"/json")
+					if n := p.NumPartitions(); n != 2 {
+						t.Errorf("%d partitions of JSON lines, want 2, one per compressed file", n)
+					}
+					gotPeople, err := p.Collect()
+					if err != nil {
+						return err
+					}
+					if diff := cmp.Diff(wantPeople, sortPeople(gotPeople)); diff != "" {
+						t.Errorf("people (-want +got):\n%s", diff)
+					}
+					return nil
+				}, append(srv.Conf(), "spark.files.maxPartitionBytes=5000")...)
+			})
+		}
+	}
+}
+
+// TestCompressedTextCorrupt: a .gz file that is not gzip fails the job
+// with its path.
+func TestCompressedTextCorrupt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.gz")
+	if err := os.WriteFile(path, []byte("plain text\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, "local[1]", func(ctx *Context) error {
+		_, err := TextFile(ctx, path).Count()
+		if err == nil || !strings.Contains(err.Error(), path+" as gzip") {
+			t.Errorf("error %v, want one naming %s as gzip", err, path)
+		}
+		return nil
+	})
 }

@@ -121,6 +121,9 @@ type FileSplit struct {
 	// FileSize is the whole object's size, from the driver's listing, for
 	// s3:// paths: ranged reads stay within it without asking the store.
 	FileSize int64
+	// Compression is the codec of a compressed file ("gzip", "zstd"),
+	// read whole by one split; "" for plain files.
+	Compression string
 }
 
 // SortOrder orders keys.

@@ -70,6 +70,9 @@ func share(count uint64, p, parts int) uint64 {
 // is read in fresh chunks that are never written again, so the lines are
 // strings over them, without a copy or an allocation per line.
 func textLines(ctx context.Context, s FileSplit, store *objstore.Store) func(emit func(string) error) error {
+	if s.Compression != "" {
+		return compressedLines(ctx, s, store)
+	}
 	return func(emit func(string) error) error {
 		f, err := openSplit(ctx, s, store)
 		if err != nil {
