@@ -217,7 +217,7 @@ func TestJSONLinesBadInput(t *testing.T) {
 			want []string
 		}{
 			{"bad line", func() error { _, err := ReadJSONLines[jsonPerson](ctx, bad).Collect(); return err },
-				[]string{bad, "cannot read JSON string at .age into a int", `old\"`}},
+				[]string{bad, "cannot read JSON string at .age into Go int", `old\"`}},
 			{"unsupported type", func() error { _, err := ReadJSONLines[embedded](ctx, bad).Count(); return err },
 				[]string{bad, "drover.embedded.Address: embedded fields"}},
 			{"unsupported type saved", func() error {

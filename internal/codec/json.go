@@ -325,7 +325,7 @@ func (s *Schema) appendFromJSON(dst []byte, v any, at string) ([]byte, error) {
 		if at != "" {
 			where = " at " + at
 		}
-		return fmt.Errorf("cannot read JSON %s%s into a %s", jsonKind(v), where, s.Kind)
+		return fmt.Errorf("cannot read JSON %s%s into Go %s", jsonKind(v), where, s.Kind)
 	}
 	switch s.Kind {
 	case reflect.Bool:
@@ -343,7 +343,7 @@ func (s *Schema) appendFromJSON(dst []byte, v any, at string) ([]byte, error) {
 			}
 			var err error
 			if n, err = strconv.ParseInt(string(num), 10, intBits(s.Kind)); err != nil {
-				return dst, fmt.Errorf("JSON number %s%s does not fit a %s", num, atSuffix(at), s.Kind)
+				return dst, fmt.Errorf("JSON number %s%s does not fit Go %s", num, atSuffix(at), s.Kind)
 			}
 		}
 		return binary.AppendVarint(dst, n), nil
@@ -356,7 +356,7 @@ func (s *Schema) appendFromJSON(dst []byte, v any, at string) ([]byte, error) {
 			}
 			var err error
 			if n, err = strconv.ParseUint(string(num), 10, intBits(s.Kind)); err != nil {
-				return dst, fmt.Errorf("JSON number %s%s does not fit a %s", num, atSuffix(at), s.Kind)
+				return dst, fmt.Errorf("JSON number %s%s does not fit Go %s", num, atSuffix(at), s.Kind)
 			}
 		}
 		return binary.AppendUvarint(dst, n), nil
@@ -373,7 +373,7 @@ func (s *Schema) appendFromJSON(dst []byte, v any, at string) ([]byte, error) {
 			}
 			var err error
 			if f, err = strconv.ParseFloat(string(num), bits); err != nil {
-				return dst, fmt.Errorf("JSON number %s%s does not fit a %s", num, atSuffix(at), s.Kind)
+				return dst, fmt.Errorf("JSON number %s%s does not fit Go %s", num, atSuffix(at), s.Kind)
 			}
 		}
 		if bits == 32 {

@@ -91,9 +91,9 @@ func TestJSONReadErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for line, want := range map[string]string{
-		`{"age": 300}`:               "JSON number 300 at .age does not fit a int8",
-		`{"name": 1}`:                "cannot read JSON number at .name into a string",
-		`{"inner": {"a": [1, "x"]}}`: "cannot read JSON string at .inner.a[1] into a int",
+		`{"age": 300}`:               "JSON number 300 at .age does not fit Go int8",
+		`{"name": 1}`:                "cannot read JSON number at .name into Go string",
+		`{"inner": {"a": [1, "x"]}}`: "cannot read JSON string at .inner.a[1] into Go int",
 		`{} {}`:                      "more than one JSON value",
 		`{"name": `:                  "unexpected EOF",
 	} {
