@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/codec"
+	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dataflow"
 	"github.com/drover-project/drover/internal/objstore"
+	"github.com/drover-project/drover/internal/parquetio"
 )
 
 // run runs an action over some partitions of the dataset.
@@ -245,6 +247,24 @@ func (d *Dataset[T]) SaveAsJSONLines(dir string) error {
 	}
 	return d.save(dataflow.Output{Kind: dataflow.SaveText, Format: dataflow.JSONLines, Schema: schema, Ext: ".json"},
 		dir, "save as JSON lines")
+}
+
+// SaveAsParquet writes the records, flat structs as ReadParquet reads
+// them, as Parquet files, one per partition (part-00000.parquet, …) and
+// _SUCCESS, into dir: a local directory or an s3:// prefix, committed
+// atomically as SaveAsTextFile is. Pages are compressed with
+// spark.sql.parquet.compression.codec (snappy by default; zstd, gzip, lz4,
+// uncompressed).
+func (d *Dataset[T]) SaveAsParquet(dir string) error {
+	if d.err != nil {
+		return d.err
+	}
+	cols, err := parquetio.Columns(reflect.TypeFor[T]())
+	if err != nil {
+		return fmt.Errorf("save as Parquet %s: %w", dir, err)
+	}
+	return d.save(dataflow.Output{Kind: dataflow.SaveText, Format: dataflow.Parquet, Columns: cols, Ext: ".parquet",
+		Codec: config.ParquetCompressionCodec.Get(d.c.conf)}, dir, "save as Parquet")
 }
 
 // commitParts moves each partition's file, named by its task's result, from

@@ -16,6 +16,7 @@ import (
 	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/dataflow"
 	"github.com/drover-project/drover/internal/objstore"
+	"github.com/drover-project/drover/internal/parquetio"
 )
 
 // KV is a record of a keyed dataset.
@@ -151,6 +152,55 @@ func ReadJSONLines[T any](c *Context, path string) *Dataset[T] {
 	}
 	return newDataset[T](c, dataflow.Node{Kind: dataflow.TextFile, Format: dataflow.JSONLines, Schema: schema,
 		Splits: splits, NumPartitions: len(splits)}, nil)
+}
+
+// ReadParquet is the records of the Parquet files that path names (a
+// file, a directory or a glob, as for TextFile, on local paths or s3://),
+// one partition per row group. T is a flat struct: its fields are
+// booleans, numbers, strings, []byte or pointers to them (optional
+// columns), named by parquet tags (`parquet:"name"`) or their field names.
+// Only T's columns are read: the driver reads each file's footer to plan,
+// and a task reads just its row group's chunks of those columns (ranged
+// GETs on S3). A column T has and a file lacks reads as zero values.
+func ReadParquet[T any](c *Context, path string) *Dataset[T] {
+	cols, err := parquetio.Columns(reflect.TypeFor[T]())
+	if err != nil {
+		return failed[T](c, fmt.Errorf("read Parquet %s: %w", path, err))
+	}
+	files, sizes, err := listFiles(c, path)
+	if err != nil {
+		return failed[T](c, fmt.Errorf("read Parquet: %w", err))
+	}
+	var store *objstore.Store
+	if objstore.HasScheme(path) {
+		store = objstore.New(objstore.ConfigFrom(c.conf))
+	}
+	var splits []dataflow.FileSplit
+	for i, f := range files {
+		groups, err := rowGroups(c, f, sizes[i], store)
+		if err != nil {
+			return failed[T](c, fmt.Errorf("read Parquet %s: %w", f, err))
+		}
+		for g := range groups {
+			splits = append(splits, dataflow.FileSplit{Path: f, FileSize: sizes[i], RowGroup: g})
+		}
+	}
+	return newDataset[T](c, dataflow.Node{Kind: dataflow.TextFile, Format: dataflow.Parquet, Columns: cols,
+		Splits: splits, NumPartitions: len(splits)}, nil)
+}
+
+// rowGroups is the number of row groups of a Parquet file, from its footer.
+func rowGroups(c *Context, path string, size int64, store *objstore.Store) (int, error) {
+	ra, err := dataflow.OpenReaderAt(c, path, size, store)
+	if err != nil {
+		return 0, err
+	}
+	defer ra.Close()
+	f, err := parquetio.Open(ra, size)
+	if err != nil {
+		return 0, err
+	}
+	return len(f.RowGroups()), nil
 }
 
 // lineSplits lists the files of path and cuts them into byte ranges whose

@@ -2,6 +2,7 @@ package drover
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -12,8 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/klauspost/compress/zstd"
+	"github.com/parquet-go/parquet-go"
 
 	"github.com/drover-project/drover/internal/testenv"
 )
@@ -124,7 +126,7 @@ func TestJSONLines(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if diff := cmp.Diff(want, sortPeople(got)); diff != "" {
+					if diff := gocmp.Diff(want, sortPeople(got)); diff != "" {
 						t.Errorf("records read (-want +got):\n%s", diff)
 					}
 					if err := ds.Coalesce(3).SaveAsJSONLines(store.out); err != nil {
@@ -134,7 +136,7 @@ func TestJSONLines(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if diff := cmp.Diff(want, sortPeople(back)); diff != "" {
+					if diff := gocmp.Diff(want, sortPeople(back)); diff != "" {
 						t.Errorf("records read back (-want +got):\n%s", diff)
 					}
 					return nil
@@ -151,7 +153,7 @@ func TestJSONLines(t *testing.T) {
 					files = readDir(t, store.out)
 				}
 				names := slices.Sorted(mapKeys(files))
-				if diff := cmp.Diff([]string{"_SUCCESS", "part-00000.json", "part-00001.json", "part-00002.json"}, names); diff != "" {
+				if diff := gocmp.Diff([]string{"_SUCCESS", "part-00000.json", "part-00001.json", "part-00002.json"}, names); diff != "" {
 					t.Errorf("output files (-want +got):\n%s", diff)
 				}
 				var decoded []jsonPerson
@@ -164,7 +166,7 @@ func TestJSONLines(t *testing.T) {
 						decoded = append(decoded, p)
 					}
 				}
-				if diff := cmp.Diff(want, sortPeople(decoded)); diff != "" {
+				if diff := gocmp.Diff(want, sortPeople(decoded)); diff != "" {
 					t.Errorf("output as encoding/json reads it (-want +got):\n%s", diff)
 				}
 			})
@@ -306,7 +308,7 @@ func TestCompressedText(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if diff := cmp.Diff(wantLines, slices.Sorted(slices.Values(got))); diff != "" {
+					if diff := gocmp.Diff(wantLines, slices.Sorted(slices.Values(got))); diff != "" {
 						t.Errorf("lines (-want +got):\n%s", diff)
 					}
 					p := ReadJSONLines[jsonPerson](ctx, root+"/json")
@@ -317,7 +319,7 @@ func TestCompressedText(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if diff := cmp.Diff(wantPeople, sortPeople(gotPeople)); diff != "" {
+					if diff := gocmp.Diff(wantPeople, sortPeople(gotPeople)); diff != "" {
 						t.Errorf("people (-want +got):\n%s", diff)
 					}
 					return nil
@@ -338,6 +340,173 @@ func TestCompressedTextCorrupt(t *testing.T) {
 		_, err := TextFile(ctx, path).Count()
 		if err == nil || !strings.Contains(err.Error(), path+" as gzip") {
 			t.Errorf("error %v, want one naming %s as gzip", err, path)
+		}
+		return nil
+	})
+}
+
+type pqSale struct {
+	ID     int64    `parquet:"id"`
+	Region string   `parquet:"region"`
+	Amount float64  `parquet:"amount"`
+	Note   *string  `parquet:"note,optional"`
+	Units  uint32   `parquet:"units"`
+	Raw    []byte   `parquet:"raw"`
+	OK     bool     `parquet:"ok"`
+	Rate   *float32 `parquet:"rate,optional"`
+}
+
+type pqRegion struct {
+	Region string  `parquet:"region"`
+	Amount float64 `parquet:"amount"`
+}
+
+func pqSales(n int) []pqSale {
+	sales := make([]pqSale, n)
+	for i := range sales {
+		s := pqSale{ID: int64(i), Region: fmt.Sprint("r", i%7), Amount: float64(i) * 1.5, Units: uint32(i % 13),
+			Raw: []byte(fmt.Sprint(i)), OK: i%2 == 0}
+		if i%3 == 0 {
+			note, rate := fmt.Sprint("note ", i), float32(i)/7
+			s.Note, s.Rate = &note, &rate
+		}
+		sales[i] = s
+	}
+	return sales
+}
+
+// TestParquet writes Parquet with SaveAsParquet (snappy, then zstd by
+// spark.sql.parquet.compression.codec), locally and to S3 on both local
+// masters, reads it back whole and as a 2-column projection, and checks the
+// files with parquet-go's own typed reader.
+func TestParquet(t *testing.T) {
+	sales := pqSales(5000)
+	want := slices.Clone(sales)
+	wantRegions := make([]pqRegion, len(sales))
+	for i, s := range sales {
+		wantRegions[i] = pqRegion{s.Region, s.Amount}
+	}
+	byID := func(s []pqSale) []pqSale {
+		slices.SortFunc(s, func(a, b pqSale) int { return int(a.ID - b.ID) })
+		return s
+	}
+	byRegion := func(s []pqRegion) []pqRegion {
+		slices.SortFunc(s, func(a, b pqRegion) int {
+			return cmp.Or(strings.Compare(a.Region, b.Region), int(a.Amount-b.Amount))
+		})
+		return s
+	}
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "parquet"); err != nil {
+		t.Fatal(err)
+	}
+	i := 0
+	for _, master := range masters {
+		for _, store := range []string{"local", "s3"} {
+			for _, codecName := range []string{"snappy", "zstd"} {
+				i++
+				out := filepath.Join(t.TempDir(), "sales")
+				if store == "s3" {
+					out = fmt.Sprintf("s3://parquet/sales%d", i)
+				}
+				t.Run(master+"/"+store+"/"+codecName, func(t *testing.T) {
+					runJob(t, master, func(ctx *Context) error {
+						if err := Parallelize(ctx, sales, 4).SaveAsParquet(out); err != nil {
+							return err
+						}
+						ds := ReadParquet[pqSale](ctx, out)
+						if n := ds.NumPartitions(); n != 4 {
+							t.Errorf("%d partitions, want 4: one per row group", n)
+						}
+						got, err := ds.Collect()
+						if err != nil {
+							return err
+						}
+						if diff := gocmp.Diff(want, byID(got)); diff != "" {
+							t.Errorf("records read back (-want +got):\n%s", diff)
+						}
+						regions, err := ReadParquet[pqRegion](ctx, out).Collect()
+						if err != nil {
+							return err
+						}
+						if diff := gocmp.Diff(byRegion(slices.Clone(wantRegions)), byRegion(regions)); diff != "" {
+							t.Errorf("projection (-want +got):\n%s", diff)
+						}
+						return nil
+					}, append(srv.Conf(), "spark.sql.parquet.compression.codec="+codecName)...)
+					// parquet-go's typed reader reads every part.
+					var files map[string]string
+					if store == "s3" {
+						files = map[string]string{}
+						prefix := strings.TrimPrefix(out, "s3://parquet/")
+						for _, k := range s3Keys(t, srv, "parquet", prefix+"/") {
+							files[strings.TrimPrefix(k, prefix+"/")] = s3Get(t, srv, "parquet", k)
+						}
+					} else {
+						files = readDir(t, out)
+					}
+					names := slices.Sorted(mapKeys(files))
+					if diff := gocmp.Diff([]string{"_SUCCESS", "part-00000.parquet", "part-00001.parquet", "part-00002.parquet", "part-00003.parquet"}, names); diff != "" {
+						t.Errorf("output files (-want +got):\n%s", diff)
+					}
+					var all []pqSale
+					for _, name := range names[1:] {
+						body := files[name]
+						rows, err := parquet.Read[pqSale](strings.NewReader(body), int64(len(body)))
+						if err != nil {
+							t.Fatalf("%s: %v", name, err)
+						}
+						f, err := parquet.OpenFile(strings.NewReader(body), int64(len(body)))
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got := f.Metadata().RowGroups[0].Columns[0].MetaData.Codec.String(); got != strings.ToUpper(codecName) {
+							t.Errorf("%s: codec %s, want %s", name, got, strings.ToUpper(codecName))
+						}
+						all = append(all, rows...)
+					}
+					if diff := gocmp.Diff(want, byID(all)); diff != "" {
+						t.Errorf("parquet-go's reader (-want +got):\n%s", diff)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestParquetBadInput: a file that is not Parquet, and a struct with a
+// field Parquet records cannot have, each give one error naming the path
+// or the field, before any task runs.
+func TestParquetBadInput(t *testing.T) {
+	dir := t.TempDir()
+	notParquet := filepath.Join(dir, "data.parquet")
+	if err := os.WriteFile(notParquet, []byte("id,region\n1,eu\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type withList struct {
+		ID   int64
+		Tags []string
+	}
+	runJob(t, "local[2]", func(ctx *Context) error {
+		for _, c := range []struct {
+			name string
+			err  func() error
+			want []string
+		}{
+			{"not Parquet", func() error { _, err := ReadParquet[pqSale](ctx, notParquet).Count(); return err },
+				[]string{"read Parquet " + notParquet, "not a Parquet file"}},
+			{"unsupported field", func() error { _, err := ReadParquet[withList](ctx, notParquet).Count(); return err },
+				[]string{"field drover.withList.Tags", "not supported"}},
+			{"unsupported field saved", func() error {
+				return Parallelize(ctx, []withList{{}}, 1).SaveAsParquet(filepath.Join(dir, "out"))
+			}, []string{"save as Parquet", "field drover.withList.Tags"}},
+		} {
+			err := c.err()
+			for _, w := range c.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: error %v, want one containing %q", c.name, err, w)
+				}
+			}
 		}
 		return nil
 	})

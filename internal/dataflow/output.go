@@ -74,6 +74,13 @@ func (r *runner) saveText(p Producer) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
 	}
+	if o.Format == Parquet {
+		if err := writeParquet(f, p, o.Columns, o.Codec); err != nil {
+			discard()
+			return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
+		}
+		return []byte(name), nil
+	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	var line []byte
 	err = p(func(rec []byte) error {

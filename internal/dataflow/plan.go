@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/drover-project/drover/internal/codec"
+	"github.com/drover-project/drover/internal/parquetio"
 	"github.com/drover-project/drover/internal/shuffle"
 )
 
@@ -90,8 +91,11 @@ type Node struct {
 	// Format is how a TextFile node's lines become records: as strings, or
 	// as JSON values of the type Schema describes (executors do not know
 	// the Go type).
-	Format    FileFormat
-	Schema    *codec.Schema
+	Format FileFormat
+	Schema *codec.Schema
+	// Columns are the record type's Parquet columns, for Format Parquet:
+	// a task reads only theirs.
+	Columns   []parquetio.Column
 	Groups    [][]int      // Coalesce: the parent partitions of each partition
 	Shuffles  []int        // Shuffled: ids of the shuffles read (two for Join)
 	Reduce    ReduceKind   // Shuffled
@@ -112,6 +116,8 @@ const (
 	Text FileFormat = iota
 	// JSONLines is one JSON value per line.
 	JSONLines
+	// Parquet is a Parquet file of flat structs; a split is one row group.
+	Parquet
 )
 
 // FileSplit is a byte range of a file; the lines starting in it belong to it.
@@ -124,6 +130,8 @@ type FileSplit struct {
 	// Compression is the codec of a compressed file ("gzip", "zstd"),
 	// read whole by one split; "" for plain files.
 	Compression string
+	// RowGroup is the Parquet row group a split reads.
+	RowGroup int
 }
 
 // SortOrder orders keys.
@@ -203,6 +211,9 @@ type Output struct {
 	Format FileFormat
 	// Ext is the extension of the committed part files (".json").
 	Ext string
+	// Columns and Codec describe Parquet output.
+	Columns []parquetio.Column
+	Codec   string
 	// SampleSize is the number of keys SampleKeys keeps per partition.
 	SampleSize int
 }
