@@ -27,7 +27,7 @@ var Codecs = map[string]compress.Codec{
 // Writer writes records as a Parquet file.
 type Writer struct {
 	cols  []Column
-	index []int // the Parquet column index of each column (the schema orders them by name)
+	index []int                       // the Parquet column index of each column (the schema orders them by name)
 	w     *parquet.GenericWriter[any] // rows only: the schema is built from cols, not a Go type
 	rows  []parquet.Row
 }
