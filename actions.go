@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/codec"
+	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dataflow"
 	"github.com/drover-project/drover/internal/objstore"
+	"github.com/drover-project/drover/internal/parquetio"
 )
 
 // run runs an action over some partitions of the dataset.
@@ -176,26 +178,33 @@ func (d *Dataset[T]) SaveAsTextFile(dir string) (err error) {
 	} else if out.Schema, err = codec.SchemaOf(t); err != nil {
 		return fmt.Errorf("save as text file: records of type %s cannot be written as text (%w); map them to strings first", t, err)
 	}
+	return d.save(out, dir, "save as text file")
+}
+
+// save runs a job whose tasks write their partitions with out (a SaveText
+// output) and commits the files of the successful attempts into dir,
+// atomically as SaveAsTextFile describes; errors start with action.
+func (d *Dataset[T]) save(out dataflow.Output, dir, action string) (err error) {
 	if objstore.HasScheme(dir) {
 		if err := d.saveToStore(out, dir); err != nil {
-			return fmt.Errorf("save as text file: %w", err)
+			return fmt.Errorf("%s: %w", action, err)
 		}
 		return nil
 	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {
-		return fmt.Errorf("save as text file: %w", err)
+		return fmt.Errorf("%s: %w", action, err)
 	}
 	if _, err := os.Lstat(dir); err == nil {
-		return fmt.Errorf("save as text file: output directory %s already exists", dir)
+		return fmt.Errorf("%s: output directory %s already exists", action, dir)
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fmt.Errorf("save as text file: %w", err)
+		return fmt.Errorf("%s: %w", action, err)
 	}
 	staging := filepath.Join(filepath.Dir(dir), stagingName(filepath.Base(dir)))
 	attempts := filepath.Join(staging, "_temporary")
 	if err := os.MkdirAll(attempts, 0o755); err != nil {
-		return fmt.Errorf("save as text file: %w", err)
+		return fmt.Errorf("%s: %w", action, err)
 	}
 	defer func() {
 		if err != nil {
@@ -211,32 +220,67 @@ func (d *Dataset[T]) SaveAsTextFile(dir string) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := commitParts(attempts, staging, names); err != nil {
-		return err
+	if err := commitParts(attempts, staging, names, out.Ext); err != nil {
+		return fmt.Errorf("%s: %w", action, err)
 	}
 	if err := os.RemoveAll(attempts); err != nil {
-		return fmt.Errorf("save as text file: %w", err)
+		return fmt.Errorf("%s: %w", action, err)
 	}
 	if err := os.WriteFile(filepath.Join(staging, "_SUCCESS"), nil, 0o644); err != nil {
-		return fmt.Errorf("save as text file: %w", err)
+		return fmt.Errorf("%s: %w", action, err)
 	}
 	if err := os.Rename(staging, dir); err != nil {
-		return fmt.Errorf("save as text file: committing %s: %w", dir, err)
+		return fmt.Errorf("%s: committing %s: %w", action, dir, err)
 	}
 	return nil
 }
 
+// SaveAsJSONLines writes the records as JSON lines, one value per line as
+// json.Marshal writes it (json tags honoured), one file per partition
+// (part-00000.json, …) and _SUCCESS, into dir: a local directory or an
+// s3:// prefix, committed atomically as SaveAsTextFile is. The types
+// ReadJSONLines cannot read are an error here too, before any task runs.
+func (d *Dataset[T]) SaveAsJSONLines(dir string) error {
+	if d.err != nil {
+		return d.err
+	}
+	schema, err := codec.JSONSchemaOf(reflect.TypeFor[T]())
+	if err != nil {
+		return fmt.Errorf("save as JSON lines %s: %w", dir, err)
+	}
+	return d.save(dataflow.Output{Kind: dataflow.SaveText, Format: dataflow.JSONLines, Schema: schema, Ext: ".json"},
+		dir, "save as JSON lines")
+}
+
+// SaveAsParquet writes the records, flat structs as ReadParquet reads
+// them, as Parquet files, one per partition (part-00000.parquet, …) and
+// _SUCCESS, into dir: a local directory or an s3:// prefix, committed
+// atomically as SaveAsTextFile is. Pages are compressed with
+// spark.sql.parquet.compression.codec (snappy by default; zstd, gzip, lz4,
+// uncompressed).
+func (d *Dataset[T]) SaveAsParquet(dir string) error {
+	if d.err != nil {
+		return d.err
+	}
+	cols, err := parquetio.Columns(reflect.TypeFor[T]())
+	if err != nil {
+		return fmt.Errorf("save as Parquet %s: %w", dir, err)
+	}
+	return d.save(dataflow.Output{Kind: dataflow.SaveText, Format: dataflow.Parquet, Columns: cols, Ext: ".parquet",
+		Codec: config.ParquetCompressionCodec.Get(d.c.conf)}, dir, "save as Parquet")
+}
+
 // commitParts moves each partition's file, named by its task's result, from
-// attempts into staging as part-NNNNN. The names come from executors, so
+// attempts into staging as part-NNNNN (and ext). The names come from executors, so
 // each must be a plain file name in attempts: a path (such as ../x) would
 // move a file of the driver's choosing.
-func commitParts(attempts, staging string, names []string) error {
+func commitParts(attempts, staging string, names []string, ext string) error {
 	if err := checkPartNames(names); err != nil {
-		return fmt.Errorf("save as text file: %w", err)
+		return err
 	}
 	for p, name := range names {
-		if err := os.Rename(filepath.Join(attempts, name), filepath.Join(staging, fmt.Sprintf("part-%05d", p))); err != nil {
-			return fmt.Errorf("save as text file: committing partition %d: %w", p, err)
+		if err := os.Rename(filepath.Join(attempts, name), filepath.Join(staging, fmt.Sprintf("part-%05d%s", p, ext))); err != nil {
+			return fmt.Errorf("committing partition %d: %w", p, err)
 		}
 	}
 	return nil
@@ -325,7 +369,7 @@ func (d *Dataset[T]) saveToStore(out dataflow.Output, dir string) (err error) {
 		if err := json.Unmarshal(b, &uploads[p]); err != nil {
 			return fmt.Errorf("partition %d: its task's result is no pending upload: %w", p, err)
 		}
-		if want := u.Join(fmt.Sprintf("part-%05d", p)).String(); uploads[p].Key != want {
+		if want := u.Join(fmt.Sprintf("part-%05d%s", p, out.Ext)).String(); uploads[p].Key != want {
 			return fmt.Errorf("partition %d: its task uploaded %s, not %s", p, uploads[p].Key, want)
 		}
 		return nil

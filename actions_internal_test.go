@@ -25,7 +25,7 @@ func TestCommitPartsRejectsPaths(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(attempts, "good"), []byte("x"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			err := commitParts(attempts, staging, []string{"good", name})
+			err := commitParts(attempts, staging, []string{"good", name}, "")
 			if err == nil || !strings.Contains(err.Error(), "partition 1") {
 				t.Fatalf("commitParts with %q: %v, want an error naming partition 1", name, err)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/dataflow"
 	"github.com/drover-project/drover/internal/objstore"
+	"github.com/drover-project/drover/internal/parquetio"
 )
 
 // KV is a record of a keyed dataset.
@@ -119,14 +120,95 @@ func Range(c *Context, start, end, step int64, numSlices int) *Dataset[int64] {
 // TextFile is the lines of the files that path names: a file, a directory
 // (its files, except hidden ones) or a glob pattern. Files are split into
 // partitions of at most spark.files.maxPartitionBytes, and fewer bytes when
-// that gives every core a share. Local files must be readable at the same
+// that gives every core a share. Files named *.gz (gzip) or *.zst (zstd)
+// are decompressed as they are read, each in one partition. Local files must be readable at the same
 // path by every executor. An s3:// or s3a:// path (objstore; configured by
 // spark.hadoop.fs.s3a.*) is listed by the driver, and each executor reads
 // its splits from the store with ranged GETs.
 func TextFile(c *Context, path string) *Dataset[string] {
-	files, sizes, err := listFiles(c, path)
+	splits, err := lineSplits(c, path)
 	if err != nil {
 		return failed[string](c, fmt.Errorf("text file: %w", err))
+	}
+	return newDataset[string](c, dataflow.Node{Kind: dataflow.TextFile, Splits: splits, NumPartitions: len(splits)}, nil)
+}
+
+// ReadJSONLines is the records of the JSON lines files that path names (as
+// TextFile names and splits them): each line that is not blank holds one
+// JSON value of T, read as json.Unmarshal reads it (json tags, unknown keys
+// ignored, missing fields zero). Executors read JSON with T's schema, so
+// the types encoding/json treats through methods (json.Marshaler,
+// encoding.TextMarshaler such as time.Time), embedded structs and ,string
+// tags are not supported: the dataset's actions return an error naming the
+// field. A line that is not T's JSON fails the task with its file's path.
+func ReadJSONLines[T any](c *Context, path string) *Dataset[T] {
+	schema, err := codec.JSONSchemaOf(reflect.TypeFor[T]())
+	if err != nil {
+		return failed[T](c, fmt.Errorf("read JSON lines %s: %w", path, err))
+	}
+	splits, err := lineSplits(c, path)
+	if err != nil {
+		return failed[T](c, fmt.Errorf("read JSON lines: %w", err))
+	}
+	return newDataset[T](c, dataflow.Node{Kind: dataflow.TextFile, Format: dataflow.JSONLines, Schema: schema,
+		Splits: splits, NumPartitions: len(splits)}, nil)
+}
+
+// ReadParquet is the records of the Parquet files that path names (a
+// file, a directory or a glob, as for TextFile, on local paths or s3://),
+// one partition per row group. T is a flat struct: its fields are
+// booleans, numbers, strings, []byte or pointers to them (optional
+// columns), named by parquet tags (`parquet:"name"`) or their field names.
+// Only T's columns are read: the driver reads each file's footer to plan,
+// and a task reads just its row group's chunks of those columns (ranged
+// GETs on S3). A column T has and a file lacks reads as zero values.
+func ReadParquet[T any](c *Context, path string) *Dataset[T] {
+	cols, err := parquetio.Columns(reflect.TypeFor[T]())
+	if err != nil {
+		return failed[T](c, fmt.Errorf("read Parquet %s: %w", path, err))
+	}
+	files, sizes, err := listFiles(c, path)
+	if err != nil {
+		return failed[T](c, fmt.Errorf("read Parquet: %w", err))
+	}
+	var store *objstore.Store
+	if objstore.HasScheme(path) {
+		store = objstore.New(objstore.ConfigFrom(c.conf))
+	}
+	var splits []dataflow.FileSplit
+	for i, f := range files {
+		groups, err := rowGroups(c, f, sizes[i], store)
+		if err != nil {
+			return failed[T](c, fmt.Errorf("read Parquet %s: %w", f, err))
+		}
+		for g := range groups {
+			splits = append(splits, dataflow.FileSplit{Path: f, FileSize: sizes[i], RowGroup: g})
+		}
+	}
+	return newDataset[T](c, dataflow.Node{Kind: dataflow.TextFile, Format: dataflow.Parquet, Columns: cols,
+		Splits: splits, NumPartitions: len(splits)}, nil)
+}
+
+// rowGroups is the number of row groups of a Parquet file, from its footer.
+func rowGroups(c *Context, path string, size int64, store *objstore.Store) (int, error) {
+	ra, err := dataflow.OpenReaderAt(c, path, size, store)
+	if err != nil {
+		return 0, err
+	}
+	defer ra.Close()
+	f, err := parquetio.Open(ra, size)
+	if err != nil {
+		return 0, err
+	}
+	return len(f.RowGroups()), nil
+}
+
+// lineSplits lists the files of path and cuts them into byte ranges whose
+// lines each split reads (see TextFile).
+func lineSplits(c *Context, path string) ([]dataflow.FileSplit, error) {
+	files, sizes, err := listFiles(c, path)
+	if err != nil {
+		return nil, err
 	}
 	var total int64
 	for _, n := range sizes {
@@ -139,6 +221,13 @@ func TextFile(c *Context, path string) *Dataset[string] {
 	}
 	var splits []dataflow.FileSplit
 	for i, f := range files {
+		if c := dataflow.CompressionOf(f); c != "" {
+			// A gzip or zstd stream cannot be entered in the middle: one
+			// split reads the whole file, as Spark does for codecs that
+			// cannot split.
+			splits = append(splits, dataflow.FileSplit{Path: f, Size: sizes[i], FileSize: sizes[i], Compression: c})
+			continue
+		}
 		for off := int64(0); off < sizes[i] || (off == 0 && sizes[i] == 0); off += split {
 			splits = append(splits, dataflow.FileSplit{Path: f, Start: off, Size: min(split, sizes[i]-off), FileSize: sizes[i]})
 			if sizes[i] == 0 {
@@ -146,7 +235,7 @@ func TextFile(c *Context, path string) *Dataset[string] {
 			}
 		}
 	}
-	return newDataset[string](c, dataflow.Node{Kind: dataflow.TextFile, Splits: splits, NumPartitions: len(splits)}, nil)
+	return splits, nil
 }
 
 // listFiles is the files path names and their sizes: objects of a store

@@ -18,6 +18,9 @@ type Schema struct {
 	Len    int     // array
 	Fields []*Schema
 	Pair   bool
+	// JSON names the struct's fields for JSON lines (JSONSchemaOf), in
+	// Fields' order.
+	JSON []JSONField
 }
 
 // SchemaOf returns the schema of t. Recursive types and types with their

@@ -195,6 +195,10 @@ var (
 	FilesMaxPartitionBytes = Bytes("spark.files.maxPartitionBytes", "128m", B,
 		"Largest number of bytes packed into one partition when reading files.")
 
+	ParquetCompressionCodec = Enum("spark.sql.parquet.compression.codec", "snappy",
+		[]string{"uncompressed", "snappy", "gzip", "zstd", "lz4"},
+		"Compression codec of the files SaveAsParquet writes. lz4 is Parquet's LZ4_RAW.")
+
 	MemoryFraction = Float("spark.memory.fraction", 0.6,
 		"Fraction of an executor's memory (of the driver's in local mode) that its tasks share for shuffle "+
 			"buffers, aggregation and sorting; each task gets its core's share and spills to disk past it.",

@@ -76,13 +76,28 @@ func (r *runner) saveText(p Producer) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
 	}
+	if o.Format == Parquet {
+		err := writeParquet(f.w, p, o.Columns, o.Codec)
+		var result []byte
+		if err == nil {
+			result, err = f.finish()
+		}
+		if err != nil {
+			f.discard()
+			return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
+		}
+		return result, nil
+	}
 	w := bufio.NewWriterSize(f.w, 1<<20)
 	var line []byte
 	err = p(func(rec []byte) error {
 		var err error
-		if o.Text {
+		switch {
+		case o.Text:
 			line, _, err = codec.ReadBytesView(rec)
-		} else {
+		case o.Format == JSONLines:
+			line, _, err = o.Schema.AppendJSON(line[:0], rec)
+		default:
 			line, _, err = o.Schema.Format(line[:0], rec)
 		}
 		if err != nil {
@@ -137,7 +152,7 @@ func (r *runner) createPart(dir string) (part, error) {
 	}
 	// The final key, not one per attempt: attempts differ by their upload
 	// ids, and the object appears only when the driver completes one.
-	w, err := r.ft.Store.Create(r.ctx, u.Join(fmt.Sprintf("part-%05d", r.task.Partition)))
+	w, err := r.ft.Store.Create(r.ctx, u.Join(fmt.Sprintf("part-%05d%s", r.task.Partition, r.stage.Output.Ext)))
 	if err != nil {
 		return part{}, err
 	}

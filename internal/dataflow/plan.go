@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/drover-project/drover/internal/codec"
+	"github.com/drover-project/drover/internal/parquetio"
 	"github.com/drover-project/drover/internal/shuffle"
 )
 
@@ -17,7 +18,7 @@ const (
 	Parallelize Kind = iota + 1
 	// Range generates the int64s of [Start, End) by Step.
 	Range
-	// TextFile reads the lines of a byte range of a file.
+	// TextFile reads the lines of a byte range of a file (as Format says).
 	TextFile
 	// Func applies a registered function (Fn, Mode) to its parent's records.
 	Func
@@ -85,19 +86,39 @@ type Node struct {
 	Fn   string
 	Mode Mode
 
-	Start, End, Step int64        // Range
-	Splits           []FileSplit  // TextFile, one per partition
-	Groups           [][]int      // Coalesce: the parent partitions of each partition
-	Shuffles         []int        // Shuffled: ids of the shuffles read (two for Join)
-	Reduce           ReduceKind   // Shuffled
-	Agg              *Aggregation // Shuffled with Combine
-	Sort             *SortOrder   // Shuffled with Sort
-	LeftOuter        bool         // Join: keep left records without a match
-	ZeroRight        []byte       // Join with LeftOuter: encoding of the right side's zero value
+	Start, End, Step int64       // Range
+	Splits           []FileSplit // TextFile, one per partition
+	// Format is how a TextFile node's lines become records: as strings, or
+	// as JSON values of the type Schema describes (executors do not know
+	// the Go type).
+	Format FileFormat
+	Schema *codec.Schema
+	// Columns are the record type's Parquet columns, for Format Parquet:
+	// a task reads only theirs.
+	Columns   []parquetio.Column
+	Groups    [][]int      // Coalesce: the parent partitions of each partition
+	Shuffles  []int        // Shuffled: ids of the shuffles read (two for Join)
+	Reduce    ReduceKind   // Shuffled
+	Agg       *Aggregation // Shuffled with Combine
+	Sort      *SortOrder   // Shuffled with Sort
+	LeftOuter bool         // Join: keep left records without a match
+	ZeroRight []byte       // Join with LeftOuter: encoding of the right side's zero value
 	// ByteValues is set for Group when the values are bytes: a []byte list
 	// holds raw bytes, not each byte's own (uvarint) encoding.
 	ByteValues bool
 }
+
+// FileFormat is the format of a file source or sink.
+type FileFormat uint8
+
+const (
+	// Text is lines of text: each line a string record.
+	Text FileFormat = iota
+	// JSONLines is one JSON value per line.
+	JSONLines
+	// Parquet is a Parquet file of flat structs; a split is one row group.
+	Parquet
+)
 
 // FileSplit is a byte range of a file; the lines starting in it belong to it.
 type FileSplit struct {
@@ -106,6 +127,11 @@ type FileSplit struct {
 	// FileSize is the whole object's size, from the driver's listing, for
 	// s3:// paths: ranged reads stay within it without asking the store.
 	FileSize int64
+	// Compression is the codec of a compressed file ("gzip", "zstd"),
+	// read whole by one split; "" for plain files.
+	Compression string
+	// RowGroup is the Parquet row group a split reads.
+	RowGroup int
 }
 
 // SortOrder orders keys.
@@ -178,9 +204,16 @@ type Output struct {
 	Limit   int    // Collect
 	Dir     string // SaveText: the job's temporary directory, or the output's s3:// prefix
 	// Text is set when the records are strings, written as they are;
-	// other records are rendered with Schema.
+	// other records are rendered with Schema, as JSON when Format is
+	// JSONLines.
 	Text   bool
 	Schema *codec.Schema
+	Format FileFormat
+	// Ext is the extension of the committed part files (".json").
+	Ext string
+	// Columns and Codec describe Parquet output.
+	Columns []parquetio.Column
+	Codec   string
 	// SampleSize is the number of keys SampleKeys keeps per partition.
 	SampleSize int
 }

@@ -144,6 +144,12 @@ func (r *runner) input(id, p int) (Input, error) {
 		return Input{}, fmt.Errorf("text file node %d: the task carries no split %d", id, p)
 	}
 	lines := textLines(r.ctx, split, r.ft.Store)
+	if n.Format == Parquet {
+		return Input{Records: parquetRecords(r.ctx, split, n.Columns, r.ft.Store)}, nil
+	}
+	if n.Format == JSONLines {
+		return Input{Records: jsonRecords(lines, n.Schema, split.Path)}, nil
+	}
 	return Input{Lines: lines, Records: func(emit func([]byte) error) error {
 		var rec []byte
 		return lines(func(line string) error {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/drover-project/drover/internal/codec"
 	"github.com/drover-project/drover/internal/objstore"
 )
 
@@ -69,6 +70,9 @@ func share(count uint64, p, parts int) uint64 {
 // is read in fresh chunks that are never written again, so the lines are
 // strings over them, without a copy or an allocation per line.
 func textLines(ctx context.Context, s FileSplit, store *objstore.Store) func(emit func(string) error) error {
+	if s.Compression != "" {
+		return compressedLines(ctx, s, store)
+	}
 	return func(emit func(string) error) error {
 		f, err := openSplit(ctx, s, store)
 		if err != nil {
@@ -156,4 +160,30 @@ func trimCR(s string) string {
 		return s[:n-1]
 	}
 	return s
+}
+
+// jsonRecords turns JSON lines into records of the type schema describes.
+// Blank lines are skipped, as Spark's JSON reader does.
+func jsonRecords(lines func(emit func(string) error) error, schema *codec.Schema, path string) Producer {
+	return func(emit func([]byte) error) error {
+		var rec []byte
+		return lines(func(line string) error {
+			if strings.TrimSpace(line) == "" {
+				return nil
+			}
+			var err error
+			if rec, err = schema.AppendFromJSON(rec[:0], unsafe.Slice(unsafe.StringData(line), len(line))); err != nil {
+				return fmt.Errorf("reading JSON lines %s: %w (line %q)", path, err, abbreviate(line, 80))
+			}
+			return emit(rec)
+		})
+	}
+}
+
+// abbreviate is at most n bytes of s, for an error message.
+func abbreviate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
