@@ -89,8 +89,10 @@ func TestDevCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	pids := append([]int{st.PID}, st.ComponentPIDs...)
-	if fi, err := os.Stat(filepath.Join(state, stateFile)); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("the state file, which holds the object store's keys, is not private: %v %v", fi.Mode(), err)
+	if fi, err := os.Stat(filepath.Join(state, stateFile)); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o600 {
+		t.Errorf("the state file, which holds the object store's keys, has mode %v, want 0600", fi.Mode().Perm())
 	}
 
 	if out, err := dc("up"); err != nil || !strings.Contains(out, "already up") {
