@@ -38,11 +38,11 @@ func buildScript(ctx context.Context, progress io.Writer, script, what string) e
 		return err
 	}
 	for {
-		script := filepath.Join(dir, "hack", script)
+		path := filepath.Join(dir, "hack", script)
 		if gomod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(gomod), "module github.com/drover-project/drover\n") {
-			if _, err := os.Stat(script); err == nil {
-				fmt.Fprintf(progress, "drover: building %s with %s (minutes, once)...\n", what, script)
-				c := exec.CommandContext(ctx, "bash", script)
+			if _, err := os.Stat(path); err == nil {
+				fmt.Fprintf(progress, "drover: building %s with %s (minutes, once)...\n", what, path)
+				c := exec.CommandContext(ctx, "bash", path)
 				c.Stdout, c.Stderr = progress, progress
 				if err := c.Run(); err != nil {
 					return fmt.Errorf("building %s: %w", what, err)
