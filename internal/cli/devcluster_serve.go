@@ -161,7 +161,7 @@ func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, repor
 		Kubectl:       kubectlPath(env.BinDir),
 		ProcessNodes:  env.ProcessNodeNames,
 		KwokNodes:     env.KwokNodeNames,
-		ComponentPIDs: env.PIDs(),
+		ComponentPIDs: append(env.PIDs(), srv.PID()),
 		Started:       time.Now(),
 		StartSeconds:  env.StartDuration.Seconds(),
 		S3:            s3st,
