@@ -12,8 +12,9 @@ K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 build:
 	$(GO) build -o bin/drover ./cmd/drover
 
-## demo: examples/wordcount in cluster mode on the dev cluster (a real control plane on loopback; builds the
-## Kubernetes binaries the first time, several minutes), with its progress and result; cleans up after itself
+## demo: examples/wordcount in cluster mode on the dev cluster (a real control plane on loopback and an S3 store;
+## builds the Kubernetes binaries and versitygw side by side the first time, several minutes), from and to its
+## bucket, with its progress and result read back; cleans up after itself
 demo:
 	@./hack/demo.sh
 

@@ -3,6 +3,9 @@
 // and counted with a map-side combine before the shuffle.
 //
 //	go run ./examples/wordcount --master 'local-cluster[2,1,1024]' README.md 10
+//
+// A third argument saves every word's count there ("word<TAB>count" lines,
+// written by the executors), such as s3://bucket/counts.
 package main
 
 import (
@@ -40,10 +43,17 @@ func isSpace(c byte) bool {
 
 var sum = drover.RegisterReduce("wordcount.sum", func(a, b int) int { return a + b })
 
+var format = drover.RegisterMap("wordcount.format", func(kv drover.KV[string, int]) string {
+	return kv.Key + "\t" + strconv.Itoa(kv.Value)
+})
+
 // Count returns the count of every word of the files path names.
 func Count(ctx *drover.Context, path string) ([]drover.KV[string, int], error) {
-	counts := drover.ReduceByKey(drover.FlatMap(drover.TextFile(ctx, path), words), sum, 0)
-	return counts.Collect()
+	return counts(ctx, path).Collect()
+}
+
+func counts(ctx *drover.Context, path string) *drover.Dataset[drover.KV[string, int]] {
+	return drover.ReduceByKey(drover.FlatMap(drover.TextFile(ctx, path), words), sum, 0)
 }
 
 // Top orders counts by decreasing count, then by word, and keeps n.
@@ -56,21 +66,29 @@ func Top(counts []drover.KV[string, int], n int) []drover.KV[string, int] {
 
 func run(ctx *drover.Context) error {
 	args := ctx.Args()
-	if len(args) < 1 || len(args) > 2 {
-		return fmt.Errorf("usage: wordcount <file, directory or glob> [number of words to print, default 20]")
+	if len(args) < 1 || len(args) > 3 {
+		return fmt.Errorf("usage: wordcount <file, directory or glob> [number of words to print, default 20] [output directory]")
 	}
 	n := 20
-	if len(args) == 2 {
+	if len(args) >= 2 {
 		var err error
 		if n, err = strconv.Atoi(args[1]); err != nil || n < 1 {
 			return fmt.Errorf("number of words: expected a positive integer, got %q", args[1])
 		}
 	}
-	counts, err := Count(ctx, args[0])
+	all := counts(ctx, args[0])
+	if len(args) == 3 {
+		// The collect below reads the same shuffle: its map stage runs once.
+		if err := drover.Map(all, format).SaveAsTextFile(args[2]); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "wordcount: saved the counts to %s\n", args[2])
+	}
+	got, err := all.Collect()
 	if err != nil {
 		return err
 	}
-	for _, kv := range Top(counts, n) {
+	for _, kv := range Top(got, n) {
 		fmt.Fprintf(os.Stdout, "%s\t%d\n", kv.Key, kv.Value)
 	}
 	return nil

@@ -51,6 +51,8 @@ type devClusterState struct {
 	ComponentPIDs []int     `json:"componentPIDs"`
 	Started       time.Time `json:"started"`
 	StartSeconds  float64   `json:"startSeconds"`
+	// S3 is the object store (nil from a drover without one).
+	S3 *devS3State `json:"s3,omitempty"`
 }
 
 type devClusterOptions struct {
@@ -145,8 +147,10 @@ func newDevClusterCommand() *cobra.Command {
 		Short: "Run a local Kubernetes cluster whose pods are processes on this machine",
 		Long: `dev-cluster runs a real Kubernetes control plane on loopback (etcd, kube-apiserver, kube-scheduler,
 kube-controller-manager) with one process node, which runs each pod's command as a local process with
-its own 127.x.y.z pod IP, and optionally kwok nodes that simulate pods. It is for trying drover's
-Kubernetes mode without a cluster. The binaries come from ` + "`make testbin`" + ` (cached in ~/.cache/drover).`,
+its own 127.x.y.z pod IP, and optionally kwok nodes that simulate pods, and an S3-compatible object store
+(versitygw) with a bucket named drover, whose keys every namespace gets as the Secret drover-s3. It is for
+trying drover's Kubernetes mode without a cluster. The binaries come from ` + "`make testbin`" + ` and
+` + "`make versitygw`" + ` (cached in ~/.cache/drover).`,
 	}
 	cmd.PersistentFlags().StringVar(&o.stateDir, "state-dir", "", "directory for the cluster's kubeconfig, logs and data (default $XDG_STATE_HOME/drover/dev-cluster or ~/.cache/drover/dev-cluster)")
 	run := func(f func(*cobra.Command, *devClusterOptions) error) func(*cobra.Command, []string) error {
@@ -180,14 +184,15 @@ Kubernetes mode without a cluster. The binaries come from ` + "`make testbin`" +
 		c.Flags().DurationVar(&o.ttl, "ttl", 0, "stop the cluster by itself after this long (0: never)")
 		_ = c.Flags().MarkHidden("ttl") // for tests, so a killed test can't leave a cluster running
 	}
-	up.Flags().BoolVar(&o.build, "build", false, "build missing Kubernetes binaries first with hack/build-testbin.sh (inside a drover checkout; takes minutes)")
+	up.Flags().BoolVar(&o.build, "build", false, "build missing Kubernetes binaries and versitygw first with hack/build-testbin.sh and hack/build-versitygw.sh (inside a drover checkout; takes minutes)")
 	up.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the cluster to be ready")
 
 	cmd.AddCommand(up, serve,
 		&cobra.Command{Use: "down", Short: "Stop the dev cluster and remove its files", Args: cobra.NoArgs, RunE: run(runDown)},
 		&cobra.Command{Use: "status", Short: "Say whether the dev cluster is up, and where", Args: cobra.NoArgs, RunE: run(runStatus)},
-		&cobra.Command{Use: "env", Short: "Print the shell commands that point kubectl (KUBECONFIG) and drover submit (DROVER_DEV_MASTER) at the dev cluster", Args: cobra.NoArgs, RunE: run(runEnv),
+		&cobra.Command{Use: "env", Short: "Print the shell commands that point kubectl (KUBECONFIG) and drover submit (DROVER_DEV_MASTER) at the dev cluster, and its object store (DROVER_DEV_S3_*)", Args: cobra.NoArgs, RunE: run(runEnv),
 			Example: `  eval "$(drover dev-cluster env)"`},
+		newPutCommand(o, run), newCatCommand(run),
 	)
 	return cmd
 }
@@ -238,10 +243,21 @@ func runUp(cmd *cobra.Command, o *devClusterOptions) error {
 		if !o.build {
 			return fmt.Errorf("%w\n(or run `drover dev-cluster up --build` inside a drover checkout)", err)
 		}
-		if err := buildTestbin(cmd.Context(), cmd.ErrOrStderr()); err != nil {
+		if err := buildScript(cmd.Context(), cmd.ErrOrStderr(), "build-testbin.sh", "the Kubernetes binaries"); err != nil {
 			return err
 		}
 		if _, err := testenv.FindBinaries(need...); err != nil {
+			return err
+		}
+	}
+	if _, err := testenv.VersityGWBinary(); err != nil {
+		if !o.build {
+			return fmt.Errorf("%w\n(or run `drover dev-cluster up --build` inside a drover checkout)", err)
+		}
+		if err := buildScript(cmd.Context(), cmd.ErrOrStderr(), "build-versitygw.sh", "versitygw"); err != nil {
+			return err
+		}
+		if _, err := testenv.VersityGWBinary(); err != nil {
 			return err
 		}
 	}
@@ -328,6 +344,14 @@ func (o *devClusterOptions) printUsage(out io.Writer, st *devClusterState) {
 	fmt.Fprintf(out, "  export KUBECONFIG=%s\n", st.Kubeconfig)
 	fmt.Fprintf(out, "  %s get nodes\n", kubectl)
 	fmt.Fprintf(out, "  drover submit --master k8s://%s ...\n\n", st.URL)
+	if s := st.S3; s != nil {
+		fmt.Fprintf(out, "Object store: %s (region %s, path-style), bucket s3://%s/\n", s.Endpoint, s.Region, s.Bucket)
+		fmt.Fprintf(out, "  access key %s, secret key %s\n", s.AccessKey, s.SecretKey)
+		fmt.Fprintf(out, "  every namespace has them in the Secret %s (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); pods take them with\n", s.Secret)
+		fmt.Fprintf(out, "  --conf spark.kubernetes.{driver,executor}.secretKeyRef.AWS_ACCESS_KEY_ID=%s:AWS_ACCESS_KEY_ID (and the secret key)\n", s.Secret)
+		fmt.Fprintf(out, "  and --conf spark.hadoop.fs.s3a.endpoint=%s --conf spark.hadoop.fs.s3a.path.style.access=true\n", s.Endpoint)
+		fmt.Fprintf(out, "  drover dev-cluster put FILE s3://%s/PREFIX/; drover dev-cluster cat s3://%s/PATH\n\n", s.Bucket, s.Bucket)
+	}
 	fmt.Fprint(out, "Pods run as processes on this machine: a container's command must name a program here (images are\n"+
 		"ignored); each pod gets its own 127.x.y.z address. drover logs and kubectl logs work.\n")
 	fmt.Fprintf(out, "Stop it with: drover dev-cluster down%s\n", o.stateDirFlag())
@@ -376,7 +400,7 @@ func runDown(cmd *cobra.Command, o *devClusterOptions) error {
 // removeState removes the files a dev cluster keeps in its state directory,
 // and only those: --state-dir may name a directory that holds other things.
 func removeState(o *devClusterOptions) error {
-	for _, f := range []string{clusterDir, kubeconfigOut, stateFile, pidFile, daemonLog, lockFile} {
+	for _, f := range []string{clusterDir, s3Dir, kubeconfigOut, stateFile, pidFile, daemonLog, lockFile} {
 		if err := os.RemoveAll(o.path(f)); err != nil {
 			return fmt.Errorf("removing the dev cluster's files: %w", err)
 		}
@@ -442,6 +466,14 @@ func runEnv(cmd *cobra.Command, o *devClusterOptions) error {
 	if !daemonUp(o) || err != nil {
 		return fmt.Errorf("the dev cluster in %s is not up; start it with: drover dev-cluster up%s", o.stateDir, o.stateDirFlag())
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "export KUBECONFIG=%s\nexport DROVER_DEV_MASTER=k8s://%s\n", st.Kubeconfig, st.URL)
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "export KUBECONFIG=%s\nexport DROVER_DEV_MASTER=k8s://%s\n", st.Kubeconfig, st.URL)
+	// Not as AWS_*: evaluated in a user's shell, that would replace the
+	// credentials of their real account.
+	if s := st.S3; s != nil {
+		fmt.Fprintf(out, "export DROVER_DEV_S3_ENDPOINT=%s\nexport DROVER_DEV_S3_BUCKET=%s\nexport DROVER_DEV_S3_SECRET=%s\n"+
+			"export DROVER_DEV_S3_ACCESS_KEY=%s\nexport DROVER_DEV_S3_SECRET_KEY=%s\n",
+			s.Endpoint, s.Bucket, s.Secret, s.AccessKey, s.SecretKey)
+	}
 	return nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,29 +30,29 @@ import (
 // background): it runs the control plane, writes the state the other verbs
 // read, and takes its files with it when it stops.
 
-// buildTestbin runs hack/build-testbin.sh of the drover checkout around the
-// working directory.
-func buildTestbin(ctx context.Context, progress io.Writer) error {
+// buildScript runs hack/<script> of the drover checkout around the working
+// directory, which builds what.
+func buildScript(ctx context.Context, progress io.Writer, script, what string) error {
 	dir, err := os.Getwd()
 	if err != nil {
 		return err
 	}
 	for {
-		script := filepath.Join(dir, "hack", "build-testbin.sh")
+		path := filepath.Join(dir, "hack", script)
 		if gomod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(gomod), "module github.com/drover-project/drover\n") {
-			if _, err := os.Stat(script); err == nil {
-				fmt.Fprintf(progress, "drover: building the Kubernetes binaries with %s (minutes, once)...\n", script)
-				c := exec.CommandContext(ctx, "bash", script)
+			if _, err := os.Stat(path); err == nil {
+				fmt.Fprintf(progress, "drover: building %s with %s (minutes, once)...\n", what, path)
+				c := exec.CommandContext(ctx, "bash", path)
 				c.Stdout, c.Stderr = progress, progress
 				if err := c.Run(); err != nil {
-					return fmt.Errorf("building the Kubernetes binaries: %w", err)
+					return fmt.Errorf("building %s: %w", what, err)
 				}
 				return nil
 			}
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return errors.New("--build needs a drover checkout: run it inside one (hack/build-testbin.sh is not shipped with the binary)")
+			return fmt.Errorf("--build needs a drover checkout: run it inside one (hack/%s is not shipped with the binary)", script)
 		}
 		dir = parent
 	}
@@ -102,7 +101,7 @@ func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, repor
 	// Whatever stops the daemon, it takes its files with it; down removes
 	// the rest (this log, the lock).
 	defer func() {
-		for _, f := range []string{kubeconfigOut, stateFile, pidFile, clusterDir} {
+		for _, f := range []string{kubeconfigOut, stateFile, pidFile, clusterDir, s3Dir} {
 			_ = os.RemoveAll(o.path(f))
 		}
 	}()
@@ -136,6 +135,18 @@ func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, repor
 	if err := waitDefaultServiceAccount(ctx, env.Client); err != nil {
 		return err
 	}
+	srv, s3st, err := startS3(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := srv.Stop(); err != nil {
+			logger.Error("stopping the object store", "err", err)
+		}
+	}()
+	if err := publishS3Secret(ctx, env.Client, s3st, logger); err != nil {
+		return err
+	}
 	kubeconfig, err := os.ReadFile(env.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("reading the kubeconfig: %w", err)
@@ -150,18 +161,20 @@ func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, repor
 		Kubectl:       kubectlPath(env.BinDir),
 		ProcessNodes:  env.ProcessNodeNames,
 		KwokNodes:     env.KwokNodeNames,
-		ComponentPIDs: env.PIDs(),
+		ComponentPIDs: append(env.PIDs(), srv.PID()),
 		Started:       time.Now(),
 		StartSeconds:  env.StartDuration.Seconds(),
+		S3:            s3st,
 	}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(o.path(stateFile), b, 0o644); err != nil {
+	// 0600: it holds the object store's keys.
+	if err := os.WriteFile(o.path(stateFile), b, 0o600); err != nil {
 		return fmt.Errorf("writing the state file: %w", err)
 	}
-	logger.Info("dev cluster ready", "url", env.URL, "kubeconfig", st.Kubeconfig)
+	logger.Info("dev cluster ready", "url", env.URL, "kubeconfig", st.Kubeconfig, "s3", s3st.Endpoint)
 	report("ready")
 	<-ctx.Done()
 	return nil

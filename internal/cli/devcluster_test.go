@@ -89,6 +89,11 @@ func TestDevCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	pids := append([]int{st.PID}, st.ComponentPIDs...)
+	if fi, err := os.Stat(filepath.Join(state, stateFile)); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o600 {
+		t.Errorf("the state file, which holds the object store's keys, has mode %v, want 0600", fi.Mode().Perm())
+	}
 
 	if out, err := dc("up"); err != nil || !strings.Contains(out, "already up") {
 		t.Errorf("second up: %v\n%s", err, out)
@@ -127,7 +132,8 @@ spec:
 	if out, err := dc("status"); err != nil || !strings.Contains(out, "up: API server "+st.URL+" (responding)") {
 		t.Errorf("status: %v\n%s", err, out)
 	}
-	if out, err := dc("env"); err != nil || out != "export KUBECONFIG="+kubeconfig+"\nexport DROVER_DEV_MASTER=k8s://"+st.URL+"\n" {
+	if out, err := dc("env"); err != nil || !strings.HasPrefix(out, "export KUBECONFIG="+kubeconfig+"\nexport DROVER_DEV_MASTER=k8s://"+st.URL+"\n") ||
+		st.S3 == nil || !strings.Contains(out, "export DROVER_DEV_S3_ENDPOINT="+st.S3.Endpoint+"\n") {
 		t.Errorf("env = %q, %v", out, err)
 	}
 	// Without --state-dir, the verbs find the cluster up started with it.

@@ -67,6 +67,9 @@ const (
 	// '-' and '.' as '_'. Readers: the cluster-mode driver's conf file
 	// (internal/k8s/podspec) and the executor's ConfigMap (ConfVolume).
 	VolumePrefix = "DROVER_VOLUME_"
+	// LocalDirVolume is VolumePrefix for an executor's first local-dir
+	// volume (podspec.LocalDirVolumePrefix + "1").
+	LocalDirVolume = VolumePrefix + "SPARK_LOCAL_DIR_1"
 	// ConfVolume is VolumePrefix for the executor ConfigMap's volume
 	// (podspec.ConfVolumeName).
 	ConfVolume = VolumePrefix + "DROVER_CONF_VOLUME_EXEC"

@@ -50,6 +50,12 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 		LocalDir:  strings.TrimSpace(strings.Split(getenv(envvar.LocalDirs), ",")[0]),
 		Auth:      rpc.Auth{AppID: getenv(envvar.AppID), Secret: getenv(envvar.AuthSecret)},
 	}
+	// A process node (tests, drover dev-cluster) cannot mount the local-dir
+	// volume at its path, which every executor on the machine would then
+	// share: the pod's own copy is where the node says it put it.
+	if d := getenv(envvar.LocalDirVolume); d != "" && o.LocalDir != "" {
+		o.LocalDir = d
+	}
 	for _, req := range []struct{ name, val string }{{envvar.DriverURL, o.DriverURL}, {envvar.AppID, o.AppID}, {envvar.ExecutorID, getenv(envvar.ExecutorID)}} {
 		if req.val == "" {
 			return o, fmt.Errorf("starting executor: environment variable %s is not set", req.name)

@@ -213,6 +213,16 @@ func TestOptionsFromEnv(t *testing.T) {
 	})); diff != "" {
 		t.Errorf("options round trip (-want +got):\n%s", diff)
 	}
+	// On a process node, the pod's copy of its local-dir volume, not the
+	// mount path.
+	env[envvar.LocalDirs] = "/var/data/drover,/var/data/other"
+	if got, _ := OptionsFromEnv(func(k string) string { return env[k] }); got.LocalDir != "/var/data/drover" {
+		t.Errorf("local dir %q, want the first of SPARK_LOCAL_DIRS", got.LocalDir)
+	}
+	env[envvar.LocalDirVolume] = "/nodes/pods/p-exec-3/volumes/spark-local-dir-1"
+	if got, _ := OptionsFromEnv(func(k string) string { return env[k] }); got.LocalDir != env[envvar.LocalDirVolume] {
+		t.Errorf("local dir on a process node %q, want %s", got.LocalDir, env[envvar.LocalDirVolume])
+	}
 	delete(env, envvar.DriverURL)
 	if _, err := OptionsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), envvar.DriverURL) {
 		t.Errorf("missing driver URL: %v", err)

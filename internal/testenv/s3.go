@@ -194,6 +194,9 @@ func (s *S3) Env() []string {
 	}
 }
 
+// PID is the server's process id.
+func (s *S3) PID() int { return s.comp.pid() }
+
 // Stop stops the server and removes its directory.
 func (s *S3) Stop() error {
 	s.once.Do(func() {
