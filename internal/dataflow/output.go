@@ -77,20 +77,27 @@ func (r *runner) saveText(p Producer) ([]byte, error) {
 		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
 	}
 	if o.Format == Parquet {
-		err := writeParquet(f.w, p, o.Columns, o.Codec)
-		var result []byte
-		if err == nil {
-			result, err = f.finish()
-		}
-		if err != nil {
-			f.discard()
-			return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
-		}
-		return result, nil
+		err = writeParquet(f.w, p, o.Columns, o.Codec)
+	} else {
+		err = writeLines(f.w, p, o)
 	}
-	w := bufio.NewWriterSize(f.w, 1<<20)
+	var result []byte
+	if err == nil {
+		result, err = f.finish()
+	}
+	if err != nil {
+		f.discard()
+		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
+	}
+	return result, nil
+}
+
+// writeLines writes the partition's records to f, one line each: as text,
+// JSON or formatted by their schema.
+func writeLines(f io.Writer, p Producer, o Output) error {
+	w := bufio.NewWriterSize(f, 1<<20)
 	var line []byte
-	err = p(func(rec []byte) error {
+	err := p(func(rec []byte) error {
 		var err error
 		switch {
 		case o.Text:
@@ -108,18 +115,10 @@ func (r *runner) saveText(p Producer) ([]byte, error) {
 		}
 		return w.WriteByte('\n')
 	})
-	if err == nil {
-		err = w.Flush()
-	}
-	var result []byte
-	if err == nil {
-		result, err = f.finish()
-	}
 	if err != nil {
-		f.discard()
-		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
+		return err
 	}
-	return result, nil
+	return w.Flush()
 }
 
 // part is a partition's output being written.
