@@ -342,7 +342,7 @@ func (s *Schema) appendFromJSON(dst []byte, v any, at string) ([]byte, error) {
 				return dst, mismatch()
 			}
 			var err error
-			if n, err = strconv.ParseInt(string(num), 10, intBits(s.Kind)); err != nil {
+			if n, err = strconv.ParseInt(string(num), 10, IntBits(s.Kind)); err != nil {
 				return dst, fmt.Errorf("JSON number %s%s does not fit Go %s", num, atSuffix(at), s.Kind)
 			}
 		}
@@ -355,7 +355,7 @@ func (s *Schema) appendFromJSON(dst []byte, v any, at string) ([]byte, error) {
 				return dst, mismatch()
 			}
 			var err error
-			if n, err = strconv.ParseUint(string(num), 10, intBits(s.Kind)); err != nil {
+			if n, err = strconv.ParseUint(string(num), 10, IntBits(s.Kind)); err != nil {
 				return dst, fmt.Errorf("JSON number %s%s does not fit Go %s", num, atSuffix(at), s.Kind)
 			}
 		}
@@ -509,7 +509,8 @@ func (s *Schema) field(obj map[string]any, i int) any {
 	return nil
 }
 
-func intBits(k reflect.Kind) int {
+// IntBits is the size in bits of an integer kind (int and uint: 64).
+func IntBits(k reflect.Kind) int {
 	switch k {
 	case reflect.Int8, reflect.Uint8:
 		return 8

@@ -86,12 +86,9 @@ func openStream(ctx context.Context, s FileSplit, store *objstore.Store) (io.Rea
 	if !objstore.HasScheme(s.Path) {
 		return os.Open(s.Path)
 	}
-	u, err := objstore.Parse(s.Path)
+	u, err := storeObject("reading", s.Path, store)
 	if err != nil {
 		return nil, err
-	}
-	if store == nil {
-		return nil, fmt.Errorf("reading %s: this executor has no object-store client", s.Path)
 	}
 	return store.OpenRange(ctx, u, 0, -1)
 }

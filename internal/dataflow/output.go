@@ -142,12 +142,9 @@ func (r *runner) createPart(dir string) (part, error) {
 			finish:  func() ([]byte, error) { return []byte(name), f.Close() },
 			discard: func() { f.Close(); os.Remove(path) }}, nil
 	}
-	u, err := objstore.Parse(dir)
+	u, err := storeObject("writing", dir, r.ft.Store)
 	if err != nil {
 		return part{}, err
-	}
-	if r.ft.Store == nil {
-		return part{}, fmt.Errorf("writing %s: this executor has no object-store client", dir)
 	}
 	// The final key, not one per attempt: attempts differ by their upload
 	// ids, and the object appears only when the driver completes one.

@@ -41,12 +41,9 @@ func OpenReaderAt(ctx context.Context, path string, size int64, store *objstore.
 	if !objstore.HasScheme(path) {
 		return os.Open(path)
 	}
-	u, err := objstore.Parse(path)
+	u, err := storeObject("reading", path, store)
 	if err != nil {
 		return nil, err
-	}
-	if store == nil {
-		return nil, fmt.Errorf("reading %s: this executor has no object-store client", path)
 	}
 	return store.NewReaderAt(ctx, u, size, 0), nil
 }

@@ -145,14 +145,24 @@ func openSplit(ctx context.Context, s FileSplit, store *objstore.Store) (interfa
 	if !objstore.HasScheme(s.Path) {
 		return os.Open(s.Path)
 	}
-	u, err := objstore.Parse(s.Path)
+	u, err := storeObject("reading", s.Path, store)
 	if err != nil {
 		return nil, err
 	}
-	if store == nil {
-		return nil, fmt.Errorf("reading %s: this executor has no object-store client", s.Path)
-	}
 	return store.NewReaderAt(ctx, u, s.FileSize, s.Start+s.Size), nil
+}
+
+// storeObject is path's object for an operation (what, for the error) of
+// this process's object-store client, which must exist.
+func storeObject(what, path string, store *objstore.Store) (objstore.URI, error) {
+	u, err := objstore.Parse(path)
+	if err != nil {
+		return objstore.URI{}, err
+	}
+	if store == nil {
+		return objstore.URI{}, fmt.Errorf("%s %s: this executor has no object-store client", what, path)
+	}
+	return u, nil
 }
 
 func trimCR(s string) string {

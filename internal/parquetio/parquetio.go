@@ -75,26 +75,14 @@ func (c Column) node() parquet.Node {
 	case c.Kind == reflect.Float64:
 		n = parquet.Leaf(parquet.DoubleType)
 	case c.Kind >= reflect.Int && c.Kind <= reflect.Int64:
-		n = parquet.Int(bitSize(c.Kind))
+		n = parquet.Int(codec.IntBits(c.Kind))
 	default:
-		n = parquet.Uint(bitSize(c.Kind))
+		n = parquet.Uint(codec.IntBits(c.Kind))
 	}
 	if c.Optional {
 		n = parquet.Optional(n)
 	}
 	return n
-}
-
-func bitSize(k reflect.Kind) int {
-	switch k {
-	case reflect.Int8, reflect.Uint8:
-		return 8
-	case reflect.Int16, reflect.Uint16:
-		return 16
-	case reflect.Int32, reflect.Uint32:
-		return 32
-	}
-	return 64
 }
 
 // Schema is the Parquet schema of the stored columns.

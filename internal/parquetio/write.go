@@ -136,7 +136,7 @@ func readValue(rec []byte, c Column) (parquet.Value, []byte, error) {
 		if k <= 0 {
 			return parquet.Value{}, rec, errShort
 		}
-		if bitSize(c.Kind) <= 32 {
+		if codec.IntBits(c.Kind) <= 32 {
 			return parquet.Int32Value(int32(uint32(n))), rec[k:], nil
 		}
 		return parquet.Int64Value(int64(n)), rec[k:], nil
@@ -145,7 +145,7 @@ func readValue(rec []byte, c Column) (parquet.Value, []byte, error) {
 		if k <= 0 {
 			return parquet.Value{}, rec, errShort
 		}
-		if bitSize(c.Kind) <= 32 {
+		if codec.IntBits(c.Kind) <= 32 {
 			return parquet.Int32Value(int32(n)), rec[k:], nil
 		}
 		return parquet.Int64Value(n), rec[k:], nil
