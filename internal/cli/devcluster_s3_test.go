@@ -273,7 +273,10 @@ func watchProcesses(t *testing.T, binary string) *processWatch {
 				}
 				cwd, err1 := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
 				environ, err2 := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-				if err1 != nil || err2 != nil {
+				if err1 != nil || err2 != nil || len(environ) == 0 {
+					// An empty environment is a process caught inside
+					// execve: its new image is mapped, its stack not yet
+					// set up. Look again on the next tick.
 					continue
 				}
 				p := appProcess{pid: pid, cwd: cwd, env: map[string]string{}}
