@@ -30,7 +30,9 @@ func (d *Dataset[T]) run(out dataflow.Output, partitions []int, onResult func(p 
 	// The dataset must outlive its job: its cleanup would drop the graph
 	// nodes the job runs.
 	defer runtime.KeepAlive(d)
-	return d.c.graph.Run(d.c, d.id, out, partitions, onResult)
+	return d.c.job(func(ctx context.Context) error {
+		return d.c.graph.Run(ctx, d.id, out, partitions, onResult)
+	})
 }
 
 // decodeFramed appends the records of a result block to out.

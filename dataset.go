@@ -2,6 +2,7 @@ package drover
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -517,24 +518,26 @@ func (c *Context) rangeBounds(id, parts, n int, order *dataflow.SortOrder) ([][]
 		weight float64
 	}
 	var samples []sample
-	err := c.graph.Run(c, id, dataflow.Output{Kind: dataflow.SampleKeys, SampleSize: perPartition}, seq(parts),
-		func(_ int, b []byte) error {
-			count, rest, err := codec.DecoderFor[int64]()(b)
-			if err != nil {
-				return err
-			}
-			var keys [][]byte
-			if err := dataflow.ForEachFramed(rest, func(k []byte) error {
-				keys = append(keys, append([]byte(nil), k...))
-				return nil
-			}); err != nil {
-				return err
-			}
-			for _, k := range keys {
-				samples = append(samples, sample{k, float64(count) / float64(len(keys))})
-			}
+	onSample := func(_ int, b []byte) error {
+		count, rest, err := codec.DecoderFor[int64]()(b)
+		if err != nil {
+			return err
+		}
+		var keys [][]byte
+		if err := dataflow.ForEachFramed(rest, func(k []byte) error {
+			keys = append(keys, append([]byte(nil), k...))
 			return nil
-		})
+		}); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			samples = append(samples, sample{k, float64(count) / float64(len(keys))})
+		}
+		return nil
+	}
+	err := c.job(func(ctx context.Context) error {
+		return c.graph.Run(ctx, id, dataflow.Output{Kind: dataflow.SampleKeys, SampleSize: perPartition}, seq(parts), onSample)
+	})
 	if err != nil || len(samples) == 0 {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"os/user"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -17,12 +18,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 
 	"github.com/drover-project/drover/internal/codec"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/dynalloc"
 	"github.com/drover-project/drover/internal/envvar"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/funcs"
@@ -50,6 +53,7 @@ type Context struct {
 	graph   *dag.Graph
 	cluster master.Cluster
 	metrics *prometheus.Registry
+	events  *events.Bus
 	jobs    atomic.Int64
 	// tracking is spark.cleaner.referenceTracking: datasets the program
 	// dropped are forgotten, with their shuffles' files.
@@ -94,13 +98,17 @@ func RunPartitions[In, Out any](c *Context, f *Func[In, Out], inputs []In) ([]Ou
 		tasks[i] = scheduler.TaskSpec{Partition: i, Payload: b}
 	}
 	raw := make([][]byte, len(inputs))
-	job := c.jobs.Add(1)
-	err := c.sched.Run(c, scheduler.TaskSetSpec{
-		JobID:     job,
-		StageID:   int(job),
-		Func:      f.name,
-		Tasks:     tasks,
-		OnSuccess: func(p int, r []byte) { raw[p] = r },
+	var job int64
+	err := c.job(func(ctx context.Context) error {
+		job = events.JobOf(ctx)
+		return c.sched.Run(ctx, scheduler.TaskSetSpec{
+			JobID:     job,
+			StageID:   c.graph.NewStageID(),
+			Func:      f.name,
+			Name:      "RunPartitions " + f.name,
+			Tasks:     tasks,
+			OnSuccess: func(p int, r []byte) { raw[p] = r },
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("job %d (%s): %w", job, f.name, err)
@@ -261,7 +269,7 @@ func masterOrDefault(c *config.Conf) string {
 	return "local[*]"
 }
 
-func drive(parent context.Context, conf *config.Conf, m master.URL, args []string, log *slog.Logger, console io.Writer, run func(*Context) error) error {
+func drive(parent context.Context, conf *config.Conf, m master.URL, args []string, log *slog.Logger, console io.Writer, run func(*Context) error) (err error) {
 	// A cluster manager that finds the application cannot go on (no
 	// executor can start, a pod spec the API server rejects) ends it
 	// through this context.
@@ -278,6 +286,25 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	if err != nil {
 		return err
 	}
+	// Every consumer subscribes before the first event: the stream starts
+	// with AppStart. Closed last, after the cluster manager stopped, so
+	// the executors' removals reach the consumers.
+	bus := events.NewBus(clock.RealClock{}, log)
+	defer bus.Close()
+	defer func() {
+		end := &events.AppEnd{}
+		if err != nil {
+			end.Err = err.Error()
+		}
+		bus.Publish(end)
+	}()
+	var tracker *progress.Tracker
+	if config.ShowConsoleProgress.Get(conf) {
+		tracker = &progress.Tracker{}
+		bus.Subscribe("progress", 0, tracker.Handle)
+	}
+	bus.Publish(&events.AppStart{AppID: appID, Name: config.AppName.Get(conf), Master: m.Raw, User: currentUser(),
+		DeployMode: config.DeployMode.Get(conf), Conf: conf.Redacted(), DriverHost: driverHost()})
 	maxFailures := config.TaskMaxFailures.Get(conf)
 	if m.Kind == master.Local {
 		maxFailures = m.MaxFailures
@@ -290,6 +317,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		MaxResultSize: config.DriverMaxResultSize.Get(conf),
 		MaxTaskSize:   config.RPCMessageMaxSize.Get(conf),
 		ExecutorLost:  func(id executorid.ID) { graph.ExecutorLost(id) },
+		Events:        bus,
 		Logger:        log,
 	})
 	graph = dag.New(sched, dag.Options{
@@ -327,7 +355,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	}
 	metrics := prometheus.NewRegistry()
 	objstore.RegisterMetrics(metrics)
-	cluster, err = master.NewCluster(master.App{ID: appID, Conf: conf, Master: m, Scheduler: sched, Security: security, Logger: log,
+	cluster, err = master.NewCluster(master.App{ID: appID, Conf: conf, Master: m, Scheduler: sched, Security: security, Events: bus, Logger: log,
 		Fail: func(err error) { fail(err) }})
 	if err != nil {
 		return err
@@ -349,18 +377,18 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	}
 	log.Info("application started", "master", m.Raw, "name", config.AppName.Get(conf), "startup", time.Since(start).Round(time.Millisecond))
 	c := &Context{Context: ctx, appID: appID, conf: conf, args: args, log: log, sched: sched, graph: graph, cluster: cluster,
-		metrics: metrics, tracking: config.CleanerReferenceTracking.Get(conf)}
+		metrics: metrics, events: bus, tracking: config.CleanerReferenceTracking.Get(conf)}
 	if dyn != nil {
-		stop, err := startDynamicAllocation(ctx, *dyn, conf, sched, graph, cluster, metrics, log)
+		stop, err := startDynamicAllocation(ctx, *dyn, conf, sched, graph, cluster, metrics, bus, log)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
-	if config.ShowConsoleProgress.Get(conf) {
+	if tracker != nil {
 		progressCtx, stopProgress := context.WithCancel(ctx)
 		reporter := &progress.Reporter{W: console, Terminal: isTerminal(console), Interval: config.ProgressInterval.Get(conf),
-			Source: sched.Progress}
+			Source: tracker.Stages}
 		done := make(chan struct{})
 		go func() { reporter.Run(progressCtx); close(done) }()
 		defer func() { stopProgress(); <-done }()
@@ -389,7 +417,7 @@ func runApp(c *Context, run func(*Context) error) (err error) {
 // startDynamicAllocation runs the allocation policy until the returned
 // function is called.
 func startDynamicAllocation(ctx context.Context, cfg dynalloc.Config, conf *config.Conf, sched *scheduler.Scheduler,
-	graph *dag.Graph, cluster master.Cluster, metrics prometheus.Registerer, log *slog.Logger) (func(), error) {
+	graph *dag.Graph, cluster master.Cluster, metrics prometheus.Registerer, events *events.Bus, log *slog.Logger) (func(), error) {
 	client := cluster.Allocation()
 	if client == nil {
 		return nil, errors.New("dynamic allocation: this cluster manager cannot add or remove executors")
@@ -404,6 +432,7 @@ func startDynamicAllocation(ctx context.Context, cfg dynalloc.Config, conf *conf
 		Decommission: config.DecommissionEnabled.Get(conf),
 		Logger:       log,
 		Metrics:      dynalloc.NewMetrics(metrics),
+		Events:       events,
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -439,3 +468,18 @@ func isTerminal(w io.Writer) bool {
 }
 
 func isFrozen(err error) bool { return errors.Is(err, funcs.ErrFrozen) }
+
+// currentUser is who runs the driver, as Spark's sparkUser: the login
+// name, else $USER.
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+// driverHost is the driver's host name: its pod's name on Kubernetes.
+func driverHost() string {
+	h, _ := os.Hostname()
+	return h
+}

@@ -42,7 +42,6 @@ type Graph struct {
 	// lost are the executors reported lost: their map outputs are gone,
 	// also those whose tasks report success afterwards.
 	lost    map[executorid.ID]bool
-	nextJob int64
 }
 
 // shuffleState is a shuffle and the map outputs that exist.

@@ -48,10 +48,7 @@ func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partiti
 		if st.ID == 0 {
 			// Numbered once its parents ran, so stages are numbered in the
 			// order they run, as in Spark.
-			g.mu.Lock()
-			g.nextStage++
-			st.ID = g.nextStage
-			g.mu.Unlock()
+			st.ID = g.NewStageID()
 		}
 		done, gens, err := g.runTasks(ctx, st, pending)
 		if errors.Is(err, errInputsLost) {
@@ -188,4 +185,13 @@ func (g *Graph) computeShuffle(ctx context.Context, sid int) error {
 			return err
 		}
 	}
+}
+
+// NewStageID numbers a stage: the graph's, or one a caller runs on the
+// task scheduler itself.
+func (g *Graph) NewStageID() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.nextStage++
+	return g.nextStage
 }

@@ -3,10 +3,12 @@ package dag
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/drover-project/drover/internal/dataflow"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/shuffle"
 )
@@ -52,14 +54,13 @@ func (g *Graph) runTasks(ctx context.Context, st *dataflow.Stage, partitions []i
 		}
 		tasks[i] = scheduler.TaskSpec{Partition: p, Payload: b}
 	}
-	g.nextJob++
-	job := g.nextJob
+	name := stageName(st)
 	g.mu.Unlock()
 
 	var mu sync.Mutex
 	var done []result
 	err = g.sched.Run(ctx, scheduler.TaskSetSpec{
-		JobID: job, StageID: st.ID, StageAttempt: st.Attempt, Func: dataflow.TaskFunc, Tasks: tasks,
+		JobID: events.JobOf(ctx), StageID: st.ID, StageAttempt: st.Attempt, Func: dataflow.TaskFunc, Tasks: tasks, Name: name,
 		OnSuccess: func(p int, r []byte) {
 			if st.Output.Kind == dataflow.WriteShuffle {
 				// Recorded at once, not when the stage ends: dynamic
@@ -120,4 +121,45 @@ func (g *Graph) inputsLocked(st *dataflow.Stage, id, p int, t *dataflow.Task) {
 			t.Blocks[sid][p] = refs
 		}
 	}
+}
+
+// stageName describes a stage for the UI by its last dataset and what its
+// tasks do with the records: "flatMap main.split → shuffle 1".
+func stageName(st *dataflow.Stage) string {
+	n := st.Nodes[st.Final]
+	var name string
+	switch n.Kind {
+	case dataflow.Func:
+		name = string(n.Mode) + " " + n.Fn
+	case dataflow.Parallelize:
+		name = "parallelize"
+	case dataflow.Range:
+		name = "range"
+	case dataflow.TextFile:
+		name = "read"
+		if len(n.Splits) > 0 {
+			name += " " + n.Splits[0].Path
+		}
+	case dataflow.Coalesce:
+		name = "coalesce"
+	case dataflow.Shuffled:
+		name = fmt.Sprintf("read shuffle %v", n.Shuffles)
+	}
+	switch st.Output.Kind {
+	case dataflow.WriteShuffle:
+		return fmt.Sprintf("%s → shuffle %d", name, st.Output.Shuffle)
+	case dataflow.Collect:
+		return name + " → collect"
+	case dataflow.Count:
+		return name + " → count"
+	case dataflow.ReduceAll:
+		return name + " → reduce " + st.Output.Fn
+	case dataflow.Foreach:
+		return name + " → foreach " + st.Output.Fn
+	case dataflow.SaveText:
+		return name + " → save"
+	case dataflow.SampleKeys:
+		return name + " → sample keys"
+	}
+	return name
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
@@ -44,6 +45,8 @@ type Manager struct {
 	Clock        clock.WithTicker
 	Logger       *slog.Logger
 	Metrics      *Metrics
+	// Events, when set, hears of every target change.
+	Events *events.Bus
 
 	state     State
 	idleSince map[executorid.ID]time.Time
@@ -141,6 +144,7 @@ func (m *Manager) tick(now time.Time) {
 			m.state = prev
 		} else {
 			m.Logger.Info("executor target changed", "target", d.Target, "previous", prev.Target, "reason", d.Reason)
+			m.Events.Publish(&events.TargetChanged{Target: d.Target, Backlog: in.PendingTasks + in.Running, Reason: d.Reason})
 			if m.Metrics != nil {
 				m.Metrics.Target.Set(float64(d.Target))
 				dir := "up"

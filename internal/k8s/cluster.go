@@ -21,6 +21,7 @@ import (
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dynalloc"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/client"
@@ -57,8 +58,12 @@ type Cluster struct {
 	driverPod *corev1.Pod
 	initial   int
 
-	src      *podsource.Source
-	dirty    chan struct{}
+	src    *podsource.Source
+	dirty  chan struct{}
+	events *events.Bus
+	// placed is what the event stream was last told of each executor's
+	// pod: its node and phase. Used by the snapshot loop only.
+	placed   map[executorid.ID]placement
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	stopOnce sync.Once
@@ -155,11 +160,13 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 	bo := coarse.ConfOptions(app.ID, app.Conf, app.Security.Driver)
 	bo.BindAddress, bo.Port, bo.AdvertiseHost = bind, config.DriverPort.Get(app.Conf), host
 	bo.InitialExecutors, bo.MinRegisteredRatio = c.initial, ratio
-	bo.Admit, bo.OnExecutorsChanged, bo.Logger = c.admit, c.markDirty, c.log
+	bo.Admit, bo.OnExecutorsChanged, bo.Logger, bo.Events = c.admit, c.markDirty, c.log, app.Events
 	c.backend = coarse.New(app.Scheduler, c, bo)
 	allocOpts := allocatorOptions(app.Conf)
 	c.alloc = allocator.New(allocOpts, &podClient{c}, c.clock, c.log.With("component", "allocator"))
 	c.alloc.OnLimit(c.limitChanged)
+	c.alloc.PublishTo(app.Events)
+	c.events = app.Events
 	c.allocCtx, c.haltAlloc = context.WithCancel(context.Background())
 	return c, nil
 }

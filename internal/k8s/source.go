@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/podsource"
@@ -128,4 +129,31 @@ func (c *Cluster) publish(pods []*corev1.Pod, touched map[executorid.ID]bool) {
 	c.alloc.SetRegistered(ids...)
 	c.alloc.OnSnapshot(s, touched)
 	c.life().OnSnapshot(s, true)
+	c.publishPlacements(s)
+}
+
+type placement struct{ node, phase string }
+
+// publishPlacements tells the event stream where executors' pods landed
+// and their phase, when either changed since the last snapshot.
+func (c *Cluster) publishPlacements(s snapshot.Snapshot) {
+	if c.events == nil {
+		return
+	}
+	if c.placed == nil {
+		c.placed = map[executorid.ID]placement{}
+	}
+	for id, ep := range s.Pods {
+		p := placement{ep.Pod.Spec.NodeName, string(ep.Pod.Status.Phase)}
+		if c.placed[id] == p {
+			continue
+		}
+		c.placed[id] = p
+		c.events.Publish(&events.ExecutorPlaced{Executor: id, Pod: ep.Pod.Name, Node: p.node, Phase: p.phase})
+	}
+	for id := range c.placed {
+		if _, ok := s.Pods[id]; !ok {
+			delete(c.placed, id)
+		}
+	}
 }

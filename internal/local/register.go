@@ -77,7 +77,7 @@ func newLocalCluster(app master.App) (master.Cluster, error) {
 	opts := coarse.ConfOptions(app.ID, app.Conf, app.Security.Driver)
 	opts.BindAddress = "127.0.0.1"
 	opts.InitialExecutors, opts.MinRegisteredRatio = initial, ratio
-	opts.Logger = app.Logger
+	opts.Logger, opts.Events = app.Logger, app.Events
 	b := coarse.New(app.Scheduler, c, opts)
 	return &processCluster{b: b, c: c}, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-project/drover/internal/backend"
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
@@ -20,7 +21,10 @@ type App struct {
 	Master    URL
 	Scheduler *scheduler.Scheduler
 	Security  Security
-	Logger    *slog.Logger
+	// Events hears what the cluster manager does: executors added and
+	// removed, allocation rounds, pods created and placed.
+	Events *events.Bus
+	Logger *slog.Logger
 	// Fail ends the application with err: for failures the cluster manager
 	// detects on its own (no executor can start, too many executor
 	// failures, a pod spec the API server rejects).

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 )
 
@@ -21,7 +22,9 @@ type TaskSetSpec struct {
 	StageID      int
 	StageAttempt int
 	Func         string
-	Tasks        []TaskSpec
+	// Name describes the stage in the UI ("map at wordcount.go:31").
+	Name  string
+	Tasks []TaskSpec
 	// OnSuccess receives each partition's first successful result. It runs
 	// under the scheduler's lock, so it must be quick and must not call the
 	// scheduler.
@@ -44,7 +47,9 @@ type Options struct {
 	// scheduler has resubmitted its tasks), so map outputs on it can be
 	// forgotten.
 	ExecutorLost func(executor executorid.ID)
-	Logger       *slog.Logger
+	// Events, when set, hears of every stage attempt and task attempt.
+	Events *events.Bus
+	Logger *slog.Logger
 }
 
 // Scheduler assigns tasks of active task sets to resource offers, first in
@@ -65,6 +70,7 @@ type Scheduler struct {
 type attempt struct {
 	set      *TaskSet
 	index    int
+	number   int // the task's attempt number, from 0
 	executor executorid.ID
 	// fetching is the declared size of a result being fetched, reserved
 	// against spark.driver.maxResultSize (CanFetchResult).
@@ -158,6 +164,8 @@ func (s *Scheduler) Submit(spec TaskSetSpec) *TaskSet {
 			}
 		}
 	}
+	s.opts.Events.Publish(&events.StageSubmitted{JobID: spec.JobID, StageID: spec.StageID, Attempt: spec.StageAttempt,
+		Name: spec.Name, NumTasks: len(spec.Tasks)})
 	s.mu.Lock()
 	s.active = append(s.active, ts)
 	s.mu.Unlock()
@@ -244,7 +252,7 @@ func (s *Scheduler) nextTaskLocked() (*TaskSet, int, bool) {
 func (s *Scheduler) launchLocked(ts *TaskSet, index int, executor executorid.ID) TaskDescription {
 	s.nextTaskID++
 	tid := s.nextTaskID
-	s.running[tid] = &attempt{set: ts, index: index, executor: executor}
+	s.running[tid] = &attempt{set: ts, index: index, number: ts.failures[index], executor: executor}
 	tasks := s.byExecutor[executor]
 	if tasks == nil {
 		tasks = map[int64]struct{}{}
@@ -252,6 +260,8 @@ func (s *Scheduler) launchLocked(ts *TaskSet, index int, executor executorid.ID)
 	}
 	tasks[tid] = struct{}{}
 	t := ts.spec.Tasks[index]
+	s.opts.Events.Publish(&events.TaskStart{TaskID: tid, StageID: ts.spec.StageID, StageAttempt: ts.spec.StageAttempt,
+		Partition: t.Partition, Attempt: ts.failures[index], Executor: executor})
 	return TaskDescription{
 		TaskID:       tid,
 		JobID:        ts.spec.JobID,

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 )
 
@@ -61,8 +62,12 @@ func (s *Scheduler) StatusUpdates(statuses []Status) {
 			continue
 		}
 		a := s.forgetLocked(st.TaskID)
-		if a == nil || a.set.finished {
+		if a == nil {
 			continue // a late report for an attempt we stopped caring about
+		}
+		s.taskEnded(st.TaskID, a, st)
+		if a.set.finished {
+			continue
 		}
 		ts := a.set
 		switch st.State {
@@ -140,7 +145,11 @@ func (s *Scheduler) ExecutorLost(executor executorid.ID, reason LossReason) {
 	delete(s.byExecutor, executor)
 	for tid := range tids {
 		a := s.forgetLocked(tid)
-		if a == nil || a.set.finished {
+		if a == nil {
+			continue
+		}
+		s.taskEnded(tid, a, &Status{State: Failed, Err: "executor lost: " + reason.String()})
+		if a.set.finished {
 			continue
 		}
 		if reason.CausedByApp {
@@ -181,6 +190,7 @@ func (s *Scheduler) abortLocked(ts *TaskSet, err error) []killOrder {
 		if a.set == ts {
 			kills = append(kills, killOrder{tid, a.executor})
 			s.forgetLocked(tid)
+			s.taskEnded(tid, a, &Status{State: Killed, Err: "task set aborted"})
 		}
 	}
 	s.finishLocked(ts, err)
@@ -190,6 +200,11 @@ func (s *Scheduler) abortLocked(ts *TaskSet, err error) []killOrder {
 func (s *Scheduler) finishLocked(ts *TaskSet, err error) {
 	ts.finished = true
 	ts.err = err
+	end := &events.StageCompleted{StageID: ts.spec.StageID, Attempt: ts.spec.StageAttempt}
+	if err != nil {
+		end.Err = err.Error()
+	}
+	s.opts.Events.Publish(end)
 	for i, a := range s.active {
 		if a == ts {
 			s.active = append(s.active[:i], s.active[i+1:]...)
@@ -203,4 +218,27 @@ func (s *Scheduler) kill(kills []killOrder, reason string) {
 	for _, k := range kills {
 		s.backend.KillTask(k.taskID, k.executor, reason)
 	}
+}
+
+// taskEnded publishes the end of a forgotten attempt.
+func (s *Scheduler) taskEnded(tid int64, a *attempt, st *Status) {
+	if s.opts.Events == nil {
+		return
+	}
+	e := &events.TaskEnd{TaskID: tid, StageID: a.set.spec.StageID, StageAttempt: a.set.spec.StageAttempt,
+		Partition: a.set.spec.Tasks[a.index].Partition, Attempt: a.number, Executor: a.executor,
+		Duration: st.Duration, Metrics: st.Metrics, FetchFailed: st.FetchFailed != nil}
+	e.Metrics.ResultBytes = int64(len(st.Result))
+	switch st.State {
+	case Finished:
+		e.State = events.TaskSuccess
+	case Killed:
+		e.State, e.Reason = events.TaskKilled, st.Err
+	default:
+		e.State, e.Reason = events.TaskFailed, st.Err
+		if st.FetchFailed != nil {
+			e.Reason = st.FetchFailed.Error()
+		}
+	}
+	s.opts.Events.Publish(e)
 }

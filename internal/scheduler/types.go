@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 )
 
@@ -63,6 +64,8 @@ type Status struct {
 	Stack      string
 	Panicked   bool
 	Duration   time.Duration
+	// Metrics is what the executor measured while running the task.
+	Metrics events.TaskMetrics
 	// FetchFailed is set when the task failed because it could not read a
 	// shuffle block: the map output must be recomputed, which retrying the
 	// task alone cannot do.

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/executorid"
 
@@ -92,6 +93,8 @@ type Options struct {
 	// OnExecutorsChanged, when set, is called after an executor registers
 	// or is removed, without the backend's lock held.
 	OnExecutorsChanged func()
+	// Events hears of every executor registered and removed.
+	Events *events.Bus
 
 	Clock  clock.WithTicker
 	Logger *slog.Logger

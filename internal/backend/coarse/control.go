@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/pb"
@@ -95,6 +96,8 @@ func (b *Backend) register(reg *pb.Register) (*executorData, error) {
 	ex.lastSeen.Store(ex.registeredAt.UnixNano())
 	b.executors[id] = ex
 	b.totalCores += ex.TotalCores
+	b.opts.Events.Publish(&events.ExecutorAdded{Header: events.Header{Time: ex.registeredAt}, Executor: id,
+		Address: ex.Address, Pod: ex.PodName, Cores: ex.TotalCores})
 	close(b.registered)
 	b.registered = make(chan struct{})
 	return ex, nil

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
@@ -90,6 +91,8 @@ func (b *Backend) remove(id executorid.ID, reason scheduler.LossReason) bool {
 		return false
 	}
 	b.log.Info("executor removed", "executor", id, "reason", reason.String(), "caused_by_app", reason.CausedByApp)
+	b.opts.Events.Publish(&events.ExecutorRemoved{Executor: id, Reason: reason.Message, ExitCode: reason.ExitCode,
+		CausedByApp: reason.CausedByApp})
 	b.changed()
 	b.sched.ExecutorLost(id, reason)
 	return true

@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
@@ -41,6 +43,7 @@ type Allocator struct {
 	observe func(Plan)
 	// onLimit hears when the cap on the executors changes.
 	onLimit   func(Limit)
+	events    *events.Bus
 	lastLimit Limit
 
 	mu         sync.Mutex
@@ -73,6 +76,10 @@ func New(o Options, client PodClient, clk clock.WithTicker, logger *slog.Logger)
 // back changes (a quota, the id maximum), and when it clears. Call it
 // before Run.
 func (a *Allocator) OnLimit(f func(Limit)) { a.onLimit = f }
+
+// PublishTo makes the allocator publish its rounds and creates to bus.
+// Call it before Run.
+func (a *Allocator) PublishTo(bus *events.Bus) { a.events = bus }
 
 // SetTarget sets the number of executors the application wants.
 func (a *Allocator) SetTarget(n int) {
@@ -197,6 +204,7 @@ func (a *Allocator) Run(ctx context.Context) error {
 // round decides under the lock and applies the plan outside it, so the
 // informer and the backend are never blocked on the API server.
 func (a *Allocator) round(ctx context.Context) (Plan, bool) {
+	start := a.clock.Now()
 	a.mu.Lock()
 	if !a.haveSnap {
 		a.mu.Unlock()
@@ -230,6 +238,7 @@ func (a *Allocator) round(ctx context.Context) (Plan, bool) {
 	}
 	deletes := a.delete(ctx, plan)
 	creates := a.create(ctx, plan.Create)
+	a.publish(plan, creates, start)
 	a.mu.Lock()
 	a.creates = append(a.creates, creates...)
 	a.deletes = append(a.deletes, deletes...)
@@ -297,6 +306,11 @@ func (a *Allocator) create(ctx context.Context, ids []executorid.ID) []CreateRes
 		wg.Go(func() {
 			defer func() { <-sem }()
 			err := a.client.CreateExecutorPod(ctx, id)
+			created := &events.PodCreated{Executor: id}
+			if err != nil {
+				created.Err = err.Error()
+			}
+			a.events.Publish(created)
 			if classify(err) != classOK {
 				failed.Store(true)
 				a.log.Debug("creating executor pod failed", "executor", id, "err", err)
@@ -306,4 +320,21 @@ func (a *Allocator) create(ctx context.Context, ids []executorid.ID) []CreateRes
 	}
 	wg.Wait()
 	return rs
+}
+
+// publish tells the event stream what a round saw and did.
+func (a *Allocator) publish(p Plan, creates []CreateResult, start time.Time) {
+	if a.events == nil {
+		return
+	}
+	c := p.Counts
+	e := &events.AllocationRound{Target: c.Target, Running: c.Running, Pending: c.NotRunning(),
+		Created: len(p.Create) - p.Resend, Resent: p.Resend, DeletedExcess: len(p.DeleteExcess), DeletedLost: len(p.DeleteLost),
+		Waiting: p.Limit.String(), Report: p.Report, Latency: a.clock.Since(start)}
+	for _, r := range creates {
+		if r.Err != nil && !errors.Is(r.Err, ErrNotAttempted) {
+			e.CreateErrors++
+		}
+	}
+	a.events.Publish(e)
 }

@@ -1,0 +1,124 @@
+package events
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestBusDeliversInOrderToEveryConsumer(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	b := NewBus(clocktesting.NewFakePassiveClock(now), nil)
+	var mu sync.Mutex
+	got := map[string][]int64{}
+	for _, name := range []string{"ui", "log"} {
+		b.Subscribe(name, 0, func(e Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			if e.header().Time != now {
+				t.Errorf("%s: event time %v, want the bus clock's %v", name, e.header().Time, now)
+			}
+			got[name] = append(got[name], e.(*JobStart).JobID)
+		})
+	}
+	for i := range int64(100) {
+		b.Publish(&JobStart{JobID: i})
+	}
+	b.Close()
+	var want []int64
+	for i := range int64(100) {
+		want = append(want, i)
+	}
+	if diff := cmp.Diff(map[string][]int64{"ui": want, "log": want}, got); diff != "" {
+		t.Errorf("delivered (-want +got):\n%s", diff)
+	}
+}
+
+func TestSlowConsumerDropsAndCountsWithoutBlocking(t *testing.T) {
+	b := NewBus(nil, nil)
+	release := make(chan struct{})
+	var handled int
+	slow := b.Subscribe("slow", 4, func(Event) { <-release; handled++ })
+	fast := 0
+	b.Subscribe("fast", 1000, func(Event) { fast++ })
+	done := make(chan struct{})
+	go func() {
+		for range 100 {
+			b.Publish(&AppEnd{})
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Publish blocked on a slow consumer")
+	}
+	close(release)
+	b.Close()
+	if fast != 100 {
+		t.Errorf("the fast consumer handled %d events, want 100", fast)
+	}
+	// At most the queue and the one being handled get through.
+	if handled > 5 || slow.Dropped() != int64(100-handled) {
+		t.Errorf("slow consumer: handled %d, dropped %d; want ≤ 5 handled and the rest dropped", handled, slow.Dropped())
+	}
+}
+
+func TestNilBusDropsEverything(t *testing.T) {
+	var b *Bus
+	b.Publish(&AppEnd{})
+	b.Close()
+}
+
+func TestPublishRacingCloseDoesNotPanic(t *testing.T) {
+	for range 50 {
+		b := NewBus(nil, nil)
+		b.Subscribe("x", 1, func(Event) {})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for range 100 {
+				b.Publish(&AppEnd{})
+			}
+		})
+		b.Close()
+		wg.Wait()
+	}
+}
+
+func TestMarshalRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	for _, e := range []Event{
+		&AppStart{Header{at}, "app-1", "wc", "k8s://x", "alice", "cluster", map[string]string{"a": "b"}, "pod"},
+		&TaskEnd{Header: Header{at}, TaskID: 7, StageID: 2, Executor: 3, State: TaskFailed, Reason: "boom",
+			Duration: time.Second, Metrics: TaskMetrics{ShuffleWriteBytes: 10}},
+		&AllocationRound{Header: Header{at}, Target: 5, Running: 2, Pending: 3, Created: 3, Latency: time.Millisecond},
+		&AppEnd{Header: Header{at}},
+	} {
+		b, err := Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Unmarshal(b)
+		if err != nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		if diff := cmp.Diff(e, back); diff != "" {
+			t.Errorf("%s round trip (-want +got):\n%s", Name(e), diff)
+		}
+	}
+	if _, err := Unmarshal([]byte(`{"Event":"FromTheFuture"}`)); !errors.Is(err, ErrUnknown) {
+		t.Errorf("unknown event: err %v, want ErrUnknown", err)
+	}
+	for _, e := range []Event{&AppStart{}} {
+		if Name(e) != "AppStart" {
+			t.Errorf("Name = %q", Name(e))
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package events
+
+import (
+	"time"
+
+	"github.com/drover-project/drover/internal/executorid"
+)
+
+// Event is one thing that happened in the application.
+type Event interface {
+	// header is the part every event has; it also keeps the set of
+	// events to this package, so the event log can name each one.
+	header() *Header
+}
+
+// Header is what every event carries.
+type Header struct {
+	// Time is when the event happened; the bus stamps its clock's time on
+	// an event published without one.
+	Time time.Time
+}
+
+func (h *Header) header() *Header { return h }
+
+// AppStart is the first event of an application.
+type AppStart struct {
+	Header
+	AppID, Name, Master, User string
+	// DeployMode is client or cluster.
+	DeployMode string
+	// Conf is the configuration, its secrets redacted.
+	Conf map[string]string
+	// DriverHost is where the driver runs (its pod's name on Kubernetes).
+	DriverHost string
+}
+
+// AppEnd is the last event of an application; Err is empty on success.
+type AppEnd struct {
+	Header
+	Err string
+}
+
+// JobStart is an action's start: count, collect, save…
+type JobStart struct {
+	Header
+	JobID int64
+	// Name says what the action is ("count", "saveAsTextFile s3://b/out").
+	Name string
+}
+
+// JobEnd is an action's end; Err is empty on success.
+type JobEnd struct {
+	Header
+	JobID int64
+	Err   string
+}
+
+// StageSubmitted is a stage attempt whose tasks were handed to the
+// task scheduler.
+type StageSubmitted struct {
+	Header
+	JobID          int64
+	StageID        int
+	Attempt        int
+	Name           string
+	NumTasks       int
+	ParentShuffles []int `json:",omitempty"`
+}
+
+// StageCompleted ends a stage attempt; Err is empty on success.
+type StageCompleted struct {
+	Header
+	StageID int
+	Attempt int
+	Err     string `json:",omitempty"`
+}
+
+// TaskStart is a task attempt sent to an executor.
+type TaskStart struct {
+	Header
+	TaskID       int64
+	StageID      int
+	StageAttempt int
+	Partition    int
+	Attempt      int
+	Executor     executorid.ID
+}
+
+// Task end states, as Spark's REST API words them.
+const (
+	TaskSuccess = "SUCCESS"
+	TaskFailed  = "FAILED"
+	TaskKilled  = "KILLED"
+)
+
+// TaskEnd is a task attempt's end.
+type TaskEnd struct {
+	Header
+	TaskID       int64
+	StageID      int
+	StageAttempt int
+	Partition    int
+	Attempt      int
+	Executor     executorid.ID
+	// State is TaskSuccess, TaskFailed or TaskKilled.
+	State string
+	// Reason is why the attempt failed or was killed.
+	Reason      string `json:",omitempty"`
+	FetchFailed bool   `json:",omitempty"`
+	// Duration is the task's run time as its executor measured it; 0 for
+	// an attempt lost with its executor.
+	Duration time.Duration
+	Metrics  TaskMetrics
+}
+
+// TaskMetrics is what an executor measured while running a task.
+type TaskMetrics struct {
+	ResultBytes         int64 `json:",omitempty"`
+	InputBytes          int64 `json:",omitempty"`
+	InputRecords        int64 `json:",omitempty"`
+	OutputBytes         int64 `json:",omitempty"`
+	OutputRecords       int64 `json:",omitempty"`
+	ShuffleReadBytes    int64 `json:",omitempty"`
+	ShuffleReadRecords  int64 `json:",omitempty"`
+	ShuffleWriteBytes   int64 `json:",omitempty"`
+	ShuffleWriteRecords int64 `json:",omitempty"`
+	// SpillBytes is what the task wrote to disk because it ran out of
+	// memory (Spark's diskBytesSpilled).
+	SpillBytes int64 `json:",omitempty"`
+}
+
+// ExecutorAdded is an executor that registered with the driver.
+type ExecutorAdded struct {
+	Header
+	Executor executorid.ID
+	// Address is where the executor serves shuffle blocks (host:port).
+	Address string
+	// Pod is its pod's name on Kubernetes.
+	Pod   string `json:",omitempty"`
+	Cores int
+}
+
+// ExecutorRemoved is an executor the driver dropped, with why.
+type ExecutorRemoved struct {
+	Header
+	Executor executorid.ID
+	// Reason is the loss reason as the cluster manager words it.
+	Reason      string
+	ExitCode    int  `json:",omitempty"`
+	CausedByApp bool `json:",omitempty"`
+}
+
+// ExecutorPlaced is where the cluster put an executor's pod, and its
+// phase, as the pod watch last saw it.
+type ExecutorPlaced struct {
+	Header
+	Executor executorid.ID
+	Pod      string
+	Node     string `json:",omitempty"`
+	Phase    string
+}
+
+// AllocationRound is one round of the Kubernetes allocator: what it saw and
+// what it decided.
+type AllocationRound struct {
+	Header
+	Target  int
+	Running int
+	// Pending counts created pods not running yet (seen or not); Gated
+	// those of them held by a scheduling gate.
+	Pending int
+	Gated   int `json:",omitempty"`
+	// Created and Resent count the creates the round sent; DeletedExcess
+	// and DeletedLost the pods it deleted.
+	Created       int `json:",omitempty"`
+	Resent        int `json:",omitempty"`
+	DeletedExcess int `json:",omitempty"`
+	DeletedLost   int `json:",omitempty"`
+	// CreateErrors counts the round's creates that failed.
+	CreateErrors int `json:",omitempty"`
+	// Waiting says why the allocator does not move towards the target,
+	// when something holds it ("ResourceQuota pods3").
+	Waiting string `json:",omitempty"`
+	// Report is the round's message for the user, if any.
+	Report string `json:",omitempty"`
+	// Latency is how long the round took, its API calls included.
+	Latency time.Duration
+}
+
+// PodCreated is the outcome of one executor pod create.
+type PodCreated struct {
+	Header
+	Executor executorid.ID
+	// Err is empty when the API server stored the pod.
+	Err string `json:",omitempty"`
+}
+
+// TargetChanged is a new number of executors the application wants, from
+// dynamic allocation.
+type TargetChanged struct {
+	Header
+	Target int
+	// Backlog is the number of tasks pending and running then.
+	Backlog int
+	// Reason is the policy's why ("backlog for 1s", "idle").
+	Reason string `json:",omitempty"`
+}
