@@ -62,7 +62,8 @@ type Cluster struct {
 	dirty  chan struct{}
 	events *events.Bus
 	// placed is what the event stream was last told of each executor's
-	// pod: its node and phase. Used by the snapshot loop only.
+	// pod: its node and phase. The snapshot and poll loops share it.
+	placedMu sync.Mutex
 	placed   map[executorid.ID]placement
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup

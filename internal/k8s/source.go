@@ -140,6 +140,8 @@ func (c *Cluster) publishPlacements(s snapshot.Snapshot) {
 	if c.events == nil {
 		return
 	}
+	c.placedMu.Lock()
+	defer c.placedMu.Unlock()
 	if c.placed == nil {
 		c.placed = map[executorid.ID]placement{}
 	}
