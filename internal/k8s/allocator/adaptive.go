@@ -71,7 +71,7 @@ func (s *State) adaptiveRound(in Input, c Counts, r roundResult, o Options, p *P
 func (s *State) unbound(in Input) int {
 	n := 0
 	for id, ep := range in.Snapshot.Pods {
-		if ep.State == snapshot.Pending && s.deleted[id] == nil && !in.Registered[id] && (ep.Pod == nil || ep.Pod.Spec.NodeName == "") {
+		if ep.State.Waiting() && s.deleted[id] == nil && !in.Registered[id] && (ep.Pod == nil || ep.Pod.Spec.NodeName == "") {
 			n++
 		}
 	}
@@ -89,7 +89,7 @@ func (s *State) admitted(in Input) bool {
 		if !ok {
 			return false
 		}
-		if ep.State == snapshot.Pending && (ep.Pod == nil || ep.Pod.Spec.NodeName == "") {
+		if ep.State.Waiting() && (ep.Pod == nil || ep.Pod.Spec.NodeName == "") {
 			return false
 		}
 	}

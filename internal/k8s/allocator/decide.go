@@ -281,12 +281,18 @@ func (s *State) count(in Input) (Counts, []snapshot.ExecutorPod) {
 		switch ep.State {
 		case snapshot.Running:
 			c.Running++
-		case snapshot.Pending, snapshot.Unknown:
+		case snapshot.Pending, snapshot.Gated, snapshot.Unknown:
 			if in.Registered[id] {
 				c.PendingKnown++
 			} else {
 				c.Pending++
 				pending = append(pending, ep)
+			}
+			if ep.State == snapshot.Gated {
+				c.Gated++
+				if c.GatedBy == "" {
+					c.GatedBy = snapshot.Gate(ep.Pod)
+				}
 			}
 		}
 	}

@@ -84,6 +84,11 @@ type Counts struct {
 	// Unseen and UnseenKnown count pods created but not yet in a snapshot
 	// (Spark's newlyCreatedExecutors and schedulerKnownNewlyCreatedExecs).
 	Unseen, UnseenKnown int
+	// Gated counts the pending pods a scheduling gate holds (counted in
+	// Pending or PendingKnown too); GatedBy names what holds the first:
+	// "queue X" for Kueue, else the gate.
+	Gated   int
+	GatedBy string
 }
 
 // Limit is a cap on the executors the allocator can create now.
@@ -104,6 +109,18 @@ func (l Limit) String() string {
 		return ""
 	}
 	return fmt.Sprintf("%d held back by %s", l.Held, l.Cause)
+}
+
+// Waiting says what keeps the application from its target, if anything:
+// a cap on creates, else pods a queue has not admitted.
+func (p Plan) Waiting() string {
+	if s := p.Limit.String(); s != "" {
+		return s
+	}
+	if c := p.Counts; c.Gated > 0 {
+		return fmt.Sprintf("%d waiting for queue admission (%s)", c.Gated, c.GatedBy)
+	}
+	return ""
 }
 
 // NotRunning is every counted executor that is not a Running pod.

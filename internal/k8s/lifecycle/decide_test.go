@@ -11,6 +11,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
@@ -621,4 +622,22 @@ func failOf(actions []Action) *FailApplication {
 		}
 	}
 	return nil
+}
+
+// A pod a queue holds (Kueue's scheduling gate) waits as long as the queue
+// says: it is not a start failure, not unschedulable, and never deleted,
+// however long the gate stays.
+func TestDecideGatedPodWaits(t *testing.T) {
+	var s State
+	o := testOptions()
+	gated := pod(2)
+	gated.p.Spec.NodeName = ""
+	gated.p.Labels[snapshot.LabelKueueQueue] = "team-a"
+	gated.p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: snapshot.GateKueue}}
+	gated.cond(corev1.PodScheduled, corev1.ConditionFalse, corev1.PodReasonSchedulingGated, "Scheduling is blocked due to non-empty scheduling gates")
+	for _, d := range []time.Duration{0, time.Minute, o.StartTimeout, 10 * time.Minute, time.Hour} {
+		check(t, Decide(&s, Input{Now: t0.Add(d), Snapshot: snap(t0, gated)}, o), nil)
+	}
+	// Admitted an hour later: it starts like any pod.
+	check(t, Decide(&s, Input{Now: t0.Add(time.Hour + time.Second), Snapshot: snap(t0, pod(2).running())}, o), nil)
 }

@@ -31,6 +31,10 @@ const (
 	Failed
 	Deleted
 	Unknown
+	// Gated is a pending pod held by a scheduling gate: a queue (Kueue)
+	// has not admitted it. It waits without a problem: no start timeout,
+	// no unschedulable back-off.
+	Gated
 )
 
 func (s State) String() string {
@@ -47,12 +51,17 @@ func (s State) String() string {
 		return "Deleted"
 	case Unknown:
 		return "Unknown"
+	case Gated:
+		return "Gated"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
 
 // Final reports whether the pod's executor is gone for good.
 func (s State) Final() bool { return s == Succeeded || s == Failed || s == Deleted }
+
+// Waiting reports whether the pod has not started: Pending, or Gated.
+func (s State) Waiting() bool { return s == Pending || s == Gated }
 
 // ExecutorPod is one executor's pod and its classified state.
 type ExecutorPod struct {
@@ -112,6 +121,9 @@ func Classify(p *corev1.Pod, container string) State {
 	}
 	switch phase {
 	case corev1.PodPending:
+		if len(p.Spec.SchedulingGates) > 0 {
+			return Gated
+		}
 		return Pending
 	case corev1.PodRunning:
 		// With restartPolicy Never, any container that ended with a
@@ -136,4 +148,27 @@ func Classify(p *corev1.Pod, container string) State {
 		return Failed
 	}
 	return Unknown
+}
+
+// Kueue's names for plain pods: the queue label, and the gate it puts on
+// pods until their workload is admitted.
+const (
+	LabelKueueQueue = "kueue.x-k8s.io/queue-name"
+	GateKueue       = "kueue.x-k8s.io/admission"
+)
+
+// Gate names what holds a gated pod: "queue X" when Kueue gates it for its
+// queue, else its first scheduling gate; "" for a pod without gates.
+func Gate(p *corev1.Pod) string {
+	if p == nil || len(p.Spec.SchedulingGates) == 0 {
+		return ""
+	}
+	for _, g := range p.Spec.SchedulingGates {
+		if g.Name == GateKueue {
+			if q := p.Labels[LabelKueueQueue]; q != "" {
+				return "queue " + q
+			}
+		}
+	}
+	return "scheduling gate " + p.Spec.SchedulingGates[0].Name
 }
