@@ -80,6 +80,16 @@ func (b *Bus) Subscribe(name string, capacity int, handle func(Event)) *Consumer
 	return c
 }
 
+// Enabled reports whether any consumer listens, so a publisher on a hot
+// path can skip building an event nobody reads.
+func (b *Bus) Enabled() bool {
+	if b == nil {
+		return false
+	}
+	p := b.subs.Load()
+	return p != nil && len(*p) > 0
+}
+
 // Publish hands e to every consumer without waiting for any.
 func (b *Bus) Publish(e Event) {
 	if b == nil {

@@ -260,8 +260,10 @@ func (s *Scheduler) launchLocked(ts *TaskSet, index int, executor executorid.ID)
 	}
 	tasks[tid] = struct{}{}
 	t := ts.spec.Tasks[index]
-	s.opts.Events.Publish(&events.TaskStart{TaskID: tid, StageID: ts.spec.StageID, StageAttempt: ts.spec.StageAttempt,
-		Partition: t.Partition, Attempt: ts.failures[index], Executor: executor})
+	if s.opts.Events.Enabled() {
+		s.opts.Events.Publish(&events.TaskStart{TaskID: tid, StageID: ts.spec.StageID, StageAttempt: ts.spec.StageAttempt,
+			Partition: t.Partition, Attempt: ts.failures[index], Executor: executor})
+	}
 	return TaskDescription{
 		TaskID:       tid,
 		JobID:        ts.spec.JobID,

@@ -222,7 +222,7 @@ func (s *Scheduler) kill(kills []killOrder, reason string) {
 
 // taskEnded publishes the end of a forgotten attempt.
 func (s *Scheduler) taskEnded(tid int64, a *attempt, st *Status) {
-	if s.opts.Events == nil {
+	if !s.opts.Events.Enabled() {
 		return
 	}
 	e := &events.TaskEnd{TaskID: tid, StageID: a.set.spec.StageID, StageAttempt: a.set.spec.StageAttempt,
