@@ -10,6 +10,8 @@ import (
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dynalloc"
+	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/objstore"
 )
@@ -19,7 +21,10 @@ func init() {
 	master.RegisterClusterManager(master.LocalCluster, newLocalCluster)
 }
 
-type localCluster struct{ b *Backend }
+type localCluster struct {
+	b      *Backend
+	events *events.Bus
+}
 
 func newLocal(app master.App) (master.Cluster, error) {
 	cores := app.Master.Threads
@@ -27,13 +32,20 @@ func newLocal(app master.App) (master.Cluster, error) {
 	b.LocalDir = config.LocalDirs(app.Conf)[0]
 	b.Store = objstore.New(objstore.ConfigFrom(app.Conf))
 	b.Logger = app.Logger
-	return &localCluster{b: b}, nil
+	return &localCluster{b: b, events: app.Events}, nil
 }
 
 func (l *localCluster) Backend() backend.SchedulerBackend { return l.b }
 func (l *localCluster) Allocation() backend.Scalable      { return nil }
-func (l *localCluster) Start(ctx context.Context) error   { return l.b.Start(ctx) }
-func (l *localCluster) Stop(ctx context.Context) error    { return l.b.Stop(ctx) }
+func (l *localCluster) Start(ctx context.Context) error {
+	if err := l.b.Start(ctx); err != nil {
+		return err
+	}
+	// The driver is the one executor, as in Spark's UI.
+	l.events.Publish(&events.ExecutorAdded{Executor: executorid.Driver, Address: "driver", Cores: l.b.cores})
+	return nil
+}
+func (l *localCluster) Stop(ctx context.Context) error { return l.b.Stop(ctx) }
 
 type processCluster struct {
 	b *coarse.Backend
