@@ -20,7 +20,9 @@ type Options struct {
 	// attempts kept; running ones are always kept.
 	RetainedJobs, RetainedStages int
 	// RetainedTasks is per stage attempt, as in Spark.
-	RetainedTasks         int
+	RetainedTasks int
+	// RetainedDeadExecutors is the removed executors kept; negative keeps
+	// none (zero, as every field, takes the default).
 	RetainedDeadExecutors int
 	// RetainedRounds bounds the allocation rounds and the dynamic
 	// allocation target changes kept.
@@ -37,11 +39,15 @@ func DefaultOptions() Options {
 
 // OptionsFromConf reads the spark.ui.retained* settings.
 func OptionsFromConf(c *config.Conf) Options {
+	dead := config.UIRetainedDeadExecutors.Get(c)
+	if dead == 0 {
+		dead = -1
+	}
 	return Options{
 		RetainedJobs:          config.UIRetainedJobs.Get(c),
 		RetainedStages:        config.UIRetainedStages.Get(c),
 		RetainedTasks:         config.UIRetainedTasks.Get(c),
-		RetainedDeadExecutors: config.UIRetainedDeadExecutors.Get(c),
+		RetainedDeadExecutors: dead,
 		RetainedRounds:        config.UIRetainedAllocationRounds.Get(c),
 	}
 }
@@ -87,7 +93,10 @@ func New(opts Options) *Store {
 			*f.v = *f.d
 		}
 	}
-	if opts.RetainedDeadExecutors < 0 {
+	switch {
+	case opts.RetainedDeadExecutors == 0:
+		opts.RetainedDeadExecutors = def.RetainedDeadExecutors
+	case opts.RetainedDeadExecutors < 0:
 		opts.RetainedDeadExecutors = 0
 	}
 	return &Store{
