@@ -63,13 +63,14 @@ func percent(done, total int) template.CSS {
 }
 
 var funcs = template.FuncMap{
-	"bytes":    formatBytes,
-	"duration": formatDuration,
-	"millis":   formatMillis,
-	"date":     formatDate,
-	"percent":  percent,
-	"bytesf":   func(f float64) string { return formatBytes(int64(f)) },
-	"count":    func(f float64) string { return fmt.Sprintf("%.0f", f) },
+	"bytes":       formatBytes,
+	"duration":    formatDuration,
+	"millis":      formatMillis,
+	"date":        formatDate,
+	"percent":     percent,
+	"bytesf":      func(f float64) string { return formatBytes(int64(f)) },
+	"count":       func(f float64) string { return fmt.Sprintf("%.0f", f) },
+	"splitReason": splitReason,
 	// dict passes several values to a nested template.
 	"dict": func(kv ...any) (map[string]any, error) {
 		if len(kv)%2 != 0 {
@@ -92,4 +93,24 @@ var funcs = template.FuncMap{
 		}
 		return s[:1] + strings.ToLower(s[1:])
 	},
+}
+
+// reason is an error message cut for a table cell: its first line, and
+// the whole message to unfold (a task's panic carries its stack).
+type reason struct {
+	First, Full string
+	More        bool
+}
+
+// maxReasonLine bounds the first line shown of an error message.
+const maxReasonLine = 160
+
+func splitReason(s string) reason {
+	s = strings.TrimSpace(s)
+	first, _, multi := strings.Cut(s, "\n")
+	r := reason{First: first, Full: s, More: multi}
+	if runes := []rune(first); len(runes) > maxReasonLine {
+		r.First, r.More = string(runes[:maxReasonLine])+"…", true
+	}
+	return r
 }

@@ -62,7 +62,7 @@ func fixture(t *testing.T, extra ...events.Event) (*appstate.Store, *UI) {
 		&events.JobStart{JobID: 2, Name: "Collect <script>alert(1)</script>"},
 		&events.StageSubmitted{JobID: 2, StageID: 1, Name: "reduce", NumTasks: 1},
 		&events.TaskStart{TaskID: 4, StageID: 1, Executor: 1},
-		&events.TaskEnd{TaskID: 4, StageID: 1, Executor: 1, State: events.TaskFailed, Reason: "panic: bad record", Duration: time.Second},
+		&events.TaskEnd{TaskID: 4, StageID: 1, Executor: 1, State: events.TaskFailed, Reason: "panic: bad record\ngoroutine 7 [running]:\nmain.parse()", Duration: time.Second},
 		&events.StageCompleted{StageID: 1, Err: "task 0 failed 1 times: panic: bad record"},
 		&events.JobEnd{JobID: 2, Err: "task 0 failed 1 times: panic: bad record"},
 
@@ -148,6 +148,9 @@ func TestPages(t *testing.T) {
 			"<tr><td>Shuffle Write Size</td><td>1.0 MiB</td><td>1.0 MiB</td><td>3.0 MiB</td><td>3.0 MiB</td><td>3.0 MiB</td></tr>",
 			"<tr><td>Spill (Disk)</td><td>0 B</td><td>0 B</td><td>4.0 KiB</td><td>4.0 KiB</td><td>4.0 KiB</td></tr>",
 			"Failed Tasks (1 failed, 0 killed)", "executor 2 lost: the pod was deleted", "Tasks (3 of 3 remembered",
+		}},
+		"a panic's stack folds": {path: "/stages/stage/?id=1", want: []string{
+			"<details><summary>panic: bad record</summary><pre>panic: bad record\ngoroutine 7 [running]:\nmain.parse()</pre></details>",
 		}},
 		"stage of a running job": {path: "/stages/stage/?id=2", want: []string{"No task has succeeded yet.", "Running"}},
 		"executors": {path: "/executors/", want: []string{
