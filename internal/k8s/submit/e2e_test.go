@@ -52,6 +52,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if os.Getenv(helperEnv) == "serve-ui" {
+		os.Exit(serveUIHelper())
+	}
 	code := m.Run()
 	if err := cluster.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the shared control plane:", err)

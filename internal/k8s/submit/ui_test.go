@@ -1,0 +1,171 @@
+package submit_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/drover-project/drover/internal/envvar"
+	"github.com/drover-project/drover/internal/k8s/podspec"
+	"github.com/drover-project/drover/internal/k8s/submit"
+)
+
+// serveUIHelper is a driver pod's command in TestUIPortForward: it serves
+// on its pod IP and the spark-ui port, as a driver's web UI does, until
+// SIGTERM.
+func serveUIHelper() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	ln, err := net.Listen("tcp", net.JoinHostPort(os.Getenv(envvar.DriverPodIP), "4040"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "web UI of %s: %s", os.Getenv(envvar.DriverPodName), r.URL.Path)
+	})}
+	go srv.Serve(ln)
+	fmt.Println("serving on", ln.Addr())
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Minute):
+	}
+	srv.Close()
+	return 0
+}
+
+// TestUIPortForward forwards a local port to a cluster-mode driver pod's
+// spark-ui port through the API server and the process node's kubelet
+// endpoint, in-process and with drover ui.
+func TestUIPortForward(t *testing.T) {
+	env := cluster.Env(t)
+	ns := restrictedNamespace(t, env)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := drover(t, env.Kubeconfig, time.Minute, clusterArgs(env, ns, "--name", "uiserver",
+		"--conf", "spark.kubernetes.submission.waitAppCompletion=false",
+		"--conf", "spark.kubernetes.driverEnv."+helperEnv+"=serve-ui",
+		"local://"+self)...)
+	if r.code != 0 {
+		t.Fatalf("submit: exit %d:\n%s", r.code, r.stderr)
+	}
+	pod := submittedPod(t, r)
+	svc := waitForService(t, env.Client, ns)
+	if !hasPort(svc.Spec.Ports, podspec.UIPortName, 4040) {
+		t.Errorf("the driver's Service ports %+v have no spark-ui 4040", svc.Spec.Ports)
+	}
+	waitFor(t, "the driver serving", func() bool {
+		logs, _ := cluster.Env(t).ProcessNode.Logs(ns, pod)
+		return strings.Contains(string(logs), "serving on")
+	})
+
+	t.Run("ForwardUI", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		urls := make(chan string, 1)
+		done := make(chan error, 1)
+		go func() {
+			done <- submit.ForwardUI(ctx, env.Config, env.Client, submit.ID{Namespace: ns, Name: pod}, submit.UIOptions{Ready: func(u string) { urls <- u }}, io.Discard)
+		}()
+		var url string
+		select {
+		case url = <-urls:
+		case err := <-done:
+			t.Fatalf("ForwardUI: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("ForwardUI not ready within 30s")
+		}
+		for _, path := range []string{"/jobs/", "/executors/"} {
+			if body := httpGet(t, url+path); body != "web UI of "+pod+": "+path {
+				t.Errorf("GET %s through the port-forward = %q", path, body)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ForwardUI after cancel: %v", err)
+		}
+	})
+
+	t.Run("drover ui", func(t *testing.T) {
+		bin, _ := binaries(t)
+		cmd := exec.CommandContext(t.Context(), bin, "ui", ns+":"+pod)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		prefix := "Spark UI of " + ns + ":" + pod + " at "
+		if err != nil || !strings.HasPrefix(line, prefix) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("drover ui printed %q (%v); stderr:\n%s", line, err, stderr.String())
+		}
+		url, _, _ := strings.Cut(strings.TrimPrefix(line, prefix), " ")
+		if body := httpGet(t, url+"/stages/"); body != "web UI of "+pod+": /stages/" {
+			t.Errorf("GET /stages/ through drover ui = %q", body)
+		}
+		cmd.Process.Signal(os.Interrupt)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("drover ui after Ctrl-C: %v; stderr:\n%s", err, stderr.String())
+		}
+	})
+}
+
+func hasPort(ports []corev1.ServicePort, name string, port int32) bool {
+	for _, p := range ports {
+		if p.Name == name && p.Port == port && p.TargetPort.IntValue() == int(port) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitForService returns the one Service in ns once it exists.
+func waitForService(t *testing.T, cs kubernetes.Interface, ns string) *corev1.Service {
+	t.Helper()
+	var svc *corev1.Service
+	waitFor(t, "the driver's Service", func() bool {
+		l, err := cs.CoreV1().Services(ns).List(t.Context(), metav1.ListOptions{})
+		if err == nil && len(l.Items) == 1 {
+			svc = &l.Items[0]
+		}
+		return svc != nil
+	})
+	return svc
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	client := &http.Client{Timeout: 20 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return string(b)
+}
