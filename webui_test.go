@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +17,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // waitForFile is a task that runs until its input file exists, so a test
@@ -274,5 +278,90 @@ func waitForRunningTasks(t *testing.T, url, appID string, n int) {
 			t.Fatalf("the running job never had %d active tasks: %v, %+v", n, err, jobs)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitForPage polls url until its body has want.
+func waitForPage(t *testing.T, url, want string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var body []byte
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if bytes.Contains(body, []byte(want)) {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s never showed %q; last:\n%s", url, want, body)
+}
+
+// TestWebUIOfAKubernetesJobInABrowser drives the UI of a client-mode job
+// on a real control plane whose executor pods run on a process node, with
+// dynamic allocation asking for more executors than a ResourceQuota
+// admits: the Executors page shows pods and nodes, the Allocation page the
+// allocator's rounds and why it waits.
+func TestWebUIOfAKubernetesJobInABrowser(t *testing.T) {
+	ctx := browser(t)
+	env := cluster.Env(t)
+	ns := env.NewNamespace(t)
+	t.Setenv("KUBECONFIG", env.Kubeconfig)
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}},
+	}
+	if _, err := env.Client.CoreV1().ResourceQuotas(ns).Create(t.Context(), quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := artifactDir(t)
+	t.Logf("screenshots in %s", dir)
+	release := filepath.Join(t.TempDir(), "release")
+	var stderr bytes.Buffer
+	code := runDriver(append(k8sArgs(env, ns, "spark.executor.memory=256m", "spark.ui.port=0", "drover.scheduler.prefetch=0",
+		"spark.dynamicAllocation.enabled=true", "spark.dynamicAllocation.minExecutors=1", "spark.dynamicAllocation.maxExecutors=3",
+		"spark.dynamicAllocation.schedulerBacklogTimeout=200ms",
+		"spark.ui.custom.executor.log.url=http://logs.invalid/{{KUBERNETES_NAMESPACE}}/{{POD_NAME}}"), "--name", "wordcount"), &stderr,
+		func(dc *Context) error {
+			url := dc.UIWebURL()
+			var wg sync.WaitGroup
+			var jobErr error
+			wg.Go(func() {
+				_, jobErr = RunPartitions(dc, waitForFile, []string{release, release, release, release, release, release})
+			})
+			defer func() { os.WriteFile(release, nil, 0o644); wg.Wait() }()
+			waitForRunningTasks(t, url, dc.AppID(), 2)
+			waitForPage(t, url+"/allocation/", "The allocator waits:")
+
+			p := &page{t: t, ctx: ctx, dir: dir}
+			p.do("opening the UI", chromedp.Navigate(url+"/executors/"), chromedp.WaitVisible(chromedp.CSS("main h1")))
+			p.expect("executors", "procnode-0", "(pod Running)", "wordcount-")
+			href, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`#executors a[href^="http://logs.invalid/`+ns+`/wordcount-"]`), "href"))
+			if err != nil || !href.Exists {
+				t.Errorf("no executor log link with the namespace and pod name: %v", err)
+			}
+			p.screenshot("executors")
+			p.follow("Allocation", "/allocation/")
+			p.expect("allocation", "Executor pods", "The allocator waits: 1 held back by ResourceQuota pods", "Latest rounds",
+				"Dynamic allocation", "Target: 3 executors")
+			p.screenshot("allocation")
+			p.follow("Jobs", "/jobs/")
+			p.expect("jobs", "Active Jobs (1)", "0/6")
+			p.screenshot("jobs")
+
+			if err := os.WriteFile(release, nil, 0o644); err != nil {
+				return err
+			}
+			wg.Wait()
+			return jobErr
+		})
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+	}
+	if t.Failed() {
+		t.Logf("driver stderr:\n%s", stderr.String())
 	}
 }
