@@ -377,7 +377,7 @@ func TestCompletedIndicesCountEachPartitionOnce(t *testing.T) {
 		end(1, 0, 65, 0, 0, events.TaskSuccess, "", time.Second, events.TaskMetrics{}),
 		end(2, 0, 65, 1, 0, events.TaskSuccess, "", time.Second, events.TaskMetrics{}),
 		end(3, 0, 0, 0, 0, events.TaskSuccess, "", time.Second, events.TaskMetrics{}),
-		end(3, 0, 0, 0, 0, events.TaskSuccess, "", time.Second, events.TaskMetrics{}), // a duplicate end
+		end(3, 0, 0, 0, 0, events.TaskSuccess, "", time.Second, events.TaskMetrics{}),  // a duplicate end
 		end(4, 0, 99, 0, 0, events.TaskSuccess, "", time.Second, events.TaskMetrics{}), // no such partition
 	)
 	st, _ := s.Stage(0, 0)
