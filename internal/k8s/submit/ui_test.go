@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/submit"
+	"github.com/drover-project/drover/internal/testenv/browser"
 )
 
 // serveUIHelper is a driver pod's command in TestUIPortForward: it serves
@@ -168,4 +170,71 @@ func httpGet(t *testing.T, url string) string {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 	return string(b)
+}
+
+// TestUIOfAClusterModeJobInABrowser submits a cluster-mode application,
+// reaches its driver's web UI through a port-forward while its second job
+// runs, and has a headless Chromium check every page.
+func TestUIOfAClusterModeJobInABrowser(t *testing.T) {
+	p := browser.New(t)
+	env := cluster.Env(t)
+	ns := restrictedNamespace(t, env)
+	binaries(t)
+	release := filepath.Join(t.TempDir(), "release")
+	r := drover(t, env.Kubeconfig, time.Minute, clusterArgs(env, ns, "--name", "uiapp",
+		"--conf", "spark.kubernetes.submission.waitAppCompletion=false",
+		"local://"+filepath.Join(binDir, "uiapp"), release)...)
+	if r.code != 0 {
+		t.Fatalf("submit: exit %d:\n%s", r.code, r.stderr)
+	}
+	pod := submittedPod(t, r)
+	defer os.WriteFile(release, nil, 0o644) // whatever happens, the job ends
+	waitFor(t, "the driver's web UI", func() bool {
+		logs, _ := env.ProcessNode.Logs(ns, pod)
+		return strings.Contains(string(logs), "Spark UI available at")
+	})
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	urls := make(chan string, 1)
+	go submit.ForwardUI(ctx, env.Config, env.Client, submit.ID{Namespace: ns, Name: pod}, submit.UIOptions{Ready: func(u string) { urls <- u }}, io.Discard)
+	var url string
+	select {
+	case url = <-urls:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no port-forward within 30s")
+	}
+	waitFor(t, "the second job's tasks running", func() bool {
+		resp, err := http.Get(url + "/stages/")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), "Active Stages (1)") && strings.Contains(string(b), "Completed Stages (1)")
+	})
+
+	p.Open(url)
+	p.Expect("jobs", "Active Jobs (1)", "Completed Jobs (1)", "4/4", "0/4", "Master: k8s://")
+	p.Screenshot("jobs")
+	p.Follow("Stages", "/stages/")
+	p.Expect("stages", "RunPartitions uiapp.wait", "RunPartitions uiapp.square")
+	p.Screenshot("stages")
+	p.Follow("Executors", "/executors/")
+	p.Expect("executors", "uiapp-", "-exec-1", "-exec-2", "procnode-0", "(pod Running)")
+	p.Screenshot("executors")
+	p.Follow("Allocation", "/allocation/")
+	p.Expect("allocation", "Executor pods", "Nothing holds the allocator back.", "Latest rounds")
+	p.Screenshot("allocation")
+	p.Follow("Environment", "/environment/")
+	p.Expect("environment", "Deploy mode\tcluster", "Driver host\t"+pod, "spark.kubernetes.namespace\t"+ns)
+	p.Screenshot("environment")
+
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the driver pod succeeded", func() bool {
+		got, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), pod, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.PodSucceeded
+	})
 }
