@@ -41,7 +41,7 @@ type Graph struct {
 	nextStage int
 	// lost are the executors reported lost: their map outputs are gone,
 	// also those whose tasks report success afterwards.
-	lost    map[executorid.ID]bool
+	lost map[executorid.ID]bool
 }
 
 // shuffleState is a shuffle and the map outputs that exist.
