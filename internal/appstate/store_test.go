@@ -401,3 +401,55 @@ func BenchmarkTaskEvents(b *testing.B) {
 		s.Handle(&events.TaskEnd{TaskID: int64(i), Partition: i, Executor: 1, State: events.TaskSuccess, Duration: time.Millisecond})
 	}
 }
+
+// TestReplayedEventLog feeds one store live events and another the same
+// events written to and read back from the event log's JSON, as a history
+// server does: both must show the same application.
+func TestReplayedEventLog(t *testing.T) {
+	evs := []events.Event{appStart(),
+		&events.ExecutorPlaced{Executor: 1, Pod: "wc-exec-1", Node: "node-a", Phase: "Running"},
+		&events.ExecutorAdded{Executor: 1, Address: "10.0.0.5:7079", Pod: "wc-exec-1", Cores: 2},
+		&events.AllocationRound{Target: 2, Running: 1, Pending: 1, Created: 2, Waiting: "ResourceQuota pods", Latency: time.Millisecond},
+		&events.PodCreated{Executor: 1}, &events.TargetChanged{Target: 2, Backlog: 3, Reason: "backlog"},
+		&events.JobStart{JobID: 1, Name: "Count"}, &events.StageSubmitted{JobID: 1, StageID: 0, Name: "map", NumTasks: 2, ParentShuffles: []int{4}},
+		start(1, 0, 0, 0, 1), start(2, 0, 1, 0, 1),
+		end(1, 0, 0, 0, 1, events.TaskSuccess, "", time.Second, events.TaskMetrics{ShuffleWriteBytes: 10, SpillBytes: 3}),
+		end(2, 0, 1, 0, 1, events.TaskFailed, "boom\nstack", time.Second, events.TaskMetrics{}),
+		&events.StageCompleted{StageID: 0, Err: "boom"}, &events.JobEnd{JobID: 1, Err: "boom"},
+		&events.ExecutorRemoved{Executor: 1, Reason: "the pod was deleted", ExitCode: 143}, &events.AppEnd{Err: "boom"},
+	}
+	live := feed(Options{}, evs...)
+	replayed := New(Options{})
+	for _, e := range evs {
+		line, err := events.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := events.Unmarshal(line)
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		replayed.Handle(back)
+	}
+	type snapshot struct {
+		App        App
+		Conf       []Property
+		Jobs       []Job
+		Stages     []Stage
+		Stage      StageDetail
+		Executors  []Executor
+		Allocation Allocation
+	}
+	take := func(s *Store) snapshot {
+		st, _ := s.Stage(0, 0)
+		return snapshot{s.App(), s.Conf(), s.Jobs(), s.Stages(), st, s.Executors(), s.Allocation()}
+	}
+	want, got := take(live), take(replayed)
+	if want.Stage.Tasks == nil || want.Allocation.Rounds != 1 || !want.App.Ended {
+		t.Fatalf("the live store missed events: %+v", want)
+	}
+	// JSON keeps instants, not Go's monotonic clock readings or zones.
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty(), cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+		t.Errorf("replayed store differs from the live one (-live +replayed):\n%s", diff)
+	}
+}
