@@ -96,7 +96,9 @@ func (d localDir) exists(_ context.Context, name string) (bool, error) {
 
 // mkdir also creates the log directory itself when missing: Spark requires
 // it to exist, but a driver pod's /tmp/spark-events never does.
-func (d localDir) mkdir(_ context.Context, name string) error { return os.MkdirAll(d.path(name), 0o770) }
+func (d localDir) mkdir(_ context.Context, name string) error {
+	return os.MkdirAll(d.path(name), 0o770)
+}
 
 func (localDir) whole() bool { return false }
 
