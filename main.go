@@ -55,6 +55,7 @@ type Context struct {
 	cluster master.Cluster
 	metrics *prometheus.Registry
 	events  *events.Bus
+	web     *webUI
 	jobs    atomic.Int64
 	// tracking is spark.cleaner.referenceTracking: datasets the program
 	// dropped are forgotten, with their shuffles' files.
@@ -63,6 +64,11 @@ type Context struct {
 
 // AppID is the application's id.
 func (c *Context) AppID() string { return c.appID }
+
+// UIWebURL is where the driver serves its web UI and REST API, as Spark's
+// SparkContext.uiWebUrl; empty when spark.ui.enabled is false or the UI
+// could not start.
+func (c *Context) UIWebURL() string { return c.web.URL() }
 
 // Args are the program's arguments after drover's own flags.
 func (c *Context) Args() []string { return c.args }
@@ -312,6 +318,8 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		tracker = &progress.Tracker{}
 		bus.Subscribe("progress", 0, tracker.Handle)
 	}
+	web := startUI(conf, bus, log)
+	defer web.stop()
 	bus.Publish(&events.AppStart{AppID: appID, Name: config.AppName.Get(conf), Master: m.Raw, User: currentUser(),
 		DeployMode: config.DeployMode.Get(conf), Conf: conf.Redacted(), DriverHost: driverHost()})
 	maxFailures := config.TaskMaxFailures.Get(conf)
@@ -386,7 +394,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	}
 	log.Info("application started", "master", m.Raw, "name", config.AppName.Get(conf), "startup", time.Since(start).Round(time.Millisecond))
 	c := &Context{Context: ctx, appID: appID, conf: conf, args: args, log: log, sched: sched, graph: graph, cluster: cluster,
-		metrics: metrics, events: bus, tracking: config.CleanerReferenceTracking.Get(conf)}
+		metrics: metrics, events: bus, web: web, tracking: config.CleanerReferenceTracking.Get(conf)}
 	if dyn != nil {
 		stop, err := startDynamicAllocation(ctx, *dyn, conf, sched, graph, cluster, metrics, bus, log)
 		if err != nil {

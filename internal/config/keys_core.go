@@ -307,6 +307,49 @@ var (
 			"Go's garbage collector), so disk is freed and dynamic allocation can release those executors.")
 )
 
+// Web UI and its REST API.
+var (
+	UIEnabled = Bool("spark.ui.enabled", true,
+		"Serve the web UI and the REST API (`/api/v1/applications/...`) from the driver while the application runs.")
+
+	UIPort = Int("spark.ui.port", 4040,
+		"Port of the web UI. When it is taken, the next ports are tried, up to spark.port.maxRetries of them; "+
+			"0 picks a free port.",
+		InRange(0, 65535))
+
+	PortMaxRetries = Int("spark.port.maxRetries", 16,
+		"How many ports after a busy spark.ui.port are tried before the web UI gives up (the job runs on without it).",
+		AtLeast(0))
+
+	UIRetainedJobs = Int("spark.ui.retainedJobs", 1000,
+		"How many finished jobs the web UI and REST API remember; older ones are forgotten (running jobs always stay).",
+		AtLeast(1))
+
+	UIRetainedStages = Int("spark.ui.retainedStages", 1000,
+		"How many finished stage attempts the web UI and REST API remember.",
+		AtLeast(1))
+
+	UIRetainedTasks = Int("spark.ui.retainedTasks", 100000,
+		"How many tasks of one stage the web UI and REST API remember; the oldest finished ones go first. A stage's "+
+			"counts and totals still include forgotten tasks; its quantiles are over the remembered ones.",
+		AtLeast(1))
+
+	UIRetainedDeadExecutors = Int("spark.ui.retainedDeadExecutors", 100,
+		"How many removed executors the web UI and REST API remember.",
+		AtLeast(0))
+
+	UICustomExecutorLogURL = String("spark.ui.custom.executor.log.url", "",
+		"Link to each executor's log in the web UI and the REST API's executorLogs, from an external log service. "+
+			"Placeholders as on Spark on Kubernetes: `{{APP_ID}}`, `{{EXECUTOR_ID}}`, and `{{NAME}}` for every "+
+			"`spark.executorEnv.SPARK_EXECUTOR_ATTRIBUTE_NAME` with a literal value; drover adds `{{POD_NAME}}`, "+
+			"`{{NODE_NAME}}` and `{{KUBERNETES_NAMESPACE}}`. An executor for which a placeholder has no value gets no link.",
+		Optional())
+
+	UIRetainedAllocationRounds = Int("drover.ui.retainedAllocationRounds", 100,
+		"How many of the Kubernetes allocator's latest rounds the web UI's Allocation page shows, with their decisions.",
+		AtLeast(1))
+)
+
 // Drover's own keys.
 var (
 	LogLevel = Enum("drover.log.level", "info", []string{"debug", "info", "warn", "error"},

@@ -22,6 +22,9 @@ type Header struct {
 
 func (h *Header) header() *Header { return h }
 
+// TimeOf is when e happened.
+func TimeOf(e Event) time.Time { return e.header().Time }
+
 // AppStart is the first event of an application.
 type AppStart struct {
 	Header

@@ -88,3 +88,7 @@ func executorBinary(conf *config.Conf) (string, error) {
 	}
 	return exe, nil
 }
+
+// DriverAddress is where the driver's other servers, such as the web UI,
+// listen and are reached: the same host and bind address as its RPC server.
+func DriverAddress(c *config.Conf) (host, bind string) { return driverAddress(c) }

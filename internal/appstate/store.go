@@ -1,0 +1,597 @@
+package appstate
+
+import (
+	"cmp"
+	"maps"
+	"net"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/executorid"
+)
+
+// Options bounds what a Store remembers.
+type Options struct {
+	// RetainedJobs and RetainedStages are the finished jobs and stage
+	// attempts kept; running ones are always kept.
+	RetainedJobs, RetainedStages int
+	// RetainedTasks is per stage attempt, as in Spark.
+	RetainedTasks int
+	// RetainedDeadExecutors is the removed executors kept; negative keeps
+	// none (zero, as every field, takes the default).
+	RetainedDeadExecutors int
+	// RetainedRounds bounds the allocation rounds and the dynamic
+	// allocation target changes kept.
+	RetainedRounds int
+}
+
+// maxFailures is how many failed attempts a stage keeps with their reasons.
+const maxFailures = 100
+
+// DefaultOptions are Spark's defaults.
+func DefaultOptions() Options {
+	return Options{RetainedJobs: 1000, RetainedStages: 1000, RetainedTasks: 100000, RetainedDeadExecutors: 100, RetainedRounds: 100}
+}
+
+// OptionsFromConf reads the spark.ui.retained* settings.
+func OptionsFromConf(c *config.Conf) Options {
+	dead := config.UIRetainedDeadExecutors.Get(c)
+	if dead == 0 {
+		dead = -1
+	}
+	return Options{
+		RetainedJobs:          config.UIRetainedJobs.Get(c),
+		RetainedStages:        config.UIRetainedStages.Get(c),
+		RetainedTasks:         config.UIRetainedTasks.Get(c),
+		RetainedDeadExecutors: dead,
+		RetainedRounds:        config.UIRetainedAllocationRounds.Get(c),
+	}
+}
+
+// Store is the application's state, folded from its events.
+type Store struct {
+	mu   sync.RWMutex
+	opts Options
+
+	app  App
+	conf map[string]string
+
+	jobs     map[int64]*Job
+	jobOrder []int64 // submission order
+
+	stages     map[StageKey]*stage
+	stageOrder []StageKey
+
+	executors map[executorid.ID]*Executor
+	dead      []executorid.ID // in order of death
+
+	alloc   Allocation
+	rounds  ring[events.AllocationRound]
+	targets ring[events.TargetChanged]
+}
+
+// stage is a stage attempt with its tasks.
+type stage struct {
+	Stage
+	tasks     map[int64]*Task
+	taskOrder []int64
+	done      []bool // partitions with a successful attempt
+	failures  []Task
+	forgotten int
+}
+
+// New returns an empty store; zero fields of opts take Spark's defaults.
+func New(opts Options) *Store {
+	def := DefaultOptions()
+	for _, f := range []struct{ v, d *int }{{&opts.RetainedJobs, &def.RetainedJobs}, {&opts.RetainedStages, &def.RetainedStages},
+		{&opts.RetainedTasks, &def.RetainedTasks}, {&opts.RetainedRounds, &def.RetainedRounds}} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
+	}
+	switch {
+	case opts.RetainedDeadExecutors == 0:
+		opts.RetainedDeadExecutors = def.RetainedDeadExecutors
+	case opts.RetainedDeadExecutors < 0:
+		opts.RetainedDeadExecutors = 0
+	}
+	return &Store{
+		opts:      opts,
+		jobs:      map[int64]*Job{},
+		stages:    map[StageKey]*stage{},
+		executors: map[executorid.ID]*Executor{},
+		rounds:    ring[events.AllocationRound]{max: opts.RetainedRounds},
+		targets:   ring[events.TargetChanged]{max: opts.RetainedRounds},
+	}
+}
+
+// Handle folds one event in; it is a consumer for events.Bus.Subscribe,
+// and what a history server calls for each event of a log.
+func (s *Store) Handle(e events.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch e := e.(type) {
+	case *events.AppStart:
+		s.app = App{ID: e.AppID, Name: e.Name, Master: e.Master, User: e.User, DeployMode: e.DeployMode,
+			DriverHost: e.DriverHost, Start: e.Time}
+		s.conf = maps.Clone(e.Conf)
+		// The driver runs tasks itself in local mode; Spark lists it too.
+		s.executors[executorid.Driver] = &Executor{ID: executorid.Driver, HostPort: e.DriverHost, State: ExecutorActive, Added: e.Time}
+	case *events.AppEnd:
+		s.app.Ended, s.app.End, s.app.Err = true, e.Time, e.Err
+	case *events.JobStart:
+		s.jobStart(e)
+	case *events.JobEnd:
+		if j := s.jobs[e.JobID]; j != nil {
+			j.Completed, j.Err = e.Time, e.Err
+			j.Status = JobSucceeded
+			if e.Err != "" {
+				j.Status = JobFailed
+			}
+			s.trimJobs()
+		}
+	case *events.StageSubmitted:
+		s.stageSubmitted(e)
+	case *events.StageCompleted:
+		if st := s.stages[StageKey{e.StageID, e.Attempt}]; st != nil {
+			st.Completed, st.FailureReason = e.Time, e.Err
+			st.Status = StageComplete
+			if e.Err != "" {
+				st.Status = StageFailed
+			}
+			if j := s.jobs[st.JobID]; j != nil {
+				j.ActiveStages--
+				if e.Err == "" {
+					j.CompletedStages++
+				} else {
+					j.FailedStages++
+				}
+			}
+			s.trimStages()
+		}
+	case *events.TaskStart:
+		s.taskStart(e)
+	case *events.TaskEnd:
+		s.taskEnd(e)
+	case *events.ExecutorAdded:
+		x := s.executor(e.Executor)
+		x.HostPort, x.Cores, x.Added, x.State = e.Address, e.Cores, e.Time, ExecutorActive
+		if e.Pod != "" {
+			x.Pod = e.Pod
+		}
+	case *events.ExecutorRemoved:
+		x := s.executor(e.Executor)
+		x.RemoveReason, x.ExitCode = e.Reason, e.ExitCode
+		s.alloc.ExecutorsRemoved++
+		s.markDead(x, e.Time)
+	case *events.ExecutorPlaced:
+		x := s.executor(e.Executor)
+		x.Pod, x.Phase = e.Pod, e.Phase
+		if e.Node != "" {
+			x.Node = e.Node
+		}
+		switch {
+		case x.State == "" && (e.Phase == "Succeeded" || e.Phase == "Failed"):
+			// Its pod ended before it registered: it never will.
+			s.markDead(x, e.Time)
+		case x.State == "":
+			x.State = ExecutorPending
+		}
+	case *events.AllocationRound:
+		a := &s.alloc
+		a.Rounds++
+		a.Target, a.Running, a.Pending, a.Gated = e.Target, e.Running, e.Pending, e.Gated
+		a.Resent += int64(e.Resent)
+		a.DeletedExcess += int64(e.DeletedExcess)
+		a.DeletedLost += int64(e.DeletedLost)
+		a.Waiting, a.LastRound = e.Waiting, e.Time
+		if e.Report != "" {
+			a.Report, a.ReportTime = e.Report, e.Time
+		}
+		s.rounds.add(*e)
+	case *events.PodCreated:
+		if e.Err == "" {
+			s.alloc.PodsCreated++
+		} else {
+			s.alloc.CreateErrors++
+		}
+	case *events.TargetChanged:
+		s.alloc.DynamicTarget, s.alloc.Backlog = e.Target, e.Backlog
+		s.targets.add(*e)
+	}
+	if h := events.TimeOf(e); h.After(s.app.LastUpdated) {
+		s.app.LastUpdated = h
+	}
+}
+
+func (s *Store) jobStart(e *events.JobStart) {
+	if _, ok := s.jobs[e.JobID]; ok {
+		return
+	}
+	s.jobs[e.JobID] = &Job{ID: e.JobID, Name: e.Name, Submitted: e.Time, Status: JobRunning, KilledTasksSummary: map[string]int{}}
+	s.jobOrder = append(s.jobOrder, e.JobID)
+}
+
+func (s *Store) stageSubmitted(e *events.StageSubmitted) {
+	k := StageKey{e.StageID, e.Attempt}
+	if _, ok := s.stages[k]; ok {
+		return
+	}
+	s.stages[k] = &stage{
+		Stage: Stage{ID: e.StageID, Attempt: e.Attempt, JobID: e.JobID, Name: e.Name, Status: StageActive, NumTasks: e.NumTasks,
+			ParentShuffles: slices.Clone(e.ParentShuffles), Submitted: e.Time, KilledTasksSummary: map[string]int{}},
+		tasks: map[int64]*Task{},
+		done:  make([]bool, max(e.NumTasks, 0)),
+	}
+	s.stageOrder = append(s.stageOrder, k)
+	if j := s.jobs[e.JobID]; j != nil {
+		j.ActiveStages++
+		if !slices.Contains(j.StageIDs, e.StageID) {
+			j.StageIDs = append(j.StageIDs, e.StageID)
+			j.NumTasks += e.NumTasks
+		}
+	}
+	s.trimStages()
+}
+
+func (s *Store) taskStart(e *events.TaskStart) {
+	x := s.executor(e.Executor)
+	x.ActiveTasks++
+	x.TotalTasks++
+	st := s.stages[StageKey{e.StageID, e.StageAttempt}]
+	if st == nil {
+		return
+	}
+	st.ActiveTasks++
+	if st.FirstTaskLaunched.IsZero() {
+		st.FirstTaskLaunched = e.Time
+	}
+	if j := s.jobs[st.JobID]; j != nil {
+		j.ActiveTasks++
+	}
+	if _, ok := st.tasks[e.TaskID]; !ok {
+		st.tasks[e.TaskID] = &Task{ID: e.TaskID, Partition: e.Partition, Attempt: e.Attempt, Executor: e.Executor,
+			Host: host(x.HostPort), Launched: e.Time, Status: TaskRunning}
+		st.taskOrder = append(st.taskOrder, e.TaskID)
+		s.trimTasks(st)
+	}
+}
+
+func (s *Store) taskEnd(e *events.TaskEnd) {
+	x := s.executor(e.Executor)
+	if x.ActiveTasks > 0 {
+		x.ActiveTasks--
+	}
+	x.TaskTime += e.Duration
+	x.InputBytes += e.Metrics.InputBytes
+	x.ShuffleRead += e.Metrics.ShuffleReadBytes
+	x.ShuffleWrite += e.Metrics.ShuffleWriteBytes
+	x.SpillBytes += e.Metrics.SpillBytes
+	switch e.State {
+	case events.TaskSuccess:
+		x.CompletedTasks++
+	case events.TaskKilled:
+		x.KilledTasks++
+	default:
+		x.FailedTasks++
+	}
+	st := s.stages[StageKey{e.StageID, e.StageAttempt}]
+	if st == nil {
+		return
+	}
+	j := s.jobs[st.JobID]
+	if j == nil {
+		j = &Job{KilledTasksSummary: map[string]int{}} // counts go nowhere
+	}
+	t := st.tasks[e.TaskID]
+	if t == nil {
+		// Its start was dropped or forgotten: remember its end anyway.
+		t = &Task{ID: e.TaskID, Partition: e.Partition, Attempt: e.Attempt, Executor: e.Executor, Host: host(x.HostPort),
+			Launched: e.Time.Add(-e.Duration), Status: TaskRunning}
+		st.tasks[e.TaskID] = t
+		st.taskOrder = append(st.taskOrder, e.TaskID)
+		st.ActiveTasks++
+		j.ActiveTasks++
+	}
+	if t.Status != TaskRunning {
+		return // a duplicate end
+	}
+	t.Ended, t.Duration, t.Status, t.Reason, t.FetchFailed, t.Metrics = e.Time, e.Duration, e.State, e.Reason, e.FetchFailed, e.Metrics
+	st.ActiveTasks--
+	j.ActiveTasks--
+	st.RunTime += e.Duration
+	addMetrics(&st.Metrics, e.Metrics)
+	switch e.State {
+	case events.TaskSuccess:
+		st.CompleteTasks++
+		j.CompletedTasks++
+		if e.Partition >= 0 && e.Partition < len(st.done) && !st.done[e.Partition] {
+			st.done[e.Partition] = true
+			st.CompletedIndices++
+			j.CompletedIndices++
+		}
+	case events.TaskKilled:
+		st.KilledTasks++
+		j.KilledTasks++
+		st.KilledTasksSummary[e.Reason]++
+		j.KilledTasksSummary[e.Reason]++
+	default:
+		st.FailedTasks++
+		j.FailedTasks++
+	}
+	if e.State != events.TaskSuccess {
+		st.failures = append(st.failures, *t)
+		if len(st.failures) > maxFailures {
+			st.failures = slices.Delete(st.failures, 0, len(st.failures)-maxFailures)
+		}
+	}
+	s.trimTasks(st)
+}
+
+// executor returns id's record, created when new.
+func (s *Store) executor(id executorid.ID) *Executor {
+	x := s.executors[id]
+	if x == nil {
+		x = &Executor{ID: id}
+		s.executors[id] = x
+	}
+	return x
+}
+
+func (s *Store) markDead(x *Executor, at time.Time) {
+	if x.State == ExecutorDead {
+		return
+	}
+	x.State, x.Removed = ExecutorDead, at
+	s.dead = append(s.dead, x.ID)
+	if n := len(s.dead) - s.opts.RetainedDeadExecutors; n > 0 {
+		for _, id := range s.dead[:n] {
+			delete(s.executors, id)
+		}
+		s.dead = slices.Delete(s.dead, 0, n)
+	}
+}
+
+// toForget is how many of n items to drop to keep at most keep, in
+// batches of a tenth as Spark does, so trimming is not paid per event.
+func toForget(n, keep int) int {
+	if n <= keep {
+		return 0
+	}
+	return max(keep/10, n-keep)
+}
+
+func (s *Store) trimJobs() {
+	n := toForget(len(s.jobOrder), s.opts.RetainedJobs)
+	s.jobOrder = forget(s.jobOrder, n, func(id int64) bool {
+		if s.jobs[id].Status == JobRunning {
+			return false
+		}
+		delete(s.jobs, id)
+		return true
+	})
+}
+
+func (s *Store) trimStages() {
+	n := toForget(len(s.stageOrder), s.opts.RetainedStages)
+	s.stageOrder = forget(s.stageOrder, n, func(k StageKey) bool {
+		if s.stages[k].Status == StageActive {
+			return false
+		}
+		delete(s.stages, k)
+		return true
+	})
+}
+
+func (s *Store) trimTasks(st *stage) {
+	n := toForget(len(st.taskOrder), s.opts.RetainedTasks)
+	before := len(st.taskOrder)
+	st.taskOrder = forget(st.taskOrder, n, func(id int64) bool {
+		if st.tasks[id].Status == TaskRunning {
+			return false
+		}
+		delete(st.tasks, id)
+		return true
+	})
+	st.forgotten += before - len(st.taskOrder)
+}
+
+// forget drops up to n items of order, oldest first, that drop accepts,
+// and returns what remains in order.
+func forget[K any](order []K, n int, drop func(K) bool) []K {
+	if n == 0 {
+		return order
+	}
+	out := order[:0]
+	for _, k := range order {
+		if n > 0 && drop(k) {
+			n--
+			continue
+		}
+		out = append(out, k)
+	}
+	clear(order[len(out):])
+	return out
+}
+
+func addMetrics(sum *events.TaskMetrics, m events.TaskMetrics) {
+	sum.ResultBytes += m.ResultBytes
+	sum.InputBytes += m.InputBytes
+	sum.InputRecords += m.InputRecords
+	sum.OutputBytes += m.OutputBytes
+	sum.OutputRecords += m.OutputRecords
+	sum.ShuffleReadBytes += m.ShuffleReadBytes
+	sum.ShuffleReadRecords += m.ShuffleReadRecords
+	sum.ShuffleWriteBytes += m.ShuffleWriteBytes
+	sum.ShuffleWriteRecords += m.ShuffleWriteRecords
+	sum.SpillBytes += m.SpillBytes
+}
+
+// host is the host part of host:port.
+func host(hostPort string) string {
+	if h, _, err := net.SplitHostPort(hostPort); err == nil {
+		return h
+	}
+	return hostPort
+}
+
+// ring keeps the latest max values.
+type ring[T any] struct {
+	max   int
+	items []T
+	next  int
+}
+
+func (r *ring[T]) add(v T) {
+	if len(r.items) < r.max {
+		r.items = append(r.items, v)
+		return
+	}
+	r.items[r.next] = v
+	r.next = (r.next + 1) % r.max
+}
+
+// newestFirst returns a copy of the values, newest first.
+func (r *ring[T]) newestFirst() []T {
+	out := make([]T, 0, len(r.items))
+	for i := range len(r.items) {
+		out = append(out, r.items[(r.next-1-i+2*len(r.items))%len(r.items)])
+	}
+	return out
+}
+
+// Reads: each returns a copy taken under the lock.
+
+// App is the application.
+func (s *Store) App() App {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.app
+}
+
+// Conf is the application's redacted configuration, sorted by key.
+func (s *Store) Conf() []Property {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Property, 0, len(s.conf))
+	for k, v := range s.conf {
+		out = append(out, Property{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// ConfValue is one setting of the redacted configuration.
+func (s *Store) ConfValue(key string) (string, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	v, ok := s.conf[key]
+	return v, ok
+}
+
+// Jobs are the remembered jobs, newest first.
+func (s *Store) Jobs() []Job {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Job, 0, len(s.jobOrder))
+	for _, id := range slices.Backward(s.jobOrder) {
+		out = append(out, copyJob(s.jobs[id]))
+	}
+	return out
+}
+
+// Job is one remembered job.
+func (s *Store) Job(id int64) (Job, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	j := s.jobs[id]
+	if j == nil {
+		return Job{}, false
+	}
+	return copyJob(j), true
+}
+
+func copyJob(j *Job) Job {
+	c := *j
+	c.StageIDs = slices.Clone(j.StageIDs)
+	c.KilledTasksSummary = maps.Clone(j.KilledTasksSummary)
+	return c
+}
+
+// Stages are the remembered stage attempts, newest first (by stage id,
+// then attempt).
+func (s *Store) Stages() []Stage {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Stage, 0, len(s.stages))
+	for _, st := range s.stages {
+		out = append(out, copyStage(st))
+	}
+	slices.SortFunc(out, func(a, b Stage) int {
+		return cmp.Or(cmp.Compare(b.ID, a.ID), cmp.Compare(b.Attempt, a.Attempt))
+	})
+	return out
+}
+
+// StageAttempts are the remembered attempts of one stage, oldest first.
+func (s *Store) StageAttempts(id int) []Stage {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []Stage
+	for _, k := range s.stageOrder {
+		if k.ID == id {
+			out = append(out, copyStage(s.stages[k]))
+		}
+	}
+	slices.SortFunc(out, func(a, b Stage) int { return cmp.Compare(a.Attempt, b.Attempt) })
+	return out
+}
+
+// Stage is one stage attempt with its remembered tasks.
+func (s *Store) Stage(id, attempt int) (StageDetail, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	st := s.stages[StageKey{id, attempt}]
+	if st == nil {
+		return StageDetail{}, false
+	}
+	d := StageDetail{Stage: copyStage(st), Failures: slices.Clone(st.failures), ForgottenTasks: st.forgotten,
+		Tasks: make([]Task, 0, len(st.taskOrder))}
+	for _, tid := range st.taskOrder {
+		d.Tasks = append(d.Tasks, *st.tasks[tid])
+	}
+	return d, true
+}
+
+func copyStage(st *stage) Stage {
+	c := st.Stage
+	c.ParentShuffles = slices.Clone(st.ParentShuffles)
+	c.KilledTasksSummary = maps.Clone(st.KilledTasksSummary)
+	return c
+}
+
+// Executors are the remembered executors, the driver first, then by id.
+func (s *Store) Executors() []Executor {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Executor, 0, len(s.executors))
+	for _, x := range s.executors {
+		out = append(out, *x)
+	}
+	slices.SortFunc(out, func(a, b Executor) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Allocation is what the allocator and dynamic allocation did.
+func (s *Store) Allocation() Allocation {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	a := s.alloc
+	a.RecentRounds = s.rounds.newestFirst()
+	a.TargetChanges = s.targets.newestFirst()
+	return a
+}

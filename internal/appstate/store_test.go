@@ -1,0 +1,372 @@
+package appstate
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/executorid"
+)
+
+var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+// feed stamps each event with t0 + i seconds and hands it to a new store.
+func feed(opts Options, evs ...events.Event) *Store {
+	s := New(opts)
+	for i, e := range evs {
+		setTime(e, t0.Add(time.Duration(i)*time.Second))
+		s.Handle(e)
+	}
+	return s
+}
+
+// setTime sets the event's header time through its embedded Header.
+func setTime(e events.Event, t time.Time) {
+	switch e := e.(type) {
+	case *events.AppStart:
+		e.Time = t
+	case *events.AppEnd:
+		e.Time = t
+	case *events.JobStart:
+		e.Time = t
+	case *events.JobEnd:
+		e.Time = t
+	case *events.StageSubmitted:
+		e.Time = t
+	case *events.StageCompleted:
+		e.Time = t
+	case *events.TaskStart:
+		e.Time = t
+	case *events.TaskEnd:
+		e.Time = t
+	case *events.ExecutorAdded:
+		e.Time = t
+	case *events.ExecutorRemoved:
+		e.Time = t
+	case *events.ExecutorPlaced:
+		e.Time = t
+	case *events.AllocationRound:
+		e.Time = t
+	case *events.PodCreated:
+		e.Time = t
+	case *events.TargetChanged:
+		e.Time = t
+	default:
+		panic(fmt.Sprintf("setTime: %T", e))
+	}
+}
+
+func sec(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+
+func appStart() *events.AppStart {
+	return &events.AppStart{AppID: "drover-1", Name: "wc", Master: "local-cluster[2,1,256]", User: "me", DeployMode: "client",
+		DriverHost: "host1", Conf: map[string]string{"spark.app.name": "wc", "spark.password": "*********(redacted)"}}
+}
+
+func start(task int64, stage, part, attempt int, ex executorid.ID) *events.TaskStart {
+	return &events.TaskStart{TaskID: task, StageID: stage, Partition: part, Attempt: attempt, Executor: ex}
+}
+
+func end(task int64, stage, part, attempt int, ex executorid.ID, state, reason string, d time.Duration, m events.TaskMetrics) *events.TaskEnd {
+	return &events.TaskEnd{TaskID: task, StageID: stage, Partition: part, Attempt: attempt, Executor: ex, State: state, Reason: reason,
+		Duration: d, Metrics: m}
+}
+
+func TestJobsAndStages(t *testing.T) {
+	added := &events.ExecutorAdded{Executor: 1, Address: "10.0.0.5:7079", Pod: "wc-exec-1", Cores: 2}
+	tests := map[string]struct {
+		events     []events.Event
+		wantJobs   []Job
+		wantStages []Stage
+	}{
+		"a job with a retried task": {
+			events: []events.Event{
+				appStart(), added, // 0, 1
+				&events.JobStart{JobID: 1, Name: "Count at main.go:10"},                // 2
+				&events.StageSubmitted{JobID: 1, StageID: 0, Name: "map", NumTasks: 2}, // 3
+				start(1, 0, 0, 0, 1), // 4
+				start(2, 0, 1, 0, 1), // 5
+				end(1, 0, 0, 0, 1, events.TaskSuccess, "", time.Second, events.TaskMetrics{ShuffleWriteBytes: 100}), // 6
+				end(2, 0, 1, 0, 1, events.TaskFailed, "boom", 2*time.Second, events.TaskMetrics{}),                  // 7
+				start(3, 0, 1, 1, 1), // 8
+				end(3, 0, 1, 1, 1, events.TaskSuccess, "", 3*time.Second, events.TaskMetrics{ShuffleWriteBytes: 50, SpillBytes: 7}), // 9
+				&events.StageCompleted{StageID: 0}, // 10
+				&events.StageSubmitted{JobID: 1, StageID: 1, Name: "reduce", NumTasks: 1, ParentShuffles: []int{0}}, // 11
+				start(4, 1, 0, 0, 1), // 12
+				end(4, 1, 0, 0, 1, events.TaskKilled, "stage cancelled", time.Second, events.TaskMetrics{ShuffleReadBytes: 150}), // 13
+				&events.StageCompleted{StageID: 1, Err: "cancelled"},                                                             // 14
+				&events.JobEnd{JobID: 1, Err: "cancelled"},                                                                       // 15
+				&events.JobStart{JobID: 2, Name: "Collect at main.go:20"},                                                        // 16
+			},
+			wantJobs: []Job{
+				{ID: 2, Name: "Collect at main.go:20", Submitted: sec(16), Status: JobRunning, KilledTasksSummary: map[string]int{}},
+				{ID: 1, Name: "Count at main.go:10", Submitted: sec(2), Completed: sec(15), Status: JobFailed, Err: "cancelled",
+					StageIDs: []int{0, 1}, NumTasks: 3, CompletedTasks: 2, FailedTasks: 1, KilledTasks: 1, CompletedIndices: 2,
+					CompletedStages: 1, FailedStages: 1, KilledTasksSummary: map[string]int{"stage cancelled": 1}},
+			},
+			wantStages: []Stage{
+				{ID: 1, JobID: 1, Name: "reduce", Status: StageFailed, NumTasks: 1, ParentShuffles: []int{0}, KilledTasks: 1,
+					Submitted: sec(11), FirstTaskLaunched: sec(12), Completed: sec(14), FailureReason: "cancelled", RunTime: time.Second,
+					Metrics: events.TaskMetrics{ShuffleReadBytes: 150}, KilledTasksSummary: map[string]int{"stage cancelled": 1}},
+				{ID: 0, JobID: 1, Name: "map", Status: StageComplete, NumTasks: 2, CompleteTasks: 2, FailedTasks: 1, CompletedIndices: 2,
+					Submitted: sec(3), FirstTaskLaunched: sec(4), Completed: sec(10), RunTime: 6 * time.Second,
+					Metrics: events.TaskMetrics{ShuffleWriteBytes: 150, SpillBytes: 7}, KilledTasksSummary: map[string]int{}},
+			},
+		},
+		"a running stage": {
+			events: []events.Event{
+				appStart(),
+				&events.JobStart{JobID: 1, Name: "Count"},
+				&events.StageSubmitted{JobID: 1, StageID: 3, Attempt: 1, Name: "map", NumTasks: 4},
+				&events.TaskStart{TaskID: 10, StageID: 3, StageAttempt: 1, Partition: 2, Executor: executorid.Driver},
+			},
+			wantJobs: []Job{{ID: 1, Name: "Count", Submitted: sec(1), Status: JobRunning, StageIDs: []int{3}, NumTasks: 4,
+				ActiveTasks: 1, ActiveStages: 1, KilledTasksSummary: map[string]int{}}},
+			wantStages: []Stage{{ID: 3, Attempt: 1, JobID: 1, Name: "map", Status: StageActive, NumTasks: 4, ActiveTasks: 1,
+				Submitted: sec(2), FirstTaskLaunched: sec(3), KilledTasksSummary: map[string]int{}}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := feed(Options{}, tc.events...)
+			if diff := cmp.Diff(tc.wantJobs, s.Jobs(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Jobs (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantStages, s.Stages(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("Stages (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestStageDetailAndSummary(t *testing.T) {
+	evs := []events.Event{appStart(), &events.ExecutorAdded{Executor: 2, Address: "10.0.0.7:7079", Cores: 1},
+		&events.JobStart{JobID: 1}, &events.StageSubmitted{JobID: 1, StageID: 0, NumTasks: 5}}
+	// Durations 1..4 s succeed, the fifth task fails.
+	for i := range 5 {
+		evs = append(evs, start(int64(i), 0, i, 0, 2))
+	}
+	for i := range 4 {
+		evs = append(evs, end(int64(i), 0, i, 0, 2, events.TaskSuccess, "", time.Duration(i+1)*time.Second,
+			events.TaskMetrics{ShuffleReadBytes: int64(10 * (i + 1))}))
+	}
+	evs = append(evs, end(4, 0, 4, 0, 2, events.TaskFailed, "executor lost", 0, events.TaskMetrics{}))
+	s := feed(Options{}, evs...)
+	d, ok := s.Stage(0, 0)
+	if !ok {
+		t.Fatal("stage 0.0 not found")
+	}
+	if len(d.Tasks) != 5 || d.Tasks[0].Host != "10.0.0.7" || d.Tasks[0].Launched != sec(4) {
+		t.Errorf("tasks = %+v, want 5 launched from sec 4 on host 10.0.0.7", d.Tasks)
+	}
+	wantFail := []Task{{ID: 4, Partition: 4, Executor: 2, Host: "10.0.0.7", Launched: sec(8), Ended: sec(13),
+		Status: events.TaskFailed, Reason: "executor lost"}}
+	if diff := cmp.Diff(wantFail, d.Failures); diff != "" {
+		t.Errorf("Failures (-want +got):\n%s", diff)
+	}
+	got := d.Summary(PageQuantiles)
+	want := Distribution{Quantiles: PageQuantiles, Tasks: 4,
+		Duration:         []float64{1000, 2000, 3000, 4000, 4000},
+		ShuffleReadBytes: []float64{10, 20, 30, 40, 40},
+	}
+	zero := []float64{0, 0, 0, 0, 0}
+	want.InputBytes, want.InputRecords, want.OutputBytes, want.OutputRecords = zero, zero, zero, zero
+	want.ShuffleReadRecs, want.ShuffleWriteBytes, want.ShuffleWriteRecs, want.SpillBytes, want.ResultBytes = zero, zero, zero, zero, zero
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Summary (-want +got):\n%s", diff)
+	}
+	if _, ok := s.Stage(0, 1); ok {
+		t.Error("Stage(0, 1) found an attempt that never ran")
+	}
+	if got := (StageDetail{}).Summary(APIQuantiles); got.Tasks != 0 || got.Duration != nil {
+		t.Errorf("Summary of no task = %+v, want empty series", got)
+	}
+}
+
+func TestQuantilesFollowSparksIndexRule(t *testing.T) {
+	tests := map[string]struct {
+		xs, qs, want []float64
+	}{
+		"one value":      {xs: []float64{7}, qs: []float64{0, 0.5, 1}, want: []float64{7, 7, 7}},
+		"ten values":     {xs: []float64{9, 8, 7, 6, 5, 4, 3, 2, 1, 0}, qs: APIQuantiles, want: []float64{0, 2, 5, 7, 9}},
+		"four, page set": {xs: []float64{4, 1, 3, 2}, qs: PageQuantiles, want: []float64{1, 2, 3, 4, 4}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, quantiles(tc.xs, tc.qs)); diff != "" {
+				t.Errorf("quantiles (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRetention(t *testing.T) {
+	t.Run("tasks: the oldest finished go, running ones stay, counts stay", func(t *testing.T) {
+		evs := []events.Event{appStart(), &events.JobStart{JobID: 1}, &events.StageSubmitted{JobID: 1, StageID: 0, NumTasks: 30},
+			start(0, 0, 0, 0, 0)} // task 0 keeps running
+		for i := 1; i <= 25; i++ {
+			evs = append(evs, start(int64(i), 0, i, 0, 0), end(int64(i), 0, i, 0, 0, events.TaskSuccess, "", time.Second, events.TaskMetrics{}))
+		}
+		s := feed(Options{RetainedTasks: 10}, evs...)
+		d, _ := s.Stage(0, 0)
+		var ids []int64
+		for _, task := range d.Tasks {
+			ids = append(ids, task.ID)
+		}
+		// 26 tasks against 10 kept: trimmed in batches, task 0 always kept.
+		if len(ids) > 10 || ids[0] != 0 || ids[len(ids)-1] != 25 {
+			t.Errorf("remembered tasks %v: want at most 10, running task 0 first, the latest (25) last", ids)
+		}
+		if d.ForgottenTasks != 26-len(ids) || d.CompleteTasks != 25 || d.ActiveTasks != 1 || d.RunTime != 25*time.Second {
+			t.Errorf("forgotten %d, complete %d, active %d, run time %v: want %d, 25, 1, 25s",
+				d.ForgottenTasks, d.CompleteTasks, d.ActiveTasks, d.RunTime, 26-len(ids))
+		}
+	})
+	t.Run("jobs and stages: finished ones go, running ones stay", func(t *testing.T) {
+		evs := []events.Event{appStart(), &events.JobStart{JobID: 1}, &events.StageSubmitted{JobID: 1, StageID: 0}}
+		for j := int64(2); j <= 6; j++ {
+			evs = append(evs, &events.JobStart{JobID: j}, &events.StageSubmitted{JobID: j, StageID: int(j)},
+				&events.StageCompleted{StageID: int(j)}, &events.JobEnd{JobID: j})
+		}
+		s := feed(Options{RetainedJobs: 2, RetainedStages: 2}, evs...)
+		var jobs []int64
+		for _, j := range s.Jobs() {
+			jobs = append(jobs, j.ID)
+		}
+		var stages []int
+		for _, st := range s.Stages() {
+			stages = append(stages, st.ID)
+		}
+		if diff := cmp.Diff([]int64{6, 1}, jobs); diff != "" {
+			t.Errorf("jobs (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]int{6, 0}, stages); diff != "" {
+			t.Errorf("stages (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestExecutors(t *testing.T) {
+	s := feed(Options{RetainedDeadExecutors: 1},
+		appStart(),
+		&events.ExecutorPlaced{Executor: 1, Pod: "wc-exec-1", Node: "node-a", Phase: "Pending"},
+		&events.ExecutorAdded{Executor: 1, Address: "10.0.0.5:7079", Pod: "wc-exec-1", Cores: 2},
+		&events.ExecutorPlaced{Executor: 1, Pod: "wc-exec-1", Node: "node-a", Phase: "Running"},
+		&events.ExecutorAdded{Executor: 2, Address: "10.0.0.6:7079", Pod: "wc-exec-2", Cores: 2},
+		&events.ExecutorPlaced{Executor: 3, Pod: "wc-exec-3", Phase: "Pending"},
+		&events.JobStart{JobID: 1}, &events.StageSubmitted{JobID: 1, StageID: 0, NumTasks: 2},
+		start(1, 0, 0, 0, 1), start(2, 0, 1, 0, 1),
+		end(1, 0, 0, 0, 1, events.TaskSuccess, "", 2*time.Second, events.TaskMetrics{InputBytes: 5, ShuffleWriteBytes: 9}),
+		&events.ExecutorRemoved{Executor: 2, Reason: "the pod was deleted", ExitCode: 143},
+		&events.ExecutorPlaced{Executor: 4, Pod: "wc-exec-4", Phase: "Failed"}, // 12: ended before it registered
+	)
+	want := []Executor{
+		{ID: executorid.Driver, HostPort: "host1", State: ExecutorActive, Added: sec(0)},
+		{ID: 1, HostPort: "10.0.0.5:7079", Pod: "wc-exec-1", Node: "node-a", Phase: "Running", State: ExecutorActive, Cores: 2,
+			Added: sec(2), ActiveTasks: 1, CompletedTasks: 1, TotalTasks: 2, TaskTime: 2 * time.Second, InputBytes: 5, ShuffleWrite: 9},
+		{ID: 3, Pod: "wc-exec-3", Phase: "Pending", State: ExecutorPending},
+		{ID: 4, Pod: "wc-exec-4", Phase: "Failed", State: ExecutorDead, Removed: sec(12)},
+	}
+	// Executor 2 died first and only one dead executor is kept.
+	if diff := cmp.Diff(want, s.Executors()); diff != "" {
+		t.Errorf("Executors (-want +got):\n%s", diff)
+	}
+	if got := s.Allocation().ExecutorsRemoved; got != 1 {
+		t.Errorf("ExecutorsRemoved = %d, want 1", got)
+	}
+}
+
+func TestAllocation(t *testing.T) {
+	evs := []events.Event{appStart()}
+	for i := 1; i <= 4; i++ {
+		evs = append(evs, &events.AllocationRound{Target: 5, Running: i, Pending: 5 - i, Gated: 1, Created: 1, Resent: i % 2,
+			DeletedLost: 1, Waiting: fmt.Sprintf("ResourceQuota pods%d", i), Latency: time.Duration(i) * time.Millisecond})
+	}
+	evs = append(evs, &events.AllocationRound{Target: 5, Running: 5, Report: "executors: 5 running"},
+		&events.PodCreated{Executor: 1}, &events.PodCreated{Executor: 2, Err: "forbidden"},
+		&events.TargetChanged{Target: 3, Backlog: 7, Reason: "backlog for 1s"}, &events.TargetChanged{Target: 6, Backlog: 20, Reason: "backlog"})
+	s := feed(Options{RetainedRounds: 3}, evs...)
+	got := s.Allocation()
+	var running []int
+	for _, r := range got.RecentRounds {
+		running = append(running, r.Running)
+	}
+	if diff := cmp.Diff([]int{5, 4, 3}, running); diff != "" {
+		t.Errorf("recent rounds' Running, newest first (-want +got):\n%s", diff)
+	}
+	got.RecentRounds = nil
+	var targets []int
+	for _, c := range got.TargetChanges {
+		targets = append(targets, c.Target)
+	}
+	if diff := cmp.Diff([]int{6, 3}, targets); diff != "" {
+		t.Errorf("target changes, newest first (-want +got):\n%s", diff)
+	}
+	got.TargetChanges = nil
+	want := Allocation{Rounds: 5, Target: 5, Running: 5, PodsCreated: 1, CreateErrors: 1, Resent: 2, DeletedLost: 4,
+		Report: "executors: 5 running", ReportTime: sec(5), LastRound: sec(5), DynamicTarget: 6, Backlog: 20}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Allocation (-want +got):\n%s", diff)
+	}
+}
+
+func TestAppAndConf(t *testing.T) {
+	s := feed(Options{}, appStart(), &events.JobStart{JobID: 1}, &events.AppEnd{Err: "boom"})
+	want := App{ID: "drover-1", Name: "wc", Master: "local-cluster[2,1,256]", User: "me", DeployMode: "client", DriverHost: "host1",
+		Start: sec(0), End: sec(2), Ended: true, Err: "boom", LastUpdated: sec(2)}
+	if diff := cmp.Diff(want, s.App()); diff != "" {
+		t.Errorf("App (-want +got):\n%s", diff)
+	}
+	wantConf := []Property{{"spark.app.name", "wc"}, {"spark.password", "*********(redacted)"}}
+	if diff := cmp.Diff(wantConf, s.Conf()); diff != "" {
+		t.Errorf("Conf (-want +got):\n%s", diff)
+	}
+	if v, ok := s.ConfValue("spark.app.name"); !ok || v != "wc" {
+		t.Errorf("ConfValue(spark.app.name) = %q, %v", v, ok)
+	}
+}
+
+// TestReadsWhileHandling runs readers against a writer; with -race it
+// shows that snapshots share nothing with the store.
+func TestReadsWhileHandling(t *testing.T) {
+	s := New(Options{RetainedTasks: 50})
+	s.Handle(appStart())
+	s.Handle(&events.JobStart{JobID: 1})
+	s.Handle(&events.StageSubmitted{JobID: 1, StageID: 0, NumTasks: 1000})
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for _, j := range s.Jobs() {
+					j.KilledTasksSummary["x"]++ // a copy: must not race with the store
+				}
+				if d, ok := s.Stage(0, 0); ok {
+					_ = d.Summary(APIQuantiles)
+				}
+				_ = s.Executors()
+				_ = s.Allocation()
+			}
+		})
+	}
+	for i := range 1000 {
+		s.Handle(start(int64(i), 0, i, 0, 0))
+		s.Handle(end(int64(i), 0, i, 0, 0, events.TaskKilled, "r", time.Millisecond, events.TaskMetrics{}))
+		s.Handle(&events.AllocationRound{Target: i})
+	}
+	close(stop)
+	wg.Wait()
+	if j, _ := s.Job(1); j.KilledTasks != 1000 || j.KilledTasksSummary["x"] != 0 {
+		t.Errorf("job 1: %d killed, summary %v; want 1000 and no reader's change", j.KilledTasks, j.KilledTasksSummary)
+	}
+}

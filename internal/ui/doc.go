@@ -1,0 +1,12 @@
+// Package ui is the driver's web UI and its REST API: server-rendered pages
+// (html/template, embedded assets, no JavaScript) of the jobs, stages,
+// executors, the Kubernetes allocator and the configuration, and Spark's
+// monitoring API under /api/v1/applications with Spark's JSON field names.
+//
+// Everything shown comes from an appstate.Store, so the same handler serves
+// a live driver and, fed from an event log, a history server. Pages refresh
+// themselves (a meta refresh) while the application runs. Serve and Listen
+// run the HTTP server the way Spark does (spark.ui.port, trying the next
+// ports when it is busy); callers mount more handlers, such as /metrics,
+// with UI.Handle.
+package ui
