@@ -2,6 +2,11 @@ package drover
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,6 +14,7 @@ import (
 
 	"github.com/drover-project/drover/internal/eventlog"
 	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/history"
 )
 
 // readLog replays the one event log in dir.
@@ -147,5 +153,177 @@ func TestEventLogOfAFailedApplication(t *testing.T) {
 	// spark.task.maxFailures=2: the bad partition's two attempts.
 	if len(failedReasons) != 2 || !strings.Contains(failedReasons[0], "panic: bad record: bad") {
 		t.Errorf("failed tasks' reasons %q, want the panic twice", failedReasons)
+	}
+}
+
+var testNoop = Register("test.noop", func(*TaskContext, int) (int, error) { return 0, nil })
+
+// BenchmarkEventLogSize100kTasks measures the event log of a job of
+// 100,000 no-op tasks on local-cluster[4,1,512] with the event log's
+// defaults (rolled, zstd): its size on disk, compressed (the issue's
+// budget is 30 MB) and not, and its events. Every event must reach it.
+//
+//	go test -run '^$' -bench EventLogSize -benchtime 1x .
+func BenchmarkEventLogSize100kTasks(b *testing.B) {
+	const tasks = 100_000
+	inputs := make([]int, tasks)
+	for b.Loop() {
+		dir := b.TempDir()
+		var live recordEvents
+		var stderr bytes.Buffer
+		code := runDriver([]string{"--master", "local-cluster[4,1,512]", "--conf", "drover.log.level=warn",
+			"--conf", "spark.ui.showConsoleProgress=false",
+			"--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.dir=" + dir}, &stderr,
+			func(ctx *Context) error {
+				live.subscribe(ctx)
+				_, err := RunPartitions(ctx, testNoop, inputs)
+				return err
+			})
+		if code != 0 {
+			b.Fatalf("exit code %d:\n%s", code, stderr.String())
+		}
+		logs, err := eventlog.List(dir)
+		if err != nil || len(logs) != 1 {
+			b.Fatalf("List: %v, %v", logs, err)
+		}
+		var raw int64
+		var n int
+		if _, err := eventlog.Replay(logs[0], func(e events.Event) {
+			line, _ := events.Marshal(e)
+			raw += int64(len(line)) + 1
+			n++
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if n < len(live.events) || n < 2*tasks {
+			b.Fatalf("%d events in the log, %d seen live: the log lost events", n, len(live.events))
+		}
+		b.ReportMetric(float64(logs[0].Size)/1e6, "MB-compressed")
+		b.ReportMetric(float64(raw)/1e6, "MB-uncompressed")
+		b.ReportMetric(float64(n), "events")
+		if logs[0].Size > 30e6 {
+			b.Errorf("the event log of %d tasks has %d bytes compressed, over the 30 MB budget", tasks, logs[0].Size)
+		}
+	}
+}
+
+// The history server shows, from their event logs, the applications of a
+// directory after their drivers ended: one that succeeded and one that
+// failed, through Spark's REST API and the pages.
+func TestHistoryServerOfFinishedApplications(t *testing.T) {
+	dir := t.TempDir()
+	logConf := []string{"spark.eventLog.enabled=true", "spark.eventLog.dir=" + dir}
+	lines := generatedLines(2000)
+	var okID, failedID string
+	runJob(t, "local-cluster[2,1,256]", func(ctx *Context) error {
+		okID = ctx.AppID()
+		_, err := ReduceByKey(FlatMap(Parallelize(ctx, lines, 4), testWords), testSum, 3).Count()
+		return err
+	}, logConf...)
+	var stderr bytes.Buffer
+	code := runDriver([]string{"--master", "local-cluster[1,2,256]", "--conf", "spark.task.maxFailures=2", "--conf", "drover.log.level=error",
+		"--conf", logConf[0], "--conf", logConf[1]}, &stderr,
+		func(ctx *Context) error {
+			failedID = ctx.AppID()
+			_, err := RunPartitions(ctx, fails, []string{"ok", "bad", "fine"})
+			return err
+		})
+	if code != 1 {
+		t.Fatalf("exit code %d, want 1:\n%s", code, stderr.String())
+	}
+
+	s, err := history.New(history.Options{Dir: dir, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	getJSON := func(path string, v any) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s\n%s", path, resp.Status, body)
+		}
+		if err := json.Unmarshal(body, v); err != nil {
+			t.Fatalf("GET %s: %v\n%s", path, err, body)
+		}
+	}
+
+	var apps []struct {
+		ID       string `json:"id"`
+		Attempts []struct {
+			Completed bool `json:"completed"`
+		} `json:"attempts"`
+	}
+	getJSON("/api/v1/applications?status=completed", &apps)
+	var got []string
+	for _, a := range apps {
+		got = append(got, a.ID)
+	}
+	slices.Sort(got)
+	want := []string{okID, failedID}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("completed applications %v, want %v", got, want)
+	}
+
+	type job struct {
+		Status            string `json:"status"`
+		NumTasks          int    `json:"numTasks"`
+		NumCompletedTasks int    `json:"numCompletedTasks"`
+		NumFailedTasks    int    `json:"numFailedTasks"`
+	}
+	type stage struct {
+		StageID            int    `json:"stageId"`
+		Status             string `json:"status"`
+		NumCompleteTasks   int    `json:"numCompleteTasks"`
+		NumFailedTasks     int    `json:"numFailedTasks"`
+		FailureReason      string `json:"failureReason"`
+		ShuffleReadBytes   int64  `json:"shuffleReadBytes"`
+		ShuffleWriteBytes  int64  `json:"shuffleWriteBytes"`
+		ShuffleReadRecords int64  `json:"shuffleReadRecords"`
+	}
+	var jobs []job
+	getJSON("/api/v1/applications/"+okID+"/jobs", &jobs)
+	if diff := gocmp.Diff([]job{{Status: "SUCCEEDED", NumTasks: 7, NumCompletedTasks: 7}}, jobs); diff != "" {
+		t.Errorf("the word count's jobs (-want +got):\n%s", diff)
+	}
+	var stages []stage
+	getJSON("/api/v1/applications/"+okID+"/stages", &stages)
+	slices.SortFunc(stages, func(a, b stage) int { return a.StageID - b.StageID })
+	if len(stages) != 2 || stages[0].Status != "COMPLETE" || stages[1].Status != "COMPLETE" ||
+		stages[0].ShuffleWriteBytes == 0 || stages[0].ShuffleWriteBytes != stages[1].ShuffleReadBytes {
+		t.Errorf("the word count's stages %+v, want two complete ones, the second reading what the first wrote", stages)
+	}
+
+	getJSON("/api/v1/applications/"+failedID+"/jobs", &jobs)
+	if len(jobs) != 1 || jobs[0].Status != "FAILED" || jobs[0].NumFailedTasks != 2 {
+		t.Errorf("the failed application's jobs %+v, want one FAILED with two failed tasks", jobs)
+	}
+	getJSON("/api/v1/applications/"+failedID+"/stages", &stages)
+	if len(stages) != 1 || stages[0].Status != "FAILED" || stages[0].NumFailedTasks != 2 || !strings.Contains(stages[0].FailureReason, "bad record") {
+		t.Errorf("the failed application's stages %+v, want one FAILED stage naming the panic", stages)
+	}
+	var executors []struct {
+		ID string `json:"id"`
+	}
+	getJSON("/api/v1/applications/"+okID+"/allexecutors", &executors)
+	if len(executors) < 2 {
+		t.Errorf("the word count's executors %+v, want its two at least", executors)
+	}
+	for _, page := range []string{"/", "/history/" + okID + "/jobs/", "/history/" + failedID + "/stages/", "/history/" + okID + "/executors/"} {
+		resp, err := http.Get(srv.URL + page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %s", page, resp.Status)
+		}
 	}
 }

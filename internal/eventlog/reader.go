@@ -138,8 +138,10 @@ type Stats struct {
 	// Unknown counts the events of types this version does not know,
 	// which were skipped.
 	Unknown int
-	// Truncated says the log ended inside an event, as it does when its
-	// driver was killed while writing: that event was dropped.
+	// Truncated says the log ends unfinished: inside an event, which was
+	// dropped, or (compressed) inside its stream, whose last block may be
+	// lost. So ends the log of an application still running, and of one
+	// whose driver was killed.
 	Truncated bool
 }
 
