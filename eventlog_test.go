@@ -2,6 +2,7 @@ package drover
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,12 +16,14 @@ import (
 	"github.com/drover-project/drover/internal/eventlog"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/history"
+	"github.com/drover-project/drover/internal/objstore"
+	"github.com/drover-project/drover/internal/testenv"
 )
 
 // readLog replays the one event log in dir.
 func readLog(t *testing.T, dir string) (eventlog.Log, []events.Event) {
 	t.Helper()
-	logs, err := eventlog.List(dir)
+	logs, err := eventlog.List(context.Background(), dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +31,7 @@ func readLog(t *testing.T, dir string) (eventlog.Log, []events.Event) {
 		t.Fatalf("%d event logs in %s, want 1: %+v", len(logs), dir, logs)
 	}
 	var got []events.Event
-	st, err := eventlog.Replay(logs[0], func(e events.Event) { got = append(got, e) })
+	st, err := eventlog.Replay(context.Background(), logs[0], func(e events.Event) { got = append(got, e) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,13 +185,13 @@ func BenchmarkEventLogSize100kTasks(b *testing.B) {
 		if code != 0 {
 			b.Fatalf("exit code %d:\n%s", code, stderr.String())
 		}
-		logs, err := eventlog.List(dir)
+		logs, err := eventlog.List(context.Background(), dir, nil)
 		if err != nil || len(logs) != 1 {
 			b.Fatalf("List: %v, %v", logs, err)
 		}
 		var raw int64
 		var n int
-		if _, err := eventlog.Replay(logs[0], func(e events.Event) {
+		if _, err := eventlog.Replay(context.Background(), logs[0], func(e events.Event) {
 			line, _ := events.Marshal(e)
 			raw += int64(len(line)) + 1
 			n++
@@ -325,5 +328,46 @@ func TestHistoryServerOfFinishedApplications(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s: %s", page, resp.Status)
 		}
+	}
+}
+
+// A cluster-mode driver's pod takes its local files with it: with the log
+// on S3, the history server shows the application from there.
+func TestEventLogOnObjectStorage(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "logs"); err != nil {
+		t.Fatal(err)
+	}
+	var appID string
+	runJob(t, "local-cluster[2,1,256]", func(ctx *Context) error {
+		appID = ctx.AppID()
+		_, err := RunPartitions(ctx, square, []int{1, 2, 3, 4})
+		return err
+	}, append(srv.Conf(), "spark.eventLog.enabled=true", "spark.eventLog.dir=s3a://logs/spark-events", "spark.eventLog.rolling.maxFileSize=2m")...)
+	if keys := s3Keys(t, srv, "logs", "spark-events/"); !slices.Contains(keys, "spark-events/eventlog_v2_"+appID+"/appstatus_"+appID) {
+		t.Errorf("objects %v, want the finished log of %s", keys, appID)
+	}
+	// The keys from the AWS SDK's default chain, as testenv.NewS3 set it up.
+	store := objstore.New(objstore.Config{Endpoint: srv.Endpoint, PathStyle: true, Region: srv.Region})
+	s, err := history.New(history.Options{Dir: "s3://logs/spark-events", Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	resp, err := http.Get(hs.URL + "/api/v1/applications/" + appID + "/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var jobs []struct {
+		Status            string `json:"status"`
+		NumCompletedTasks int    `json:"numCompletedTasks"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&jobs); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET jobs: %s, %v", resp.Status, err)
+	}
+	if len(jobs) != 1 || jobs[0].Status != "SUCCEEDED" || jobs[0].NumCompletedTasks != 4 {
+		t.Errorf("jobs %+v, want one that succeeded with 4 tasks", jobs)
 	}
 }

@@ -63,7 +63,7 @@ func write(t *testing.T, opts Options, evs []events.Event) *Writer {
 func replayAll(t *testing.T, l Log) ([]events.Event, Stats) {
 	t.Helper()
 	var got []events.Event
-	st, err := Replay(l, func(e events.Event) { got = append(got, e) })
+	st, err := Replay(context.Background(), l, func(e events.Event) { got = append(got, e) })
 	if err != nil {
 		t.Fatalf("Replay(%s): %v", l.Path, err)
 	}
@@ -115,7 +115,7 @@ func TestRoundTrip(t *testing.T) {
 			if diff := cmp.Diff(tc.files, files(t, dir)); diff != "" {
 				t.Errorf("files (-want +got):\n%s", diff)
 			}
-			logs, err := List(dir)
+			logs, err := List(context.Background(), dir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,19 +145,20 @@ func TestRollingCutsFiles(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-			l, err := Find(filepath.Join(dir, "eventlog_v2_drover-1"))
-			if err != nil {
-				t.Fatal(err)
+			logs, err := List(context.Background(), dir, nil)
+			if err != nil || len(logs) != 1 {
+				t.Fatalf("List = %v, %v", logs, err)
 			}
+			l := logs[0]
 			if len(l.files) < 5 {
 				t.Fatalf("%d files, want the log cut into many of %d bytes", len(l.files), maxSize)
 			}
 			for i, f := range l.files {
-				if want := eventsName("drover-1", i+1, codec); filepath.Base(f) != want {
-					t.Errorf("file %d is %s, want %s", i, filepath.Base(f), want)
+				if want := "eventlog_v2_drover-1/" + eventsName("drover-1", i+1, codec); f != want {
+					t.Errorf("file %d is %s, want %s", i, f, want)
 				}
 				if codec == "" {
-					if fi, _ := os.Stat(f); fi.Size() > maxSize {
+					if fi, _ := os.Stat(filepath.Join(dir, f)); fi.Size() > maxSize {
 						t.Errorf("%s has %d bytes, more than %d", f, fi.Size(), maxSize)
 					}
 				}
@@ -195,7 +196,7 @@ func TestInProgressLogIsReadable(t *testing.T) {
 			deadline := time.Now().Add(10 * time.Second)
 			for len(got) < 10 && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
-				logs, err := List(dir)
+				logs, err := List(context.Background(), dir, nil)
 				if err != nil || len(logs) != 1 || !logs[0].InProgress {
 					t.Fatalf("List = %+v, %v; want one log in progress", logs, err)
 				}
@@ -239,7 +240,7 @@ func TestTruncatedLastLine(t *testing.T) {
 			if err := os.WriteFile(path, data[:len(data)-7], 0o600); err != nil {
 				t.Fatal(err)
 			}
-			logs, err := List(dir)
+			logs, err := List(context.Background(), dir, nil)
 			if err != nil || len(logs) != 1 {
 				t.Fatalf("List = %v, %v", logs, err)
 			}
@@ -275,10 +276,11 @@ func TestUnknownEventsAreSkippedAndBadLinesFail(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := Find(path)
-	if err != nil {
-		t.Fatal(err)
+	logs, err := List(context.Background(), dir, nil)
+	if err != nil || len(logs) != 1 {
+		t.Fatalf("List = %v, %v", logs, err)
 	}
+	l := logs[0]
 	got, st := replayAll(t, l)
 	if diff := cmp.Diff(evs, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
@@ -292,7 +294,7 @@ func TestUnknownEventsAreSkippedAndBadLinesFail(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Replay(l, func(events.Event) {}); err == nil || !strings.Contains(err.Error(), "line 2") {
+	if _, err := Replay(context.Background(), l, func(events.Event) {}); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("Replay of a damaged log: %v, want an error naming line 2", err)
 	}
 }
@@ -315,7 +317,7 @@ func TestExistingLog(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-			logs, err := List(dir)
+			logs, err := List(context.Background(), dir, nil)
 			if err != nil || len(logs) != 1 {
 				t.Fatalf("List = %v, %v; want the one log", logs, err)
 			}

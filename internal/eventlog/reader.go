@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -17,9 +17,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/objstore"
 )
 
-// Log is one application's event log, as found on disk.
+// Log is one application's event log, as found in its directory.
 type Log struct {
 	// AppID is the application's id as the log's name spells it.
 	AppID string
@@ -29,106 +30,93 @@ type Log struct {
 	// InProgress says the application had not ended when its log was last
 	// written: it is running, or its driver was killed.
 	InProgress bool
-	// Size is the log's bytes on disk; Modified its last write.
+	// Size is the log's bytes as stored; Modified its last write.
 	Size     int64
 	Modified time.Time
-	// files are what Replay reads, in order.
+	// files are what Replay reads, in order, relative to the directory.
+	st    storage
 	files []string
 }
 
-// List finds the event logs in the local directory dir, the most recently
-// written first. Files and directories that are no event log are left out.
-func List(dir string) ([]Log, error) {
-	entries, err := os.ReadDir(dir)
+// entry is a file of a log directory: its slash-separated path relative to
+// the directory, at most one level down (a rolled log's files).
+type entry struct {
+	rel      string
+	size     int64
+	modified time.Time
+}
+
+// List finds the event logs in dir (a local directory, a file: URI, or an
+// s3:// prefix read with store), the most recently written first. Other
+// files and directories are left out.
+func List(ctx context.Context, dir string, store *objstore.Store) ([]Log, error) {
+	st, err := openStorage(dir, store)
+	if err != nil {
+		return nil, fmt.Errorf("listing event logs: %w", err)
+	}
+	entries, err := st.entries(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing event logs: %w", err)
 	}
 	var logs []Log
+	rolled := map[string]*Log{}
+	files := map[string][]entry{}
 	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") {
+		dir, name, nested := strings.Cut(e.rel, "/")
+		if !nested {
+			name = dir
+			if strings.HasPrefix(name, ".") || strings.HasPrefix(name, rollingDirPrefix) {
+				continue
+			}
+			appID, _, running := parseSingle(name)
+			logs = append(logs, Log{AppID: appID, Path: st.path(e.rel), InProgress: running, Size: e.size, Modified: e.modified,
+				st: st, files: []string{e.rel}})
 			continue
 		}
-		l, err := Find(filepath.Join(dir, name))
-		if errors.Is(err, errNotLog) {
+		appID, ok := strings.CutPrefix(dir, rollingDirPrefix)
+		if !ok || strings.Contains(name, "/") {
 			continue
 		}
-		if err != nil {
-			return nil, err
+		l := rolled[dir]
+		if l == nil {
+			// Without its marker a rolled log is taken for one in
+			// progress, as Spark's reader takes it.
+			l = &Log{AppID: appID, Path: st.path(dir), Rolling: true, InProgress: true, st: st}
+			rolled[dir] = l
 		}
-		logs = append(logs, l)
+		if e.modified.After(l.Modified) {
+			l.Modified = e.modified
+		}
+		switch name {
+		case statusName(appID, true):
+		case statusName(appID, false):
+			l.InProgress = false
+		default:
+			if _, _, ok := parseEvents(name); ok {
+				l.Size += e.size
+				files[dir] = append(files[dir], e)
+			}
+		}
+	}
+	for dir, l := range rolled {
+		fs := files[dir]
+		if len(fs) == 0 {
+			continue
+		}
+		slices.SortFunc(fs, func(a, b entry) int {
+			i, _, _ := parseEvents(path.Base(a.rel))
+			j, _, _ := parseEvents(path.Base(b.rel))
+			return cmp.Compare(i, j)
+		})
+		for _, f := range fs {
+			l.files = append(l.files, f.rel)
+		}
+		logs = append(logs, *l)
 	}
 	slices.SortFunc(logs, func(a, b Log) int {
 		return cmp.Or(b.Modified.Compare(a.Modified), cmp.Compare(a.AppID, b.AppID))
 	})
 	return logs, nil
-}
-
-var errNotLog = errors.New("not an event log")
-
-// Find reads what path holds: an event log file, or a rolled log's
-// directory.
-func Find(path string) (Log, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return Log{}, fmt.Errorf("reading event log: %w", err)
-	}
-	name := fi.Name()
-	if !fi.IsDir() {
-		if !fi.Mode().IsRegular() || strings.HasPrefix(name, rollingDirPrefix) {
-			return Log{}, fmt.Errorf("%s: %w", path, errNotLog)
-		}
-		appID, _, running := parseSingle(name)
-		return Log{AppID: appID, Path: path, InProgress: running, Size: fi.Size(), Modified: fi.ModTime(), files: []string{path}}, nil
-	}
-	appID, ok := strings.CutPrefix(name, rollingDirPrefix)
-	if !ok {
-		return Log{}, fmt.Errorf("%s: %w", path, errNotLog)
-	}
-	entries, err := os.ReadDir(path)
-	if err != nil {
-		return Log{}, fmt.Errorf("reading event log: %w", err)
-	}
-	l := Log{AppID: appID, Path: path, Rolling: true, Modified: fi.ModTime()}
-	type file struct {
-		index int
-		path  string
-	}
-	var files []file
-	status := false
-	for _, e := range entries {
-		switch n := e.Name(); {
-		case n == statusName(appID, true):
-			l.InProgress, status = true, true
-		case n == statusName(appID, false):
-			status = true
-		default:
-			index, _, ok := parseEvents(n)
-			if !ok {
-				continue
-			}
-			files = append(files, file{index, filepath.Join(path, n)})
-			if info, err := e.Info(); err == nil {
-				l.Size += info.Size()
-				if info.ModTime().After(l.Modified) {
-					l.Modified = info.ModTime()
-				}
-			}
-		}
-	}
-	if len(files) == 0 {
-		return Log{}, fmt.Errorf("%s has no events files: %w", path, errNotLog)
-	}
-	if !status {
-		// Spark's reader takes a log without its marker for one in
-		// progress, and so does this one.
-		l.InProgress = true
-	}
-	slices.SortFunc(files, func(a, b file) int { return cmp.Compare(a.index, b.index) })
-	for _, f := range files {
-		l.files = append(l.files, f.path)
-	}
-	return l, nil
 }
 
 // Stats say what Replay read.
@@ -146,30 +134,30 @@ type Stats struct {
 }
 
 // Replay reads the log and calls fn with each event in order.
-func Replay(l Log, fn func(events.Event)) (Stats, error) {
+func Replay(ctx context.Context, l Log, fn func(events.Event)) (Stats, error) {
 	var st Stats
-	for i, path := range l.files {
-		if err := replayFile(path, i == len(l.files)-1, fn, &st); err != nil {
+	for i, rel := range l.files {
+		if err := replayFile(ctx, l.st, rel, i == len(l.files)-1, fn, &st); err != nil {
 			return st, err
 		}
 	}
 	return st, nil
 }
 
-func replayFile(path string, last bool, fn func(events.Event), st *Stats) error {
-	f, err := os.Open(path)
+func replayFile(ctx context.Context, s storage, rel string, last bool, fn func(events.Event), st *Stats) error {
+	f, err := s.open(ctx, rel)
 	if err != nil {
 		return fmt.Errorf("reading event log: %w", err)
 	}
 	defer f.Close()
-	_, codec, _ := parseSingle(filepath.Base(path))
+	_, codec, _ := parseSingle(path.Base(rel))
 	r, err := decompress(f, codec)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
+		return fmt.Errorf("reading %s: %w", s.path(rel), err)
 	}
 	defer r.Close()
 	if err := replayStream(r, last, codec != "", fn, st); err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
+		return fmt.Errorf("reading %s: %w", s.path(rel), err)
 	}
 	return nil
 }

@@ -32,6 +32,10 @@ type storage interface {
 	whole() bool
 	// path is name's full path, for messages.
 	path(name string) string
+	// entries are the directory's files and those of its rolled logs'
+	// directories.
+	entries(ctx context.Context) ([]entry, error)
+	open(ctx context.Context, name string) (io.ReadCloser, error)
 }
 
 // openStorage returns the storage of dir: a local path, a file: URI or an
@@ -102,6 +106,40 @@ func (d localDir) mkdir(_ context.Context, name string) error {
 
 func (localDir) whole() bool { return false }
 
+func (d localDir) entries(context.Context) ([]entry, error) {
+	var out []entry
+	add := func(rel string, e fs.DirEntry) {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			out = append(out, entry{rel: rel, size: info.Size(), modified: info.ModTime()})
+		}
+	}
+	top, err := os.ReadDir(string(d))
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range top {
+		if !e.IsDir() {
+			add(e.Name(), e)
+			continue
+		}
+		if !strings.HasPrefix(e.Name(), rollingDirPrefix) {
+			continue
+		}
+		sub, err := os.ReadDir(d.path(e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range sub {
+			add(e.Name()+"/"+f.Name(), f)
+		}
+	}
+	return out, nil
+}
+
+func (d localDir) open(_ context.Context, name string) (io.ReadCloser, error) {
+	return os.Open(d.path(name))
+}
+
 // s3Dir is a prefix of an object store.
 type s3Dir struct {
 	store *objstore.Store
@@ -142,3 +180,23 @@ func (d s3Dir) exists(ctx context.Context, name string) (bool, error) {
 func (s3Dir) mkdir(context.Context, string) error { return nil }
 
 func (s3Dir) whole() bool { return true }
+
+func (d s3Dir) entries(ctx context.Context) ([]entry, error) {
+	objs, err := d.store.ListTree(ctx, d.base)
+	if err != nil {
+		return nil, err
+	}
+	prefix := d.base.Join("").Key
+	var out []entry
+	for _, o := range objs {
+		rel := strings.TrimPrefix(o.URI.Key, prefix)
+		if strings.Count(rel, "/") <= 1 {
+			out = append(out, entry{rel: rel, size: o.Size, modified: o.Modified})
+		}
+	}
+	return out, nil
+}
+
+func (d s3Dir) open(ctx context.Context, name string) (io.ReadCloser, error) {
+	return d.store.OpenRange(ctx, d.uri(name), 0, -1)
+}

@@ -2,6 +2,7 @@ package history
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/drover-project/drover/internal/appstate"
 	"github.com/drover-project/drover/internal/eventlog"
+	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/ui"
 )
 
@@ -24,8 +26,10 @@ const DefaultUpdateInterval = 10 * time.Second
 
 // Options configure a Server.
 type Options struct {
-	// Dir is the event log directory (spark.eventLog.dir), local.
-	Dir string
+	// Dir is the event log directory (spark.eventLog.dir): local, a file:
+	// URI, or an s3:// prefix read with Store.
+	Dir   string
+	Store *objstore.Store
 	// UpdateInterval is DefaultUpdateInterval when 0.
 	UpdateInterval time.Duration
 	// Version is drover's, shown by the pages and the API.
@@ -115,7 +119,7 @@ func (s *Server) refresh(force bool) {
 func (s *Server) scan() error {
 	s.loading.Lock()
 	defer s.loading.Unlock()
-	logs, err := eventlog.List(s.opts.Dir)
+	logs, err := eventlog.List(context.Background(), s.opts.Dir, s.opts.Store)
 	if err != nil {
 		return err
 	}
@@ -150,7 +154,7 @@ func (s *Server) scan() error {
 // its end still shows what was read, and the error is logged.
 func (s *Server) load(l eventlog.Log) *app {
 	store := appstate.New(appstate.DefaultOptions())
-	st, err := eventlog.Replay(l, store.Handle)
+	st, err := eventlog.Replay(context.Background(), l, store.Handle)
 	a := &app{id: store.App().ID, log: l, store: store, stats: st, err: err}
 	if a.id == "" {
 		a.id = l.AppID // a log without its AppStart
