@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 
@@ -161,52 +163,68 @@ func TestEventLogOfAFailedApplication(t *testing.T) {
 
 var testNoop = Register("test.noop", func(*TaskContext, int) (int, error) { return 0, nil })
 
-// BenchmarkEventLogSize100kTasks measures the event log of a job of
-// 100,000 no-op tasks on local-cluster[4,1,512] with the event log's
-// defaults (rolled, zstd): its size on disk, compressed (the issue's
-// budget is 30 MB) and not, and its events. Every event must reach it.
+// BenchmarkEventLog100kTasks runs a job of 100,000 no-op tasks on
+// local-cluster[4,1,512] without and with the event log (its defaults:
+// rolled, zstd), for the throughput of each, and measures the log: its
+// size as stored (the budget is 30 MB), uncompressed, and its
+// events, every one of which must reach it.
 //
-//	go test -run '^$' -bench EventLogSize -benchtime 1x .
-func BenchmarkEventLogSize100kTasks(b *testing.B) {
+//	go test -run '^$' -bench EventLog100k -benchtime 1x .
+func BenchmarkEventLog100kTasks(b *testing.B) {
 	const tasks = 100_000
 	inputs := make([]int, tasks)
-	for b.Loop() {
-		dir := b.TempDir()
-		var live recordEvents
-		var stderr bytes.Buffer
-		code := runDriver([]string{"--master", "local-cluster[4,1,512]", "--conf", "drover.log.level=warn",
-			"--conf", "spark.ui.showConsoleProgress=false",
-			"--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.dir=" + dir}, &stderr,
-			func(ctx *Context) error {
-				live.subscribe(ctx)
-				_, err := RunPartitions(ctx, testNoop, inputs)
-				return err
-			})
-		if code != 0 {
-			b.Fatalf("exit code %d:\n%s", code, stderr.String())
-		}
-		logs, err := eventlog.List(context.Background(), dir, nil)
-		if err != nil || len(logs) != 1 {
-			b.Fatalf("List: %v, %v", logs, err)
-		}
-		var raw int64
-		var n int
-		if _, err := eventlog.Replay(context.Background(), logs[0], func(e events.Event) {
-			line, _ := events.Marshal(e)
-			raw += int64(len(line)) + 1
-			n++
-		}); err != nil {
-			b.Fatal(err)
-		}
-		if n < len(live.events) || n < 2*tasks {
-			b.Fatalf("%d events in the log, %d seen live: the log lost events", n, len(live.events))
-		}
-		b.ReportMetric(float64(logs[0].Size)/1e6, "MB-compressed")
-		b.ReportMetric(float64(raw)/1e6, "MB-uncompressed")
-		b.ReportMetric(float64(n), "events")
-		if logs[0].Size > 30e6 {
-			b.Errorf("the event log of %d tasks has %d bytes compressed, over the 30 MB budget", tasks, logs[0].Size)
-		}
+	for _, enabled := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "on"}[enabled], func(b *testing.B) {
+			var elapsed time.Duration
+			for b.Loop() {
+				dir := b.TempDir()
+				var stderr bytes.Buffer
+				var took time.Duration
+				code := runDriver([]string{"--master", "local-cluster[4,1,512]", "--conf", "drover.log.level=warn",
+					"--conf", "spark.ui.enabled=false", "--conf", "spark.ui.showConsoleProgress=false",
+					"--conf", "spark.eventLog.enabled=" + strconv.FormatBool(enabled), "--conf", "spark.eventLog.dir=" + dir}, &stderr,
+					func(ctx *Context) error {
+						start := time.Now()
+						_, err := RunPartitions(ctx, testNoop, inputs)
+						took = time.Since(start)
+						return err
+					})
+				if code != 0 {
+					b.Fatalf("exit code %d:\n%s", code, stderr.String())
+				}
+				elapsed += took
+				if !enabled {
+					continue
+				}
+				logs, err := eventlog.List(context.Background(), dir, nil)
+				if err != nil || len(logs) != 1 {
+					b.Fatalf("List: %v, %v", logs, err)
+				}
+				var raw int64
+				var n int
+				var evs []events.Event
+				if _, err := eventlog.Replay(context.Background(), logs[0], func(e events.Event) {
+					line, _ := events.Marshal(e)
+					raw += int64(len(line)) + 1
+					n++
+					if _, ok := e.(*events.TaskEnd); !ok {
+						evs = append(evs, e) // the few others, and TaskStarts
+					}
+				}); err != nil {
+					b.Fatal(err)
+				}
+				if c := count(evs); n-len(evs) != tasks || c["TaskStart"] != tasks || c["AppEnd"] != 1 {
+					b.Fatalf("the log has %d task ends and %v: it lost events", n-len(evs), c)
+				}
+				b.ReportMetric(float64(logs[0].Size)/1e6, "MB-stored")
+				b.ReportMetric(float64(raw)/1e6, "MB-uncompressed")
+				b.ReportMetric(float64(n), "events")
+				if logs[0].Size > 30e6 {
+					b.Errorf("the event log of %d tasks has %d bytes compressed, over the 30 MB budget", tasks, logs[0].Size)
+				}
+			}
+			b.ReportMetric(float64(tasks*b.N)/elapsed.Seconds(), "tasks/s")
+		})
 	}
 }
 
