@@ -434,7 +434,9 @@ func startEventLog(ctx context.Context, conf *config.Conf, appID string, bus *ev
 		log.Error("the application runs without its event log", "err", err)
 		return nil
 	}
-	bus.Subscribe("eventlog", 0, w.Handle)
+	// A deeper queue than the others': the log is the consumer that must
+	// not lose events, and its writes may wait on an object store.
+	bus.Subscribe("eventlog", 10*events.DefaultCapacity, w.Handle)
 	log.Info("writing the event log", "path", w.Path())
 	return w
 }
