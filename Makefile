@@ -3,10 +3,10 @@ SHELL := /bin/bash
 GO ?= go
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 # The root package's tests that need no control plane, for the race detector (TestObjectStorage*: an S3 server).
-RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestSecureLocalCluster|TestTaskOverMessageMaxSize|TestCommitPartsRejectsPaths|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle|TestObjectStorage
+RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestSecureLocalCluster|TestTaskOverMessageMaxSize|TestCommitPartsRejectsPaths|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle|TestObjectStorage|TestWebUIInABrowser
 K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 
-.PHONY: fuzz getting-started demo test unit integration testbin testbins versitygw lint proto docs bench bench-compare bench-k8s build clean chaos
+.PHONY: fuzz getting-started demo test unit integration testbin testbins testpackages versitygw lint proto docs bench bench-compare bench-k8s build clean chaos
 
 ## build: the drover CLI into bin/
 build:
@@ -37,15 +37,21 @@ testbins:
 	@./hack/build-testbin.sh >/dev/null & k=$$!; ./hack/build-versitygw.sh >/dev/null & v=$$!; \
 		wait $$k; kr=$$?; wait $$v; vr=$$?; test $$kr -eq 0 -a $$vr -eq 0
 
+## testpackages: the Debian packages tests drive (chromium, prometheus), installed when missing under CI=true or as
+## root; otherwise it says how to install them and those tests skip
+testpackages:
+	@if [ "$${CI:-}" = true ] || [ "$$(id -u)" = 0 ]; then ./hack/install-test-packages.sh; fi
+
 ## test: lint, then every test (unit, race on the core packages, integration on a real control plane and S3 server)
-test: lint testbins
+test: lint testbins testpackages
 	@echo "drover: unit and integration tests"
 	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" DROVER_VERSITYGW="$$(./hack/build-versitygw.sh | tail -1)" \
 		$(GO) test -count=1 -timeout 25m ./...
 	@echo "drover: race detector on the core packages"
 	$(GO) test -count=1 -race -timeout 15m ./internal/config/... ./internal/master/... ./internal/scheduler/... ./internal/backend/... ./internal/executor/... ./internal/rpc/... ./internal/local/... ./internal/codec/... ./internal/dag/... ./internal/dataflow/... ./internal/shuffle/... ./internal/objstore/... \
 		./internal/k8s/allocator/... ./internal/k8s/podsource/... ./internal/k8s/lifecycle/... ./internal/k8s/snapshot/... \
-		./internal/k8s/podspec/... ./internal/k8s/client/... ./internal/executorid/... ./internal/dynalloc/...
+		./internal/k8s/podspec/... ./internal/k8s/client/... ./internal/executorid/... ./internal/dynalloc/... \
+		./internal/appstate/... ./internal/ui/...
 	@echo "drover: race detector on the Kubernetes cluster manager and the root package's tests without a control plane (those ran above)"
 	$(GO) test -count=1 -race -timeout 15m -run 'TestClusterWithInjectedClient|TestSnapshotDelay' ./internal/k8s/
 	$(GO) test -count=1 -race -timeout 15m -run '$(RACE_ROOT_TESTS)' .

@@ -519,8 +519,13 @@ func currentUser() string {
 	return os.Getenv("USER")
 }
 
-// driverHost is the driver's host name: its pod's name on Kubernetes.
+// driverHost is the driver's host name: its pod's name on Kubernetes
+// (which a process node, running pods as processes, does not make the
+// host name).
 func driverHost() string {
+	if pod := os.Getenv(envvar.DriverPodName); pod != "" {
+		return pod
+	}
 	h, _ := os.Hostname()
 	return h
 }

@@ -2,13 +2,12 @@ package drover
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +15,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-project/drover/internal/testenv/browser"
 )
 
 // waitForFile is a task that runs until its input file exists, so a test
@@ -31,136 +35,11 @@ var waitForFile = Register("test.waitForFile", func(_ *TaskContext, path string)
 	return 0, errors.New("waitForFile: nobody released the task")
 })
 
-// chromium finds a headless-capable Chromium: $DROVER_CHROMIUM, else
-// Debian's chromium on the PATH. Without one the test skips, except under
-// CI=true, where it fails.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("DROVER_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	msg := "no Chromium for the browser test: apt-get install chromium (or hack/install-test-packages.sh), or set DROVER_CHROMIUM"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// artifactDir is where a test leaves files for people to look at:
-// $DROVER_ARTIFACTS/<test name> when set, else the test's temporary
-// directory.
-func artifactDir(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if root := os.Getenv("DROVER_ARTIFACTS"); root != "" {
-		dir = filepath.Join(root, strings.ReplaceAll(t.Name(), "/", "_"))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-// browser starts a headless Chromium for the test.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.WindowSize(1400, 1000),
-		chromedp.NoSandbox) // tests run as root in CI, where Chromium's sandbox refuses to start
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	// The first action starts the browser; it lives as long as ctx.
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("starting Chromium: %v", err)
-	}
-	return ctx
-}
-
-// page is one visit: the text of <main>, with a screenshot saved as
-// name.png.
-type page struct {
-	t    *testing.T
-	ctx  context.Context
-	dir  string
-	shot int
-}
-
-// text is the visible text of sel on the current page.
-func (p *page) text(sel string) string {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		p.t.Fatalf("reading %s: %v", sel, err)
-	}
-	return s
-}
-
-// do runs browser actions with a time limit.
-func (p *page) do(what string, actions ...chromedp.Action[chromedp.Void]) {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		p.t.Fatalf("%s: %v", what, err)
-	}
-}
-
-// screenshot saves the whole page as name.png in the artifact directory.
-func (p *page) screenshot(name string) {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(p.ctx, 20*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		p.t.Fatalf("screenshot %s: %v", name, err)
-	}
-	p.shot++
-	if err := os.WriteFile(filepath.Join(p.dir, fmt.Sprintf("%02d-%s.png", p.shot, name)), png, 0o644); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
-// expect checks that the text of <main> has every one of want.
-func (p *page) expect(where string, want ...string) {
-	p.t.Helper()
-	text := p.text("main")
-	for _, w := range want {
-		if !strings.Contains(text, w) {
-			p.t.Errorf("%s: missing %q in the page's text:\n%s", where, w, text)
-		}
-	}
-}
-
-// follow clicks the nav bar's link to path and checks where it led.
-func (p *page) follow(link, path string) {
-	p.t.Helper()
-	p.do("following "+link, chromedp.Click(chromedp.CSS(`nav a[href="`+path+`"]`)), chromedp.WaitVisible(chromedp.CSS("main h1")))
-	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
-	defer cancel()
-	loc, err := chromedp.Run(ctx, chromedp.Location())
-	if err != nil || !strings.HasSuffix(loc, path) {
-		p.t.Fatalf("the %s link led to %q (%v), want …%s", link, loc, err, path)
-	}
-	if cls, _ := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`nav a[href="`+path+`"]`), "class")); cls.Value != "active" {
-		p.t.Errorf("the %s link is not highlighted on its page", link)
-	}
-}
-
 // TestWebUIInABrowser drives the UI of a running local-cluster job with a
 // headless Chromium: every page while a job's tasks are blocked, the nav
 // links, a stage's detail, then the pages after the job ends.
 func TestWebUIInABrowser(t *testing.T) {
-	ctx := browser(t)
-	dir := artifactDir(t)
-	t.Logf("screenshots in %s", dir)
+	p := browser.New(t)
 	release := filepath.Join(t.TempDir(), "release")
 	var stderr bytes.Buffer
 	code := runDriver([]string{"--master", "local-cluster[2,1,256]", "--name", "ui-test",
@@ -185,45 +64,44 @@ func TestWebUIInABrowser(t *testing.T) {
 			defer func() { os.WriteFile(release, nil, 0o644); wg.Wait() }()
 			waitForRunningTasks(t, url, dc.AppID(), 2)
 
-			p := &page{t: t, ctx: ctx, dir: dir}
-			p.do("opening the UI", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("main h1")))
-			if loc, _ := chromedp.Run(ctx, chromedp.Location()); !strings.HasSuffix(loc, "/jobs/") {
+			p.Open(url)
+			if loc := p.Location(); !strings.HasSuffix(loc, "/jobs/") {
 				t.Errorf("the UI's root led to %q, want /jobs/", loc)
 			}
-			if r, _ := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`meta[http-equiv="refresh"]`), "content")); !r.Exists {
+			if _, ok := p.Attr(`meta[http-equiv="refresh"]`, "content"); !ok {
 				t.Error("the jobs page of a running application does not reload itself")
 			}
-			p.expect("jobs", "Active Jobs (1)", "Completed Jobs (1)", "Failed Jobs (1)", "0/4", "3/3", "0/1 (1 failed)",
+			p.Expect("jobs", "Active Jobs (1)", "Completed Jobs (1)", "Failed Jobs (1)", "0/4", "3/3", "0/1 (1 failed)",
 				"panic: bad record: bad")
-			p.screenshot("jobs")
+			p.Screenshot("jobs")
 
-			p.follow("Stages", "/stages/")
-			p.expect("stages", "Active Stages (1)", "Completed Stages (1)", "Failed Stages (1)", "RunPartitions test.waitForFile")
-			p.screenshot("stages")
-			p.do("opening the active stage", chromedp.Click(chromedp.CSS(`#active-stages + table a`)), chromedp.WaitVisible(chromedp.CSS("#tasks")))
-			p.expect("stage", "Status: Active", "0/4 done, 2 running", "No task has succeeded yet.", "Tasks (2 of 2 remembered")
-			p.screenshot("stage-running")
+			p.Follow("Stages", "/stages/")
+			p.Expect("stages", "Active Stages (1)", "Completed Stages (1)", "Failed Stages (1)", "RunPartitions test.waitForFile")
+			p.Screenshot("stages")
+			p.Do("opening the active stage", chromedp.Click(chromedp.CSS(`#active-stages + table a`)), chromedp.WaitVisible(chromedp.CSS("#tasks")))
+			p.Expect("stage", "Status: Active", "0/4 done, 2 running", "No task has succeeded yet.", "Tasks (2 of 2 remembered")
+			p.Screenshot("stage-running")
 
-			p.follow("Executors", "/executors/")
-			p.expect("executors", "driver", "Active\t3", "127.0.0.1:")
+			p.Follow("Executors", "/executors/")
+			p.Expect("executors", "driver", "Active\t3", "127.0.0.1:")
 			for _, id := range []string{"1", "2"} {
-				href, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`a[href$="/exec-`+id+`"]`), "href"))
-				if want := "http://logs.invalid/" + dc.AppID() + "/exec-" + id; err != nil || href.Value != want {
-					t.Errorf("executor %s's log link = %q (%v), want %q", id, href.Value, err, want)
+				href, _ := p.Attr(`a[href$="/exec-`+id+`"]`, "href")
+				if want := "http://logs.invalid/" + dc.AppID() + "/exec-" + id; href != want {
+					t.Errorf("executor %s's log link = %q, want %q", id, href, want)
 				}
 			}
-			p.screenshot("executors")
+			p.Screenshot("executors")
 
-			p.follow("Allocation", "/allocation/")
-			p.expect("allocation", "No allocation rounds: under local-cluster[2,1,256]")
-			p.screenshot("allocation")
+			p.Follow("Allocation", "/allocation/")
+			p.Expect("allocation", "No allocation rounds: under local-cluster[2,1,256]")
+			p.Screenshot("allocation")
 
-			p.follow("Environment", "/environment/")
-			p.expect("environment", "spark.hadoop.fs.s3a.secret.key", "*********(redacted)", "spark.ui.custom.executor.log.url")
-			if strings.Contains(p.text("main"), "hunter2") {
+			p.Follow("Environment", "/environment/")
+			p.Expect("environment", "spark.hadoop.fs.s3a.secret.key", "*********(redacted)", "spark.ui.custom.executor.log.url")
+			if strings.Contains(p.Text("main"), "hunter2") {
 				t.Error("the environment page shows a secret")
 			}
-			p.screenshot("environment")
+			p.Screenshot("environment")
 
 			// The job ends: the pages say so once the store has the events.
 			if err := os.WriteFile(release, nil, 0o644); err != nil {
@@ -233,18 +111,18 @@ func TestWebUIInABrowser(t *testing.T) {
 			if blockedErr != nil {
 				return blockedErr
 			}
-			p.follow("Jobs", "/jobs/")
+			p.Follow("Jobs", "/jobs/")
 			deadline := time.Now().Add(15 * time.Second)
-			for !strings.Contains(p.text("main"), "Completed Jobs (2)") && time.Now().Before(deadline) {
+			for !strings.Contains(p.Text("main"), "Completed Jobs (2)") && time.Now().Before(deadline) {
 				time.Sleep(200 * time.Millisecond)
-				p.do("reloading", chromedp.Reload())
+				p.Do("reloading", chromedp.Reload())
 			}
-			p.expect("jobs after the end", "Active Jobs (0)", "Completed Jobs (2)", "4/4")
-			p.screenshot("jobs-done")
-			p.follow("Stages", "/stages/")
-			p.do("opening the finished stage", chromedp.Click(chromedp.CSS(`#completed-stages + table a`)), chromedp.WaitVisible(chromedp.CSS("#tasks")))
-			p.expect("finished stage", "Summary Metrics for 4 Completed Tasks", "Duration", "Median", "4/4 done")
-			p.screenshot("stage-done")
+			p.Expect("jobs after the end", "Active Jobs (0)", "Completed Jobs (2)", "4/4")
+			p.Screenshot("jobs-done")
+			p.Follow("Stages", "/stages/")
+			p.Do("opening the finished stage", chromedp.Click(chromedp.CSS(`#completed-stages + table a`)), chromedp.WaitVisible(chromedp.CSS("#tasks")))
+			p.Expect("finished stage", "Summary Metrics for 4 Completed Tasks", "Duration", "Median", "4/4 done")
+			p.Screenshot("stage-done")
 			return nil
 		})
 	if code != 0 {
@@ -274,5 +152,86 @@ func waitForRunningTasks(t *testing.T, url, appID string, n int) {
 			t.Fatalf("the running job never had %d active tasks: %v, %+v", n, err, jobs)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitForPage polls url until its body has want.
+func waitForPage(t *testing.T, url, want string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var body []byte
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if bytes.Contains(body, []byte(want)) {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s never showed %q; last:\n%s", url, want, body)
+}
+
+// TestWebUIOfAKubernetesJobInABrowser drives the UI of a client-mode job
+// on a real control plane whose executor pods run on a process node, with
+// dynamic allocation asking for more executors than a ResourceQuota
+// admits: the Executors page shows pods and nodes, the Allocation page the
+// allocator's rounds and why it waits.
+func TestWebUIOfAKubernetesJobInABrowser(t *testing.T) {
+	p := browser.New(t)
+	env := cluster.Env(t)
+	ns := env.NewNamespace(t)
+	t.Setenv("KUBECONFIG", env.Kubeconfig)
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}},
+	}
+	if _, err := env.Client.CoreV1().ResourceQuotas(ns).Create(t.Context(), quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	release := filepath.Join(t.TempDir(), "release")
+	var stderr bytes.Buffer
+	code := runDriver(append(k8sArgs(env, ns, "spark.executor.memory=256m", "spark.ui.port=0", "drover.scheduler.prefetch=0",
+		"spark.dynamicAllocation.enabled=true", "spark.dynamicAllocation.minExecutors=1", "spark.dynamicAllocation.maxExecutors=3",
+		"spark.dynamicAllocation.schedulerBacklogTimeout=200ms",
+		"spark.ui.custom.executor.log.url=http://logs.invalid/{{KUBERNETES_NAMESPACE}}/{{POD_NAME}}"), "--name", "wordcount"), &stderr,
+		func(dc *Context) error {
+			url := dc.UIWebURL()
+			var wg sync.WaitGroup
+			var jobErr error
+			wg.Go(func() {
+				_, jobErr = RunPartitions(dc, waitForFile, []string{release, release, release, release, release, release})
+			})
+			defer func() { os.WriteFile(release, nil, 0o644); wg.Wait() }()
+			waitForRunningTasks(t, url, dc.AppID(), 2)
+			waitForPage(t, url+"/allocation/", "The allocator waits:")
+
+			p.Open(url + "/executors/")
+			p.Expect("executors", "procnode-0", "(pod Running)", "wordcount-")
+			if _, ok := p.Attr(`#executors a[href^="http://logs.invalid/`+ns+`/wordcount-"]`, "href"); !ok {
+				t.Error("no executor log link with the namespace and pod name")
+			}
+			p.Screenshot("executors")
+			p.Follow("Allocation", "/allocation/")
+			p.Expect("allocation", "Executor pods", "The allocator waits: 1 held back by ResourceQuota pods", "Latest rounds",
+				"Dynamic allocation", "Target: 3 executors")
+			p.Screenshot("allocation")
+			p.Follow("Jobs", "/jobs/")
+			p.Expect("jobs", "Active Jobs (1)", "0/6")
+			p.Screenshot("jobs")
+
+			if err := os.WriteFile(release, nil, 0o644); err != nil {
+				return err
+			}
+			wg.Wait()
+			return jobErr
+		})
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
+	}
+	if t.Failed() {
+		t.Logf("driver stderr:\n%s", stderr.String())
 	}
 }

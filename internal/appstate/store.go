@@ -79,7 +79,7 @@ type stage struct {
 	Stage
 	tasks     map[int64]*Task
 	taskOrder []int64
-	done      []bool // partitions with a successful attempt
+	done      []uint64 // bit set of the partitions with a successful attempt
 	failures  []Task
 	forgotten int
 }
@@ -225,7 +225,7 @@ func (s *Store) stageSubmitted(e *events.StageSubmitted) {
 		Stage: Stage{ID: e.StageID, Attempt: e.Attempt, JobID: e.JobID, Name: e.Name, Status: StageActive, NumTasks: e.NumTasks,
 			ParentShuffles: slices.Clone(e.ParentShuffles), Submitted: e.Time, KilledTasksSummary: map[string]int{}},
 		tasks: map[int64]*Task{},
-		done:  make([]bool, max(e.NumTasks, 0)),
+		done:  make([]uint64, (max(e.NumTasks, 0)+63)/64),
 	}
 	s.stageOrder = append(s.stageOrder, k)
 	if j := s.jobs[e.JobID]; j != nil {
@@ -309,8 +309,8 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 	case events.TaskSuccess:
 		st.CompleteTasks++
 		j.CompletedTasks++
-		if e.Partition >= 0 && e.Partition < len(st.done) && !st.done[e.Partition] {
-			st.done[e.Partition] = true
+		if p := e.Partition; p >= 0 && p < st.NumTasks && st.done[p/64]&(1<<(p%64)) == 0 {
+			st.done[p/64] |= 1 << (p % 64)
 			st.CompletedIndices++
 			j.CompletedIndices++
 		}

@@ -370,3 +370,34 @@ func TestReadsWhileHandling(t *testing.T) {
 		t.Errorf("job 1: %d killed, summary %v; want 1000 and no reader's change", j.KilledTasks, j.KilledTasksSummary)
 	}
 }
+
+func TestCompletedIndicesCountEachPartitionOnce(t *testing.T) {
+	s := feed(Options{}, appStart(), &events.JobStart{JobID: 1}, &events.StageSubmitted{JobID: 1, StageID: 0, NumTasks: 70},
+		start(1, 0, 65, 0, 0), start(2, 0, 65, 1, 0), start(3, 0, 0, 0, 0),
+		end(1, 0, 65, 0, 0, events.TaskSuccess, "", time.Second, events.TaskMetrics{}),
+		end(2, 0, 65, 1, 0, events.TaskSuccess, "", time.Second, events.TaskMetrics{}),
+		end(3, 0, 0, 0, 0, events.TaskSuccess, "", time.Second, events.TaskMetrics{}),
+		end(3, 0, 0, 0, 0, events.TaskSuccess, "", time.Second, events.TaskMetrics{}),  // a duplicate end
+		end(4, 0, 99, 0, 0, events.TaskSuccess, "", time.Second, events.TaskMetrics{}), // no such partition
+	)
+	st, _ := s.Stage(0, 0)
+	j, _ := s.Job(1)
+	if st.CompletedIndices != 2 || j.CompletedIndices != 2 || st.CompleteTasks != 4 || st.ActiveTasks != 0 {
+		t.Errorf("stage: %d indices, %d complete, %d active; job: %d indices; want 2, 4, 0 and 2",
+			st.CompletedIndices, st.CompleteTasks, st.ActiveTasks, j.CompletedIndices)
+	}
+}
+
+// BenchmarkTaskEvents measures a task's start and end through the store,
+// what the UI's consumer does per task at the scheduler's pace.
+func BenchmarkTaskEvents(b *testing.B) {
+	s := New(Options{})
+	s.Handle(appStart())
+	s.Handle(&events.JobStart{JobID: 1})
+	s.Handle(&events.StageSubmitted{JobID: 1, StageID: 0, NumTasks: b.N})
+	b.ReportAllocs()
+	for i := range b.N {
+		s.Handle(&events.TaskStart{TaskID: int64(i), Partition: i, Executor: 1})
+		s.Handle(&events.TaskEnd{TaskID: int64(i), Partition: i, Executor: 1, State: events.TaskSuccess, Duration: time.Millisecond})
+	}
+}

@@ -154,7 +154,7 @@ func TestPages(t *testing.T) {
 		}},
 		"stage of a running job": {path: "/stages/stage/?id=2", want: []string{"No task has succeeded yet.", "Running"}},
 		"executors": {path: "/executors/", want: []string{
-			"<td>wc-exec-1</td>", "<td>node-a</td>", "(pod Running)", "10.0.0.5:7079",
+			`<td class="nowrap">wc-exec-1</td>`, `<td class="nowrap">node-a</td>`, "(pod Running)", "10.0.0.5:7079",
 			`<a href="https://logs.example/spark/wc-exec-1?app=drover-abc&amp;id=1&amp;team=data">log</a>`,
 			`<a href="https://logs.example/spark/wc-exec-2?app=drover-abc&amp;id=2&amp;team=data">log</a>`,
 			"the pod was deleted (exit code 143)", `class="status Pending">Pending`, `class="status Dead">Dead`,

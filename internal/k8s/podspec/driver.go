@@ -34,6 +34,8 @@ const (
 	// (Spark's name and port) unless spark.driver.port is set.
 	DriverPortName    = "driver-rpc-port"
 	DefaultDriverPort = 7078
+	// UIPortName names the web UI's port (spark.ui.port), as Spark does.
+	UIPortName = "spark-ui"
 )
 
 // DriverConfFile is the properties file the driver container reads.
@@ -183,6 +185,9 @@ func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 	if !slices.ContainsFunc(ctr.Ports, func(p corev1.ContainerPort) bool { return p.Name == DriverPortName }) {
 		ctr.Ports = append(ctr.Ports, corev1.ContainerPort{Name: DriverPortName, ContainerPort: int32(dc.Port), Protocol: corev1.ProtocolTCP})
 	}
+	if dc.UIPort != 0 && !slices.ContainsFunc(ctr.Ports, func(p corev1.ContainerPort) bool { return p.Name == UIPortName }) {
+		ctr.Ports = append(ctr.Ports, corev1.ContainerPort{Name: UIPortName, ContainerPort: int32(dc.UIPort), Protocol: corev1.ProtocolTCP})
+	}
 	env := []corev1.EnvVar{
 		fieldEnv(envvar.DriverPodIP, "status.podIP"),
 		fieldEnv(envvar.DriverPodName, "metadata.name"),
@@ -221,6 +226,11 @@ func DriverService(dc *DriverConf, driver *corev1.Pod) *corev1.Service {
 				Name: DriverPortName, Port: int32(dc.Port), TargetPort: intstr.FromInt32(int32(dc.Port)), Protocol: corev1.ProtocolTCP,
 			}},
 		},
+	}
+	if dc.UIPort != 0 {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
+			Name: UIPortName, Port: int32(dc.UIPort), TargetPort: intstr.FromInt32(int32(dc.UIPort)), Protocol: corev1.ProtocolTCP,
+		})
 	}
 	if len(svc.Annotations) == 0 {
 		svc.Annotations = nil

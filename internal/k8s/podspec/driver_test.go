@@ -2,6 +2,7 @@ package podspec
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -147,5 +148,49 @@ func TestDriverServiceSelectsDriverPod(t *testing.T) {
 	}
 	if svc.OwnerReferences[0].Name != pod.Name {
 		t.Errorf("service owner %v", svc.OwnerReferences)
+	}
+}
+
+func TestDriverUIPort(t *testing.T) {
+	tests := map[string]struct {
+		pairs   []string
+		want    []string // the Service's ports, name:port
+		wantErr string
+	}{
+		"spark's default":     {want: []string{"driver-rpc-port:7078", "spark-ui:4040"}},
+		"another port":        {pairs: []string{"spark.ui.port=8080"}, want: []string{"driver-rpc-port:7078", "spark-ui:8080"}},
+		"no ui":               {pairs: []string{"spark.ui.enabled=false"}, want: []string{"driver-rpc-port:7078"}},
+		"a port left to luck": {pairs: []string{"spark.ui.port=0"}, wantErr: "spark.ui.port=0: a cluster-mode driver's web UI needs a fixed port"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			dc, err := NewDriverConf(newConf(t, append(tc.pairs, "spark.kubernetes.container.image=img")...), testAppID, []string{"/app/x"}, nil)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("NewDriverConf: %v, want an error with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod, err := BuildDriverPod(dc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var svcPorts, podPorts []string
+			for _, p := range DriverService(dc, nil).Spec.Ports {
+				svcPorts = append(svcPorts, p.Name+":"+p.TargetPort.String())
+			}
+			for _, p := range pod.Spec.Containers[0].Ports {
+				podPorts = append(podPorts, p.Name+":"+strconv.Itoa(int(p.ContainerPort)))
+			}
+			if diff := cmp.Diff(tc.want, svcPorts); diff != "" {
+				t.Errorf("service ports (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, podPorts); diff != "" {
+				t.Errorf("container ports (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -24,6 +24,8 @@ type DriverConf struct {
 	PodName, ServiceName, ConfigMapName, SecretName string
 	// Port is the driver's RPC port.
 	Port int
+	// UIPort is the web UI's port, 0 when spark.ui.enabled is false.
+	UIPort int
 
 	Image, PullPolicy string
 	PullSecrets       []string
@@ -84,6 +86,13 @@ func NewDriverConf(c *config.Conf, appID string, command, args []string) (*Drive
 	if config.DriverPort.IsSet(c) {
 		if dc.Port = get(p, config.DriverPort); dc.Port <= 0 || dc.Port > 65535 {
 			p.fail("%s=%d: a cluster-mode driver needs a fixed port between 1 and 65535", config.DriverPort.Key(), dc.Port)
+		}
+	}
+	if get(p, config.UIEnabled) {
+		// The driver Service exposes the UI: it cannot follow a port picked
+		// at random.
+		if dc.UIPort = get(p, config.UIPort); dc.UIPort == 0 {
+			p.fail("%s=0: a cluster-mode driver's web UI needs a fixed port (or %s=false)", config.UIPort.Key(), config.UIEnabled.Key())
 		}
 	}
 	prefix := defaultPodNamePrefix(dc.AppName, appID)

@@ -52,6 +52,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if os.Getenv(helperEnv) == "serve-ui" {
+		os.Exit(serveUIHelper())
+	}
 	code := m.Run()
 	if err := cluster.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the shared control plane:", err)
@@ -83,7 +86,8 @@ func binaries(t testing.TB) (drover, wordcount string) {
 			"github.com/drover-project/drover/cmd/drover", "github.com/drover-project/drover/examples/wordcount",
 			"github.com/drover-project/drover/internal/k8s/submit/testdata/panicapp",
 			"github.com/drover-project/drover/internal/k8s/submit/testdata/sleepapp",
-			"github.com/drover-project/drover/internal/k8s/submit/testdata/chaosapp").CombinedOutput()
+			"github.com/drover-project/drover/internal/k8s/submit/testdata/chaosapp",
+			"github.com/drover-project/drover/internal/k8s/submit/testdata/uiapp").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

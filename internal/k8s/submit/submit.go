@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/k8s"
@@ -201,14 +202,20 @@ func driverProperties(conf *config.Conf, dc *podspec.DriverConf) (props, secrets
 // NewClient is the submission client: the master's API server with the
 // kubeconfig's credentials, or spark.kubernetes.authenticate.submission.*.
 func NewClient(conf *config.Conf, m master.URL) (kubernetes.Interface, error) {
-	cs, _, err := client.New(client.Options{
+	cs, _, err := NewClientConfig(conf, m)
+	return cs, err
+}
+
+// NewClientConfig is NewClient with its REST configuration, for requests
+// a clientset does not make (port-forwarding).
+func NewClientConfig(conf *config.Conf, m master.URL) (kubernetes.Interface, *rest.Config, error) {
+	return client.New(client.Options{
 		APIServer: m.APIServer,
 		Context:   config.KubernetesContext.Get(conf),
 		Auth:      config.KubernetesSubmissionAuth,
 		Conf:      conf,
 		UserAgent: "drover-submit",
 	})
-	return cs, err
 }
 
 // Create creates the driver's config map (and Secret, for sensitive

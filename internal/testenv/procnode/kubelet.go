@@ -54,7 +54,7 @@ func (a *Agent) worker(namespace, pod string) *podWorker {
 }
 
 // serveKubelet starts the part of the kubelet API the API server proxies for
-// kubectl logs, over TLS on the node IP with a throw-away self-signed
+// kubectl logs and port-forward, over TLS on the node IP with a throw-away self-signed
 // certificate (the API server doesn't verify kubelet certificates unless told
 // to).
 func (a *Agent) serveKubelet() (*http.Server, int, error) {
@@ -74,6 +74,7 @@ func (a *Agent) serveKubelet() (*http.Server, int, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", a.serveLogs)
+	mux.HandleFunc("/portForward/{namespace}/{pod}", a.servePortForward)
 	srv := &http.Server{
 		Handler:           mux,
 		TLSConfig:         tlsConf,

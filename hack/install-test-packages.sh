@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that tests drive as real programs, when missing:
+# chromium (the web UI's browser test) and prometheus (the metrics scrape test).
+# make test calls it under CI=true or as root; elsewhere it prints the command.
+set -euo pipefail
+need=()
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || need+=(chromium)
+command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+if [ ${#need[@]} -eq 0 ]; then
+	exit 0
+fi
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+	echo "drover: tests that need ${need[*]} will skip; install with: sudo apt-get install ${need[*]}" >&2
+	# CI must run them: a missing package fails there, not skips.
+	[ "${CI:-}" != true ]
+	exit
+fi
+echo "drover: installing ${need[*]} for the browser and metrics tests (apt-get)"
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
