@@ -137,3 +137,94 @@ func add(sum *events.TaskMetrics, m events.TaskMetrics) {
 	sum.ShuffleWriteRecords += m.ShuffleWriteRecords
 	sum.SpillBytes += m.SpillBytes
 }
+
+// jobMetrics sums the metrics of the successful task ends of each job, in
+// job order.
+func (r *recordEvents) jobMetrics() []events.TaskMetrics {
+	jobOfStage := map[int]int64{}
+	var jobs []int64
+	sums := map[int64]*events.TaskMetrics{}
+	for _, e := range r.events {
+		switch e := e.(type) {
+		case *events.JobStart:
+			jobs = append(jobs, e.JobID)
+			sums[e.JobID] = &events.TaskMetrics{}
+		case *events.StageSubmitted:
+			jobOfStage[e.StageID] = e.JobID
+		case *events.TaskEnd:
+			if s := sums[jobOfStage[e.StageID]]; s != nil && e.State == events.TaskSuccess {
+				add(s, e.Metrics)
+			}
+		}
+	}
+	var out []events.TaskMetrics
+	for _, j := range jobs {
+		out = append(out, *sums[j])
+	}
+	return out
+}
+
+func fileSizes(t *testing.T, pattern string) (total int64) {
+	t.Helper()
+	paths, err := filepath.Glob(pattern)
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no files %s: %v", pattern, err)
+	}
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += fi.Size()
+	}
+	return total
+}
+
+// Compressed files count their bytes as stored; Parquet files the bytes
+// their footers and columns take, and their rows; SaveAsParquet what it
+// wrote.
+func TestInputMetricsOfCompressedAndParquetFiles(t *testing.T) {
+	dir := t.TempDir()
+	lines := generatedLines(3000)
+	if err := os.MkdirAll(filepath.Join(dir, "text"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"a.txt.gz": gzipText(t, strings.Join(lines[:1000], "\n")+"\n"),
+		"b.zst":    zstdText(t, strings.Join(lines[1000:], "\n")),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "text", name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sales := pqSales(5000)
+	out := filepath.Join(dir, "sales")
+	var rec recordEvents
+	runJob(t, "local[2]", func(ctx *Context) error {
+		rec.subscribe(ctx)
+		if n, err := TextFile(ctx, filepath.Join(dir, "text", "*")).Count(); err != nil || n != int64(len(lines)) {
+			t.Errorf("counted %d lines, %v", n, err)
+		}
+		if err := Parallelize(ctx, sales, 4).SaveAsParquet(out); err != nil {
+			return err
+		}
+		_, err := ReadParquet[pqSale](ctx, out).Count()
+		return err
+	})
+	jobs := rec.jobMetrics()
+	if len(jobs) != 3 {
+		t.Fatalf("%d jobs, want 3", len(jobs))
+	}
+	text, save, read := jobs[0], jobs[1], jobs[2]
+	if compressed := fileSizes(t, filepath.Join(dir, "text", "*")); text.InputBytes != compressed || text.InputRecords != int64(len(lines)) {
+		t.Errorf("reading compressed text: %d bytes, %d records; want the files' %d bytes and %d lines",
+			text.InputBytes, text.InputRecords, compressed, len(lines))
+	}
+	parts := fileSizes(t, filepath.Join(out, "part-*"))
+	if save.OutputBytes != parts || save.OutputRecords != int64(len(sales)) {
+		t.Errorf("SaveAsParquet: %d bytes, %d records; want the parts' %d bytes and %d rows", save.OutputBytes, save.OutputRecords, parts, len(sales))
+	}
+	if read.InputRecords != int64(len(sales)) || read.InputBytes <= 0 || read.InputBytes > parts {
+		t.Errorf("ReadParquet: %d bytes, %d records; want %d rows from at most the files' %d bytes", read.InputBytes, read.InputRecords, len(sales), parts)
+	}
+}
