@@ -25,6 +25,7 @@ import (
 	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/dynalloc"
 	"github.com/drover-project/drover/internal/envvar"
+	"github.com/drover-project/drover/internal/eventlog"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/executorid"
@@ -296,7 +297,15 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	// with AppStart. Closed last, after the cluster manager stopped, so
 	// the executors' removals reach the consumers.
 	bus := events.NewBus(clock.RealClock{}, log)
-	defer bus.Close()
+	evlog := startEventLog(ctx, conf, appID, bus, log)
+	defer func() {
+		bus.Close()
+		if evlog != nil {
+			if err := evlog.Close(); err == nil {
+				log.Info("event log written", "path", evlog.Path())
+			}
+		}
+	}()
 	defer func() {
 		end := &events.AppEnd{}
 		if err != nil {
@@ -406,6 +415,30 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		err = fmt.Errorf("%w (%v)", err, cause)
 	}
 	return err
+}
+
+// startEventLog subscribes the event log to bus when spark.eventLog.enabled.
+// A log that cannot be created is reported, and the application runs
+// without it, as it does when writing fails later.
+func startEventLog(ctx context.Context, conf *config.Conf, appID string, bus *events.Bus, log *slog.Logger) *eventlog.Writer {
+	opts, enabled := eventlog.FromConf(conf, appID)
+	if !enabled {
+		return nil
+	}
+	if objstore.HasScheme(opts.Dir) {
+		opts.Store = objstore.New(objstore.ConfigFrom(conf))
+	}
+	opts.Logger = log
+	w, err := eventlog.Start(ctx, opts)
+	if err != nil {
+		log.Error("the application runs without its event log", "err", err)
+		return nil
+	}
+	// A deeper queue than the others': the log is the consumer that must
+	// not lose events, and its writes may wait on an object store.
+	bus.Subscribe("eventlog", 10*events.DefaultCapacity, w.Handle)
+	log.Info("writing the event log", "path", w.Path())
+	return w
 }
 
 // runApp runs the application's function. A panic becomes its error, with

@@ -1,5 +1,5 @@
-// Command drover is the command-line tool: submit, status, kill, rbac,
-// dev-cluster and version.
+// Command drover is the command-line tool: submit, status, kill, logs,
+// rbac, history, dev-cluster and version.
 package main
 
 import (

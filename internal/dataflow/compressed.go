@@ -28,18 +28,20 @@ func CompressionOf(path string) string {
 }
 
 // compressedLines emits every line of a compressed file, which one split
-// reads from its start to its end.
-func compressedLines(ctx context.Context, s FileSplit, store *objstore.Store) func(emit func(string) error) error {
+// reads from its start to its end. The compressed bytes read are added to
+// *bytesRead.
+func compressedLines(ctx context.Context, s FileSplit, store *objstore.Store, bytesRead *int64) func(emit func(string) error) error {
 	return func(emit func(string) error) error {
 		raw, err := openStream(ctx, s, store)
 		if err != nil {
 			return fmt.Errorf("reading text file: %w", err)
 		}
 		defer raw.Close()
+		counted := countingReader{raw, bytesRead}
 		var r io.Reader
 		switch s.Compression {
 		case "gzip":
-			gz, err := gzip.NewReader(bufio.NewReaderSize(raw, 256<<10))
+			gz, err := gzip.NewReader(bufio.NewReaderSize(counted, 256<<10))
 			if err != nil {
 				return fmt.Errorf("reading %s as gzip: %w", s.Path, err)
 			}
@@ -47,7 +49,7 @@ func compressedLines(ctx context.Context, s FileSplit, store *objstore.Store) fu
 			r = gz
 		case "zstd":
 			// One decoding goroutine: a task already has its core.
-			zr, err := zstd.NewReader(raw, zstd.WithDecoderConcurrency(1))
+			zr, err := zstd.NewReader(counted, zstd.WithDecoderConcurrency(1))
 			if err != nil {
 				return fmt.Errorf("reading %s as zstd: %w", s.Path, err)
 			}

@@ -37,14 +37,19 @@ func TestTextSplitsReadEveryLineOnce(t *testing.T) {
 		}
 		for _, split := range splits {
 			var got []string
+			var read int64
 			for start := int64(0); start < size; start += split {
-				lines := textLines(context.Background(), FileSplit{Path: path, Start: start, Size: min(split, size-start)}, nil)
+				lines := textLines(context.Background(), FileSplit{Path: path, Start: start, Size: min(split, size-start)}, nil, &read)
 				if err := lines(func(s string) error { got = append(got, s); return nil }); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("%s, splits of %d bytes (-want +got):\n%s", name, split, diff)
+			}
+			// Every line is one split's: the splits' bytes add up to the file.
+			if read != size {
+				t.Errorf("%s, splits of %d bytes: %d bytes read, want the file's %d", name, split, read, size)
 			}
 		}
 	}

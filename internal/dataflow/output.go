@@ -76,10 +76,12 @@ func (r *runner) saveText(p Producer) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("saving partition %d: %w", r.task.Partition, err)
 	}
+	w := countingWriter{f.w, &r.m.OutputBytes}
+	p = countRecords(p, &r.m.OutputRecords)
 	if o.Format == Parquet {
-		err = writeParquet(f.w, p, o.Columns, o.Codec)
+		err = writeParquet(w, p, o.Columns, o.Codec)
 	} else {
-		err = writeLines(f.w, p, o)
+		err = writeLines(w, p, o)
 	}
 	var result []byte
 	if err == nil {

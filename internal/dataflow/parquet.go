@@ -13,18 +13,20 @@ import (
 
 // parquetRecords emits the records of the split's row group, reading the
 // footer and then only the projected columns' chunks (ranged GETs on S3).
-func parquetRecords(ctx context.Context, s FileSplit, cols []parquetio.Column, store *objstore.Store) Producer {
+// The bytes read are added to *bytesRead.
+func parquetRecords(ctx context.Context, s FileSplit, cols []parquetio.Column, store *objstore.Store, bytesRead *int64) Producer {
 	return func(emit func([]byte) error) error {
-		ra, err := OpenReaderAt(ctx, s.Path, s.FileSize, store)
+		f, err := OpenReaderAt(ctx, s.Path, s.FileSize, store)
 		if err != nil {
 			return fmt.Errorf("reading Parquet: %w", err)
 		}
-		defer ra.Close()
-		f, err := parquetio.Open(ra, s.FileSize)
+		defer f.Close()
+		ra := countingReaderAt{f, bytesRead}
+		pf, err := parquetio.Open(ra, s.FileSize)
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", s.Path, err)
 		}
-		if err := parquetio.ReadRowGroup(f, s.RowGroup, cols, emit); err != nil {
+		if err := parquetio.ReadRowGroup(pf, s.RowGroup, cols, emit); err != nil {
 			return fmt.Errorf("reading %s, row group %d: %w", s.Path, s.RowGroup, err)
 		}
 		return nil

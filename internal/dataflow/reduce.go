@@ -22,7 +22,11 @@ func (r *runner) shuffled(n *Node, p int) (Producer, error) {
 	fetch := func(emit func(key, value []byte) error) error {
 		for _, sid := range n.Shuffles {
 			err := mgr.Fetch(r.ctx, sid, p, r.task.Blocks[sid][p], r.task.MaxInFlight, func(_ int, block []byte) error {
-				return shuffle.ForEachRecord(block, emit)
+				r.m.ShuffleReadBytes += int64(len(block))
+				return shuffle.ForEachRecord(block, func(key, value []byte) error {
+					r.m.ShuffleReadRecords++
+					return emit(key, value)
+				})
 			})
 			if err != nil {
 				return err
@@ -34,7 +38,10 @@ func (r *runner) shuffled(n *Node, p int) (Producer, error) {
 	// spilling past the budget, and calls fn with each key and its values.
 	sorted := func(src func(func(key, value []byte) error) error, cmp func(a, b []byte) int, fn func(key []byte, next func() ([]byte, bool)) error) error {
 		s := shuffle.NewSorter(mgr.Dir(), budget, cmp)
-		defer s.Close()
+		defer func() {
+			r.m.SpillBytes += s.SpilledBytes()
+			s.Close()
+		}()
 		if err := src(s.Add); err != nil {
 			return err
 		}
@@ -186,7 +193,10 @@ func (r *runner) combine(agg *Aggregation, budget int64, fetch func(func(key, va
 		return s.Spill()
 	})
 	if s != nil {
-		defer s.Close()
+		defer func() {
+			r.m.SpillBytes += s.SpilledBytes()
+			s.Close()
+		}()
 	}
 	if err != nil {
 		return err

@@ -28,7 +28,11 @@ func RunTask(ctx context.Context, ft funcs.Task, payload []byte) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{ctx: ctx, ft: ft, task: t, stage: st}
+	m := ft.Metrics
+	if m == nil {
+		m = new(funcs.Metrics)
+	}
+	r := &runner{ctx: ctx, ft: ft, task: t, stage: st, m: m}
 	if ft.Shuffle == nil && needsShuffle(st) {
 		return nil, errors.New("this executor has no shuffle service")
 	}
@@ -37,6 +41,16 @@ func RunTask(ctx context.Context, ft funcs.Task, payload []byte) ([]byte, error)
 		return nil, err
 	}
 	return r.output(p)
+}
+
+// countRecords adds the records p emits to *n.
+func countRecords(p Producer, n *int64) Producer {
+	return func(emit func([]byte) error) error {
+		return p(func(rec []byte) error {
+			*n++
+			return emit(rec)
+		})
+	}
 }
 
 func needsShuffle(st *Stage) bool {
@@ -68,6 +82,7 @@ type runner struct {
 	ft    funcs.Task
 	task  *Task
 	stage *Stage
+	m     *funcs.Metrics // never nil
 }
 
 func (r *runner) node(id int) (*Node, error) {
@@ -143,12 +158,18 @@ func (r *runner) input(id, p int) (Input, error) {
 	if !ok {
 		return Input{}, fmt.Errorf("text file node %d: the task carries no split %d", id, p)
 	}
-	lines := textLines(r.ctx, split, r.ft.Store)
 	if n.Format == Parquet {
-		return Input{Records: parquetRecords(r.ctx, split, n.Columns, r.ft.Store)}, nil
+		return Input{Records: countRecords(parquetRecords(r.ctx, split, n.Columns, r.ft.Store, &r.m.InputBytes), &r.m.InputRecords)}, nil
 	}
+	read := textLines(r.ctx, split, r.ft.Store, &r.m.InputBytes)
 	if n.Format == JSONLines {
-		return Input{Records: jsonRecords(lines, n.Schema, split.Path)}, nil
+		return Input{Records: countRecords(jsonRecords(read, n.Schema, split.Path), &r.m.InputRecords)}, nil
+	}
+	lines := func(emit func(string) error) error {
+		return read(func(line string) error {
+			r.m.InputRecords++
+			return emit(line)
+		})
 	}
 	return Input{Lines: lines, Records: func(emit func([]byte) error) error {
 		var rec []byte

@@ -57,6 +57,7 @@ func (r *runner) writeShuffle(p Producer) ([]byte, error) {
 			tag = append(append(tag[:0], byte(s.Side)), value...)
 			value = tag
 		}
+		r.m.ShuffleWriteRecords++
 		return w.Write(part(key), key, value)
 	}
 	switch {
@@ -103,6 +104,9 @@ func (r *runner) writeShuffle(p Producer) ([]byte, error) {
 		return nil, err
 	}
 	ok = true
+	for _, n := range st.Sizes {
+		r.m.ShuffleWriteBytes += n
+	}
 	return EncodeMapStatus(st)
 }
 

@@ -68,10 +68,13 @@ func share(count uint64, p, parts int) uint64 {
 // line terminators (\n or \r\n). A split after the first skips the partial
 // line it starts in; the last line is read past the split's end. The file
 // is read in fresh chunks that are never written again, so the lines are
-// strings over them, without a copy or an allocation per line.
-func textLines(ctx context.Context, s FileSplit, store *objstore.Store) func(emit func(string) error) error {
+// strings over them, without a copy or an allocation per line. The bytes
+// of the lines emitted, terminators included, are added to *bytesRead: the
+// splits of a file add up to its size, though each reads a little past its
+// end. A compressed file adds the bytes read from it.
+func textLines(ctx context.Context, s FileSplit, store *objstore.Store, bytesRead *int64) func(emit func(string) error) error {
 	if s.Compression != "" {
-		return compressedLines(ctx, s, store)
+		return compressedLines(ctx, s, store, bytesRead)
 	}
 	return func(emit func(string) error) error {
 		f, err := openSplit(ctx, s, store)
@@ -118,6 +121,7 @@ func textLines(ctx context.Context, s FileSplit, store *objstore.Store) func(emi
 					if lineStart >= end {
 						return nil
 					}
+					*bytesRead += int64(i + 1)
 					if err := emit(trimCR(line)); err != nil {
 						return err
 					}
@@ -127,6 +131,7 @@ func textLines(ctx context.Context, s FileSplit, store *objstore.Store) func(emi
 			tail = []byte(text)
 			if read == 0 || err == io.EOF {
 				if len(text) > 0 && !skip && lineStart < end {
+					*bytesRead += int64(len(text))
 					return emit(trimCR(text)) // a last line without a terminator
 				}
 				return nil
@@ -163,6 +168,47 @@ func storeObject(what, path string, store *objstore.Store) (objstore.URI, error)
 		return objstore.URI{}, fmt.Errorf("%s %s: this executor has no object-store client", what, path)
 	}
 	return u, nil
+}
+
+// countingReaderAt adds the bytes read through it to *n.
+type countingReaderAt struct {
+	r interface {
+		io.ReaderAt
+		io.Closer
+	}
+	n *int64
+}
+
+func (c countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	k, err := c.r.ReadAt(p, off)
+	*c.n += int64(k)
+	return k, err
+}
+
+func (c countingReaderAt) Close() error { return c.r.Close() }
+
+// countingReader adds the bytes read through it to *n.
+type countingReader struct {
+	r io.Reader
+	n *int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	*c.n += int64(k)
+	return k, err
+}
+
+// countingWriter adds the bytes written through it to *n.
+type countingWriter struct {
+	w io.Writer
+	n *int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	*c.n += int64(k)
+	return k, err
 }
 
 func trimCR(s string) string {

@@ -88,6 +88,7 @@ func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb
 	}
 	defer e.release(int(t.GetCpus()))
 	start := time.Now()
+	var m funcs.Metrics
 	o := RunTask(ctx, funcs.Task{
 		TaskID:    t.GetTaskId(),
 		JobID:     t.GetJobId(),
@@ -96,10 +97,11 @@ func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb
 		Attempt:   int(t.GetAttempt()),
 		Shuffle:   e.shuffles,
 		Store:     e.store.Load(),
+		Metrics:   &m,
 	}, t.GetFunc(), t.GetPayload())
 	killed := ctx.Err() != nil
 	cancel()
-	st := &pb.TaskStatus{TaskId: t.GetTaskId(), DurationNanos: int64(time.Since(start))}
+	st := &pb.TaskStatus{TaskId: t.GetTaskId(), DurationNanos: int64(time.Since(start)), Metrics: MetricsProto(m)}
 	switch {
 	case killed:
 		st.State = pb.TaskState_TASK_STATE_KILLED
@@ -123,6 +125,21 @@ func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb
 		}
 	}
 	e.finish(t.GetTaskId(), st)
+}
+
+// MetricsProto is m as the task status carries it; nil when nothing was
+// measured, so tasks that read and write nothing cost no bytes.
+func MetricsProto(m funcs.Metrics) *pb.TaskMetrics {
+	if m == (funcs.Metrics{}) {
+		return nil
+	}
+	return &pb.TaskMetrics{
+		InputBytes: m.InputBytes, InputRecords: m.InputRecords,
+		OutputBytes: m.OutputBytes, OutputRecords: m.OutputRecords,
+		ShuffleReadBytes: m.ShuffleReadBytes, ShuffleReadRecords: m.ShuffleReadRecords,
+		ShuffleWriteBytes: m.ShuffleWriteBytes, ShuffleWriteRecords: m.ShuffleWriteRecords,
+		SpillBytes: m.SpillBytes,
+	}
 }
 
 func (e *Executor) finish(tid int64, st *pb.TaskStatus) {

@@ -22,6 +22,29 @@ type Task struct {
 	// Store is the executor's object-store client (s3:// paths), made from
 	// the settings the driver sends and the executor's own credentials.
 	Store *objstore.Store
+	// Metrics is where the task counts what it reads and writes; the
+	// executor reports it with the task's status. Nil when nobody asks.
+	Metrics *Metrics
+}
+
+// Metrics is what one task attempt read, wrote and spilled, as Spark's
+// TaskMetrics. The task's own goroutine updates it; the executor reads it
+// once the task function has returned.
+type Metrics struct {
+	// InputBytes and InputRecords are what the task read from files: the
+	// bytes of its split as stored (compressed when the file is), and the
+	// records they held.
+	InputBytes, InputRecords int64
+	// OutputBytes and OutputRecords are what it wrote to its output part.
+	OutputBytes, OutputRecords int64
+	// ShuffleReadBytes and ShuffleReadRecords are the shuffle blocks it
+	// fetched, local and remote.
+	ShuffleReadBytes, ShuffleReadRecords int64
+	// ShuffleWriteBytes and ShuffleWriteRecords are its map output.
+	ShuffleWriteBytes, ShuffleWriteRecords int64
+	// SpillBytes is what it wrote to disk because its share of memory was
+	// full (Spark's diskBytesSpilled).
+	SpillBytes int64
 }
 
 // Func is the serialized form of a registered function: it maps one

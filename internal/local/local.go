@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/backend"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/funcs"
@@ -123,11 +124,17 @@ func (b *Backend) offer() {
 func (b *Backend) run(ctx context.Context, t scheduler.TaskDescription) {
 	defer b.wg.Done()
 	start := time.Now()
+	var m funcs.Metrics
 	o := executor.RunTask(ctx, funcs.Task{
 		TaskID: t.TaskID, JobID: t.JobID, StageID: t.StageID, Partition: t.Partition, Attempt: t.Attempt,
-		Shuffle: b.shuffles, Store: b.Store,
+		Shuffle: b.shuffles, Store: b.Store, Metrics: &m,
 	}, t.Func, t.Payload)
-	st := scheduler.Status{TaskID: t.TaskID, ExecutorID: executorid.Driver, Duration: time.Since(start)}
+	st := scheduler.Status{TaskID: t.TaskID, ExecutorID: executorid.Driver, Duration: time.Since(start),
+		Metrics: events.TaskMetrics{InputBytes: m.InputBytes, InputRecords: m.InputRecords,
+			OutputBytes: m.OutputBytes, OutputRecords: m.OutputRecords,
+			ShuffleReadBytes: m.ShuffleReadBytes, ShuffleReadRecords: m.ShuffleReadRecords,
+			ShuffleWriteBytes: m.ShuffleWriteBytes, ShuffleWriteRecords: m.ShuffleWriteRecords,
+			SpillBytes: m.SpillBytes}}
 	switch {
 	case ctx.Err() != nil:
 		st.State, st.Err = scheduler.Killed, "task killed"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -14,6 +15,8 @@ import (
 type Object struct {
 	URI  URI
 	Size int64
+	// Modified is when it was last written, as listings report it.
+	Modified time.Time
 }
 
 // List expands a path as TextFile expands a local one: a "directory" (a
@@ -160,10 +163,28 @@ func listPrefix(ctx context.Context, c *s3.Client, bucket, prefix string, shallo
 			if strings.HasSuffix(key, "/") {
 				continue
 			}
-			objs = append(objs, Object{URI: URI{Bucket: bucket, Key: key}, Size: aws.ToInt64(o.Size)})
+			objs = append(objs, Object{URI: URI{Bucket: bucket, Key: key}, Size: aws.ToInt64(o.Size), Modified: aws.ToTime(o.LastModified)})
 		}
 	}
 	return objs, dirs, nil
+}
+
+// ListTree lists every object under the prefix u/ (the whole bucket when
+// u has no key), at any depth, in key order. None is no error.
+func (s *Store) ListTree(ctx context.Context, u URI) ([]Object, error) {
+	c, err := s.s3(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prefix := u.Key
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	objs, _, err := listPrefix(ctx, c, u.Bucket, prefix, false)
+	if err != nil {
+		return nil, opError("listing", u, err)
+	}
+	return objs, nil
 }
 
 // Size is the size of one object.

@@ -39,8 +39,9 @@ type Sorter struct {
 	buffered int64
 	sorted   bool
 
-	runs []string
-	err  error
+	runs    []string
+	spilled int64
+	err     error
 }
 
 // NewSorter returns a sorter that spills its runs to dir (os.TempDir() when
@@ -148,12 +149,17 @@ func (s *Sorter) spill() error {
 	s.runs = append(s.runs, f.Name())
 	w := bufio.NewWriterSize(f, 256<<10)
 	var hdr [binary.MaxVarintLen64]byte
+	var n int64
 	for i := range s.entries {
 		e := &s.entries[i]
-		w.Write(binary.AppendUvarint(hdr[:0], uint64(e.klen)))
+		k := binary.AppendUvarint(hdr[:0], uint64(e.klen))
+		w.Write(k)
 		w.Write(s.key(e))
-		w.Write(binary.AppendUvarint(hdr[:0], uint64(e.vlen)))
+		n += int64(len(k)) + int64(e.klen)
+		v := binary.AppendUvarint(hdr[:0], uint64(e.vlen))
+		w.Write(v)
 		w.Write(s.value(e))
+		n += int64(len(v)) + int64(e.vlen)
 	}
 	err = w.Flush() // bufio keeps the first write error
 	if cerr := f.Close(); err == nil {
@@ -162,6 +168,7 @@ func (s *Sorter) spill() error {
 	if err != nil {
 		return fmt.Errorf("sorter: write run: %w", err)
 	}
+	s.spilled += n
 	s.arena = s.arena[:0]
 	s.entries = s.entries[:0]
 	s.buffered = 0
@@ -170,6 +177,9 @@ func (s *Sorter) spill() error {
 
 // Spills returns the number of runs written so far.
 func (s *Sorter) Spills() int { return len(s.runs) }
+
+// SpilledBytes returns the bytes of the runs written so far.
+func (s *Sorter) SpilledBytes() int64 { return s.spilled }
 
 // Groups merges the runs and the buffer in key order and calls fn once per
 // distinct key with an iterator over the key's values: records with equal

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -114,7 +116,8 @@ func TestSorterGroups(t *testing.T) {
 
 func TestSorterSkewedKeyStreams(t *testing.T) {
 	const budget = 4 << 10
-	s := NewSorter(t.TempDir(), budget, nil)
+	dir := t.TempDir()
+	s := NewSorter(dir, budget, nil)
 	defer s.Close()
 	value := bytes.Repeat([]byte("x"), 100)
 	total := 0
@@ -131,6 +134,17 @@ func TestSorterSkewedKeyStreams(t *testing.T) {
 	s.Add([]byte("cold"), []byte("c"))
 	if s.Spills() < 10 {
 		t.Errorf("%d spills, want at least 10", s.Spills())
+	}
+	var onDisk int64
+	for _, name := range dirEntries(t, dir) {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		onDisk += fi.Size()
+	}
+	if s.SpilledBytes() != onDisk || onDisk < int64(total-budget) {
+		t.Errorf("SpilledBytes = %d, the runs hold %d bytes (want them, and nearly all of %d bytes of values)", s.SpilledBytes(), onDisk, total)
 	}
 	var keys []string
 	seen := 0

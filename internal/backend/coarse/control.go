@@ -184,6 +184,15 @@ func fromProto(executorID executorid.ID, s *pb.TaskStatus) scheduler.Status {
 		Panicked:   s.GetPanicked(),
 		Duration:   time.Duration(s.GetDurationNanos()),
 	}
+	if m := s.GetMetrics(); m != nil {
+		st.Metrics = events.TaskMetrics{
+			InputBytes: m.GetInputBytes(), InputRecords: m.GetInputRecords(),
+			OutputBytes: m.GetOutputBytes(), OutputRecords: m.GetOutputRecords(),
+			ShuffleReadBytes: m.GetShuffleReadBytes(), ShuffleReadRecords: m.GetShuffleReadRecords(),
+			ShuffleWriteBytes: m.GetShuffleWriteBytes(), ShuffleWriteRecords: m.GetShuffleWriteRecords(),
+			SpillBytes: m.GetSpillBytes(),
+		}
+	}
 	if ff := s.GetFetchFailure(); ff != nil {
 		// An id that does not parse names no executor: no output is
 		// dropped for it, and the stage is retried all the same.

@@ -744,7 +744,9 @@ type TaskStatus struct {
 	DurationNanos int64  `protobuf:"varint,9,opt,name=duration_nanos,json=durationNanos,proto3" json:"duration_nanos,omitempty"`
 	// Set when the task failed because a shuffle block could not be fetched:
 	// the driver marks the map output lost and resubmits the map stage.
-	FetchFailure  *FetchFailure `protobuf:"bytes,10,opt,name=fetch_failure,json=fetchFailure,proto3" json:"fetch_failure,omitempty"`
+	FetchFailure *FetchFailure `protobuf:"bytes,10,opt,name=fetch_failure,json=fetchFailure,proto3" json:"fetch_failure,omitempty"`
+	// What the task read, wrote and spilled, as far as it got.
+	Metrics       *TaskMetrics `protobuf:"bytes,11,opt,name=metrics,proto3" json:"metrics,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -849,6 +851,125 @@ func (x *TaskStatus) GetFetchFailure() *FetchFailure {
 	return nil
 }
 
+func (x *TaskStatus) GetMetrics() *TaskMetrics {
+	if x != nil {
+		return x.Metrics
+	}
+	return nil
+}
+
+// TaskMetrics is what an executor measured while running one task.
+type TaskMetrics struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Files the task read (its splits) and wrote (its output part).
+	InputBytes    int64 `protobuf:"varint,1,opt,name=input_bytes,json=inputBytes,proto3" json:"input_bytes,omitempty"`
+	InputRecords  int64 `protobuf:"varint,2,opt,name=input_records,json=inputRecords,proto3" json:"input_records,omitempty"`
+	OutputBytes   int64 `protobuf:"varint,3,opt,name=output_bytes,json=outputBytes,proto3" json:"output_bytes,omitempty"`
+	OutputRecords int64 `protobuf:"varint,4,opt,name=output_records,json=outputRecords,proto3" json:"output_records,omitempty"`
+	// Shuffle blocks fetched (read) and the map output written (write).
+	ShuffleReadBytes    int64 `protobuf:"varint,5,opt,name=shuffle_read_bytes,json=shuffleReadBytes,proto3" json:"shuffle_read_bytes,omitempty"`
+	ShuffleReadRecords  int64 `protobuf:"varint,6,opt,name=shuffle_read_records,json=shuffleReadRecords,proto3" json:"shuffle_read_records,omitempty"`
+	ShuffleWriteBytes   int64 `protobuf:"varint,7,opt,name=shuffle_write_bytes,json=shuffleWriteBytes,proto3" json:"shuffle_write_bytes,omitempty"`
+	ShuffleWriteRecords int64 `protobuf:"varint,8,opt,name=shuffle_write_records,json=shuffleWriteRecords,proto3" json:"shuffle_write_records,omitempty"`
+	// Bytes written to disk because the task's memory share was full.
+	SpillBytes    int64 `protobuf:"varint,9,opt,name=spill_bytes,json=spillBytes,proto3" json:"spill_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskMetrics) Reset() {
+	*x = TaskMetrics{}
+	mi := &file_drover_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskMetrics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskMetrics) ProtoMessage() {}
+
+func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
+func (*TaskMetrics) Descriptor() ([]byte, []int) {
+	return file_drover_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TaskMetrics) GetInputBytes() int64 {
+	if x != nil {
+		return x.InputBytes
+	}
+	return 0
+}
+
+func (x *TaskMetrics) GetInputRecords() int64 {
+	if x != nil {
+		return x.InputRecords
+	}
+	return 0
+}
+
+func (x *TaskMetrics) GetOutputBytes() int64 {
+	if x != nil {
+		return x.OutputBytes
+	}
+	return 0
+}
+
+func (x *TaskMetrics) GetOutputRecords() int64 {
+	if x != nil {
+		return x.OutputRecords
+	}
+	return 0
+}
+
+func (x *TaskMetrics) GetShuffleReadBytes() int64 {
+	if x != nil {
+		return x.ShuffleReadBytes
+	}
+	return 0
+}
+
+func (x *TaskMetrics) GetShuffleReadRecords() int64 {
+	if x != nil {
+		return x.ShuffleReadRecords
+	}
+	return 0
+}
+
+func (x *TaskMetrics) GetShuffleWriteBytes() int64 {
+	if x != nil {
+		return x.ShuffleWriteBytes
+	}
+	return 0
+}
+
+func (x *TaskMetrics) GetShuffleWriteRecords() int64 {
+	if x != nil {
+		return x.ShuffleWriteRecords
+	}
+	return 0
+}
+
+func (x *TaskMetrics) GetSpillBytes() int64 {
+	if x != nil {
+		return x.SpillBytes
+	}
+	return 0
+}
+
 type FetchFailure struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ShuffleId     int32                  `protobuf:"varint,1,opt,name=shuffle_id,json=shuffleId,proto3" json:"shuffle_id,omitempty"`
@@ -862,7 +983,7 @@ type FetchFailure struct {
 
 func (x *FetchFailure) Reset() {
 	*x = FetchFailure{}
-	mi := &file_drover_proto_msgTypes[9]
+	mi := &file_drover_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +995,7 @@ func (x *FetchFailure) String() string {
 func (*FetchFailure) ProtoMessage() {}
 
 func (x *FetchFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[9]
+	mi := &file_drover_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +1008,7 @@ func (x *FetchFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchFailure.ProtoReflect.Descriptor instead.
 func (*FetchFailure) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{9}
+	return file_drover_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *FetchFailure) GetShuffleId() int32 {
@@ -934,7 +1055,7 @@ type StatusBatch struct {
 
 func (x *StatusBatch) Reset() {
 	*x = StatusBatch{}
-	mi := &file_drover_proto_msgTypes[10]
+	mi := &file_drover_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -946,7 +1067,7 @@ func (x *StatusBatch) String() string {
 func (*StatusBatch) ProtoMessage() {}
 
 func (x *StatusBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[10]
+	mi := &file_drover_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -959,7 +1080,7 @@ func (x *StatusBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusBatch.ProtoReflect.Descriptor instead.
 func (*StatusBatch) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{10}
+	return file_drover_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StatusBatch) GetStatuses() []*TaskStatus {
@@ -980,7 +1101,7 @@ type Decommission struct {
 
 func (x *Decommission) Reset() {
 	*x = Decommission{}
-	mi := &file_drover_proto_msgTypes[11]
+	mi := &file_drover_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1113,7 @@ func (x *Decommission) String() string {
 func (*Decommission) ProtoMessage() {}
 
 func (x *Decommission) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[11]
+	mi := &file_drover_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1126,7 @@ func (x *Decommission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decommission.ProtoReflect.Descriptor instead.
 func (*Decommission) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{11}
+	return file_drover_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Decommission) GetReason() string {
@@ -1025,7 +1146,7 @@ type KillTask struct {
 
 func (x *KillTask) Reset() {
 	*x = KillTask{}
-	mi := &file_drover_proto_msgTypes[12]
+	mi := &file_drover_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1037,7 +1158,7 @@ func (x *KillTask) String() string {
 func (*KillTask) ProtoMessage() {}
 
 func (x *KillTask) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[12]
+	mi := &file_drover_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1050,7 +1171,7 @@ func (x *KillTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillTask.ProtoReflect.Descriptor instead.
 func (*KillTask) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{12}
+	return file_drover_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KillTask) GetTaskId() int64 {
@@ -1076,7 +1197,7 @@ type Shutdown struct {
 
 func (x *Shutdown) Reset() {
 	*x = Shutdown{}
-	mi := &file_drover_proto_msgTypes[13]
+	mi := &file_drover_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1088,7 +1209,7 @@ func (x *Shutdown) String() string {
 func (*Shutdown) ProtoMessage() {}
 
 func (x *Shutdown) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[13]
+	mi := &file_drover_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1101,7 +1222,7 @@ func (x *Shutdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shutdown.ProtoReflect.Descriptor instead.
 func (*Shutdown) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{13}
+	return file_drover_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Shutdown) GetReason() string {
@@ -1122,7 +1243,7 @@ type RemoveShuffles struct {
 
 func (x *RemoveShuffles) Reset() {
 	*x = RemoveShuffles{}
-	mi := &file_drover_proto_msgTypes[14]
+	mi := &file_drover_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1134,7 +1255,7 @@ func (x *RemoveShuffles) String() string {
 func (*RemoveShuffles) ProtoMessage() {}
 
 func (x *RemoveShuffles) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[14]
+	mi := &file_drover_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1147,7 +1268,7 @@ func (x *RemoveShuffles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveShuffles.ProtoReflect.Descriptor instead.
 func (*RemoveShuffles) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{14}
+	return file_drover_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RemoveShuffles) GetShuffleIds() []int64 {
@@ -1166,7 +1287,7 @@ type FetchResultRequest struct {
 
 func (x *FetchResultRequest) Reset() {
 	*x = FetchResultRequest{}
-	mi := &file_drover_proto_msgTypes[15]
+	mi := &file_drover_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1178,7 +1299,7 @@ func (x *FetchResultRequest) String() string {
 func (*FetchResultRequest) ProtoMessage() {}
 
 func (x *FetchResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[15]
+	mi := &file_drover_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1191,7 +1312,7 @@ func (x *FetchResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResultRequest.ProtoReflect.Descriptor instead.
 func (*FetchResultRequest) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{15}
+	return file_drover_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FetchResultRequest) GetTaskId() int64 {
@@ -1212,7 +1333,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_drover_proto_msgTypes[16]
+	mi := &file_drover_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1345,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[16]
+	mi := &file_drover_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1358,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{16}
+	return file_drover_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -1265,7 +1386,7 @@ type FetchBlocksRequest struct {
 
 func (x *FetchBlocksRequest) Reset() {
 	*x = FetchBlocksRequest{}
-	mi := &file_drover_proto_msgTypes[17]
+	mi := &file_drover_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1398,7 @@ func (x *FetchBlocksRequest) String() string {
 func (*FetchBlocksRequest) ProtoMessage() {}
 
 func (x *FetchBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[17]
+	mi := &file_drover_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1411,7 @@ func (x *FetchBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchBlocksRequest.ProtoReflect.Descriptor instead.
 func (*FetchBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{17}
+	return file_drover_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FetchBlocksRequest) GetShuffleId() int32 {
@@ -1324,7 +1445,7 @@ type BlockID struct {
 
 func (x *BlockID) Reset() {
 	*x = BlockID{}
-	mi := &file_drover_proto_msgTypes[18]
+	mi := &file_drover_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1457,7 @@ func (x *BlockID) String() string {
 func (*BlockID) ProtoMessage() {}
 
 func (x *BlockID) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[18]
+	mi := &file_drover_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1470,7 @@ func (x *BlockID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockID.ProtoReflect.Descriptor instead.
 func (*BlockID) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{18}
+	return file_drover_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BlockID) GetMapId() int32 {
@@ -1420,7 +1541,7 @@ const file_drover_proto_rawDesc = "" +
 	"\x04cpus\x18\b \x01(\x05R\x04cpus\x12\x15\n" +
 	"\x06job_id\x18\t \x01(\x03R\x05jobId\"?\n" +
 	"\vLaunchBatch\x120\n" +
-	"\x05tasks\x18\x01 \x03(\v2\x1a.drover.v1.TaskDescriptionR\x05tasks\"\xd3\x02\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x1a.drover.v1.TaskDescriptionR\x05tasks\"\x85\x03\n" +
 	"\n" +
 	"TaskStatus\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\x03R\x06taskId\x12*\n" +
@@ -1434,7 +1555,20 @@ const file_drover_proto_rawDesc = "" +
 	"\bpanicked\x18\b \x01(\bR\bpanicked\x12%\n" +
 	"\x0eduration_nanos\x18\t \x01(\x03R\rdurationNanos\x12<\n" +
 	"\rfetch_failure\x18\n" +
-	" \x01(\v2\x17.drover.v1.FetchFailureR\ffetchFailure\"\x99\x01\n" +
+	" \x01(\v2\x17.drover.v1.FetchFailureR\ffetchFailure\x120\n" +
+	"\ametrics\x18\v \x01(\v2\x16.drover.v1.TaskMetricsR\ametrics\"\x82\x03\n" +
+	"\vTaskMetrics\x12\x1f\n" +
+	"\vinput_bytes\x18\x01 \x01(\x03R\n" +
+	"inputBytes\x12#\n" +
+	"\rinput_records\x18\x02 \x01(\x03R\finputRecords\x12!\n" +
+	"\foutput_bytes\x18\x03 \x01(\x03R\voutputBytes\x12%\n" +
+	"\x0eoutput_records\x18\x04 \x01(\x03R\routputRecords\x12,\n" +
+	"\x12shuffle_read_bytes\x18\x05 \x01(\x03R\x10shuffleReadBytes\x120\n" +
+	"\x14shuffle_read_records\x18\x06 \x01(\x03R\x12shuffleReadRecords\x12.\n" +
+	"\x13shuffle_write_bytes\x18\a \x01(\x03R\x11shuffleWriteBytes\x122\n" +
+	"\x15shuffle_write_records\x18\b \x01(\x03R\x13shuffleWriteRecords\x12\x1f\n" +
+	"\vspill_bytes\x18\t \x01(\x03R\n" +
+	"spillBytes\"\x99\x01\n" +
 	"\fFetchFailure\x12\x1d\n" +
 	"\n" +
 	"shuffle_id\x18\x01 \x01(\x05R\tshuffleId\x12\x15\n" +
@@ -1494,7 +1628,7 @@ func file_drover_proto_rawDescGZIP() []byte {
 }
 
 var file_drover_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_drover_proto_goTypes = []any{
 	(TaskState)(0),             // 0: drover.v1.TaskState
 	(*ExecutorMessage)(nil),    // 1: drover.v1.ExecutorMessage
@@ -1506,46 +1640,48 @@ var file_drover_proto_goTypes = []any{
 	(*TaskDescription)(nil),    // 7: drover.v1.TaskDescription
 	(*LaunchBatch)(nil),        // 8: drover.v1.LaunchBatch
 	(*TaskStatus)(nil),         // 9: drover.v1.TaskStatus
-	(*FetchFailure)(nil),       // 10: drover.v1.FetchFailure
-	(*StatusBatch)(nil),        // 11: drover.v1.StatusBatch
-	(*Decommission)(nil),       // 12: drover.v1.Decommission
-	(*KillTask)(nil),           // 13: drover.v1.KillTask
-	(*Shutdown)(nil),           // 14: drover.v1.Shutdown
-	(*RemoveShuffles)(nil),     // 15: drover.v1.RemoveShuffles
-	(*FetchResultRequest)(nil), // 16: drover.v1.FetchResultRequest
-	(*Chunk)(nil),              // 17: drover.v1.Chunk
-	(*FetchBlocksRequest)(nil), // 18: drover.v1.FetchBlocksRequest
-	(*BlockID)(nil),            // 19: drover.v1.BlockID
-	nil,                        // 20: drover.v1.Registered.ConfEntry
+	(*TaskMetrics)(nil),        // 10: drover.v1.TaskMetrics
+	(*FetchFailure)(nil),       // 11: drover.v1.FetchFailure
+	(*StatusBatch)(nil),        // 12: drover.v1.StatusBatch
+	(*Decommission)(nil),       // 13: drover.v1.Decommission
+	(*KillTask)(nil),           // 14: drover.v1.KillTask
+	(*Shutdown)(nil),           // 15: drover.v1.Shutdown
+	(*RemoveShuffles)(nil),     // 16: drover.v1.RemoveShuffles
+	(*FetchResultRequest)(nil), // 17: drover.v1.FetchResultRequest
+	(*Chunk)(nil),              // 18: drover.v1.Chunk
+	(*FetchBlocksRequest)(nil), // 19: drover.v1.FetchBlocksRequest
+	(*BlockID)(nil),            // 20: drover.v1.BlockID
+	nil,                        // 21: drover.v1.Registered.ConfEntry
 }
 var file_drover_proto_depIdxs = []int32{
 	3,  // 0: drover.v1.ExecutorMessage.register:type_name -> drover.v1.Register
 	5,  // 1: drover.v1.ExecutorMessage.heartbeat:type_name -> drover.v1.Heartbeat
-	11, // 2: drover.v1.ExecutorMessage.status:type_name -> drover.v1.StatusBatch
-	12, // 3: drover.v1.ExecutorMessage.decommission:type_name -> drover.v1.Decommission
+	12, // 2: drover.v1.ExecutorMessage.status:type_name -> drover.v1.StatusBatch
+	13, // 3: drover.v1.ExecutorMessage.decommission:type_name -> drover.v1.Decommission
 	4,  // 4: drover.v1.DriverMessage.registered:type_name -> drover.v1.Registered
 	8,  // 5: drover.v1.DriverMessage.launch:type_name -> drover.v1.LaunchBatch
-	13, // 6: drover.v1.DriverMessage.kill:type_name -> drover.v1.KillTask
-	14, // 7: drover.v1.DriverMessage.shutdown:type_name -> drover.v1.Shutdown
+	14, // 6: drover.v1.DriverMessage.kill:type_name -> drover.v1.KillTask
+	15, // 7: drover.v1.DriverMessage.shutdown:type_name -> drover.v1.Shutdown
 	6,  // 8: drover.v1.DriverMessage.heartbeat_ack:type_name -> drover.v1.HeartbeatAck
-	15, // 9: drover.v1.DriverMessage.remove_shuffles:type_name -> drover.v1.RemoveShuffles
-	20, // 10: drover.v1.Registered.conf:type_name -> drover.v1.Registered.ConfEntry
+	16, // 9: drover.v1.DriverMessage.remove_shuffles:type_name -> drover.v1.RemoveShuffles
+	21, // 10: drover.v1.Registered.conf:type_name -> drover.v1.Registered.ConfEntry
 	7,  // 11: drover.v1.LaunchBatch.tasks:type_name -> drover.v1.TaskDescription
 	0,  // 12: drover.v1.TaskStatus.state:type_name -> drover.v1.TaskState
-	10, // 13: drover.v1.TaskStatus.fetch_failure:type_name -> drover.v1.FetchFailure
-	9,  // 14: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
-	19, // 15: drover.v1.FetchBlocksRequest.blocks:type_name -> drover.v1.BlockID
-	1,  // 16: drover.v1.Driver.Control:input_type -> drover.v1.ExecutorMessage
-	16, // 17: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
-	18, // 18: drover.v1.Executor.FetchBlocks:input_type -> drover.v1.FetchBlocksRequest
-	2,  // 19: drover.v1.Driver.Control:output_type -> drover.v1.DriverMessage
-	17, // 20: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
-	17, // 21: drover.v1.Executor.FetchBlocks:output_type -> drover.v1.Chunk
-	19, // [19:22] is the sub-list for method output_type
-	16, // [16:19] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	11, // 13: drover.v1.TaskStatus.fetch_failure:type_name -> drover.v1.FetchFailure
+	10, // 14: drover.v1.TaskStatus.metrics:type_name -> drover.v1.TaskMetrics
+	9,  // 15: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
+	20, // 16: drover.v1.FetchBlocksRequest.blocks:type_name -> drover.v1.BlockID
+	1,  // 17: drover.v1.Driver.Control:input_type -> drover.v1.ExecutorMessage
+	17, // 18: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
+	19, // 19: drover.v1.Executor.FetchBlocks:input_type -> drover.v1.FetchBlocksRequest
+	2,  // 20: drover.v1.Driver.Control:output_type -> drover.v1.DriverMessage
+	18, // 21: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
+	18, // 22: drover.v1.Executor.FetchBlocks:output_type -> drover.v1.Chunk
+	20, // [20:23] is the sub-list for method output_type
+	17, // [17:20] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_drover_proto_init() }
@@ -1573,7 +1709,7 @@ func file_drover_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_proto_rawDesc), len(file_drover_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

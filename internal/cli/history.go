@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/history"
+	"github.com/drover-project/drover/internal/logging"
+	"github.com/drover-project/drover/internal/objstore"
+	"github.com/drover-project/drover/internal/ui"
+)
+
+func init() {
+	extraCommands = append(extraCommands, newHistoryCommand)
+}
+
+func newHistoryCommand() *cobra.Command {
+	var dir, host string
+	var port int
+	f := &confFlags{}
+	cmd := &cobra.Command{
+		Use:   "history [--dir DIR] [--port 18080]",
+		Short: "Serve the web UI and REST API of applications from their event logs",
+		Long: `history is Spark's history server: it reads the event logs that applications run with
+spark.eventLog.enabled=true wrote to DIR (spark.eventLog.dir), and serves each application's pages,
+as its driver did, under /history/<appId>/, its REST API under /api/v1/applications/<appId>/, and the
+list of them at / and /api/v1/applications. Logs of running applications are read again as they grow.
+DIR may be an s3:// prefix, reached with the spark.hadoop.fs.s3a.* settings of --conf or
+--properties-file (or the AWS SDK's defaults). It serves until interrupted.`,
+		Example: `  drover history --dir /tmp/spark-events
+  drover history --dir ./events --port 18081 --host 127.0.0.1
+  drover history --dir s3://logs/spark-events --conf spark.hadoop.fs.s3a.endpoint=http://127.0.0.1:7070`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := logging.New(cmd.ErrOrStderr(), "info", "text")
+			if err != nil {
+				return err
+			}
+			opts := history.Options{Dir: dir, Version: version(), Logger: log}
+			if objstore.HasScheme(dir) {
+				// The store's endpoint and keys, as applications give them.
+				conf, err := f.load(cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				opts.Store = objstore.New(objstore.ConfigFrom(conf))
+			}
+			s, err := history.New(opts)
+			if err != nil {
+				return usageError(err)
+			}
+			ln, err := ui.Listen(host, port, 0, log)
+			if err != nil {
+				return err
+			}
+			srv := ui.Serve(ln, s, log)
+			shown := host
+			if shown == "" {
+				shown = "localhost"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "History server at http://%s (%d applications in %s)\n",
+				net.JoinHostPort(shown, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)), s.Apps(), dir)
+			<-cmd.Context().Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return srv.Stop(ctx)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&dir, "dir", config.EventLogDir.Default(config.New()), "event log `directory` (spark.eventLog.dir): local, or s3://bucket/prefix")
+	fl.IntVar(&port, "port", 18080, "`port` to serve on (spark.history.ui.port); 0 picks a free one")
+	fl.StringVar(&host, "host", "", "`address` to listen on; every interface when empty, as Spark's history server")
+	fl.StringArrayVar(&f.conf, "conf", nil, "configuration property `key=value` (repeatable): spark.hadoop.fs.s3a.* for an s3:// directory")
+	fl.StringVar(&f.propertiesFile, "properties-file", "", "`file` of configuration properties (spark-defaults.conf format)")
+	return cmd
+}
+
+// version is drover's module version, as `drover version` prints it.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

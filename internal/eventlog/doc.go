@@ -1,0 +1,20 @@
+// Package eventlog writes the driver's event stream to files, as Spark's
+// EventLoggingListener does, and reads them back for the history server.
+//
+// A Writer is a consumer of the event bus: every event becomes one line of
+// JSON (events.Marshal), buffered, flushed every second and at the end, and
+// optionally compressed (zstd or gzip). Files are named as Spark names them
+// in spark.eventLog.dir: one file <appId>[.codec] (.inprogress while the
+// application runs), or with spark.eventLog.rolling.enabled a directory
+// eventlog_v2_<appId> of files events_<n>_<appId>[.codec] cut at
+// spark.eventLog.rolling.maxFileSize, beside an empty marker
+// appstatus_<appId> (.inprogress while it runs). The directory may be local
+// or on S3 (s3://bucket/prefix).
+//
+// Writing the log never stops the application: the first error is logged,
+// and the writer then drops what it is given.
+//
+// Replay reads a log back, compressed or not, finished or not: unknown
+// events (from a newer drover) are skipped, and a last line cut short by a
+// driver that was killed is ignored.
+package eventlog

@@ -1,0 +1,452 @@
+package eventlog
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"go.uber.org/goleak"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/executorid"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var t0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+
+// sample is an application's events: a start with its configuration, n
+// tasks of one stage, and the end.
+func sample(n int) []events.Event {
+	conf := map[string]string{"spark.app.name": "wc", "spark.executor.instances": "4"}
+	evs := []events.Event{
+		&events.AppStart{Header: events.Header{Time: t0}, AppID: "drover-1", Name: "wc", Master: "local-cluster[2,1,256]", Conf: conf},
+		&events.ExecutorAdded{Header: events.Header{Time: t0}, Executor: 1, Address: "127.0.0.1:7001", Cores: 2},
+		&events.JobStart{Header: events.Header{Time: t0}, JobID: 1, Name: "count"},
+		&events.StageSubmitted{Header: events.Header{Time: t0}, JobID: 1, StageID: 0, Name: "count", NumTasks: n},
+	}
+	for i := range n {
+		at := t0.Add(time.Duration(i) * time.Millisecond)
+		evs = append(evs,
+			&events.TaskStart{Header: events.Header{Time: at}, TaskID: int64(i), Partition: i, Executor: executorid.ID(1 + i%2)},
+			&events.TaskEnd{Header: events.Header{Time: at.Add(time.Millisecond)}, TaskID: int64(i), Partition: i,
+				Executor: executorid.ID(1 + i%2), State: events.TaskSuccess, Duration: time.Millisecond,
+				Metrics: events.TaskMetrics{ShuffleWriteBytes: int64(100 + i), ShuffleWriteRecords: 10}})
+	}
+	return append(evs,
+		&events.StageCompleted{Header: events.Header{Time: t0.Add(time.Second)}, StageID: 0},
+		&events.JobEnd{Header: events.Header{Time: t0.Add(time.Second)}, JobID: 1},
+		&events.AppEnd{Header: events.Header{Time: t0.Add(2 * time.Second)}})
+}
+
+func write(t *testing.T, opts Options, evs []events.Event) *Writer {
+	t.Helper()
+	w, err := Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		w.Handle(e)
+	}
+	return w
+}
+
+func replayAll(t *testing.T, l Log) ([]events.Event, Stats) {
+	t.Helper()
+	var got []events.Event
+	st, err := Replay(context.Background(), l, func(e events.Event) { got = append(got, e) })
+	if err != nil {
+		t.Fatalf("Replay(%s): %v", l.Path, err)
+	}
+	return got, st
+}
+
+// files lists dir's tree as slash-separated relative paths.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestRoundTrip(t *testing.T) {
+	evs := sample(300)
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		files []string
+	}{
+		{"plain", Options{}, []string{"drover-1"}},
+		{"zstd", Options{Codec: "zstd"}, []string{"drover-1.zstd"}},
+		{"gzip", Options{Codec: "gzip"}, []string{"drover-1.gzip"}},
+		{"rolling", Options{Rolling: true, MaxFileSize: 1 << 30},
+			[]string{"eventlog_v2_drover-1/appstatus_drover-1", "eventlog_v2_drover-1/events_1_drover-1"}},
+		{"rolling zstd", Options{Rolling: true, MaxFileSize: 1 << 30, Codec: "zstd"},
+			[]string{"eventlog_v2_drover-1/appstatus_drover-1", "eventlog_v2_drover-1/events_1_drover-1.zstd"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The directory is created when missing, as in a new pod.
+			dir := filepath.Join(t.TempDir(), "spark-events")
+			opts := tc.opts
+			opts.Dir, opts.AppID = "file://"+dir, "drover-1"
+			w := write(t, opts, evs)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.files, files(t, dir)); diff != "" {
+				t.Errorf("files (-want +got):\n%s", diff)
+			}
+			logs, err := List(context.Background(), dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(logs) != 1 || logs[0].AppID != "drover-1" || logs[0].InProgress || logs[0].Rolling != opts.Rolling {
+				t.Fatalf("List = %+v, want one finished log of drover-1", logs)
+			}
+			got, st := replayAll(t, logs[0])
+			if diff := cmp.Diff(evs, got); diff != "" {
+				t.Errorf("replayed events (-want +got):\n%s", diff)
+			}
+			if st != (Stats{Events: len(evs)}) {
+				t.Errorf("stats %+v", st)
+			}
+		})
+	}
+}
+
+// A rolled log cuts its files at the maximum size of events, before
+// compression, and reads back whole.
+func TestRollingCutsFiles(t *testing.T) {
+	evs := sample(500)
+	for _, codec := range []string{"", "zstd"} {
+		t.Run("codec="+codec, func(t *testing.T) {
+			dir := t.TempDir()
+			const maxSize = 8 << 10
+			w := write(t, Options{Dir: dir, AppID: "drover-1", Codec: codec, Rolling: true, MaxFileSize: maxSize}, evs)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			logs, err := List(context.Background(), dir, nil)
+			if err != nil || len(logs) != 1 {
+				t.Fatalf("List = %v, %v", logs, err)
+			}
+			l := logs[0]
+			if len(l.files) < 5 {
+				t.Fatalf("%d files, want the log cut into many of %d bytes", len(l.files), maxSize)
+			}
+			for i, f := range l.files {
+				if want := "eventlog_v2_drover-1/" + eventsName("drover-1", i+1, codec); f != want {
+					t.Errorf("file %d is %s, want %s", i, f, want)
+				}
+				if codec == "" {
+					if fi, _ := os.Stat(filepath.Join(dir, f)); fi.Size() > maxSize {
+						t.Errorf("%s has %d bytes, more than %d", f, fi.Size(), maxSize)
+					}
+				}
+			}
+			got, _ := replayAll(t, l)
+			if diff := cmp.Diff(evs, got); diff != "" {
+				t.Errorf("replayed events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// While the application runs, its log has its in-progress name and shows
+// every event written out so far; the flush comes from the clock.
+func TestInProgressLogIsReadable(t *testing.T) {
+	evs := sample(20)
+	for _, rolling := range []bool{false, true} {
+		t.Run(fmt.Sprint("rolling=", rolling), func(t *testing.T) {
+			dir := t.TempDir()
+			clk := clocktesting.NewFakeClock(t0)
+			w := write(t, Options{Dir: dir, AppID: "drover-1", Codec: "zstd", Rolling: rolling, MaxFileSize: 1 << 20, Clock: clk}, evs[:10])
+			defer w.Close()
+			want := []string{"drover-1.zstd.inprogress"}
+			if rolling {
+				want = []string{"eventlog_v2_drover-1/appstatus_drover-1.inprogress", "eventlog_v2_drover-1/events_1_drover-1.zstd"}
+			}
+			if diff := cmp.Diff(want, files(t, dir)); diff != "" {
+				t.Errorf("files (-want +got):\n%s", diff)
+			}
+			for !clk.HasWaiters() {
+				time.Sleep(time.Millisecond)
+			}
+			clk.Step(DefaultFlushInterval)
+			var got []events.Event
+			deadline := time.Now().Add(10 * time.Second)
+			for len(got) < 10 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+				logs, err := List(context.Background(), dir, nil)
+				if err != nil || len(logs) != 1 || !logs[0].InProgress {
+					t.Fatalf("List = %+v, %v; want one log in progress", logs, err)
+				}
+				got, _ = replayAll(t, logs[0])
+			}
+			if diff := cmp.Diff(evs[:10], got); diff != "" {
+				t.Errorf("events of the log in progress (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A driver killed while writing leaves its last event cut short: the
+// reader drops it and reports the log truncated.
+func TestTruncatedLastLine(t *testing.T) {
+	evs := sample(50)
+	for _, codec := range []string{"", "zstd", "gzip"} {
+		t.Run("codec="+codec, func(t *testing.T) {
+			dir := t.TempDir()
+			// Two flushes: a compressed stream loses the whole block the
+			// cut falls in, which is what was written since the last.
+			w := write(t, Options{Dir: dir, AppID: "drover-1", Codec: codec}, evs[:25])
+			w.Flush()
+			for _, e := range evs[25:] {
+				w.Handle(e)
+			}
+			w.Flush()
+			path := filepath.Join(dir, withCodec("drover-1", codec)+inProgress)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(strings.TrimSuffix(path, inProgress)); err != nil {
+				t.Fatal(err)
+			}
+			// What a killed driver leaves: its file in progress, cut
+			// anywhere in its last part.
+			if err := os.WriteFile(path, data[:len(data)-7], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			logs, err := List(context.Background(), dir, nil)
+			if err != nil || len(logs) != 1 {
+				t.Fatalf("List = %v, %v", logs, err)
+			}
+			got, st := replayAll(t, logs[0])
+			if !st.Truncated || st.Events != len(got) {
+				t.Errorf("stats %+v after %d events, want truncated", st, len(got))
+			}
+			if len(got) < 25 || len(got) >= len(evs) {
+				t.Fatalf("%d events read back, want those of the first flush (25) at least, not all %d", len(got), len(evs))
+			}
+			if diff := cmp.Diff(evs[:len(got)], got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestUnknownEventsAreSkippedAndBadLinesFail(t *testing.T) {
+	dir := t.TempDir()
+	evs := sample(2)
+	var lines []string
+	for i, e := range evs {
+		b, err := events.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(b))
+		if i == 2 {
+			lines = append(lines, `{"Event":"FromTheFuture","Time":"2027-01-01T00:00:00Z","Thing":1}`, "")
+		}
+	}
+	path := filepath.Join(dir, "drover-1")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := List(context.Background(), dir, nil)
+	if err != nil || len(logs) != 1 {
+		t.Fatalf("List = %v, %v", logs, err)
+	}
+	l := logs[0]
+	got, st := replayAll(t, l)
+	if diff := cmp.Diff(evs, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if st != (Stats{Events: len(evs), Unknown: 1}) {
+		t.Errorf("stats %+v, want one unknown event", st)
+	}
+
+	// A damaged line that is not the last is an error, with its number.
+	lines[1] = `{"Event":"ExecutorAdded","Executor":`
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Replay(context.Background(), l, func(events.Event) {}); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("Replay of a damaged log: %v, want an error naming line 2", err)
+	}
+}
+
+func TestExistingLog(t *testing.T) {
+	for _, rolling := range []bool{false, true} {
+		t.Run(fmt.Sprint("rolling=", rolling), func(t *testing.T) {
+			dir := t.TempDir()
+			opts := Options{Dir: dir, AppID: "drover-1", Rolling: rolling, MaxFileSize: 1 << 20}
+			w := write(t, opts, sample(1))
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Start(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "spark.eventLog.overwrite") {
+				t.Fatalf("second log of the same application: %v, want an error naming spark.eventLog.overwrite", err)
+			}
+			opts.Overwrite = true
+			evs := sample(3)
+			w = write(t, opts, evs)
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			logs, err := List(context.Background(), dir, nil)
+			if err != nil || len(logs) != 1 {
+				t.Fatalf("List = %v, %v; want the one log", logs, err)
+			}
+			got, _ := replayAll(t, logs[0])
+			if diff := cmp.Diff(evs, got); diff != "" {
+				t.Errorf("the replaced log (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{AppID: "a", Codec: "lz4"}, `codec "lz4" is not supported: use zstd or gzip`},
+		{Options{AppID: "a", Dir: "hdfs://nn/logs"}, "unsupported scheme hdfs://"},
+		{Options{AppID: "a", Dir: "s3://bucket/logs"}, "no object-store client"},
+		{Options{AppID: "a", Rolling: true}, "maximum file size"},
+		{Options{}, "no application id"},
+	} {
+		if tc.opts.Dir == "" {
+			tc.opts.Dir = t.TempDir()
+		}
+		if _, err := Start(context.Background(), tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Start(%+v) = %v, want an error containing %q", tc.opts, err, tc.want)
+		}
+	}
+}
+
+// countingHandler counts error records.
+type countingHandler struct {
+	slog.Handler
+	errors *atomic.Int64
+}
+
+func (countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		h.errors.Add(1)
+	}
+	return nil
+}
+
+// A log that cannot be written is reported once; the events given to it
+// after are dropped quietly, and nothing panics.
+func TestWriteErrorIsLoggedOnce(t *testing.T) {
+	dir := t.TempDir()
+	var errs atomic.Int64
+	log := slog.New(countingHandler{slog.DiscardHandler, &errs})
+	w := write(t, Options{Dir: dir, AppID: "drover-1", Rolling: true, MaxFileSize: 512, Logger: log}, sample(5))
+	// The log's directory disappears: the next file cannot be created.
+	if err := os.RemoveAll(filepath.Join(dir, "eventlog_v2_drover-1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range sample(50) {
+		w.Handle(e)
+	}
+	w.Flush()
+	if err := w.Close(); err == nil {
+		t.Error("Close returned no error")
+	}
+	if n := errs.Load(); n != 1 {
+		t.Errorf("%d errors logged, want 1", n)
+	}
+}
+
+func TestNames(t *testing.T) {
+	if got := sanitize("Spark App:1/x.y"); got != "spark-app-1-x_y" {
+		t.Errorf("sanitize = %q", got)
+	}
+	for _, tc := range []struct {
+		name, app, codec string
+		running          bool
+	}{
+		{"drover-1", "drover-1", "", false},
+		{"drover-1.zstd.inprogress", "drover-1", "zstd", true},
+		{"app-2.lz4", "app-2", "lz4", false},
+	} {
+		app, codec, running := parseSingle(tc.name)
+		if app != tc.app || codec != tc.codec || running != tc.running {
+			t.Errorf("parseSingle(%q) = %q %q %v", tc.name, app, codec, running)
+		}
+	}
+	index, codec, ok := parseEvents("events_12_drover-1.zstd")
+	if index != 12 || codec != "zstd" || !ok {
+		t.Errorf("parseEvents = %d %q %v", index, codec, ok)
+	}
+	if _, _, ok := parseEvents("appstatus_drover-1"); ok {
+		t.Error("parseEvents took a status marker for an events file")
+	}
+	if !slices.Contains(Codecs, "zstd") {
+		t.Error("zstd is not a codec")
+	}
+}
+
+func TestFromConf(t *testing.T) {
+	for _, tc := range []struct {
+		pairs   []string
+		want    Options
+		enabled bool
+		err     string
+	}{
+		{nil, Options{Dir: "/tmp/spark-events", AppID: "a", Codec: "zstd", Rolling: true, MaxFileSize: 128 << 20}, false, ""},
+		{[]string{"spark.eventLog.enabled=true", "spark.eventLog.compress=false", "spark.eventLog.rolling.enabled=false",
+			"spark.eventLog.dir=s3a://b/logs", "spark.eventLog.overwrite=true"},
+			Options{Dir: "s3a://b/logs", AppID: "a", MaxFileSize: 128 << 20, Overwrite: true}, true, ""},
+		{[]string{"spark.eventLog.compression.codec=GZIP", "spark.eventLog.rolling.maxFileSize=2m"},
+			Options{Dir: "/tmp/spark-events", AppID: "a", Codec: "gzip", Rolling: true, MaxFileSize: 2 << 20}, false, ""},
+		{[]string{"spark.eventLog.compression.codec=lz4"}, Options{}, false, "spark.eventLog.compression.codec"},
+		{[]string{"spark.eventLog.rolling.maxFileSize=1m"}, Options{}, false, "at least 2m"},
+	} {
+		conf, _, err := config.Load(config.Sources{Pairs: tc.pairs, Env: func(string) string { return "" }})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: error %v, want %q", tc.pairs, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", tc.pairs, err)
+		}
+		got, enabled := FromConf(conf, "a")
+		if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Options{}, "Clock", "Logger", "Store")); diff != "" || enabled != tc.enabled {
+			t.Errorf("%v: enabled %v, options (-want +got):\n%s", tc.pairs, enabled, diff)
+		}
+	}
+}

@@ -1,0 +1,362 @@
+package eventlog
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"k8s.io/utils/clock"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/objstore"
+)
+
+// DefaultFlushInterval is how often a Writer writes out the events it
+// buffered, so a running application's log is never far behind.
+const DefaultFlushInterval = time.Second
+
+// Options configure a Writer.
+type Options struct {
+	// Dir is spark.eventLog.dir: a local path, a file: URI or an s3://
+	// prefix.
+	Dir   string
+	AppID string
+	// Codec compresses the files: one of Codecs, or "" for none.
+	Codec string
+	// Rolling writes a directory of files of at most MaxFileSize bytes of
+	// events each (before compression).
+	Rolling     bool
+	MaxFileSize int64
+	// Overwrite replaces a log of the same application id.
+	Overwrite bool
+	// FlushInterval is DefaultFlushInterval when 0.
+	FlushInterval time.Duration
+	// Store is the object-store client of an s3:// Dir.
+	Store  *objstore.Store
+	Clock  clock.WithTicker
+	Logger *slog.Logger
+}
+
+// FromConf is the event log's configuration, and whether it is enabled.
+func FromConf(c *config.Conf, appID string) (Options, bool) {
+	o := Options{
+		Dir:         config.EventLogDir.Get(c),
+		AppID:       appID,
+		Rolling:     config.EventLogRolling.Get(c),
+		MaxFileSize: config.EventLogRollingMaxFileSize.Get(c),
+		Overwrite:   config.EventLogOverwrite.Get(c),
+	}
+	if config.EventLogCompress.Get(c) {
+		o.Codec = config.EventLogCompressionCodec.Get(c)
+	}
+	return o, config.EventLogEnabled.Get(c)
+}
+
+// Writer writes the events it is handed to an event log. Handle may be
+// called from one goroutine (a bus consumer's) while the writer flushes
+// from its own.
+type Writer struct {
+	opts Options
+	st   storage
+	ctx  context.Context
+	log  *slog.Logger
+	// dir is the rolled log's directory, "" for a single file; final is
+	// the single file's name once complete.
+	dir, final string
+
+	mu    sync.Mutex
+	name  string // the file being written
+	file  io.WriteCloser
+	comp  compressor // nil without a codec
+	out   *bufio.Writer
+	size  int64 // bytes of events in the file, before compression
+	index int   // of the rolled log's current file
+	dirty bool  // events were buffered since the last flush
+	err   error // the first failure: nothing is written after it
+	done  bool
+
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+// compressor is a codec's writer.
+type compressor interface {
+	io.WriteCloser
+	Flush() error
+}
+
+// Start creates the application's event log and returns its writer. The
+// log must not exist yet, unless opts.Overwrite.
+func Start(ctx context.Context, opts Options) (*Writer, error) {
+	if err := checkCodec(opts.Codec); err != nil {
+		return nil, err
+	}
+	if opts.AppID == "" {
+		return nil, fmt.Errorf("event log: no application id")
+	}
+	if opts.Rolling && opts.MaxFileSize <= 0 {
+		return nil, fmt.Errorf("event log: rolling needs a maximum file size, got %d", opts.MaxFileSize)
+	}
+	st, err := openStorage(opts.Dir, opts.Store)
+	if err != nil {
+		return nil, fmt.Errorf("event log: %w", err)
+	}
+	if opts.FlushInterval <= 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// The log outlives a cancelled application: its end is written too.
+	w := &Writer{opts: opts, st: st, ctx: context.WithoutCancel(ctx), log: log,
+		stop: make(chan struct{}), stopped: make(chan struct{})}
+	if opts.Rolling {
+		err = w.startRolling()
+	} else {
+		err = w.startSingle()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("event log: %w", err)
+	}
+	go w.flushLoop()
+	return w, nil
+}
+
+// Path is where the log is written: its file, or its directory when
+// rolled.
+func (w *Writer) Path() string {
+	if w.dir != "" {
+		return w.st.path(w.dir)
+	}
+	return w.st.path(w.final)
+}
+
+func (w *Writer) startSingle() error {
+	if err := w.st.mkdir(w.ctx, ""); err != nil {
+		return err
+	}
+	w.final = singleName(w.opts.AppID, w.opts.Codec)
+	name := w.final
+	if !w.st.whole() {
+		name += inProgress
+	}
+	for _, n := range []string{w.final, w.final + inProgress} {
+		if err := w.clear(n); err != nil {
+			return err
+		}
+	}
+	return w.open(name)
+}
+
+func (w *Writer) startRolling() error {
+	w.dir = rollingDirName(w.opts.AppID)
+	if err := w.clear(w.dir); err != nil {
+		return err
+	}
+	if err := w.st.mkdir(w.ctx, w.dir); err != nil {
+		return err
+	}
+	if err := w.st.put(w.ctx, path.Join(w.dir, statusName(w.opts.AppID, true)), nil); err != nil {
+		return err
+	}
+	w.index = 1
+	return w.open(path.Join(w.dir, eventsName(w.opts.AppID, w.index, w.opts.Codec)))
+}
+
+// clear removes an earlier log named name if Overwrite allows it, and
+// fails if it does not.
+func (w *Writer) clear(name string) error {
+	ok, err := w.st.exists(w.ctx, name)
+	if err != nil || !ok {
+		return err
+	}
+	if !w.opts.Overwrite {
+		return fmt.Errorf("%s already exists; set spark.eventLog.overwrite=true to replace it", w.st.path(name))
+	}
+	w.log.Warn("replacing an existing event log", "path", w.st.path(name))
+	return w.st.remove(w.ctx, name)
+}
+
+// open starts writing the file name.
+func (w *Writer) open(name string) error {
+	f, err := w.st.create(w.ctx, name)
+	if err != nil {
+		return err
+	}
+	var dst io.Writer = f
+	var comp compressor
+	switch w.opts.Codec {
+	case "zstd":
+		// The fastest level: the log must not cost the application a
+		// core, and JSON lines compress well at any level.
+		comp, err = zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+	case "gzip":
+		comp, err = gzip.NewWriterLevel(f, gzip.BestSpeed)
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if comp != nil {
+		dst = comp
+	}
+	w.name, w.file, w.comp, w.out, w.size = name, f, comp, bufio.NewWriterSize(dst, 64<<10), 0
+	return nil
+}
+
+// closeFile writes out and closes the current file.
+func (w *Writer) closeFile() error {
+	err := w.out.Flush()
+	if w.comp != nil {
+		if cerr := w.comp.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if cerr := w.file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", w.st.path(w.name), err)
+	}
+	return nil
+}
+
+// Handle appends e to the log.
+func (w *Writer) Handle(e events.Event) {
+	line, err := events.Marshal(e)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil || w.done {
+		return
+	}
+	if err != nil {
+		w.fail(err)
+		return
+	}
+	n := int64(len(line)) + 1
+	if w.opts.Rolling && w.size > 0 && w.size+n > w.opts.MaxFileSize {
+		if err := w.roll(); err != nil {
+			w.fail(err)
+			return
+		}
+	}
+	w.out.Write(line)
+	if err := w.out.WriteByte('\n'); err != nil { // bufio keeps the first write error
+		w.fail(fmt.Errorf("writing %s: %w", w.st.path(w.name), err))
+		return
+	}
+	w.size += n
+	w.dirty = true
+}
+
+// roll closes the current file of a rolled log and starts the next.
+func (w *Writer) roll() error {
+	if err := w.closeFile(); err != nil {
+		return err
+	}
+	w.index++
+	return w.open(path.Join(w.dir, eventsName(w.opts.AppID, w.index, w.opts.Codec)))
+}
+
+// fail stops the writing after its first error, which it logs: the
+// application goes on without its log.
+func (w *Writer) fail(err error) {
+	w.err = err
+	w.log.Error("the event log stopped: the application goes on without it", "path", w.Path(), "err", err)
+	// An object being uploaded is abandoned, not completed half written.
+	if a, ok := w.file.(interface{ Abort() }); ok {
+		a.Abort()
+	} else if w.file != nil {
+		w.file.Close()
+	}
+}
+
+func (w *Writer) flushLoop() {
+	defer close(w.stopped)
+	t := w.opts.Clock.NewTicker(w.opts.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C():
+			w.Flush()
+		}
+	}
+}
+
+// Flush writes out the buffered events, so readers of the log in progress
+// see them.
+func (w *Writer) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.dirty || w.err != nil || w.done {
+		return
+	}
+	w.dirty = false
+	err := w.out.Flush()
+	if err == nil && w.comp != nil {
+		err = w.comp.Flush()
+	}
+	if err != nil {
+		w.fail(fmt.Errorf("writing %s: %w", w.st.path(w.name), err))
+	}
+}
+
+// Close writes out the last events and marks the log complete: a single
+// file loses its .inprogress suffix, a rolled log's status marker its own.
+// It returns the writer's first error, which it has logged already.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.done {
+		w.mu.Unlock()
+		return w.err
+	}
+	w.done = true
+	w.mu.Unlock()
+	close(w.stop)
+	<-w.stopped
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	err := w.closeFile()
+	if err == nil {
+		err = w.complete()
+	}
+	if err != nil {
+		w.fail(err)
+	}
+	return err
+}
+
+// complete gives the finished log its final names.
+func (w *Writer) complete() error {
+	if w.dir == "" {
+		if w.st.whole() {
+			return nil
+		}
+		return w.st.rename(w.ctx, w.name, w.final)
+	}
+	running, finished := path.Join(w.dir, statusName(w.opts.AppID, true)), path.Join(w.dir, statusName(w.opts.AppID, false))
+	if w.st.whole() {
+		if err := w.st.put(w.ctx, finished, nil); err != nil {
+			return err
+		}
+		return w.st.remove(w.ctx, running)
+	}
+	return w.st.rename(w.ctx, running, finished)
+}

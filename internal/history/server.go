@@ -1,0 +1,354 @@
+package history
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/drover-project/drover/internal/appstate"
+	"github.com/drover-project/drover/internal/eventlog"
+	"github.com/drover-project/drover/internal/objstore"
+	"github.com/drover-project/drover/internal/ui"
+)
+
+// DefaultUpdateInterval is how often the directory is read again at most,
+// as Spark's spark.history.fs.update.interval.
+const DefaultUpdateInterval = 10 * time.Second
+
+// Options configure a Server.
+type Options struct {
+	// Dir is the event log directory (spark.eventLog.dir): local, a file:
+	// URI, or an s3:// prefix read with Store.
+	Dir   string
+	Store *objstore.Store
+	// UpdateInterval is DefaultUpdateInterval when 0.
+	UpdateInterval time.Duration
+	// Version is drover's, shown by the pages and the API.
+	Version string
+	Clock   clock.PassiveClock
+	Logger  *slog.Logger
+}
+
+// Server serves the applications of a directory of event logs.
+type Server struct {
+	opts Options
+	mux  *http.ServeMux
+
+	// loading serializes scans, which replay logs outside mu.
+	loading sync.Mutex
+	mu      sync.RWMutex
+	apps    map[string]*app // by application id
+	order   []*app          // the most recently written first
+	scanned time.Time
+}
+
+// app is one application read from its log.
+type app struct {
+	id    string
+	log   eventlog.Log
+	store *appstate.Store
+	ui    *ui.UI
+	// stats are what the replay read; err why it stopped early.
+	stats eventlog.Stats
+	err   error
+}
+
+// New reads the logs in opts.Dir and returns their server.
+func New(opts Options) (*Server, error) {
+	if opts.UpdateInterval <= 0 {
+		opts.UpdateInterval = DefaultUpdateInterval
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{opts: opts, mux: http.NewServeMux(), apps: map[string]*app{}}
+	if err := s.scan(); err != nil {
+		return nil, err
+	}
+	s.mux.HandleFunc("GET /{$}", s.listPage)
+	s.mux.HandleFunc("GET /api/v1/version", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, map[string]string{"spark": s.opts.Version})
+	})
+	s.mux.HandleFunc("GET /api/v1/applications", s.apiApplications)
+	s.mux.HandleFunc("GET /api/v1/applications/{appId}", s.apiApp)
+	s.mux.HandleFunc("GET /api/v1/applications/{appId}/", s.apiApp)
+	s.mux.HandleFunc("GET /history/{appId}", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/history/"+r.PathValue("appId")+"/jobs/", http.StatusFound)
+	})
+	s.mux.HandleFunc("GET /history/{appId}/", s.appPage)
+	return s, nil
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Apps is the number of applications found.
+func (s *Server) Apps() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.order)
+}
+
+// refresh scans the directory again when the last scan is older than the
+// update interval, or when force is set (an application not found).
+func (s *Server) refresh(force bool) {
+	s.mu.RLock()
+	fresh := s.opts.Clock.Since(s.scanned) < s.opts.UpdateInterval
+	s.mu.RUnlock()
+	if fresh && !force {
+		return
+	}
+	if err := s.scan(); err != nil {
+		s.opts.Logger.Warn("history: reading the event log directory", "dir", s.opts.Dir, "err", err)
+	}
+}
+
+// scan lists the logs and replays those that are new or changed since
+// they were read.
+func (s *Server) scan() error {
+	s.loading.Lock()
+	defer s.loading.Unlock()
+	logs, err := eventlog.List(context.Background(), s.opts.Dir, s.opts.Store)
+	if err != nil {
+		return err
+	}
+	s.mu.RLock()
+	loaded := make(map[string]*app, len(s.order))
+	for _, a := range s.order {
+		loaded[a.log.Path] = a
+	}
+	s.mu.RUnlock()
+	apps := map[string]*app{}
+	var order []*app
+	for _, l := range logs {
+		a := loaded[l.Path]
+		if a == nil || a.log.Size != l.Size || !a.log.Modified.Equal(l.Modified) {
+			a = s.load(l)
+		}
+		// Two logs of one application (written with and without rolling):
+		// the newer one, listed first, wins.
+		if _, dup := apps[a.id]; dup {
+			continue
+		}
+		apps[a.id] = a
+		order = append(order, a)
+	}
+	s.mu.Lock()
+	s.apps, s.order, s.scanned = apps, order, s.opts.Clock.Now()
+	s.mu.Unlock()
+	return nil
+}
+
+// load replays one log into a new store. A log that cannot be read to
+// its end still shows what was read, and the error is logged.
+func (s *Server) load(l eventlog.Log) *app {
+	store := appstate.New(appstate.DefaultOptions())
+	st, err := eventlog.Replay(context.Background(), l, store.Handle)
+	a := &app{id: store.App().ID, log: l, store: store, stats: st, err: err}
+	if a.id == "" {
+		a.id = l.AppID // a log without its AppStart
+	}
+	switch {
+	case err != nil:
+		s.opts.Logger.Warn("history: an event log could not be read to its end", "path", l.Path, "events", st.Events, "err", err)
+	case st.Truncated && !l.InProgress:
+		s.opts.Logger.Warn("history: a finished event log is cut short", "path", l.Path)
+	}
+	// Durations of an application that never ended run to its log's
+	// last write, not to now: its driver may be long gone.
+	a.ui = ui.New(store, ui.Options{Clock: frozenClock(l.Modified), Version: s.opts.Version, Logger: s.opts.Logger,
+		Refresh: s.opts.UpdateInterval})
+	return a
+}
+
+// find is the application id names, reading the directory again when it
+// is unknown or the last scan is old.
+func (s *Server) find(id string) *app {
+	s.refresh(false)
+	s.mu.RLock()
+	a := s.apps[id]
+	s.mu.RUnlock()
+	if a == nil {
+		s.refresh(true)
+		s.mu.RLock()
+		a = s.apps[id]
+		s.mu.RUnlock()
+	}
+	return a
+}
+
+func (s *Server) list() []*app {
+	s.refresh(false)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.order
+}
+
+// apiApp hands a request of /api/v1/applications/<appId>/… to the
+// application's own UI, whose API answers at the same paths.
+func (s *Server) apiApp(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("appId")
+	a := s.find(id)
+	if a == nil {
+		http.Error(w, "unknown app: "+id, http.StatusNotFound)
+		return
+	}
+	a.ui.ServeHTTP(w, r)
+}
+
+// appPage serves an application's pages under /history/<appId>/. The UI
+// links its pages from the root of its server, so the links in its HTML
+// and its redirects get the prefix.
+func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("appId")
+	a := s.find(id)
+	if a == nil {
+		http.Error(w, "unknown app: "+id, http.StatusNotFound)
+		return
+	}
+	prefix := "/history/" + id
+	inner := r.Clone(r.Context())
+	inner.URL.Path = strings.TrimPrefix(r.URL.Path, prefix)
+	inner.URL.RawPath = ""
+	rec := &recorder{header: http.Header{}, code: http.StatusOK}
+	a.ui.ServeHTTP(rec, inner)
+	if loc := rec.header.Get("Location"); strings.HasPrefix(loc, "/") {
+		rec.header.Set("Location", prefix+loc)
+	}
+	body := rec.body.Bytes()
+	if strings.HasPrefix(rec.header.Get("Content-Type"), "text/html") {
+		for _, attr := range []string{`href="/`, `src="/`} {
+			body = bytes.ReplaceAll(body, []byte(attr), []byte(attr[:len(attr)-1]+prefix+"/"))
+		}
+		rec.header.Del("Content-Length")
+	}
+	for k, v := range rec.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.code)
+	w.Write(body)
+}
+
+// recorder keeps a response to rewrite it.
+type recorder struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header         { return r.header }
+func (r *recorder) WriteHeader(code int)        { r.code = code }
+func (r *recorder) Write(p []byte) (int, error) { return r.body.Write(p) }
+
+// apiApplications lists the applications as Spark's
+// /api/v1/applications does, each as its own UI describes it; ?status=
+// (completed or running) and ?limit= filter the list.
+func (s *Server) apiApplications(w http.ResponseWriter, r *http.Request) {
+	status := strings.ToLower(r.URL.Query().Get("status"))
+	if status != "" && status != "completed" && status != "running" {
+		http.Error(w, fmt.Sprintf("unknown status %q: want completed or running", status), http.StatusBadRequest)
+		return
+	}
+	limit := -1
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			http.Error(w, fmt.Sprintf("bad limit %q", v), http.StatusBadRequest)
+			return
+		}
+		limit = n
+	}
+	out := []json.RawMessage{}
+	for _, a := range s.list() {
+		if limit >= 0 && len(out) >= limit {
+			break
+		}
+		info, ended := a.info()
+		if info == nil || (status == "completed" && !ended) || (status == "running" && ended) {
+			continue
+		}
+		out = append(out, info)
+	}
+	writeJSON(w, out)
+}
+
+// info is the application's entry of /api/v1/applications, as its UI
+// writes it, and whether it ended.
+func (a *app) info() (json.RawMessage, bool) {
+	req, err := http.NewRequest(http.MethodGet, "/api/v1/applications/"+a.id, nil)
+	if err != nil {
+		return nil, false
+	}
+	rec := &recorder{header: http.Header{}, code: http.StatusOK}
+	a.ui.ServeHTTP(rec, req)
+	if rec.code != http.StatusOK {
+		return nil, false
+	}
+	var ended struct {
+		Attempts []struct{ Completed bool }
+	}
+	if err := json.Unmarshal(rec.body.Bytes(), &ended); err != nil {
+		return nil, false
+	}
+	return json.RawMessage(bytes.TrimSpace(rec.body.Bytes())), len(ended.Attempts) > 0 && ended.Attempts[0].Completed
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(b, '\n'))
+}
+
+// frozenClock is a clock stopped at one time.
+type frozenClock time.Time
+
+func (c frozenClock) Now() time.Time                  { return time.Time(c) }
+func (c frozenClock) Since(t time.Time) time.Duration { return time.Time(c).Sub(t) }
+
+// appRow is a line of the list page.
+type appRow struct {
+	ID, Name, User, Status, Log string
+	Start, End, Updated         time.Time
+	Duration                    time.Duration
+	Events                      int
+	Problem                     string
+}
+
+func (a *app) row() appRow {
+	info := a.store.App()
+	r := appRow{ID: a.id, Name: info.Name, User: info.User, Log: a.log.Path, Start: info.Start, Updated: a.log.Modified,
+		Events: a.stats.Events}
+	switch {
+	case info.Ended && info.Err != "":
+		r.Status, r.End = "failed", info.End
+	case info.Ended:
+		r.Status, r.End = "succeeded", info.End
+	case a.log.InProgress:
+		r.Status = "incomplete"
+	}
+	if !r.End.IsZero() && !r.Start.IsZero() {
+		r.Duration = r.End.Sub(r.Start)
+	}
+	switch {
+	case a.err != nil:
+		r.Problem = "read in part: " + a.err.Error()
+	case a.stats.Truncated && !a.log.InProgress:
+		r.Problem = "its end was cut short"
+	}
+	return r
+}
