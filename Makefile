@@ -77,9 +77,11 @@ lint:
 proto:
 	./hack/update-proto.sh
 
-## docs: regenerate docs/configuration.md from the configuration registry
+## docs: regenerate docs/configuration.md from the configuration registry and docs/metrics.md from the metrics
+## the driver registers
 docs:
 	$(GO) run ./internal/config/gendocs > docs/configuration.md
+	$(GO) run ./internal/metrics/gendocs > docs/metrics.md
 
 ## bench: the benchmark suite against the limit and peers (Dask), writing docs/benchmarks.{json,md} (≈ 20 min)
 bench:
