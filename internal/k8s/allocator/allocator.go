@@ -338,7 +338,7 @@ func (a *Allocator) publish(p Plan, creates []CreateResult, start time.Time) {
 		return
 	}
 	c := p.Counts
-	e := &events.AllocationRound{Target: c.Target, Running: c.Running, Pending: c.NotRunning(),
+	e := &events.AllocationRound{Target: c.Target, Running: c.Running, Pending: c.NotRunning(), Gated: c.Gated,
 		Created: len(p.Create) - p.Resend, Resent: p.Resend, DeletedExcess: len(p.DeleteExcess), DeletedLost: len(p.DeleteLost),
 		Waiting: p.Limit.String(), Report: p.Report, Latency: a.clock.Since(start)}
 	for _, r := range creates {

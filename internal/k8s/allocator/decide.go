@@ -282,6 +282,9 @@ func (s *State) count(in Input) (Counts, []snapshot.ExecutorPod) {
 		case snapshot.Running:
 			c.Running++
 		case snapshot.Pending, snapshot.Unknown:
+			if ep.State == snapshot.Pending && ep.Pod != nil && len(ep.Pod.Spec.SchedulingGates) > 0 {
+				c.Gated++
+			}
 			if in.Registered[id] {
 				c.PendingKnown++
 			} else {

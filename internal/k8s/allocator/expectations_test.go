@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/drover-project/drover/internal/executorid"
@@ -148,5 +149,33 @@ func TestDeletedPodsDoNotCount(t *testing.T) {
 		if got := w.s.IsDeleted(id); got != want {
 			t.Errorf("IsDeleted(%d) = %v, want %v", id, got, want)
 		}
+	}
+}
+
+// Gated pods are pending pods a scheduling gate holds: counted apart, and
+// still counted as pending, so the allocator does not replace them.
+func TestGatedPodsAreCountedAsPending(t *testing.T) {
+	gated := func(p *corev1.Pod) {
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}}
+	}
+	for _, policy := range policies {
+		t.Run(string(policy), func(t *testing.T) {
+			w := newWorld(t, Options{Policy: policy, BatchSize: 3, BatchDelay: time.Second}, 3)
+			runSteps(t, w, []step{{
+				name: "batch",
+				want: Plan{Create: ids(1, 3), Counts: Counts{Target: 3}},
+			}, {
+				name: "two held by a gate, one running",
+				do: later(time.Second, func(w *world) {
+					w.appear(snapshot.Pending, ids(1, 2), gated)
+					w.appear(snapshot.Running, ids(3, 3))
+				}),
+				want: Plan{Counts: Counts{Target: 3, Running: 1, Pending: 2, Gated: 2}},
+			}, {
+				name: "the gate lifted",
+				do:   later(time.Second, func(w *world) { w.appear(snapshot.Pending, ids(1, 2)) }),
+				want: Plan{Counts: Counts{Target: 3, Running: 1, Pending: 2}},
+			}})
+		})
 	}
 }

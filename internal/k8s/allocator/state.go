@@ -84,6 +84,10 @@ type Counts struct {
 	// Unseen and UnseenKnown count pods created but not yet in a snapshot
 	// (Spark's newlyCreatedExecutors and schedulerKnownNewlyCreatedExecs).
 	Unseen, UnseenKnown int
+	// Gated counts the Pending pods (of Pending and PendingKnown) that a
+	// scheduling gate keeps from the scheduler: a queueing system such as
+	// Kueue holds them, and they do not start until it lifts the gate.
+	Gated int
 }
 
 // Limit is a cap on the executors the allocator can create now.
