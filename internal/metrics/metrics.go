@@ -174,7 +174,7 @@ func New(r prometheus.Registerer, o Options) *Metrics {
 				"executor's connection or heartbeats stopped); and result (ok, error)."}, []string{"reason", "result"}),
 		removed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drover_executors_removed_total",
 			Help: "Executors removed from the driver, by cause: killed, decommissioned, disconnected, heartbeat_timeout, " +
-				"exited, oom_killed, start_failed, evicted, preempted, node_lost, deleted."}, []string{"cause"}),
+				"exited, oom_killed, start_failed, evicted, preempted, node_lost, deleted (other: a cluster manager named none)."}, []string{"cause"}),
 		jobsActive: prometheus.NewGauge(prometheus.GaugeOpts{Name: "drover_jobs_active",
 			Help: "Jobs (actions) running."}),
 	}

@@ -98,7 +98,7 @@ spark_info{revision="abc123",version="v1.2.3"} 1
 # HELP drover_executors_registered Executors registered with the driver (in local mode none: its tasks run on executor "driver").
 # TYPE drover_executors_registered gauge
 drover_executors_registered 1
-# HELP drover_executors_removed_total Executors removed from the driver, by cause: killed, decommissioned, disconnected, heartbeat_timeout, exited, oom_killed, start_failed, evicted, preempted, node_lost, deleted.
+# HELP drover_executors_removed_total Executors removed from the driver, by cause: killed, decommissioned, disconnected, heartbeat_timeout, exited, oom_killed, start_failed, evicted, preempted, node_lost, deleted (other: a cluster manager named none).
 # TYPE drover_executors_removed_total counter
 drover_executors_removed_total{cause="oom_killed"} 1
 # HELP drover_executor_pods_created_total Executor pod creates the allocator sent, by result: ok (the API server stored the pod) or error.
