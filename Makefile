@@ -51,7 +51,8 @@ test: lint testbins testpackages
 	$(GO) test -count=1 -race -timeout 15m ./internal/config/... ./internal/master/... ./internal/scheduler/... ./internal/backend/... ./internal/executor/... ./internal/rpc/... ./internal/local/... ./internal/codec/... ./internal/dag/... ./internal/dataflow/... ./internal/shuffle/... ./internal/objstore/... \
 		./internal/k8s/allocator/... ./internal/k8s/podsource/... ./internal/k8s/lifecycle/... ./internal/k8s/snapshot/... \
 		./internal/k8s/podspec/... ./internal/k8s/client/... ./internal/executorid/... ./internal/dynalloc/... \
-		./internal/appstate/... ./internal/ui/...
+		./internal/appstate/... ./internal/ui/... \
+		./internal/events/... ./internal/metrics/...
 	@echo "drover: race detector on the Kubernetes cluster manager and the root package's tests without a control plane (those ran above)"
 	$(GO) test -count=1 -race -timeout 15m -run 'TestClusterWithInjectedClient|TestSnapshotDelay' ./internal/k8s/
 	$(GO) test -count=1 -race -timeout 15m -run '$(RACE_ROOT_TESTS)' .
@@ -83,9 +84,11 @@ lint:
 proto:
 	./hack/update-proto.sh
 
-## docs: regenerate docs/configuration.md from the configuration registry
+## docs: regenerate docs/configuration.md from the configuration registry and docs/metrics.md from the metrics
+## the driver registers
 docs:
 	$(GO) run ./internal/config/gendocs > docs/configuration.md
+	$(GO) run ./internal/metrics/gendocs > docs/metrics.md
 
 ## bench: the benchmark suite against the limit and peers (Dask), writing docs/benchmarks.{json,md} (≈ 20 min)
 bench:

@@ -33,6 +33,7 @@ import (
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/master"
+	"github.com/drover-project/drover/internal/metrics"
 	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/progress"
 	"github.com/drover-project/drover/internal/scheduler"
@@ -53,10 +54,12 @@ type Context struct {
 	sched   *scheduler.Scheduler
 	graph   *dag.Graph
 	cluster master.Cluster
-	metrics *prometheus.Registry
+	metrics *metrics.Registry
 	events  *events.Bus
-	web     *webUI
-	jobs    atomic.Int64
+	// web serves the UI and the metrics; nil when spark.ui.enabled is
+	// false or it could not start.
+	web  *webUI
+	jobs atomic.Int64
 	// tracking is spark.cleaner.referenceTracking: datasets the program
 	// dropped are forgotten, with their shuffles' files.
 	tracking bool
@@ -79,7 +82,8 @@ func (c *Context) Conf(key string) string { return c.conf.Get(key) }
 // Logger is the driver's logger.
 func (c *Context) Logger() *slog.Logger { return c.log }
 
-// Metrics is the driver's Prometheus registry (drover_* metrics).
+// Metrics is the driver's Prometheus registry: the metrics the driver serves
+// (docs/metrics.md).
 func (c *Context) Metrics() prometheus.Gatherer { return c.metrics }
 
 // DefaultParallelism is spark.default.parallelism, or the executors' cores.
@@ -318,10 +322,6 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		tracker = &progress.Tracker{}
 		bus.Subscribe("progress", 0, tracker.Handle)
 	}
-	web := startUI(conf, bus, log)
-	defer web.stop()
-	bus.Publish(&events.AppStart{AppID: appID, Name: config.AppName.Get(conf), Master: m.Raw, User: currentUser(),
-		DeployMode: config.DeployMode.Get(conf), Conf: conf.Redacted(), DriverHost: driverHost()})
 	maxFailures := config.TaskMaxFailures.Get(conf)
 	if m.Kind == master.Local {
 		maxFailures = m.MaxFailures
@@ -337,6 +337,20 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		Events:        bus,
 		Logger:        log,
 	})
+	mo := metrics.Options{AppID: appID, AppName: config.AppName.Get(conf), TaskCPUs: config.TaskCPUs.Get(conf),
+		Backlog: sched, Bus: bus}
+	if m.Kind == master.Local {
+		mo.LocalCores = m.Threads
+	}
+	dm := metrics.NewDriver(mo, config.DynamicAllocationEnabled.Get(conf) && m.Kind != master.Local)
+	bus.Subscribe("metrics", 0, dm.Events.Handle)
+	web := startUI(conf, bus, log)
+	defer web.stop()
+	metricsHandler := metrics.Handler(dm.Registry)
+	web.Handle(metrics.Path, metricsHandler)
+	web.Handle(metrics.SparkExecutorsPath, metricsHandler)
+	bus.Publish(&events.AppStart{AppID: appID, Name: config.AppName.Get(conf), Master: m.Raw, User: currentUser(),
+		DeployMode: config.DeployMode.Get(conf), Conf: conf.Redacted(), DriverHost: driverHost()})
 	graph = dag.New(sched, dag.Options{
 		MaxStageAttempts: config.StageMaxConsecutiveAttempts.Get(conf),
 		MemoryBytes:      taskMemory(conf, m),
@@ -370,8 +384,6 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 			log.Warn("settings for Kubernetes have no effect under this master", "master", m.Raw, "keys", strings.Join(set, ","))
 		}
 	}
-	metrics := prometheus.NewRegistry()
-	objstore.RegisterMetrics(metrics)
 	cluster, err = master.NewCluster(master.App{ID: appID, Conf: conf, Master: m, Scheduler: sched, Security: security, Events: bus, Logger: log,
 		Fail: func(err error) { fail(err) }})
 	if err != nil {
@@ -394,9 +406,9 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	}
 	log.Info("application started", "master", m.Raw, "name", config.AppName.Get(conf), "startup", time.Since(start).Round(time.Millisecond))
 	c := &Context{Context: ctx, appID: appID, conf: conf, args: args, log: log, sched: sched, graph: graph, cluster: cluster,
-		metrics: metrics, events: bus, web: web, tracking: config.CleanerReferenceTracking.Get(conf)}
+		metrics: dm.Registry, events: bus, web: web, tracking: config.CleanerReferenceTracking.Get(conf)}
 	if dyn != nil {
-		stop, err := startDynamicAllocation(ctx, *dyn, conf, sched, graph, cluster, metrics, bus, log)
+		stop, err := startDynamicAllocation(ctx, *dyn, conf, sched, graph, cluster, dm.Dynalloc, bus, log)
 		if err != nil {
 			return err
 		}
@@ -458,7 +470,7 @@ func runApp(c *Context, run func(*Context) error) (err error) {
 // startDynamicAllocation runs the allocation policy until the returned
 // function is called.
 func startDynamicAllocation(ctx context.Context, cfg dynalloc.Config, conf *config.Conf, sched *scheduler.Scheduler,
-	graph *dag.Graph, cluster master.Cluster, metrics prometheus.Registerer, events *events.Bus, log *slog.Logger) (func(), error) {
+	graph *dag.Graph, cluster master.Cluster, metrics *dynalloc.Metrics, events *events.Bus, log *slog.Logger) (func(), error) {
 	client := cluster.Allocation()
 	if client == nil {
 		return nil, errors.New("dynamic allocation: this cluster manager cannot add or remove executors")
@@ -472,7 +484,7 @@ func startDynamicAllocation(ctx context.Context, cfg dynalloc.Config, conf *conf
 		Shuffles:     graph.ShuffleHolders,
 		Decommission: config.DecommissionEnabled.Get(conf),
 		Logger:       log,
-		Metrics:      dynalloc.NewMetrics(metrics),
+		Metrics:      metrics,
 		Events:       events,
 	}
 	runCtx, cancel := context.WithCancel(ctx)

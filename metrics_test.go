@@ -1,230 +1,258 @@
 package drover
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
-	"github.com/drover-project/drover/internal/events"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/drover-project/drover/internal/metrics"
+	"github.com/drover-project/drover/internal/testenv"
 )
 
-var (
-	testDigitKey  = RegisterMap("test.digitKey", func(line string) KV[int64, string] { return KV[int64, string]{Key: int64(line[5] - '0'), Value: line} })
-	testGroupLine = RegisterMap("test.groupLine", func(kv KV[int64, []string]) string { return fmt.Sprintf("%d %d", kv.Key, len(kv.Value)) })
-)
-
-// recordEvents subscribes to the application's events from inside its
-// function; once the driver returned, the bus is closed and every event
-// has been handled.
-type recordEvents struct {
-	mu     sync.Mutex
-	events []events.Event
-}
-
-func (r *recordEvents) subscribe(ctx *Context) {
-	ctx.events.Subscribe("test", 1<<20, func(e events.Event) {
-		r.mu.Lock()
-		r.events = append(r.events, e)
-		r.mu.Unlock()
-	})
-}
-
-// Executors measure what each task reads, writes and spills, and the
-// driver's TaskEnd events carry it: a file read into a shuffle that spills
-// and is saved as text, on both masters that run tasks (in the driver's
-// process and in executor processes).
-func TestTaskMetricsReachTaskEndEvents(t *testing.T) {
-	const lines = 100_000
-	var text strings.Builder
-	for i := range lines {
-		fmt.Fprintf(&text, "%06d%094d\n", i, i)
+// TestPrometheusScrapesTheDriver runs a local-cluster job that holds its
+// three executors busy while a real Prometheus server scrapes the driver's
+// /metrics every second, and asks Prometheus, in PromQL, how many executors
+// are registered and busy; then lets the job finish and finds its tasks
+// counted.
+func TestPrometheusScrapesTheDriver(t *testing.T) {
+	if _, err := testenv.PrometheusBinary(); err != nil {
+		if testenv.InCI() {
+			t.Fatalf("CI=true: failing instead of skipping: %v", err)
+		}
+		t.Skipf("skipping (set CI=true to fail instead): %v", err)
 	}
-	input := filepath.Join(t.TempDir(), "input.txt")
-	if err := os.WriteFile(input, []byte(text.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, master := range []string{"local[2]", "local-cluster[2,1,256]"} {
-		t.Run(master, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "out")
-			var rec recordEvents
-			runJob(t, master, func(ctx *Context) error {
-				rec.subscribe(ctx)
-				groups := GroupByKey(Map(TextFile(ctx, input), testDigitKey), 3)
-				return Map(groups, testGroupLine).SaveAsTextFile(out)
-			}, "spark.memory.fraction=0.005", "spark.files.maxPartitionBytes=3m")
-
-			// The map stage, submitted first, reads the file; the stage
-			// after it reads the shuffle.
-			var stages []int
-			for _, e := range rec.events {
-				if s, ok := e.(*events.StageSubmitted); ok {
-					stages = append(stages, s.StageID)
+	const executors = 3
+	release := filepath.Join(t.TempDir(), "release")
+	var stderr bytes.Buffer
+	code := runDriver([]string{"--master", fmt.Sprintf("local-cluster[%d,1,256]", executors), "--name", "scraped",
+		"--conf", "spark.ui.port=0", "--conf", "drover.log.level=warn", "--conf", "spark.ui.showConsoleProgress=false"}, &stderr,
+		func(c *Context) (err error) {
+			u, err := url.Parse(c.UIWebURL())
+			if c.UIWebURL() == "" || err != nil {
+				return fmt.Errorf("the driver serves no metrics (UI URL %q)", c.UIWebURL())
+			}
+			port := u.Port()
+			target := net.JoinHostPort("127.0.0.1", port)
+			job := make(chan error, 1)
+			go func() {
+				_, err := RunPartitions(c, waitForFile, []string{release, release, release})
+				job <- err
+			}()
+			// The job ends however the test does.
+			finished := false
+			finish := func() error {
+				if finished {
+					return nil
+				}
+				finished = true
+				if err := os.WriteFile(release, nil, 0o644); err != nil {
+					return err
+				}
+				return <-job
+			}
+			defer func() {
+				if ferr := finish(); err == nil {
+					err = ferr
+				}
+			}()
+			ctx, cancel := context.WithTimeout(c, 2*time.Minute)
+			defer cancel()
+			p, err := testenv.StartPrometheus(ctx, t.TempDir(), []string{target})
+			if err != nil {
+				return err
+			}
+			defer p.Stop()
+			app := `{application_id="` + c.AppID() + `",application_name="scraped"}`
+			for query, want := range map[string]float64{
+				"drover_executors_registered":                       executors,
+				"count(metrics_executor_totalCores" + app + ")":     executors,
+				"sum(metrics_executor_activeTasks" + app + ")":      executors,
+				`spark_info{version!=""}`:                           1,
+				`drover_scheduler_running_tasks{job="drover"}`:      executors,
+				`drover_events_dropped_total{consumer="metrics"}`:   0,
+				`drover_executor_pods_created_total{result="ok"}`:   0, // no pods on local-cluster
+				`drover_tasks_finished_total{state="success"}`:      0,
+				`drover_scheduler_pending_tasks{job="drover"}`:      0,
+				`drover_jobs_active{instance="` + target + `"}`:     1,
+				`count(metrics_executor_maxTasks{executor_id!=""})`: executors,
+			} {
+				if err := waitForValue(ctx, p, query, want); err != nil {
+					return err
 				}
 			}
-			if len(stages) != 2 {
-				t.Fatalf("stages submitted: %v, want a map stage and a result stage", stages)
+			if err := finish(); err != nil {
+				return err
 			}
-			reduceStage := map[int]bool{stages[1]: true}
-			var mapSide, reduceSide events.TaskMetrics
-			var mapTasks, reduceTasks int
-			for _, e := range rec.events {
-				te, ok := e.(*events.TaskEnd)
-				if !ok || te.State != events.TaskSuccess {
-					continue
-				}
-				sum, n := &mapSide, &mapTasks
-				if reduceStage[te.StageID] {
-					sum, n = &reduceSide, &reduceTasks
-				}
-				*n++
-				add(sum, te.Metrics)
-				if !reduceStage[te.StageID] && te.Metrics.ShuffleWriteBytes == 0 {
-					t.Errorf("map task %d reports no shuffle write: %+v", te.TaskID, te.Metrics)
+			for query, want := range map[string]float64{
+				"sum(metrics_executor_completedTasks_total" + app + ")": executors,
+				`drover_tasks_finished_total{state="success"}`:          executors,
+				"sum(metrics_executor_activeTasks" + app + ")":          0,
+				`drover_jobs_finished_total{result="succeeded"}`:        1,
+			} {
+				if err := waitForValue(ctx, p, query, want); err != nil {
+					return err
 				}
 			}
-			if mapTasks < 2 || reduceTasks != 3 {
-				t.Fatalf("%d map and %d reduce tasks succeeded, want at least 2 and 3", mapTasks, reduceTasks)
+			// Spark's path serves the same.
+			body, err := get(ctx, "http://"+target+metrics.SparkExecutorsPath)
+			if err != nil {
+				return err
 			}
-			if mapSide.InputRecords != lines || mapSide.InputBytes != int64(text.Len()) {
-				t.Errorf("map stage read %d records, %d bytes; want %d records, the file's %d bytes",
-					mapSide.InputRecords, mapSide.InputBytes, lines, text.Len())
+			if want := "metrics_executor_completedTasks_total" + strings.TrimSuffix(app, "}") + `,executor_id="`; !strings.Contains(body, want) {
+				return fmt.Errorf("%s lacks the executors' completed tasks:\n%s", metrics.SparkExecutorsPath, body)
 			}
-			if mapSide.ShuffleWriteRecords != lines || mapSide.ShuffleWriteBytes < int64(text.Len()) {
-				t.Errorf("map stage wrote %d records, %d bytes to the shuffle; want %d records, at least %d bytes",
-					mapSide.ShuffleWriteRecords, mapSide.ShuffleWriteBytes, lines, text.Len())
-			}
-			if reduceSide.ShuffleReadBytes != mapSide.ShuffleWriteBytes || reduceSide.ShuffleReadRecords != mapSide.ShuffleWriteRecords {
-				t.Errorf("the reduce stage read %d bytes, %d records from the shuffle; the map stage wrote %d bytes, %d records",
-					reduceSide.ShuffleReadBytes, reduceSide.ShuffleReadRecords, mapSide.ShuffleWriteBytes, mapSide.ShuffleWriteRecords)
-			}
-			if reduceSide.SpillBytes == 0 {
-				t.Errorf("the grouping spilled nothing under spark.memory.fraction=0.005: %+v", reduceSide)
-			}
-			if mapSide.SpillBytes != 0 || mapSide.ShuffleReadBytes != 0 || mapSide.OutputBytes != 0 {
-				t.Errorf("the map stage reports reduce-side metrics: %+v", mapSide)
-			}
-			var saved int64
-			parts, _ := filepath.Glob(filepath.Join(out, "part-*"))
-			for _, p := range parts {
-				fi, err := os.Stat(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				saved += fi.Size()
-			}
-			if reduceSide.OutputRecords != 10 || reduceSide.OutputBytes != saved || saved == 0 {
-				t.Errorf("the reduce stage wrote %d records, %d bytes; want 10 records and the %d bytes of %d part files",
-					reduceSide.OutputRecords, reduceSide.OutputBytes, saved, len(parts))
-			}
-			t.Logf("map side %+v", mapSide)
-			t.Logf("reduce side %+v", reduceSide)
+			return nil
 		})
+	if code != 0 {
+		t.Fatalf("exit code %d, stderr:\n%s", code, stderr.String())
 	}
 }
 
-func add(sum *events.TaskMetrics, m events.TaskMetrics) {
-	sum.ResultBytes += m.ResultBytes
-	sum.InputBytes += m.InputBytes
-	sum.InputRecords += m.InputRecords
-	sum.OutputBytes += m.OutputBytes
-	sum.OutputRecords += m.OutputRecords
-	sum.ShuffleReadBytes += m.ShuffleReadBytes
-	sum.ShuffleReadRecords += m.ShuffleReadRecords
-	sum.ShuffleWriteBytes += m.ShuffleWriteBytes
-	sum.ShuffleWriteRecords += m.ShuffleWriteRecords
-	sum.SpillBytes += m.SpillBytes
+// waitForValue polls Prometheus until query gives one series of value want,
+// and says what it last saw and how the scrapes fare when it gives up.
+func waitForValue(ctx context.Context, p *testenv.Prometheus, query string, want float64) error {
+	var got []testenv.Sample
+	var err error
+	for {
+		if got, err = p.Query(ctx, query); err == nil && len(got) == 1 && got[0].Value == want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			targets, _ := p.Targets(context.Background())
+			return fmt.Errorf("PromQL %s = %v (%v), want one series of %s; scrape targets:\n%s",
+				query, got, err, strconv.FormatFloat(want, 'g', -1, 64), targets)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
-// jobMetrics sums the metrics of the successful task ends of each job, in
-// job order.
-func (r *recordEvents) jobMetrics() []events.TaskMetrics {
-	jobOfStage := map[int]int64{}
-	var jobs []int64
-	sums := map[int64]*events.TaskMetrics{}
-	for _, e := range r.events {
-		switch e := e.(type) {
-		case *events.JobStart:
-			jobs = append(jobs, e.JobID)
-			sums[e.JobID] = &events.TaskMetrics{}
-		case *events.StageSubmitted:
-			jobOfStage[e.StageID] = e.JobID
-		case *events.TaskEnd:
-			if s := sums[jobOfStage[e.StageID]]; s != nil && e.State == events.TaskSuccess {
-				add(s, e.Metrics)
-			}
-		}
+func get(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
 	}
-	var out []events.TaskMetrics
-	for _, j := range jobs {
-		out = append(out, *sums[j])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
 	}
-	return out
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return string(b), err
 }
 
-func fileSizes(t *testing.T, pattern string) (total int64) {
-	t.Helper()
-	paths, err := filepath.Glob(pattern)
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no files %s: %v", pattern, err)
-	}
-	for _, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		total += fi.Size()
-	}
-	return total
-}
-
-// Compressed files count their bytes as stored; Parquet files the bytes
-// their footers and columns take, and their rows; SaveAsParquet what it
-// wrote.
-func TestInputMetricsOfCompressedAndParquetFiles(t *testing.T) {
-	dir := t.TempDir()
-	lines := generatedLines(3000)
-	if err := os.MkdirAll(filepath.Join(dir, "text"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range map[string]string{
-		"a.txt.gz": gzipText(t, strings.Join(lines[:1000], "\n")+"\n"),
-		"b.zst":    zstdText(t, strings.Join(lines[1000:], "\n")),
-	} {
-		if err := os.WriteFile(filepath.Join(dir, "text", name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sales := pqSales(5000)
-	out := filepath.Join(dir, "sales")
-	var rec recordEvents
-	runJob(t, "local[2]", func(ctx *Context) error {
-		rec.subscribe(ctx)
-		if n, err := TextFile(ctx, filepath.Join(dir, "text", "*")).Count(); err != nil || n != int64(len(lines)) {
-			t.Errorf("counted %d lines, %v", n, err)
-		}
-		if err := Parallelize(ctx, sales, 4).SaveAsParquet(out); err != nil {
+// TestMetricsOnKubernetes runs dynamic allocation on the test control
+// plane and reads the driver's registry once the executors are gone: the
+// pods it created and deleted, their executors' registration times and
+// removals, the allocation rounds and the API requests that made them.
+func TestMetricsOnKubernetes(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.NewNamespace(t)
+	t.Setenv("KUBECONFIG", env.Kubeconfig)
+	var stderr bytes.Buffer
+	args := k8sArgs(env, ns, append([]string{"spark.executor.memory=256m", "spark.ui.port=0"}, dynamicAllocationConf...)...)
+	job := dynamicAllocationJob(t)
+	code := runDriver(args, &stderr, func(c *Context) error {
+		if err := job(c); err != nil {
 			return err
 		}
-		_, err := ReadParquet[pqSale](ctx, out).Count()
-		return err
+		// The last pods' deletions and the events are still on their way
+		// when the executors are gone from the backend.
+		var families []*dto.MetricFamily
+		v := func(name string, labels ...string) float64 { return familyValue(families, name, labels...) }
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			var err error
+			if families, err = c.Metrics().Gather(); err != nil {
+				return err
+			}
+			if v("drover_executor_pods_deleted_total", "reason", "killed") >= v("drover_executors_removed_total", "cause", "killed") ||
+				time.Now().After(deadline) {
+				break
+			}
+		}
+		created, registered := v("drover_executor_pods_created_total", "result", "ok"), v("drover_executor_registration_seconds")
+		t.Logf("%v pods created, %v executors registered in %.2f s on average, %v removed as idle; %v API requests",
+			created, registered, v("drover_executor_registration_seconds_sum")/max(registered, 1),
+			v("drover_executors_removed_total", "cause", "killed"), v("drover_kubernetes_api_requests_total"))
+		// Each job scaled up to at least two executors, idle ones left.
+		if registered < 4 || created < registered {
+			t.Errorf("%v pods created, %v executors registered (timed from their pods' creation); want ≥ 4 registered, no more than created",
+				created, registered)
+		}
+		if d := v("drover_executor_registration_seconds_sum"); d <= 0 || d > 60*registered {
+			t.Errorf("registration took %v s in all for %v executors", d, registered)
+		}
+		killed := v("drover_executors_removed_total", "cause", "killed")
+		if killed < 4 || v("drover_executor_pods_deleted_total", "reason", "killed", "result", "ok") < killed {
+			t.Errorf("%v executors removed as idle, %v of their pods deleted; want ≥ 4, all deleted", killed,
+				v("drover_executor_pods_deleted_total", "reason", "killed", "result", "ok"))
+		}
+		if n := v("drover_kubernetes_api_requests_total", "method", "POST", "code", "201"); n < created {
+			t.Errorf("%v POST requests answered 201 for %v pods created", n, created)
+		}
+		if n := v("drover_allocation_round_duration_seconds"); n < 1 {
+			t.Errorf("%v allocation rounds observed", n)
+		}
+		for name, want := range map[string]float64{"drover_executors_registered": 0, "drover_dynalloc_target_executors": 0,
+			"metrics_executor_totalCores": 0, "drover_jobs_active": 0} {
+			if got := v(name); got != want {
+				t.Errorf("%s = %v after the jobs, want %v", name, got, want)
+			}
+		}
+		return nil
 	})
-	jobs := rec.jobMetrics()
-	if len(jobs) != 3 {
-		t.Fatalf("%d jobs, want 3", len(jobs))
+	if code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
 	}
-	text, save, read := jobs[0], jobs[1], jobs[2]
-	if compressed := fileSizes(t, filepath.Join(dir, "text", "*")); text.InputBytes != compressed || text.InputRecords != int64(len(lines)) {
-		t.Errorf("reading compressed text: %d bytes, %d records; want the files' %d bytes and %d lines",
-			text.InputBytes, text.InputRecords, compressed, len(lines))
+}
+
+// familyValue sums the series of the family name whose labels include the
+// name-value pairs of labels; for a histogram (name, or name_sum) it sums
+// the sample counts (sums).
+func familyValue(families []*dto.MetricFamily, name string, labels ...string) float64 {
+	base, wantSum := strings.CutSuffix(name, "_sum")
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != name && !(wantSum && f.GetName() == base) {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, l := range m.GetLabel() {
+					found = found || (l.GetName() == labels[i] && l.GetValue() == labels[i+1])
+				}
+				if !found {
+					continue series
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				total += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				total += m.GetGauge().GetValue()
+			case m.Histogram != nil && wantSum:
+				total += m.GetHistogram().GetSampleSum()
+			case m.Histogram != nil:
+				total += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
 	}
-	parts := fileSizes(t, filepath.Join(out, "part-*"))
-	if save.OutputBytes != parts || save.OutputRecords != int64(len(sales)) {
-		t.Errorf("SaveAsParquet: %d bytes, %d records; want the parts' %d bytes and %d rows", save.OutputBytes, save.OutputRecords, parts, len(sales))
-	}
-	if read.InputRecords != int64(len(sales)) || read.InputBytes <= 0 || read.InputBytes > parts {
-		t.Errorf("ReadParquet: %d bytes, %d records; want %d rows from at most the files' %d bytes", read.InputBytes, read.InputRecords, len(sales), parts)
-	}
+	return total
 }

@@ -24,15 +24,20 @@ import (
 
 // waitForFile is a task that runs until its input file exists, so a test
 // can look at a job while it runs.
-var waitForFile = Register("test.waitForFile", func(_ *TaskContext, path string) (int, error) {
-	deadline := time.Now().Add(3 * time.Minute)
-	for time.Now().Before(deadline) {
+var waitForFile = Register("test.waitForFile", func(tc *TaskContext, path string) (int, error) {
+	deadline := time.After(3 * time.Minute)
+	for {
 		if _, err := os.Stat(path); err == nil {
-			return 1, nil
+			return tc.Partition(), nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-tc.Done():
+			return 0, tc.Err()
+		case <-deadline:
+			return 0, errors.New("waitForFile: nobody released the task")
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	return 0, errors.New("waitForFile: nobody released the task")
 })
 
 // TestWebUIInABrowser drives the UI of a running local-cluster job with a

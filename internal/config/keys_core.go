@@ -310,7 +310,9 @@ var (
 // Web UI and its REST API.
 var (
 	UIEnabled = Bool("spark.ui.enabled", true,
-		"Serve the web UI and the REST API (`/api/v1/applications/...`) from the driver while the application runs.")
+		"Serve the web UI, the REST API (`/api/v1/applications/...`) and the Prometheus metrics (`/metrics`, "+
+			"`/metrics/executors/prometheus`) from the driver while the application runs. If it cannot start, the "+
+			"application goes on without it.")
 
 	UIPort = Int("spark.ui.port", 4040,
 		"Port of the web UI. When it is taken, the next ports are tried, up to spark.port.maxRetries of them; "+

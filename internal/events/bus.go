@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -134,6 +135,18 @@ func (b *Bus) Close() {
 type stopEvent struct{ Header }
 
 var stop Event = &stopEvent{}
+
+// Consumers are the consumers subscribed, in subscription order; none once
+// the bus is closed.
+func (b *Bus) Consumers() []*Consumer {
+	if b == nil {
+		return nil
+	}
+	if p := b.subs.Load(); p != nil {
+		return slices.Clone(*p)
+	}
+	return nil
+}
 
 // Name is the consumer's name.
 func (c *Consumer) Name() string { return c.name }

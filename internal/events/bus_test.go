@@ -74,7 +74,27 @@ func TestSlowConsumerDropsAndCountsWithoutBlocking(t *testing.T) {
 func TestNilBusDropsEverything(t *testing.T) {
 	var b *Bus
 	b.Publish(&AppEnd{})
+	if c := b.Consumers(); c != nil {
+		t.Errorf("a nil bus has consumers %v", c)
+	}
 	b.Close()
+}
+
+func TestConsumersListsSubscribersUntilClose(t *testing.T) {
+	b := NewBus(nil, nil)
+	b.Subscribe("progress", 1, func(Event) {})
+	b.Subscribe("metrics", 1, func(Event) {})
+	var names []string
+	for _, c := range b.Consumers() {
+		names = append(names, c.Name())
+	}
+	if diff := cmp.Diff([]string{"progress", "metrics"}, names); diff != "" {
+		t.Errorf("consumers (-want +got):\n%s", diff)
+	}
+	b.Close()
+	if c := b.Consumers(); len(c) != 0 {
+		t.Errorf("%d consumers after Close, want none", len(c))
+	}
 }
 
 func TestPublishRacingCloseDoesNotPanic(t *testing.T) {
@@ -99,6 +119,8 @@ func TestMarshalRoundTrip(t *testing.T) {
 		&TaskEnd{Header: Header{at}, TaskID: 7, StageID: 2, Executor: 3, State: TaskFailed, Reason: "boom",
 			Duration: time.Second, Metrics: TaskMetrics{ShuffleWriteBytes: 10}},
 		&AllocationRound{Header: Header{at}, Target: 5, Running: 2, Pending: 3, Created: 3, Latency: time.Millisecond},
+		&PodDeleted{Header: Header{at}, Executor: 4, Pod: "app-exec-4", Reason: DeleteExcess, Err: "forbidden"},
+		&ExecutorRemoved{Header: Header{at}, Executor: 4, Reason: "pod app-exec-4 was OOM-killed", ExitCode: 137, Cause: "oom_killed"},
 		&AppEnd{Header: Header{at}},
 	} {
 		b, err := Marshal(e)

@@ -151,6 +151,9 @@ type ExecutorRemoved struct {
 	Reason      string
 	ExitCode    int  `json:",omitempty"`
 	CausedByApp bool `json:",omitempty"`
+	// Cause is the kind of loss in one word (scheduler.CauseKilled,
+	// CauseOOMKilled…), for metrics and filters.
+	Cause string `json:",omitempty"`
 }
 
 // ExecutorPlaced is where the cluster put an executor's pod, and its
@@ -197,6 +200,38 @@ type PodCreated struct {
 	// Err is empty when the API server stored the pod.
 	Err string `json:",omitempty"`
 }
+
+// PodDeleted is an executor pod the driver asked the API server to delete.
+type PodDeleted struct {
+	Header
+	Executor executorid.ID
+	// Pod is the pod's name, when the deleter knows it.
+	Pod string `json:",omitempty"`
+	// Reason is why the driver deleted it: one of the Delete constants.
+	Reason string
+	// Err is empty when the API server accepted the deletion.
+	Err string `json:",omitempty"`
+}
+
+// Why the driver deletes executor pods (PodDeleted.Reason).
+const (
+	// DeleteExcess: the allocator deleted a pod that was not running
+	// while the application had more executors than its target.
+	DeleteExcess = "excess"
+	// DeleteLost: the allocator gave up on a create no snapshot showed
+	// within spark.kubernetes.allocation.podCreationTimeout.
+	DeleteLost = "lost"
+	// DeleteEnded: the lifecycle manager deleted the pod of an executor
+	// that ended or could not start.
+	DeleteEnded = "ended"
+	// DeleteKilled: the driver killed the executor (dynamic allocation
+	// removing an idle executor).
+	DeleteKilled = "killed"
+	// DeleteUnresponsive: the backend dropped the executor (its
+	// connection ended or its heartbeats stopped) and no pod event said
+	// why.
+	DeleteUnresponsive = "unresponsive"
+)
 
 // TargetChanged is a new number of executors the application wants, from
 // dynamic allocation.

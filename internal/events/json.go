@@ -14,7 +14,7 @@ var kinds = map[string]reflect.Type{}
 func init() {
 	for _, e := range []Event{&AppStart{}, &AppEnd{}, &JobStart{}, &JobEnd{}, &StageSubmitted{}, &StageCompleted{},
 		&TaskStart{}, &TaskEnd{}, &ExecutorAdded{}, &ExecutorRemoved{}, &ExecutorPlaced{}, &AllocationRound{},
-		&PodCreated{}, &TargetChanged{}} {
+		&PodCreated{}, &PodDeleted{}, &TargetChanged{}} {
 		t := reflect.TypeOf(e).Elem()
 		kinds[t.Name()] = t
 	}

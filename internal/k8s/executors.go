@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drover-project/drover/internal/backend/coarse"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/podspec"
@@ -88,13 +89,18 @@ func (c *Cluster) ExitReason(ctx context.Context, id executorid.ID) (scheduler.L
 func (c *Cluster) ExecutorLost(id executorid.ID, reason scheduler.LossReason) {
 	// An executor decommissions itself on SIGTERM: its pod is being
 	// deleted by someone else, whose cause the lifecycle manager names.
-	c.deleteExecutorPod(id, reason.Message != coarse.Decommissioned)
+	if reason.Message == coarse.Decommissioned {
+		c.deleteExecutorPod(id, false, events.DeleteEnded)
+		return
+	}
+	c.deleteExecutorPod(id, true, events.DeleteUnresponsive)
 }
 
 // deleteExecutorPod deletes an executor's pod in the background; byDriver
 // tells the lifecycle manager first, so the pod's end reads as the driver's
-// doing and is not counted as a failure.
-func (c *Cluster) deleteExecutorPod(id executorid.ID, byDriver bool) {
+// doing and is not counted as a failure. why is the event stream's
+// PodDeleted reason.
+func (c *Cluster) deleteExecutorPod(id executorid.ID, byDriver bool, why string) {
 	life := c.life()
 	if life == nil {
 		return
@@ -107,9 +113,11 @@ func (c *Cluster) deleteExecutorPod(id executorid.ID, byDriver bool) {
 	c.goTracked(func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		if err := c.deletePods(ctx, []executorid.ID{id}, false); err != nil && ctx.Err() == nil {
+		err := c.deletePods(ctx, []executorid.ID{id}, false)
+		if err != nil && ctx.Err() == nil {
 			c.log.Warn("deleting executor pod", "executor", id, "err", err)
 		}
+		c.publishDeleted(id, "", why, err)
 	})
 }
 
@@ -138,10 +146,20 @@ func (c *Cluster) RequestTotalExecutors(total int) error {
 // they may not register again.
 func (c *Cluster) KillExecutors(ids []executorid.ID) error {
 	for _, id := range ids {
-		c.deleteExecutorPod(id, true)
-		c.backend.RemoveExecutor(id, scheduler.LossReason{Message: "executor killed by the driver"})
+		c.deleteExecutorPod(id, true, events.DeleteKilled)
+		c.backend.RemoveExecutor(id, scheduler.LossReason{Message: "executor killed by the driver", Cause: scheduler.CauseKilled})
 	}
 	return nil
+}
+
+// publishDeleted tells the event stream of a pod deletion the driver asked
+// for.
+func (c *Cluster) publishDeleted(id executorid.ID, pod, why string, err error) {
+	e := &events.PodDeleted{Executor: id, Pod: pod, Reason: why}
+	if err != nil {
+		e.Err = err.Error()
+	}
+	c.events.Publish(e)
 }
 
 // deletePods deletes executor pods with one delete-collection call; with
@@ -212,11 +230,12 @@ func (a *applier) RemoveExecutor(id executorid.ID, r scheduler.LossReason) {
 	}
 }
 
-func (a *applier) DeletePod(ctx context.Context, name string) error {
+func (a *applier) DeletePod(ctx context.Context, id executorid.ID, name string) error {
 	err := a.c.cs.CoreV1().Pods(a.c.ns).Delete(ctx, name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil
+		err = nil
 	}
+	a.c.publishDeleted(id, name, events.DeleteEnded, err)
 	return err
 }
 

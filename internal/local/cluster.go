@@ -146,19 +146,20 @@ func (c *Cluster) wait(p *process) {
 // for, is not.
 func exitReason(err error, killedByDriver bool) scheduler.LossReason {
 	if killedByDriver {
-		return scheduler.LossReason{Message: "executor killed by the driver"}
+		return scheduler.LossReason{Message: "executor killed by the driver", Cause: scheduler.CauseKilled}
 	}
 	var ee *exec.ExitError
 	if err == nil {
-		return scheduler.LossReason{Message: "executor process exited"}
+		return scheduler.LossReason{Message: "executor process exited", Cause: scheduler.CauseExited}
 	}
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return scheduler.LossReason{Message: "executor process killed by signal " + ws.Signal().String(), ExitCode: 128 + int(ws.Signal())}
+			return scheduler.LossReason{Message: "executor process killed by signal " + ws.Signal().String(), ExitCode: 128 + int(ws.Signal()),
+				Cause: scheduler.CauseExited}
 		}
-		return scheduler.LossReason{Message: "executor process exited", ExitCode: ee.ExitCode(), CausedByApp: true}
+		return scheduler.LossReason{Message: "executor process exited", ExitCode: ee.ExitCode(), CausedByApp: true, Cause: scheduler.CauseExited}
 	}
-	return scheduler.LossReason{Message: "executor process failed: " + err.Error()}
+	return scheduler.LossReason{Message: "executor process failed: " + err.Error(), Cause: scheduler.CauseExited}
 }
 
 // ExitReason waits for the executor's process to end and says why.
@@ -230,7 +231,7 @@ func (c *Cluster) KillExecutors(ids []executorid.ID) error {
 			c.target = max(c.target-1, 0)
 		}
 		c.mu.Unlock()
-		c.backend.RemoveExecutor(id, scheduler.LossReason{Message: "executor killed by the driver"})
+		c.backend.RemoveExecutor(id, scheduler.LossReason{Message: "executor killed by the driver", Cause: scheduler.CauseKilled})
 		if p != nil {
 			go terminate(p, 5*time.Second)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/envvar"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/master"
@@ -99,7 +100,15 @@ func startCluster(t testing.TB, executors, cores, maxFailures int, auth rpc.Auth
 // own credentials, logging to log (nil: discarded, or stderr with -v).
 func startClusterWith(t testing.TB, dir string, executors, cores, maxFailures int, sec master.Security, log *slog.Logger) *testCluster {
 	t.Helper()
-	tc, err := newTestCluster(dir, executors, cores, maxFailures, sec, log)
+	return startClusterWithEvents(t, dir, executors, cores, maxFailures, sec, log, nil)
+}
+
+// startClusterWithEvents is startClusterWith whose scheduler and backend
+// publish to bus.
+func startClusterWithEvents(t testing.TB, dir string, executors, cores, maxFailures int, sec master.Security, log *slog.Logger,
+	bus *events.Bus) *testCluster {
+	t.Helper()
+	tc, err := newTestClusterWithEvents(dir, executors, cores, maxFailures, sec, log, bus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,16 +135,23 @@ func startClusterWith(t testing.TB, dir string, executors, cores, maxFailures in
 var prefetch = config.SchedulerPrefetch.Get(config.New())
 
 func newTestCluster(dir string, executors, cores, maxFailures int, sec master.Security, log *slog.Logger) (*testCluster, error) {
+	return newTestClusterWithEvents(dir, executors, cores, maxFailures, sec, log, nil)
+}
+
+// newTestClusterWithEvents is newTestCluster whose scheduler and backend
+// publish to bus.
+func newTestClusterWithEvents(dir string, executors, cores, maxFailures int, sec master.Security, log *slog.Logger,
+	bus *events.Bus) (*testCluster, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 		if testing.Verbose() {
 			log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		}
 	}
-	s := scheduler.New(scheduler.Options{MaxFailures: maxFailures, Logger: log})
+	s := scheduler.New(scheduler.Options{MaxFailures: maxFailures, Logger: log, Events: bus})
 	c := NewCluster(ClusterOptions{Binary: os.Args[0], AppID: testApp, Executors: executors, Cores: cores, Auth: sec.Executors, WorkDir: dir + "/work", Logger: log})
 	b := coarse.New(s, c, coarse.Options{AppID: testApp, Auth: sec.Driver, InitialExecutors: executors, MinRegisteredRatio: 1,
-		MaxRegisteredWait: time.Minute, Prefetch: prefetch, Logger: log})
+		MaxRegisteredWait: time.Minute, Prefetch: prefetch, Logger: log, Events: bus})
 	s.SetBackend(b)
 	if err := b.Start(context.Background()); err != nil {
 		return nil, err

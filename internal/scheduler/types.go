@@ -95,7 +95,39 @@ type LossReason struct {
 	Message     string
 	ExitCode    int
 	CausedByApp bool
+	// Cause is the kind of loss in one word (one of the Cause constants),
+	// so metrics and filters need not parse Message.
+	Cause string
 }
+
+// Causes of executor losses. The set is small and fixed: metrics label
+// removals with it.
+const (
+	// CauseKilled: the driver removed the executor (dynamic allocation, a
+	// kill, its pod deleted by the driver).
+	CauseKilled = "killed"
+	// CauseDecommissioned: the executor left on SIGTERM once its tasks
+	// were done.
+	CauseDecommissioned = "decommissioned"
+	// CauseDisconnected: its connection ended and nothing said why.
+	CauseDisconnected = "disconnected"
+	// CauseHeartbeatTimeout: it was not heard from for spark.network.timeout.
+	CauseHeartbeatTimeout = "heartbeat_timeout"
+	// CauseExited: its process or container ended by itself.
+	CauseExited = "exited"
+	// CauseOOMKilled: its container was killed for exceeding its memory.
+	CauseOOMKilled = "oom_killed"
+	// CauseStartFailed: its pod could not start (image, configuration).
+	CauseStartFailed = "start_failed"
+	// CauseEvicted: the kubelet or the eviction API evicted its pod.
+	CauseEvicted = "evicted"
+	// CausePreempted: the scheduler preempted its pod.
+	CausePreempted = "preempted"
+	// CauseNodeLost: its node stopped reporting or is gone.
+	CauseNodeLost = "node_lost"
+	// CauseDeleted: a user or the cluster, not the driver, deleted its pod.
+	CauseDeleted = "deleted"
+)
 
 func (r LossReason) String() string {
 	if r.ExitCode != 0 {

@@ -33,12 +33,12 @@ func (b *Backend) disconnected(ex *executorData, err error) {
 	if !current || stopped {
 		return
 	}
-	reason := scheduler.LossReason{Message: "executor disconnected"}
+	reason := scheduler.LossReason{Message: "executor disconnected", Cause: scheduler.CauseDisconnected}
 	if err != nil {
 		reason.Message = fmt.Sprintf("executor disconnected: %v", err)
 	}
 	if decom {
-		reason = scheduler.LossReason{Message: Decommissioned}
+		reason = scheduler.LossReason{Message: Decommissioned, Cause: scheduler.CauseDecommissioned}
 	}
 	if b.cluster == nil || decom {
 		b.lose(ex.ID, reason)
@@ -92,7 +92,7 @@ func (b *Backend) remove(id executorid.ID, reason scheduler.LossReason) bool {
 	}
 	b.log.Info("executor removed", "executor", id, "reason", reason.String(), "caused_by_app", reason.CausedByApp)
 	b.opts.Events.Publish(&events.ExecutorRemoved{Executor: id, Reason: reason.Message, ExitCode: reason.ExitCode,
-		CausedByApp: reason.CausedByApp})
+		CausedByApp: reason.CausedByApp, Cause: reason.Cause})
 	b.changed()
 	b.sched.ExecutorLost(id, reason)
 	return true
@@ -140,6 +140,7 @@ func (b *Backend) ExpireDeadExecutors() {
 	for _, id := range Expired(last, now, b.opts.NetworkTimeout) {
 		b.lose(id, scheduler.LossReason{
 			Message: fmt.Sprintf("executor heartbeat timed out after %s (spark.network.timeout)", b.opts.NetworkTimeout),
+			Cause:   scheduler.CauseHeartbeatTimeout,
 		})
 	}
 }

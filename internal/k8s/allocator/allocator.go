@@ -269,7 +269,8 @@ func (a *Allocator) delete(ctx context.Context, p Plan) []DeleteResult {
 	for _, d := range []struct {
 		ids         []executorid.ID
 		onlyPending bool
-	}{{p.DeleteLost, false}, {p.DeleteExcess, true}} {
+		reason      string
+	}{{p.DeleteLost, false, events.DeleteLost}, {p.DeleteExcess, true, events.DeleteExcess}} {
 		if len(d.ids) == 0 {
 			continue
 		}
@@ -278,6 +279,15 @@ func (a *Allocator) delete(ctx context.Context, p Plan) []DeleteResult {
 			a.log.Warn("deleting executor pods failed; retrying in the next round", "executors", d.ids, "err", err)
 		}
 		rs = append(rs, DeleteResult{IDs: d.ids, Err: err})
+		if a.events != nil {
+			for _, id := range d.ids {
+				e := &events.PodDeleted{Executor: id, Reason: d.reason}
+				if err != nil {
+					e.Err = err.Error()
+				}
+				a.events.Publish(e)
+			}
+		}
 	}
 	return rs
 }

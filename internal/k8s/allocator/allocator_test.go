@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
@@ -86,9 +87,13 @@ type loop struct {
 	done   chan error
 }
 
-func startLoop(t *testing.T, o Options, pods *fakePods) *loop {
+func startLoop(t *testing.T, o Options, pods *fakePods) *loop { return startLoopWith(t, o, pods, nil) }
+
+// startLoopWith is startLoop with the allocator publishing to bus.
+func startLoopWith(t *testing.T, o Options, pods *fakePods, bus *events.Bus) *loop {
 	clk := clocktesting.NewFakeClock(t0)
 	a := New(o, pods, clk, nil)
+	a.PublishTo(bus)
 	ctx, cancel := context.WithCancel(t.Context())
 	l := &loop{t: t, clk: clk, pods: pods, a: a, cancel: cancel, done: make(chan error, 1)}
 	go func() { l.done <- a.Run(ctx) }()
@@ -314,7 +319,16 @@ func TestLoopDeletes(t *testing.T) {
 		pods := &fakePods{}
 		o := Options{Policy: PolicySpark, BatchSize: 3, BatchDelay: time.Second,
 			PodCreationTimeout: 10 * time.Second, ExecutorIdleTimeout: 5 * time.Second}
-		l := startLoop(t, o, pods)
+		bus := events.NewBus(nil, nil)
+		var published []events.PodDeleted
+		bus.Subscribe("test", 0, func(e events.Event) {
+			if d, ok := e.(*events.PodDeleted); ok {
+				d := *d
+				d.Time = time.Time{}
+				published = append(published, d)
+			}
+		})
+		l := startLoopWith(t, o, pods, bus)
 		l.a.SetTarget(3)
 		l.snap()
 		// 1 and 2 show up, 3 never does.
@@ -332,6 +346,11 @@ func TestLoopDeletes(t *testing.T) {
 		}
 		if err := l.stop(); err != nil {
 			t.Error(err)
+		}
+		bus.Close()
+		wantEvents := []events.PodDeleted{{Executor: 3, Reason: events.DeleteLost}, {Executor: 2, Reason: events.DeleteExcess}}
+		if diff := cmp.Diff(wantEvents, published); diff != "" {
+			t.Errorf("PodDeleted events (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -158,7 +158,8 @@ func shape(actions []Action) ([]Action, string) {
 		switch a := a.(type) {
 		case RemoveExecutor:
 			text = append(text, a.Reason.String())
-			a.Reason.Message = ""
+			// Causes are checked where a test names them.
+			a.Reason.Message, a.Reason.Cause = "", ""
 			out = append(out, a)
 		case Warn:
 			text = append(text, a.Message)

@@ -204,7 +204,8 @@ func (d *decision) active(id executorid.ID, ep snapshot.ExecutorPod, killed bool
 	if prob, ok := nodeLost(p); ok {
 		t := d.track(id, prob)
 		if d.now.Sub(t.since) >= d.o.grace(ReasonNodeLost) {
-			d.remove(id, scheduler.LossReason{Message: loss("pod "+p.Name, "was lost with its node", d.when(id), prob.message)})
+			d.remove(id, scheduler.LossReason{Message: loss("pod "+p.Name, "was lost with its node", d.when(id), prob.message),
+				Cause: scheduler.CauseNodeLost})
 			d.cleanup(id, p, false)
 		}
 		return
@@ -235,7 +236,8 @@ func (d *decision) pending(id executorid.ID, p *corev1.Pod, prob problem) {
 	default:
 		d.warn(id, p.Name, t, fmt.Sprintf("the pod will be deleted if this lasts %s", grace))
 		if elapsed >= grace {
-			r := scheduler.LossReason{Message: loss("pod "+p.Name, "could not start and was deleted by the driver", d.when(id), prob.detail())}
+			r := scheduler.LossReason{Message: loss("pod "+p.Name, "could not start and was deleted by the driver", d.when(id), prob.detail()),
+				Cause: scheduler.CauseStartFailed}
 			d.remove(id, r)
 			d.cleanup(id, p, true)
 			d.failure(r)

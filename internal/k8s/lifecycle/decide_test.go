@@ -37,165 +37,197 @@ func TestDecideStates(t *testing.T) {
 		opts   func(*Options)
 		killed bool
 		want   []Action
-		texts  []string
+		// cause is the removal's Cause, when there is a removal.
+		cause string
+		texts []string
 	}{
 		"pending": {pod: pod(1)},
 		"running": {pod: pod(1).running()},
 		"unknown": {pod: pod(1).phase("Unknown")},
 		"deleted": {
 			pod:   pod(1).deleting(),
+			cause: scheduler.CauseDeleted,
 			want:  []Action{remove(1, 0, false)},
 			texts: []string{"pod app-exec-1 was deleted by a user or the cluster (not the driver) before its executor registered"},
 		},
 		"deleted, preempted": {
 			pod: pod(1).deleting().cond(corev1.DisruptionTarget, corev1.ConditionTrue,
 				corev1.PodReasonPreemptionByScheduler, "Preempted in order to admit critical pod"),
+			cause: scheduler.CausePreempted,
 			want:  []Action{remove(1, 0, false)},
 			texts: []string{"pod app-exec-1 was preempted by the scheduler to make room for a higher-priority pod before its executor registered: Preempted in order to admit critical pod"},
 		},
 		"deleted, drained": {
 			pod:   pod(1).deleting().cond(corev1.DisruptionTarget, corev1.ConditionTrue, "EvictionByEvictionAPI", "Eviction API: evicting"),
+			cause: scheduler.CauseEvicted,
 			want:  []Action{remove(1, 0, false)},
 			texts: []string{"evicted through the eviction API (for example by kubectl drain)"},
 		},
 		"deleted by the driver": {
 			pod:    pod(1).deleting(),
 			killed: true,
+			cause:  scheduler.CauseKilled,
 			want:   []Action{remove(1, 0, false)},
 			texts:  []string{"pod app-exec-1 was deleted by the driver before its executor registered"},
 		},
 		"failed, error": {
 			pod:   failed(1, "Error"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 1, true), del(1)},
 			texts: []string{"pod app-exec-1 failed before its executor registered: executor container exited with an error; see the executor's log (exit code 1)"},
 		},
 		"failed, Go panic": {
 			pod:   failed(2, "Error"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 2, true), del(1)},
 			texts: []string{"Go panic or fatal runtime error"},
 		},
 		"OOM-killed": {
 			pod:   failed(137, "OOMKilled"),
+			cause: scheduler.CauseOOMKilled,
 			want:  []Action{remove(1, 137, true), del(1)},
 			texts: []string{"pod app-exec-1 failed before its executor registered: executor container was OOM-killed (memory limit 2Gi); raise spark.executor.memoryOverhead or spark.executor.memory (exit code 137)"},
 		},
 		"OOM-killed, no limit": {
 			pod:   failed(137, "OOMKilled").noMemoryLimit(),
+			cause: scheduler.CauseOOMKilled,
 			want:  []Action{remove(1, 137, true), del(1)},
 			texts: []string{"OOM-killed (no memory limit: the node ran out of memory)"},
 		},
 		"exit 137": {
 			pod:   failed(137, "Error"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 137, true), del(1)},
 			texts: []string{"killed by SIGKILL, possibly the container's memory limit"},
 		},
 		"exit 139": {
 			pod:   failed(139, "Error"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 139, true), del(1)},
 			texts: []string{"killed by SIGSEGV"},
 		},
 		"exit 143": {
 			pod:   failed(143, "Error"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 143, true), del(1)},
 			texts: []string{"killed by SIGTERM"},
 		},
 		"exit 126": {
 			pod:   failed(126, "Error"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 126, true), del(1)},
 			texts: []string{"not executable"},
 		},
 		"exit 127": {
 			pod:   failed(127, "Error"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 127, true), del(1)},
 			texts: []string{"command not found"},
 		},
 		"exit 130": {
 			pod:   failed(130, "Error"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 130, true), del(1)},
 			texts: []string{"killed by SIGINT"},
 		},
 		"exit 3": {
 			pod:   failed(3, "Error"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 3, true), del(1)},
 			texts: []string{"exited with an unexpected code (exit code 3)"},
 		},
 		"start error": {
 			pod:   failed(128, "StartError").termMessage(`exec: "/app": permission denied`),
+			cause: scheduler.CauseStartFailed,
 			want:  []Action{remove(1, 128, true), del(1)},
 			texts: []string{`pod app-exec-1 failed before its executor registered: executor container could not start; termination message: exec: "/app": permission denied`},
 		},
 		"termination message": {
 			pod:   failed(2, "Error").termMessage("panic: boom\n\ngoroutine 1 [running]:\n"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 2, true), del(1)},
 			texts: []string{"termination message: panic: boom"},
 		},
 		"pod-level failure": {
 			pod:   pod(1).phase(corev1.PodFailed).status("DeadlineExceeded", "Pod was active on the node longer than the specified deadline"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 0, true), del(1)},
 			texts: []string{"pod app-exec-1 failed before its executor registered; pod status: DeadlineExceeded: Pod was active on the node longer than the specified deadline"},
 		},
 		"evicted": {
 			pod:   pod(1).phase(corev1.PodFailed).status("Evicted", "The node was low on resource: ephemeral-storage."),
+			cause: scheduler.CauseEvicted,
 			want:  []Action{remove(1, 0, false), del(1)},
 			texts: []string{"pod app-exec-1 was evicted by the kubelet before its executor registered: The node was low on resource: ephemeral-storage."},
 		},
 		"succeeded": {
 			pod:   pod(1).phase(corev1.PodSucceeded).terminated(container, 0, "Completed"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 0, true), del(1)},
 			texts: []string{"pod app-exec-1 ended before its executor registered: executor container exited cleanly, but an executor must not exit on its own"},
 		},
 		"running pod, executor exited": {
 			pod:   pod(1).running().terminated(container, 1, "Error"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 1, true), del(1)},
 			texts: []string{"executor container exited with an error"},
 		},
 		"running pod, sidecar failed": {
 			pod:   pod(1).running().terminated("proxy", 1, "Error"),
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 1, true), del(1)},
 			texts: []string{"pod app-exec-1 failed before its executor registered: container proxy exited with an error"},
 		},
 		"sidecar OOM-killed": {
 			pod:   failed(143, "Error").terminated("proxy", 137, "OOMKilled"),
+			cause: scheduler.CauseOOMKilled,
 			want:  []Action{remove(1, 137, true), del(1)},
 			texts: []string{"container proxy was OOM-killed", "container executor terminated: Error, exit code 143"},
 		},
 		"terminated while being deleted": {
 			pod:   pod(1).running().deleting().terminated(container, 143, "Error"),
+			cause: scheduler.CauseDeleted,
 			want:  []Action{remove(1, 143, false)},
 			texts: []string{"pod app-exec-1 was deleted by a user or the cluster (not the driver) before its executor registered (exit code 143)"},
 		},
 		"OOM-killed while being deleted": {
 			pod:   pod(1).running().deleting().terminated(container, 137, "OOMKilled"),
+			cause: scheduler.CauseOOMKilled,
 			want:  []Action{remove(1, 137, true)},
 			texts: []string{"OOM-killed"},
 		},
 		"failed, killed by the driver": {
 			pod:    failed(143, "Error"),
 			killed: true,
+			cause:  scheduler.CauseKilled,
 			want:   []Action{remove(1, 0, false), del(1)},
 			texts:  []string{"pod app-exec-1 was deleted by the driver before its executor registered"},
 		},
 		"failed, kept": {
 			pod:   failed(1, "Error"),
 			opts:  func(o *Options) { o.DeleteOnTermination = false },
+			cause: scheduler.CauseExited,
 			want:  []Action{remove(1, 1, true), LabelInactive{ID: 1, Name: "app-exec-1"}},
 			texts: []string{"exited with an error"},
 		},
 		"node lost": {
 			pod:   pod(1).running().status("NodeLost", "Node node-1 which was running pod app-exec-1 is unresponsive"),
 			opts:  func(o *Options) { o.PendingGrace = map[Reason]time.Duration{ReasonNodeLost: 0} },
+			cause: scheduler.CauseNodeLost,
 			want:  []Action{remove(1, 0, false), del(1)},
 			texts: []string{"pod app-exec-1 was lost with its node before its executor registered: Node node-1 which was running pod app-exec-1 is unresponsive"},
 		},
 		"node status unknown": {
 			pod:   pod(1).running().cond(corev1.PodReady, corev1.ConditionUnknown, "NodeStatusUnknown", ""),
 			opts:  func(o *Options) { o.PendingGrace = map[Reason]time.Duration{ReasonNodeLost: 0} },
+			cause: scheduler.CauseNodeLost,
 			want:  []Action{remove(1, 0, false), del(1)},
 			texts: []string{"lost with its node before its executor registered: node node-1 stopped reporting to the control plane"},
 		},
 		"node not ready": {
 			pod:   pod(1).running().cond(corev1.PodReady, corev1.ConditionFalse, "", ""),
 			opts:  func(o *Options) { o.PendingGrace = map[Reason]time.Duration{ReasonNodeLost: 0} },
+			cause: scheduler.CauseNodeLost,
 			want:  []Action{remove(1, 0, false), del(1)},
 			texts: []string{"lost with its node"},
 		},
@@ -203,6 +235,7 @@ func TestDecideStates(t *testing.T) {
 			pod: pod(1).running().deleting().cond(corev1.PodReady, corev1.ConditionFalse, "", "").
 				cond(corev1.DisruptionTarget, corev1.ConditionTrue, "DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint"),
 			opts:  func(o *Options) { o.PendingGrace = map[Reason]time.Duration{ReasonNodeLost: 0} },
+			cause: scheduler.CauseNodeLost,
 			want:  []Action{remove(1, 0, false)},
 			texts: []string{"lost with its node"},
 		},
@@ -221,6 +254,7 @@ func TestDecideStates(t *testing.T) {
 		"invalid image name, no grace": {
 			pod:   pod(1).waiting("InvalidImageName", `couldn't parse image name "Nope:1": invalid reference format`),
 			opts:  func(o *Options) { o.PendingGrace = map[Reason]time.Duration{ReasonInvalidImageName: 0} },
+			cause: scheduler.CauseStartFailed,
 			want:  []Action{remove(1, 0, false), del(1), Warn{PodName: "app-exec-1"}},
 			texts: []string{`pod app-exec-1 could not start and was deleted by the driver before its executor registered: InvalidImageName: couldn't parse image name "Nope:1": invalid reference format`},
 		},
@@ -249,6 +283,11 @@ func TestDecideStates(t *testing.T) {
 			}
 			got := Decide(&State{}, in, o)
 			check(t, got, tc.want, tc.texts...)
+			for _, a := range got {
+				if r, ok := a.(RemoveExecutor); ok && r.Reason.Cause != tc.cause {
+					t.Errorf("cause %q, want %q", r.Reason.Cause, tc.cause)
+				}
+			}
 		})
 	}
 }

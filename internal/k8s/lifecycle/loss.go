@@ -139,6 +139,14 @@ var disruptions = map[string]string{
 	corev1.PodReasonTerminationByKubelet:  "was terminated by the kubelet (for example on node shutdown)",
 }
 
+// disruptionCauses is the loss cause of each DisruptionTarget reason; any
+// other is CauseDeleted.
+var disruptionCauses = map[string]string{
+	corev1.PodReasonPreemptionByScheduler: scheduler.CausePreempted,
+	reasonEvictionByAPI:                   scheduler.CauseEvicted,
+	reasonPodGC:                           scheduler.CauseNodeLost,
+}
+
 // disruption is the pod's DisruptionTarget condition, nil if it has none
 // that holds.
 func disruption(p *corev1.Pod) *corev1.PodCondition {
@@ -164,20 +172,23 @@ func endedByCluster(p *corev1.Pod) bool {
 // kubelet's eviction, a DisruptionTarget condition, a lost node. The exit
 // code is the container's, if it ended.
 func deletedReason(p *corev1.Pod, container string, when registration) scheduler.LossReason {
-	r := scheduler.LossReason{ExitCode: exitCode(p, container)}
+	r := scheduler.LossReason{ExitCode: exitCode(p, container), Cause: scheduler.CauseDeleted}
 	what, detail := "was deleted by a user or the cluster (not the driver)", ""
 	c := disruption(p)
 	switch {
 	case p.Status.Reason == podReasonEvicted:
-		what, detail = "was evicted by the kubelet", p.Status.Message
+		what, detail, r.Cause = "was evicted by the kubelet", p.Status.Message, scheduler.CauseEvicted
 	case c != nil:
 		if w, ok := disruptions[c.Reason]; ok {
 			what = strings.ReplaceAll(w, "{node}", p.Spec.NodeName)
 		}
+		if cause, ok := disruptionCauses[c.Reason]; ok {
+			r.Cause = cause
+		}
 		detail = c.Message
 	case p.Status.Reason == podReasonNodeLost:
 		lost, _ := nodeLost(p)
-		what, detail = "was lost with its node", lost.message
+		what, detail, r.Cause = "was lost with its node", lost.message, scheduler.CauseNodeLost
 	}
 	r.Message = loss("pod "+p.Name, what, when, detail)
 	return r
@@ -185,7 +196,7 @@ func deletedReason(p *corev1.Pod, container string, when registration) scheduler
 
 // killedReason is the loss of an executor whose pod the driver deleted.
 func killedReason(subject string, when registration) scheduler.LossReason {
-	return scheduler.LossReason{Message: loss(subject, "was deleted by the driver", when, "")}
+	return scheduler.LossReason{Message: loss(subject, "was deleted by the driver", when, ""), Cause: scheduler.CauseKilled}
 }
 
 // missingReason is the loss of a registered executor whose pod a full list
@@ -193,7 +204,7 @@ func killedReason(subject string, when registration) scheduler.LossReason {
 // delete it.
 func missingReason(id executorid.ID, when registration) scheduler.LossReason {
 	return scheduler.LossReason{Message: loss(podRef(id, nil), "was deleted by a user or the cluster (not the driver)", when,
-		"it is not found in a full list of the application's pods")}
+		"it is not found in a full list of the application's pods"), Cause: scheduler.CauseDeleted}
 }
 
 // endedReason is the loss of an executor whose pod failed or whose
@@ -204,17 +215,17 @@ func missingReason(id executorid.ID, when registration) scheduler.LossReason {
 func endedReason(p *corev1.Pod, failed bool, container string, when registration) (scheduler.LossReason, bool) {
 	name := p.Name
 	exec := executorContainer(p, container)
-	r := scheduler.LossReason{ExitCode: exitCode(p, container), CausedByApp: true}
+	r := scheduler.LossReason{ExitCode: exitCode(p, container), CausedByApp: true, Cause: scheduler.CauseExited}
 	switch p.Status.Reason {
 	case podReasonEvicted:
 		// The kubelet evicts under node pressure. That is the node's doing,
 		// though the pod's own use often caused it, so it still counts.
-		r.CausedByApp = false
+		r.CausedByApp, r.Cause = false, scheduler.CauseEvicted
 		r.Message = loss("pod "+name, "was evicted by the kubelet", when, p.Status.Message)
 		return r, true
 	case podReasonNodeLost:
 		lost, _ := nodeLost(p)
-		r.CausedByApp = false
+		r.CausedByApp, r.Cause = false, scheduler.CauseNodeLost
 		r.Message = loss("pod "+name, "was lost with its node", when, lost.message)
 		return r, false
 	}
@@ -240,6 +251,7 @@ func endedReason(p *corev1.Pod, failed bool, container string, when registration
 		fmt.Fprintf(&b, "pod %s %s %s: ", name, verb, when)
 		switch t.Reason {
 		case containerOOMKilled:
+			r.Cause = scheduler.CauseOOMKilled
 			fmt.Fprintf(&b, "%s was OOM-killed", who)
 			if limit := memoryLimit(p, primary.Name); limit != "" {
 				fmt.Fprintf(&b, " (memory limit %s)", limit)
@@ -250,6 +262,7 @@ func endedReason(p *corev1.Pod, failed bool, container string, when registration
 				b.WriteString("; raise spark.executor.memoryOverhead or spark.executor.memory")
 			}
 		case containerStartError, containerCannotRun:
+			r.Cause = scheduler.CauseStartFailed
 			fmt.Fprintf(&b, "%s could not start", who)
 		default:
 			fmt.Fprintf(&b, "%s %s", who, describeExitCode(int(t.ExitCode)))

@@ -25,7 +25,7 @@ type Applier interface {
 	// removed) and must not block on the Manager.
 	RemoveExecutor(id executorid.ID, r scheduler.LossReason)
 	// DeletePod deletes an executor pod; a pod already gone is success.
-	DeletePod(ctx context.Context, name string) error
+	DeletePod(ctx context.Context, id executorid.ID, name string) error
 	// LabelInactive labels an executor pod spark-exec-inactive=true; a pod
 	// already gone is success.
 	LabelInactive(ctx context.Context, name string) error
@@ -230,7 +230,9 @@ func (m *Manager) apply(ctx context.Context, actions []Action) {
 				"reason", a.Reason.String(), "caused_by_app", a.Reason.CausedByApp)
 			m.applier.RemoveExecutor(a.ID, a.Reason)
 		case DeletePod:
-			call("deleting executor pod", a.Name, m.applier.DeletePod)
+			call("deleting executor pod", a.Name, func(ctx context.Context, name string) error {
+				return m.applier.DeletePod(ctx, a.ID, name)
+			})
 		case LabelInactive:
 			call("labelling executor pod inactive", a.Name, m.applier.LabelInactive)
 		case Warn:

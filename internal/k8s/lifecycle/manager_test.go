@@ -47,7 +47,7 @@ func (f *fakeApplier) RemoveExecutor(id executorid.ID, r scheduler.LossReason) {
 	f.record("remove %d (app %t): %s", id, r.CausedByApp, r)
 }
 
-func (f *fakeApplier) DeletePod(_ context.Context, name string) error {
+func (f *fakeApplier) DeletePod(_ context.Context, _ executorid.ID, name string) error {
 	f.record("delete %s", name)
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -46,8 +46,8 @@ func (st whoStep) input() Input {
 // the executor, and the driver asked to delete its pod, before the pod's
 // end reached a snapshot.
 func TestDecideWhoRemoved(t *testing.T) {
-	loss := func(id executorid.ID, msg string, code int, registered bool) RemoveExecutor {
-		return RemoveExecutor{ID: id, Reason: scheduler.LossReason{Message: msg, ExitCode: code}, Registered: registered}
+	loss := func(id executorid.ID, cause, msg string, code int, registered bool) RemoveExecutor {
+		return RemoveExecutor{ID: id, Reason: scheduler.LossReason{Message: msg, ExitCode: code, Cause: cause}, Registered: registered}
 	}
 	tests := map[string]struct {
 		steps []whoStep
@@ -68,7 +68,7 @@ func TestDecideWhoRemoved(t *testing.T) {
 				{at: 3 * time.Second, pods: []*podBuilder{pod(1).phase(corev1.PodSucceeded).deleting().terminated(container, 0, "Completed")},
 					killed: map[executorid.ID]time.Duration{1: 2 * time.Second}},
 			},
-			want: []Action{loss(1, "pod app-exec-1 was deleted by a user or the cluster (not the driver) after its executor registered", 0, true)},
+			want: []Action{loss(1, scheduler.CauseDeleted, "pod app-exec-1 was deleted by a user or the cluster (not the driver) after its executor registered", 0, true)},
 			// Today's message: wrong on both counts.
 			notWant: []string{"killed by the driver", "deleted by the driver", "before its executor registered"},
 		},
@@ -79,7 +79,7 @@ func TestDecideWhoRemoved(t *testing.T) {
 				// already dropped the executor.
 				{at: time.Second},
 			},
-			want: []Action{loss(2, "pod app-exec-2 was deleted by a user or the cluster (not the driver) after its executor registered", 0, true)},
+			want: []Action{loss(2, scheduler.CauseDeleted, "pod app-exec-2 was deleted by a user or the cluster (not the driver) after its executor registered", 0, true)},
 		},
 		"the driver kills a registered executor": {
 			steps: []whoStep{
@@ -88,14 +88,14 @@ func TestDecideWhoRemoved(t *testing.T) {
 				{at: 3 * time.Second, pods: []*podBuilder{pod(3).phase(corev1.PodSucceeded).deleting().terminated(container, 143, "Error")},
 					killed: map[executorid.ID]time.Duration{3: time.Second}},
 			},
-			want: []Action{loss(3, "pod app-exec-3 was deleted by the driver after its executor registered", 0, true)},
+			want: []Action{loss(3, scheduler.CauseKilled, "pod app-exec-3 was deleted by the driver after its executor registered", 0, true)},
 		},
 		"the driver deletes an excess pending pod": {
 			steps: []whoStep{
 				{at: 0, pods: []*podBuilder{pod(8)}},
 				{at: 2 * time.Second, killed: map[executorid.ID]time.Duration{8: time.Second}},
 			},
-			want: []Action{loss(8, "pod app-exec-8 was deleted by the driver before its executor registered", 0, false)},
+			want: []Action{loss(8, scheduler.CauseKilled, "pod app-exec-8 was deleted by the driver before its executor registered", 0, false)},
 		},
 		"eviction through the eviction API (kubectl drain)": {
 			steps: []whoStep{
@@ -108,7 +108,7 @@ func TestDecideWhoRemoved(t *testing.T) {
 					killed: map[executorid.ID]time.Duration{4: 500 * time.Millisecond}},
 				{at: 2 * time.Second, killed: map[executorid.ID]time.Duration{4: 500 * time.Millisecond}},
 			},
-			want: []Action{loss(4, "pod app-exec-4 was evicted through the eviction API (for example by kubectl drain) after its executor registered: Eviction API: evicting", 0, true)},
+			want: []Action{loss(4, scheduler.CauseEvicted, "pod app-exec-4 was evicted through the eviction API (for example by kubectl drain) after its executor registered: Eviction API: evicting", 0, true)},
 		},
 		"eviction by the kubelet (node pressure)": {
 			steps: []whoStep{
@@ -119,7 +119,7 @@ func TestDecideWhoRemoved(t *testing.T) {
 					killed: map[executorid.ID]time.Duration{5: 500 * time.Millisecond}},
 			},
 			want: []Action{
-				loss(5, "pod app-exec-5 was evicted by the kubelet after its executor registered: The node was low on resource: memory.", 0, true),
+				loss(5, scheduler.CauseEvicted, "pod app-exec-5 was evicted by the kubelet after its executor registered: The node was low on resource: memory.", 0, true),
 				del(5),
 			},
 		},
@@ -131,7 +131,7 @@ func TestDecideWhoRemoved(t *testing.T) {
 				{at: 2 * time.Second, pods: []*podBuilder{pod(6).phase(corev1.PodFailed).deleting().terminated(container, 143, "Error").
 					cond(corev1.DisruptionTarget, corev1.ConditionTrue, corev1.PodReasonPreemptionByScheduler, "Preempted in order to admit critical pod")}},
 			},
-			want: []Action{loss(6, "pod app-exec-6 was preempted by the scheduler to make room for a higher-priority pod after its executor registered: Preempted in order to admit critical pod", 143, true)},
+			want: []Action{loss(6, scheduler.CausePreempted, "pod app-exec-6 was preempted by the scheduler to make room for a higher-priority pod after its executor registered: Preempted in order to admit critical pod", 143, true)},
 		},
 		"the taint manager deletes the pod of a lost node": {
 			steps: []whoStep{
@@ -141,7 +141,7 @@ func TestDecideWhoRemoved(t *testing.T) {
 					registered: []executorid.ID{9}},
 				{at: 2 * time.Second},
 			},
-			want: []Action{loss(9, "pod app-exec-9 was deleted by the taint manager because its node node-1 has a NoExecute taint (often: the node is not ready or unreachable) after its executor registered: Taint manager: deleting due to NoExecute taint", 0, true)},
+			want: []Action{loss(9, scheduler.CauseDeleted, "pod app-exec-9 was deleted by the taint manager because its node node-1 has a NoExecute taint (often: the node is not ready or unreachable) after its executor registered: Taint manager: deleting due to NoExecute taint", 0, true)},
 		},
 		"a lost node's pod fails": {
 			steps: []whoStep{
@@ -151,7 +151,8 @@ func TestDecideWhoRemoved(t *testing.T) {
 			},
 			want: []Action{
 				RemoveExecutor{ID: 10, Registered: true, Reason: scheduler.LossReason{
-					Message: "pod app-exec-10 was lost with its node after its executor registered: Node node-1 which was running pod app-exec-10 is unresponsive"}},
+					Message: "pod app-exec-10 was lost with its node after its executor registered: Node node-1 which was running pod app-exec-10 is unresponsive",
+					Cause:   scheduler.CauseNodeLost}},
 				del(10),
 			},
 		},
@@ -160,7 +161,7 @@ func TestDecideWhoRemoved(t *testing.T) {
 				{at: 0, pods: []*podBuilder{pod(7)}},
 				{at: time.Second, pods: []*podBuilder{pod(7).deleting()}},
 			},
-			want: []Action{loss(7, "pod app-exec-7 was deleted by a user or the cluster (not the driver) before its executor registered", 0, false)},
+			want: []Action{loss(7, scheduler.CauseDeleted, "pod app-exec-7 was deleted by a user or the cluster (not the driver) before its executor registered", 0, false)},
 		},
 	}
 	for name, tc := range tests {
