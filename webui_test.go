@@ -79,6 +79,14 @@ func TestWebUIInABrowser(t *testing.T) {
 			p.Expect("jobs", "Active Jobs (1)", "Completed Jobs (1)", "Failed Jobs (1)", "0/4", "3/3", "0/1 (1 failed)",
 				"panic: bad record: bad")
 			p.Screenshot("jobs")
+			if strings.Contains(p.Text("#failed-jobs + table"), "goroutine") {
+				t.Error("a failure's stack shows before it is unfolded")
+			}
+			p.Do("unfolding a failure", chromedp.Click(chromedp.CSS(`#failed-jobs + table details summary`)))
+			if !strings.Contains(p.Text("#failed-jobs + table"), "goroutine") {
+				t.Error("an unfolded failure does not show the task's stack")
+			}
+			p.Screenshot("jobs-failure")
 
 			p.Follow("Stages", "/stages/")
 			p.Expect("stages", "Active Stages (1)", "Completed Stages (1)", "Failed Stages (1)", "RunPartitions test.waitForFile")
