@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChaosDriver) != "" {
 		os.Exit(chaosDriverMain())
 	}
+	if os.Getenv(envRSSDriver) != "" {
+		os.Exit(rssDriverMain())
+	}
 	code := m.Run()
 	if err := cluster.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the test control plane:", err)

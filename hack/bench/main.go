@@ -260,6 +260,12 @@ func mainErr(compare bool, only string) error {
 			return r.python(ctx, 15*time.Minute, "hack/bench/dask_wordcount.py", []string{words},
 				map[string]string{"seconds": "Dask bag word count, 2 processes × 1 thread s/op"}, "s/op")
 		}},
+		{"observability", func() error {
+			// The web UI, metrics and event log on and off, in turn; and the
+			// event log of a 100,000-task job.
+			return r.goBench(ctx, 15*time.Minute, "", nil, "test", "-run", "^$", "-bench", "Observability|EventLog100k",
+				"-benchtime", "2x", "-timeout", "15m", ".")
+		}},
 		{"sort", func() error {
 			return r.goBench(ctx, 20*time.Minute, "", nil, "test", "-run", "^$", "-bench", "Sort", "-benchtime", "1x", "-timeout", "20m", "./examples/sort")
 		}},
@@ -286,6 +292,12 @@ func mainErr(compare bool, only string) error {
 			// allocation with spark.authenticate=false, as before it.
 			return k8sBench(15*time.Minute, "no auth ", "./internal/k8s/", "^BenchmarkAllocationAdaptive$", "1x",
 				"DROVER_SCALE_CONF=spark.authenticate=false")
+		}},
+		{"kubernetes allocation with observability", func() error {
+			// The driver's UI store, metrics and event log on its event
+			// stream while it allocates, as drive() sets it up by default.
+			return k8sBench(15*time.Minute, "observed ", "./internal/k8s/", "^BenchmarkAllocationAdaptive$", "1x",
+				"DROVER_SCALE_OBSERVE=1")
 		}},
 		{"kubernetes allocation spark batch 5", func() error {
 			// Spark ≤ 3.5's default batch size.
@@ -353,6 +365,12 @@ func mainErr(compare bool, only string) error {
 		"BenchmarkSubmitToResult s/op", "BenchmarkBarePodToResult s/op", "", nil)
 	r.ratio("allocation of 100 executors, adaptive / raw parallel creates", "N=100 BenchmarkAllocationAdaptive s/op",
 		"N=100 BenchmarkAllocationRawBaseline s/op", "≤ 1.25", func(v float64) bool { return v <= 1.25 })
+	r.ratio("no-op task throughput, web UI + metrics + event log on / off", "BenchmarkObservabilityOverhead on-tasks/s",
+		"BenchmarkObservabilityOverhead off-tasks/s", "≥ 0.97", func(v float64) bool { return v >= 0.97 })
+	r.ratio("driver peak RSS over 100,000 tasks, web UI + metrics + event log on / off", "BenchmarkObservabilityDriverRSS on-MiB",
+		"BenchmarkObservabilityDriverRSS off-MiB", "≤ 1.10", func(v float64) bool { return v <= 1.10 })
+	r.ratio("allocation of 1,000 executors, web UI store + metrics + event log on / off", "observed BenchmarkAllocationAdaptive s/op",
+		"BenchmarkAllocationAdaptive s/op", "≤ 1.03", func(v float64) bool { return v <= 1.03 })
 	if compare {
 		return compareWith(r, committed)
 	}

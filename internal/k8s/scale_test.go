@@ -30,12 +30,16 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/drover-project/drover/internal/appstate"
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/eventlog"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/master"
+	"github.com/drover-project/drover/internal/metrics"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/mtls"
 	"github.com/drover-project/drover/internal/scheduler"
@@ -449,6 +453,19 @@ func driverMain(raw string) error {
 	if app.Security, err = master.NewSecurity(app.ID, conf, app.Master, time.Now(), log); err != nil {
 		return err
 	}
+	// DROVER_SCALE_OBSERVE=1 gives the driver what drive() gives it by
+	// default: the web UI's store, the metrics and the event log on its
+	// event stream, for the cost of observability on allocation.
+	if os.Getenv("DROVER_SCALE_OBSERVE") != "" {
+		bus, closeObservers, err := observe(app.ID, conf, log)
+		if err != nil {
+			return err
+		}
+		defer closeObservers()
+		app.Events = bus
+		sched = scheduler.New(scheduler.Options{MaxFailures: 4, Events: bus})
+		app.Scheduler = sched
+	}
 	mc, err := newCluster(app)
 	if err != nil {
 		return err
@@ -807,4 +824,32 @@ func executorAuth(tb testing.TB, env *testenv.Env, ns, appID string) rpc.Auth {
 		}
 	}
 	return auth
+}
+
+// observe subscribes the UI's store, the metrics and an event log (in a
+// temporary directory) to a new event stream, as drive() does.
+func observe(appID string, conf *config.Conf, log *slog.Logger) (*events.Bus, func(), error) {
+	bus := events.NewBus(nil, log)
+	store := appstate.New(appstate.OptionsFromConf(conf))
+	bus.Subscribe("ui", 0, store.Handle)
+	dm := metrics.NewDriver(metrics.Options{AppID: appID, AppName: "scale", Bus: bus}, false)
+	bus.Subscribe("metrics", 0, dm.Events.Handle)
+	dir, err := os.MkdirTemp("", "drover-scale-events-")
+	if err != nil {
+		return nil, nil, err
+	}
+	opts, _ := eventlog.FromConf(config.New().Set("spark.eventLog.enabled", "true").Set("spark.eventLog.dir", dir), appID)
+	opts.Logger = log
+	w, err := eventlog.Start(context.Background(), opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	bus.Subscribe("eventlog", 10*events.DefaultCapacity, w.Handle)
+	bus.Publish(&events.AppStart{AppID: appID, Name: "scale"})
+	return bus, func() {
+		bus.Publish(&events.AppEnd{})
+		bus.Close()
+		_ = w.Close()
+		_ = os.RemoveAll(dir)
+	}, nil
 }

@@ -1,0 +1,140 @@
+package drover
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// observabilityConf turns the web UI (with its metrics) and the event log
+// on or off; the console progress is off in both, as in a batch job.
+func observabilityConf(on bool, dir string) []string {
+	return []string{"--conf", "spark.ui.enabled=" + strconv.FormatBool(on), "--conf", "spark.ui.port=0",
+		"--conf", "spark.eventLog.enabled=" + strconv.FormatBool(on), "--conf", "spark.eventLog.dir=" + dir,
+		"--conf", "spark.ui.showConsoleProgress=false", "--conf", "drover.log.level=warn"}
+}
+
+// BenchmarkObservabilityOverhead is what the web UI, the metrics and the
+// event log cost the task path: drivers on local-cluster[4,1,512] run a
+// job of 20,000 no-op tasks, in turn with everything on and everything
+// off (which goes first alternates, so both see the same machine load).
+// It reports each one's tasks/s and their ratio, on/off (1 is no cost).
+//
+//	go test -run '^$' -bench ObservabilityOverhead -benchtime 6x .
+func BenchmarkObservabilityOverhead(b *testing.B) {
+	const tasks = 20_000
+	inputs := make([]int, tasks)
+	var took [2]time.Duration // off, on
+	for i := 0; b.Loop(); i++ {
+		for j := range 2 {
+			on := (i+j)%2 == 1
+			var stderr bytes.Buffer
+			var d time.Duration
+			args := append([]string{"--master", "local-cluster[4,1,512]"}, observabilityConf(on, b.TempDir())...)
+			code := runDriver(args, &stderr, func(ctx *Context) error {
+				start := time.Now()
+				_, err := RunPartitions(ctx, testNoop, inputs)
+				d = time.Since(start)
+				if on && ctx.UIWebURL() == "" {
+					return fmt.Errorf("the UI is not served")
+				}
+				return err
+			})
+			if code != 0 {
+				b.Fatalf("exit code %d:\n%s", code, stderr.String())
+			}
+			took[boolIndex(on)] += d
+		}
+	}
+	off := float64(tasks*b.N) / took[0].Seconds()
+	on := float64(tasks*b.N) / took[1].Seconds()
+	b.ReportMetric(off, "off-tasks/s")
+	b.ReportMetric(on, "on-tasks/s")
+	b.ReportMetric(on/off, "on/off")
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// envRSSDriver makes the test binary a driver that runs 100,000 no-op
+// tasks and prints its own peak RSS (VmHWM) at the end.
+const envRSSDriver = "DROVER_TEST_RSS_DRIVER"
+
+// rssDriverMain is the driver process of BenchmarkObservabilityDriverRSS:
+// its arguments are drover's flags.
+func rssDriverMain() int {
+	inputs := make([]int, 100_000)
+	code := Run(os.Args[1:], os.Stderr, func(ctx *Context) error {
+		_, err := RunPartitions(ctx, testNoop, inputs)
+		return err
+	})
+	if code == 0 {
+		kib, err := peakRSSKiB()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Printf("peak-rss-kib %d\n", kib)
+	}
+	return code
+}
+
+// peakRSSKiB is this process's peak resident set (VmHWM), in KiB.
+func peakRSSKiB() (int64, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/self/status")
+}
+
+// BenchmarkObservabilityDriverRSS is the driver's peak RSS over a job of
+// 100,000 no-op tasks on local-cluster[4,1,512], with the web UI, metrics
+// and event log on and off: each driver is its own process (this test
+// binary), so its peak is its own.
+//
+//	go test -run '^$' -bench ObservabilityDriverRSS -benchtime 2x .
+func BenchmarkObservabilityDriverRSS(b *testing.B) {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var peak [2]int64 // the largest of the runs, off and on
+	for i := 0; b.Loop(); i++ {
+		for j := range 2 {
+			on := (i+j)%2 == 1
+			cmd := exec.Command(self, append([]string{"--master", "local-cluster[4,1,512]"}, observabilityConf(on, b.TempDir())...)...)
+			cmd.Env = append(os.Environ(), envRSSDriver+"=1")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				b.Fatalf("driver (on=%v): %v\n%s", on, err, stderr.String())
+			}
+			var kib int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(stdout.String()), "peak-rss-kib %d", &kib); err != nil {
+				b.Fatalf("driver output %q: %v", stdout.String(), err)
+			}
+			peak[boolIndex(on)] = max(peak[boolIndex(on)], kib)
+		}
+	}
+	b.ReportMetric(float64(peak[0])/1024, "off-MiB")
+	b.ReportMetric(float64(peak[1])/1024, "on-MiB")
+	b.ReportMetric(float64(peak[1])/float64(peak[0]), "on/off")
+}
