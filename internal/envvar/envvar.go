@@ -93,4 +93,11 @@ const (
 	// VersityGW is the directory of the versitygw binary S3 tests run
 	// (make test sets it from hack/build-versitygw.sh).
 	VersityGW = "DROVER_VERSITYGW"
+	// Chromium is the browser the web UI's tests drive; /usr/bin/chromium
+	// (or chromium on PATH) when unset.
+	Chromium = "DROVER_CHROMIUM"
+	// Artifacts is where tests save what a person may want to look at
+	// (the browser tests' screenshots); the test's temporary directory
+	// when unset.
+	Artifacts = "DROVER_ARTIFACTS"
 )

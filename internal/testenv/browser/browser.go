@@ -17,6 +17,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/testenv"
 )
 
@@ -35,7 +36,7 @@ type Page struct {
 // skips t when there is none, or fails it under CI=true.
 func Path(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("DROVER_CHROMIUM"); p != "" {
+	if p := os.Getenv(envvar.Chromium); p != "" {
 		return p
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -56,7 +57,7 @@ func Path(t testing.TB) string {
 // directory.
 func ArtifactDir(t testing.TB) string {
 	t.Helper()
-	root := os.Getenv("DROVER_ARTIFACTS")
+	root := os.Getenv(envvar.Artifacts)
 	if root == "" {
 		return t.TempDir()
 	}
