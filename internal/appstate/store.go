@@ -66,12 +66,15 @@ type Store struct {
 	stages     map[StageKey]*stage
 	stageOrder []StageKey
 
-	executors map[executorid.ID]*executor
+	executors map[executorid.ID]*Executor
 	dead      []executorid.ID // in order of death
 
-	// hosts and statuses are the strings tasks refer to by index.
-	hosts    []string
-	hostIDs  map[string]int32
+	// hostOf is each executor's host, an index into hosts; it outlives
+	// forgotten executors, whose tasks may still be shown.
+	hostOf  map[executorid.ID]int32
+	hosts   []string
+	hostIDs map[string]int32
+	// statuses are the task statuses taskRec.status refers to.
 	statuses []string
 
 	alloc   Allocation
@@ -88,17 +91,13 @@ type stage struct {
 	unsorted bool
 	// running maps the attempts not ended to their slots in tasks.
 	running map[int64]int32
+	// metrics are the remembered attempts' non-zero metrics.
+	metrics []events.TaskMetrics
 	// reasons are the remembered failed or killed attempts' reasons.
 	reasons   map[int64]string
 	done      []uint64 // bit set of the partitions with a successful attempt
 	failures  []Task
 	forgotten int
-}
-
-// executor is an executor with the index of its host in Store.hosts.
-type executor struct {
-	Executor
-	host int32
 }
 
 // New returns an empty store; zero fields of opts take Spark's defaults.
@@ -120,7 +119,8 @@ func New(opts Options) *Store {
 		opts:      opts,
 		jobs:      map[int64]*Job{},
 		stages:    map[StageKey]*stage{},
-		executors: map[executorid.ID]*executor{},
+		executors: map[executorid.ID]*Executor{},
+		hostOf:    map[executorid.ID]int32{},
 		hosts:     []string{""},
 		hostIDs:   map[string]int32{"": 0},
 		statuses:  []string{TaskRunning, events.TaskSuccess, events.TaskFailed, events.TaskKilled},
@@ -140,8 +140,8 @@ func (s *Store) Handle(e events.Event) {
 			DriverHost: e.DriverHost, Start: e.Time}
 		s.conf = maps.Clone(e.Conf)
 		// The driver runs tasks itself in local mode; Spark lists it too.
-		s.executors[executorid.Driver] = &executor{Executor: Executor{ID: executorid.Driver, HostPort: e.DriverHost,
-			State: ExecutorActive, Added: e.Time}, host: s.hostIndex(host(e.DriverHost))}
+		s.executors[executorid.Driver] = &Executor{ID: executorid.Driver, HostPort: e.DriverHost, State: ExecutorActive, Added: e.Time}
+		s.setHost(executorid.Driver, e.DriverHost)
 	case *events.AppEnd:
 		s.app.Ended, s.app.End, s.app.Err = true, e.Time, e.Err
 	case *events.JobStart:
@@ -181,7 +181,7 @@ func (s *Store) Handle(e events.Event) {
 	case *events.ExecutorAdded:
 		x := s.executor(e.Executor)
 		x.HostPort, x.Cores, x.Added, x.State = e.Address, e.Cores, e.Time, ExecutorActive
-		x.host = s.hostIndex(host(e.Address))
+		s.setHost(e.Executor, e.Address)
 		if e.Pod != "" {
 			x.Pod = e.Pod
 		}
@@ -281,7 +281,7 @@ func (s *Store) taskStart(e *events.TaskStart) {
 	}
 	if st.find(e.TaskID) < 0 {
 		st.add(taskRec{id: e.TaskID, partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
-			host: x.host, launched: unixNano(e.Time), status: statusRunning})
+			launched: unixNano(e.Time), status: statusRunning})
 		s.trimTasks(st)
 	}
 }
@@ -316,7 +316,7 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 	if i < 0 {
 		// Its start was dropped or forgotten: remember its end anyway.
 		i = st.add(taskRec{id: e.TaskID, partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
-			host: x.host, launched: unixNano(e.Time.Add(-e.Duration)), status: statusRunning})
+			launched: unixNano(e.Time.Add(-e.Duration)), status: statusRunning})
 		st.ActiveTasks++
 		j.ActiveTasks++
 	}
@@ -325,7 +325,11 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 		return // a duplicate end
 	}
 	delete(st.running, e.TaskID)
-	t.ended, t.duration, t.status, t.fetchFailed, t.metrics = unixNano(e.Time), e.Duration, s.statusIndex(e.State), e.FetchFailed, e.Metrics
+	t.ended, t.duration, t.status, t.fetchFailed = unixNano(e.Time), e.Duration, s.statusIndex(e.State), e.FetchFailed
+	if e.Metrics != (events.TaskMetrics{}) {
+		st.metrics = append(st.metrics, e.Metrics)
+		t.metrics = int32(len(st.metrics))
+	}
 	if e.Reason != "" && t.status != statusSuccess {
 		st.reasons[e.TaskID] = e.Reason
 	}
@@ -363,16 +367,16 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 }
 
 // executor returns id's record, created when new.
-func (s *Store) executor(id executorid.ID) *executor {
+func (s *Store) executor(id executorid.ID) *Executor {
 	x := s.executors[id]
 	if x == nil {
-		x = &executor{Executor: Executor{ID: id}}
+		x = &Executor{ID: id}
 		s.executors[id] = x
 	}
 	return x
 }
 
-func (s *Store) markDead(x *executor, at time.Time) {
+func (s *Store) markDead(x *Executor, at time.Time) {
 	if x.State == ExecutorDead {
 		return
 	}
@@ -431,12 +435,20 @@ func (s *Store) trimTasks(st *stage) {
 		return true
 	})
 	st.forgotten += before - len(st.tasks)
-	// The running attempts moved.
+	// The running attempts moved, and the forgotten ones' metrics go (to
+	// a new slice: they are in end order, not the tasks' order).
+	var metrics []events.TaskMetrics
 	for i := range st.tasks {
-		if st.tasks[i].status == statusRunning {
-			st.running[st.tasks[i].id] = int32(i)
+		r := &st.tasks[i]
+		if r.status == statusRunning {
+			st.running[r.id] = int32(i)
+		}
+		if r.metrics > 0 {
+			metrics = append(metrics, st.metrics[r.metrics-1])
+			r.metrics = int32(len(metrics))
 		}
 	}
+	st.metrics = metrics
 }
 
 // forget drops up to n items of order, oldest first, that drop accepts,
@@ -619,7 +631,7 @@ func (s *Store) Executors() []Executor {
 	defer s.mu.RUnlock()
 	out := make([]Executor, 0, len(s.executors))
 	for _, x := range s.executors {
-		out = append(out, x.Executor)
+		out = append(out, *x)
 	}
 	slices.SortFunc(out, func(a, b Executor) int { return cmp.Compare(a.ID, b.ID) })
 	return out

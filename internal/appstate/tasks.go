@@ -9,20 +9,20 @@ import (
 )
 
 // taskRec is a remembered task attempt. A stage may keep 100,000 of them
-// (spark.ui.retainedTasks), so it holds no pointers, which the garbage
-// collector would have to follow, and no strings: times are Unix
-// nanoseconds (0 for none), the status and host are indices into the
-// store's tables, and a failure's reason lives in the stage's reasons map.
+// (spark.ui.retainedTasks), so it is small (56 bytes) and holds no
+// pointers, which the garbage collector would have to follow: times are
+// Unix nanoseconds (0 for none), the status is an index into the store's
+// table, the host is the executor's (Store.hostOf), metrics are kept
+// apart as most tasks have none, and so is a failure's reason.
 type taskRec struct {
 	id       int64
 	executor executorid.ID
 	launched int64
 	ended    int64
 	duration time.Duration
-	metrics  events.TaskMetrics
 
 	partition, attempt int32
-	host               int32 // index into Store.hosts
+	metrics            int32 // 1 + index into stage.metrics, 0 for none
 	status             uint8 // index into Store.statuses
 	fetchFailed        bool
 }
@@ -76,22 +76,26 @@ func (s *Store) statusIndex(status string) uint8 {
 	return uint8(len(s.statuses) - 1)
 }
 
-// hostIndex is h's index in s.hosts, interned when new.
-func (s *Store) hostIndex(h string) int32 {
-	if i, ok := s.hostIDs[h]; ok {
-		return i
+// setHost remembers executor id's host, interned, for its tasks.
+func (s *Store) setHost(id executorid.ID, hostPort string) {
+	h := host(hostPort)
+	i, ok := s.hostIDs[h]
+	if !ok {
+		s.hosts = append(s.hosts, h)
+		i = int32(len(s.hosts) - 1)
+		s.hostIDs[h] = i
 	}
-	s.hosts = append(s.hosts, h)
-	i := int32(len(s.hosts) - 1)
-	s.hostIDs[h] = i
-	return i
+	s.hostOf[id] = i
 }
 
 // task is r as the store's readers see it.
 func (s *Store) task(st *stage, r *taskRec) Task {
-	t := Task{ID: r.id, Partition: int(r.partition), Attempt: int(r.attempt), Executor: r.executor, Host: s.hosts[r.host],
-		Launched: fromUnixNano(r.launched), Ended: fromUnixNano(r.ended), Duration: r.duration,
-		Status: s.statuses[r.status], FetchFailed: r.fetchFailed, Metrics: r.metrics}
+	t := Task{ID: r.id, Partition: int(r.partition), Attempt: int(r.attempt), Executor: r.executor,
+		Host: s.hosts[s.hostOf[r.executor]], Launched: fromUnixNano(r.launched), Ended: fromUnixNano(r.ended),
+		Duration: r.duration, Status: s.statuses[r.status], FetchFailed: r.fetchFailed}
+	if r.metrics > 0 {
+		t.Metrics = st.metrics[r.metrics-1]
+	}
 	if r.status != statusRunning && r.status != statusSuccess {
 		t.Reason = st.reasons[r.id]
 	}
