@@ -91,8 +91,8 @@ type stage struct {
 	unsorted bool
 	// running maps the attempts not ended to their slots in tasks.
 	running map[int64]int32
-	// metrics are the remembered attempts' non-zero metrics.
-	metrics []events.TaskMetrics
+	// metrics are the remembered attempts' non-zero metrics, packed.
+	metrics []byte
 	// reasons are the remembered failed or killed attempts' reasons.
 	reasons   map[int64]string
 	done      []uint64 // bit set of the partitions with a successful attempt
@@ -327,8 +327,8 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 	delete(st.running, e.TaskID)
 	t.ended, t.duration, t.status, t.fetchFailed = unixNano(e.Time), e.Duration, s.statusIndex(e.State), e.FetchFailed
 	if e.Metrics != (events.TaskMetrics{}) {
-		st.metrics = append(st.metrics, e.Metrics)
-		t.metrics = int32(len(st.metrics))
+		t.metrics = int32(len(st.metrics)) + 1
+		st.metrics = packMetrics(st.metrics, &e.Metrics)
 	}
 	if e.Reason != "" && t.status != statusSuccess {
 		st.reasons[e.TaskID] = e.Reason
@@ -437,15 +437,16 @@ func (s *Store) trimTasks(st *stage) {
 	st.forgotten += before - len(st.tasks)
 	// The running attempts moved, and the forgotten ones' metrics go (to
 	// a new slice: they are in end order, not the tasks' order).
-	var metrics []events.TaskMetrics
+	var metrics []byte
 	for i := range st.tasks {
 		r := &st.tasks[i]
 		if r.status == statusRunning {
 			st.running[r.id] = int32(i)
 		}
 		if r.metrics > 0 {
-			metrics = append(metrics, st.metrics[r.metrics-1])
-			r.metrics = int32(len(metrics))
+			b := st.metrics[r.metrics-1:]
+			r.metrics = int32(len(metrics)) + 1
+			metrics = append(metrics, b[:metricsLen(b)]...)
 		}
 	}
 	st.metrics = metrics

@@ -2,6 +2,7 @@ package appstate
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -507,5 +508,34 @@ func TestTaskRecords(t *testing.T) {
 	}
 	if d.KilledTasks != 1 || d.FailedTasks != 1 || d.ActiveTasks != 0 {
 		t.Errorf("killed %d, failed %d, active %d: want 1, 1, 0", d.KilledTasks, d.FailedTasks, d.ActiveTasks)
+	}
+}
+
+func TestPackedMetrics(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var b []byte
+	var want []events.TaskMetrics
+	var offs []int
+	for range 1000 {
+		var m events.TaskMetrics
+		for _, f := range metricFields(&m) {
+			switch r.IntN(3) {
+			case 1:
+				*f = r.Int64N(5000)
+			case 2:
+				*f = r.Int64() - r.Int64()
+			}
+		}
+		offs = append(offs, len(b))
+		b = packMetrics(b, &m)
+		want = append(want, m)
+	}
+	for i, off := range offs {
+		if got := unpackMetrics(b[off:]); got != want[i] {
+			t.Fatalf("metrics %d: unpacked %+v, packed %+v", i, got, want[i])
+		}
+		if end := off + metricsLen(b[off:]); (i+1 < len(offs) && end != offs[i+1]) || (i+1 == len(offs) && end != len(b)) {
+			t.Fatalf("metrics %d: length %d does not reach the next", i, end-off)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package appstate
 
 import (
+	"encoding/binary"
+	"math/bits"
 	"slices"
 	"time"
 
@@ -12,8 +14,9 @@ import (
 // (spark.ui.retainedTasks), so it is small (56 bytes) and holds no
 // pointers, which the garbage collector would have to follow: times are
 // Unix nanoseconds (0 for none), the status is an index into the store's
-// table, the host is the executor's (Store.hostOf), metrics are kept
-// apart as most tasks have none, and so is a failure's reason.
+// table, the host is the executor's (Store.hostOf), metrics are packed
+// apart (stage.metrics) as most of them are zero, and so is a failure's
+// reason.
 type taskRec struct {
 	id       int64
 	executor executorid.ID
@@ -22,7 +25,7 @@ type taskRec struct {
 	duration time.Duration
 
 	partition, attempt int32
-	metrics            int32 // 1 + index into stage.metrics, 0 for none
+	metrics            int32 // 1 + offset in stage.metrics, 0 for none
 	status             uint8 // index into Store.statuses
 	fetchFailed        bool
 }
@@ -94,7 +97,7 @@ func (s *Store) task(st *stage, r *taskRec) Task {
 		Host: s.hosts[s.hostOf[r.executor]], Launched: fromUnixNano(r.launched), Ended: fromUnixNano(r.ended),
 		Duration: r.duration, Status: s.statuses[r.status], FetchFailed: r.fetchFailed}
 	if r.metrics > 0 {
-		t.Metrics = st.metrics[r.metrics-1]
+		t.Metrics = unpackMetrics(st.metrics[r.metrics-1:])
 	}
 	if r.status != statusRunning && r.status != statusSuccess {
 		t.Reason = st.reasons[r.id]
@@ -140,4 +143,54 @@ func (st *stage) add(r taskRec) int {
 	i := len(st.tasks) - 1
 	st.running[r.id] = int32(i)
 	return i
+}
+
+// packMetrics appends m to dst: a two-byte mask of its non-zero fields,
+// then those as zigzag varints. A task that only sends a result of a
+// few kB takes 4 bytes instead of 80.
+func packMetrics(dst []byte, m *events.TaskMetrics) []byte {
+	fs := metricFields(m)
+	var mask uint16
+	for i, f := range fs {
+		if *f != 0 {
+			mask |= 1 << i
+		}
+	}
+	dst = append(dst, byte(mask), byte(mask>>8))
+	for _, f := range fs {
+		if *f != 0 {
+			dst = binary.AppendVarint(dst, *f)
+		}
+	}
+	return dst
+}
+
+// unpackMetrics decodes what packMetrics appended at the start of b.
+func unpackMetrics(b []byte) events.TaskMetrics {
+	var m events.TaskMetrics
+	mask := uint16(b[0]) | uint16(b[1])<<8
+	b = b[2:]
+	for i, f := range metricFields(&m) {
+		if mask&(1<<i) != 0 {
+			v, n := binary.Varint(b)
+			*f, b = v, b[n:]
+		}
+	}
+	return m
+}
+
+// metricsLen is the length of the packed metrics at the start of b.
+func metricsLen(b []byte) int {
+	mask := uint16(b[0]) | uint16(b[1])<<8
+	n := 2
+	for range bits.OnesCount16(mask) {
+		_, k := binary.Varint(b[n:])
+		n += k
+	}
+	return n
+}
+
+func metricFields(m *events.TaskMetrics) [10]*int64 {
+	return [10]*int64{&m.ResultBytes, &m.InputBytes, &m.InputRecords, &m.OutputBytes, &m.OutputRecords,
+		&m.ShuffleReadBytes, &m.ShuffleReadRecords, &m.ShuffleWriteBytes, &m.ShuffleWriteRecords, &m.SpillBytes}
 }
