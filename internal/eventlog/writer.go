@@ -201,8 +201,11 @@ func (w *Writer) open(name string) error {
 	switch w.opts.Codec {
 	case "zstd":
 		// The fastest level: the log must not cost the application a
-		// core, and JSON lines compress well at any level.
-		comp, err = zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		// core, and JSON lines compress well at any level. A 1 MiB
+		// window (8 MiB by default) keeps the encoder's history small in
+		// the driver's memory; lines repeat within far less.
+		comp, err = zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+			zstd.WithWindowSize(1<<20))
 	case "gzip":
 		comp, err = gzip.NewWriterLevel(f, gzip.BestSpeed)
 	}
