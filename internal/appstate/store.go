@@ -69,6 +69,14 @@ type Store struct {
 	executors map[executorid.ID]*Executor
 	dead      []executorid.ID // in order of death
 
+	// hostOf is each executor's host, an index into hosts; it outlives
+	// forgotten executors, whose tasks may still be shown.
+	hostOf  map[executorid.ID]int32
+	hosts   []string
+	hostIDs map[string]int32
+	// statuses are the task statuses taskRec.status refers to.
+	statuses []string
+
 	alloc   Allocation
 	rounds  ring[events.AllocationRound]
 	targets ring[events.TargetChanged]
@@ -77,8 +85,16 @@ type Store struct {
 // stage is a stage attempt with its tasks.
 type stage struct {
 	Stage
-	tasks     map[int64]*Task
-	taskOrder []int64
+	// tasks are the remembered attempts in launch order, which is the
+	// order of their ids unless unsorted (an end whose start was lost).
+	tasks    []taskRec
+	unsorted bool
+	// running maps the attempts not ended to their slots in tasks.
+	running map[int64]int32
+	// metrics are the remembered attempts' non-zero metrics, packed.
+	metrics []byte
+	// reasons are the remembered failed or killed attempts' reasons.
+	reasons   map[int64]string
 	done      []uint64 // bit set of the partitions with a successful attempt
 	failures  []Task
 	forgotten int
@@ -104,6 +120,10 @@ func New(opts Options) *Store {
 		jobs:      map[int64]*Job{},
 		stages:    map[StageKey]*stage{},
 		executors: map[executorid.ID]*Executor{},
+		hostOf:    map[executorid.ID]int32{},
+		hosts:     []string{""},
+		hostIDs:   map[string]int32{"": 0},
+		statuses:  []string{TaskRunning, events.TaskSuccess, events.TaskFailed, events.TaskKilled},
 		rounds:    ring[events.AllocationRound]{max: opts.RetainedRounds},
 		targets:   ring[events.TargetChanged]{max: opts.RetainedRounds},
 	}
@@ -121,6 +141,7 @@ func (s *Store) Handle(e events.Event) {
 		s.conf = maps.Clone(e.Conf)
 		// The driver runs tasks itself in local mode; Spark lists it too.
 		s.executors[executorid.Driver] = &Executor{ID: executorid.Driver, HostPort: e.DriverHost, State: ExecutorActive, Added: e.Time}
+		s.setHost(executorid.Driver, e.DriverHost)
 	case *events.AppEnd:
 		s.app.Ended, s.app.End, s.app.Err = true, e.Time, e.Err
 	case *events.JobStart:
@@ -160,6 +181,7 @@ func (s *Store) Handle(e events.Event) {
 	case *events.ExecutorAdded:
 		x := s.executor(e.Executor)
 		x.HostPort, x.Cores, x.Added, x.State = e.Address, e.Cores, e.Time, ExecutorActive
+		s.setHost(e.Executor, e.Address)
 		if e.Pod != "" {
 			x.Pod = e.Pod
 		}
@@ -224,8 +246,12 @@ func (s *Store) stageSubmitted(e *events.StageSubmitted) {
 	s.stages[k] = &stage{
 		Stage: Stage{ID: e.StageID, Attempt: e.Attempt, JobID: e.JobID, Name: e.Name, Status: StageActive, NumTasks: e.NumTasks,
 			ParentShuffles: slices.Clone(e.ParentShuffles), Submitted: e.Time, KilledTasksSummary: map[string]int{}},
-		tasks: map[int64]*Task{},
-		done:  make([]uint64, (max(e.NumTasks, 0)+63)/64),
+		// Most stages run each partition once: room for that up front
+		// saves growing, and so copying, a large slice.
+		tasks:   make([]taskRec, 0, min(max(e.NumTasks, 0), s.opts.RetainedTasks)),
+		running: map[int64]int32{},
+		reasons: map[int64]string{},
+		done:    make([]uint64, (max(e.NumTasks, 0)+63)/64),
 	}
 	s.stageOrder = append(s.stageOrder, k)
 	if j := s.jobs[e.JobID]; j != nil {
@@ -253,10 +279,9 @@ func (s *Store) taskStart(e *events.TaskStart) {
 	if j := s.jobs[st.JobID]; j != nil {
 		j.ActiveTasks++
 	}
-	if _, ok := st.tasks[e.TaskID]; !ok {
-		st.tasks[e.TaskID] = &Task{ID: e.TaskID, Partition: e.Partition, Attempt: e.Attempt, Executor: e.Executor,
-			Host: host(x.HostPort), Launched: e.Time, Status: TaskRunning}
-		st.taskOrder = append(st.taskOrder, e.TaskID)
+	if st.find(e.TaskID) < 0 {
+		st.add(taskRec{id: e.TaskID, partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
+			launched: unixNano(e.Time), status: statusRunning})
 		s.trimTasks(st)
 	}
 }
@@ -287,20 +312,27 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 	if j == nil {
 		j = &Job{KilledTasksSummary: map[string]int{}} // counts go nowhere
 	}
-	t := st.tasks[e.TaskID]
-	if t == nil {
+	i := st.find(e.TaskID)
+	if i < 0 {
 		// Its start was dropped or forgotten: remember its end anyway.
-		t = &Task{ID: e.TaskID, Partition: e.Partition, Attempt: e.Attempt, Executor: e.Executor, Host: host(x.HostPort),
-			Launched: e.Time.Add(-e.Duration), Status: TaskRunning}
-		st.tasks[e.TaskID] = t
-		st.taskOrder = append(st.taskOrder, e.TaskID)
+		i = st.add(taskRec{id: e.TaskID, partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
+			launched: unixNano(e.Time.Add(-e.Duration)), status: statusRunning})
 		st.ActiveTasks++
 		j.ActiveTasks++
 	}
-	if t.Status != TaskRunning {
+	t := &st.tasks[i]
+	if t.status != statusRunning {
 		return // a duplicate end
 	}
-	t.Ended, t.Duration, t.Status, t.Reason, t.FetchFailed, t.Metrics = e.Time, e.Duration, e.State, e.Reason, e.FetchFailed, e.Metrics
+	delete(st.running, e.TaskID)
+	t.ended, t.duration, t.status, t.fetchFailed = unixNano(e.Time), e.Duration, s.statusIndex(e.State), e.FetchFailed
+	if e.Metrics != (events.TaskMetrics{}) {
+		t.metrics = int32(len(st.metrics)) + 1
+		st.metrics = packMetrics(st.metrics, &e.Metrics)
+	}
+	if e.Reason != "" && t.status != statusSuccess {
+		st.reasons[e.TaskID] = e.Reason
+	}
 	st.ActiveTasks--
 	j.ActiveTasks--
 	st.RunTime += e.Duration
@@ -324,7 +356,9 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 		j.FailedTasks++
 	}
 	if e.State != events.TaskSuccess {
-		st.failures = append(st.failures, *t)
+		ft := s.task(st, t)
+		ft.Reason = e.Reason
+		st.failures = append(st.failures, ft)
 		if len(st.failures) > maxFailures {
 			st.failures = slices.Delete(st.failures, 0, len(st.failures)-maxFailures)
 		}
@@ -388,16 +422,34 @@ func (s *Store) trimStages() {
 }
 
 func (s *Store) trimTasks(st *stage) {
-	n := toForget(len(st.taskOrder), s.opts.RetainedTasks)
-	before := len(st.taskOrder)
-	st.taskOrder = forget(st.taskOrder, n, func(id int64) bool {
-		if st.tasks[id].Status == TaskRunning {
+	n := toForget(len(st.tasks), s.opts.RetainedTasks)
+	if n == 0 {
+		return
+	}
+	before := len(st.tasks)
+	st.tasks = forget(st.tasks, n, func(r taskRec) bool {
+		if r.status == statusRunning {
 			return false
 		}
-		delete(st.tasks, id)
+		delete(st.reasons, r.id)
 		return true
 	})
-	st.forgotten += before - len(st.taskOrder)
+	st.forgotten += before - len(st.tasks)
+	// The running attempts moved, and the forgotten ones' metrics go (to
+	// a new slice: they are in end order, not the tasks' order).
+	var metrics []byte
+	for i := range st.tasks {
+		r := &st.tasks[i]
+		if r.status == statusRunning {
+			st.running[r.id] = int32(i)
+		}
+		if r.metrics > 0 {
+			b := st.metrics[r.metrics-1:]
+			r.metrics = int32(len(metrics)) + 1
+			metrics = append(metrics, b[:metricsLen(b)]...)
+		}
+	}
+	st.metrics = metrics
 }
 
 // forget drops up to n items of order, oldest first, that drop accepts,
@@ -560,9 +612,9 @@ func (s *Store) Stage(id, attempt int) (StageDetail, bool) {
 		return StageDetail{}, false
 	}
 	d := StageDetail{Stage: copyStage(st), Failures: slices.Clone(st.failures), ForgottenTasks: st.forgotten,
-		Tasks: make([]Task, 0, len(st.taskOrder))}
-	for _, tid := range st.taskOrder {
-		d.Tasks = append(d.Tasks, *st.tasks[tid])
+		Tasks: make([]Task, 0, len(st.tasks))}
+	for i := range st.tasks {
+		d.Tasks = append(d.Tasks, s.task(st, &st.tasks[i]))
 	}
 	return d, true
 }

@@ -2,6 +2,7 @@ package appstate
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -451,5 +452,90 @@ func TestReplayedEventLog(t *testing.T) {
 	// JSON keeps instants, not Go's monotonic clock readings or zones.
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty(), cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("replayed store differs from the live one (-live +replayed):\n%s", diff)
+	}
+}
+
+// TestTaskRecords covers what the compact task records keep apart: metrics
+// of tasks ending out of launch order across trims, reasons, ends whose
+// start was lost (out of id order) and duplicate ends.
+func TestTaskRecords(t *testing.T) {
+	evs := []events.Event{appStart(), &events.ExecutorAdded{Executor: 1, Address: "10.0.0.9:7079"},
+		&events.JobStart{JobID: 1}, &events.StageSubmitted{JobID: 1, StageID: 0, NumTasks: 40}}
+	m := func(i int) events.TaskMetrics { return events.TaskMetrics{ResultBytes: int64(100 + i)} }
+	// Tasks start in pairs and end in reverse, every third with metrics;
+	// 10 are kept, so the store trims many times.
+	for i := 0; i < 30; i += 2 {
+		evs = append(evs, start(int64(i), 0, i, 0, 1), start(int64(i+1), 0, i+1, 0, 1))
+		for _, k := range []int{i + 1, i} {
+			var mk events.TaskMetrics
+			if k%3 == 0 {
+				mk = m(k)
+			}
+			evs = append(evs, end(int64(k), 0, k, 0, 1, events.TaskSuccess, "", time.Second, mk))
+		}
+	}
+	// 31's start is lost and it ends before 30, whose start is lost too;
+	// then 31 ends again.
+	evs = append(evs, end(31, 0, 31, 0, 1, events.TaskKilled, "speculation", time.Second, events.TaskMetrics{}),
+		end(30, 0, 30, 0, 1, events.TaskFailed, "boom", 2*time.Second, m(30)),
+		end(31, 0, 31, 0, 1, events.TaskFailed, "again", time.Second, events.TaskMetrics{}))
+	s := feed(Options{RetainedTasks: 10}, evs...)
+	d, _ := s.Stage(0, 0)
+	var got []Task
+	for _, task := range d.Tasks {
+		if task.ID >= 24 {
+			got = append(got, task)
+		}
+	}
+	var want []Task
+	for i := 24; i < 30; i++ {
+		at := sec(4 + i/2*4 + i%2) // starts of pair i/2
+		w := Task{ID: int64(i), Partition: i, Executor: 1, Host: "10.0.0.9", Launched: at, Duration: time.Second,
+			Status: events.TaskSuccess, Ended: sec(4 + i/2*4 + 2 + 1 - i%2)}
+		if i%3 == 0 {
+			w.Metrics = m(i)
+		}
+		want = append(want, w)
+	}
+	end31, end30 := sec(len(evs)-3), sec(len(evs)-2)
+	want = append(want,
+		Task{ID: 31, Partition: 31, Executor: 1, Host: "10.0.0.9", Launched: end31.Add(-time.Second), Ended: end31,
+			Duration: time.Second, Status: events.TaskKilled, Reason: "speculation"},
+		Task{ID: 30, Partition: 30, Executor: 1, Host: "10.0.0.9", Launched: end30.Add(-2 * time.Second), Ended: end30,
+			Duration: 2 * time.Second, Status: events.TaskFailed, Reason: "boom", Metrics: m(30)})
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tasks (-want +got):\n%s", diff)
+	}
+	if d.KilledTasks != 1 || d.FailedTasks != 1 || d.ActiveTasks != 0 {
+		t.Errorf("killed %d, failed %d, active %d: want 1, 1, 0", d.KilledTasks, d.FailedTasks, d.ActiveTasks)
+	}
+}
+
+func TestPackedMetrics(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var b []byte
+	var want []events.TaskMetrics
+	var offs []int
+	for range 1000 {
+		var m events.TaskMetrics
+		for _, f := range metricFields(&m) {
+			switch r.IntN(3) {
+			case 1:
+				*f = r.Int64N(5000)
+			case 2:
+				*f = r.Int64() - r.Int64()
+			}
+		}
+		offs = append(offs, len(b))
+		b = packMetrics(b, &m)
+		want = append(want, m)
+	}
+	for i, off := range offs {
+		if got := unpackMetrics(b[off:]); got != want[i] {
+			t.Fatalf("metrics %d: unpacked %+v, packed %+v", i, got, want[i])
+		}
+		if end := off + metricsLen(b[off:]); (i+1 < len(offs) && end != offs[i+1]) || (i+1 == len(offs) && end != len(b)) {
+			t.Fatalf("metrics %d: length %d does not reach the next", i, end-off)
+		}
 	}
 }

@@ -77,10 +77,11 @@ type Writer struct {
 	file  io.WriteCloser
 	comp  compressor // nil without a codec
 	out   *bufio.Writer
-	size  int64 // bytes of events in the file, before compression
-	index int   // of the rolled log's current file
-	dirty bool  // events were buffered since the last flush
-	err   error // the first failure: nothing is written after it
+	size  int64  // bytes of events in the file, before compression
+	index int    // of the rolled log's current file
+	dirty bool   // events were buffered since the last flush
+	line  []byte // the event being written
+	err   error  // the first failure: nothing is written after it
 	done  bool
 
 	stop    chan struct{}
@@ -200,8 +201,11 @@ func (w *Writer) open(name string) error {
 	switch w.opts.Codec {
 	case "zstd":
 		// The fastest level: the log must not cost the application a
-		// core, and JSON lines compress well at any level.
-		comp, err = zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		// core, and JSON lines compress well at any level. A 1 MiB
+		// window (8 MiB by default) keeps the encoder's history small in
+		// the driver's memory; lines repeat within far less.
+		comp, err = zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+			zstd.WithWindowSize(1<<20))
 	case "gzip":
 		comp, err = gzip.NewWriterLevel(f, gzip.BestSpeed)
 	}
@@ -235,12 +239,14 @@ func (w *Writer) closeFile() error {
 
 // Handle appends e to the log.
 func (w *Writer) Handle(e events.Event) {
-	line, err := events.Marshal(e)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil || w.done {
 		return
 	}
+	// One buffer serves every event: the log is written one at a time.
+	line, err := events.AppendJSON(w.line[:0], e)
+	w.line = line
 	if err != nil {
 		w.fail(err)
 		return
