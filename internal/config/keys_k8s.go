@@ -196,6 +196,13 @@ var (
 		Optional(), Check("that is a label value (at most 63 letters, digits, '-', '_' or '.', starting and "+
 			"ending with a letter or digit)", isLabelValue))
 
+	KubernetesQueueTimeout = Duration("drover.kubernetes.queue.timeout", "0s", time.Second,
+		"With a Kueue queue: the application fails when its executor pods have waited this long for admission "+
+			"and none runs, naming the queue. 0 waits as long as the queue holds them (a busy queue may rightly "+
+			"hold an application for hours); a LocalQueue that does not exist fails the application at once when "+
+			"the driver may read it (`drover rbac` grants that).",
+		AtLeast(time.Duration(0)))
+
 	KubernetesQueueGang = Bool("drover.kubernetes.queue.gang", true,
 		"With a queue and static allocation (spark.dynamicAllocation.enabled=false), the executor pods form one "+
 			"group the queue admits all at once or not at all: a Kueue pod group of spark.executor.instances "+

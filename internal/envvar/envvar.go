@@ -93,4 +93,8 @@ const (
 	// VersityGW is the directory of the versitygw binary S3 tests run
 	// (make test sets it from hack/build-versitygw.sh).
 	VersityGW = "DROVER_VERSITYGW"
+	// Kueue is the directory of the Kueue controller, its CRDs and webhooks'
+	// manifest that queue tests run (make test sets it from
+	// hack/build-kueue.sh).
+	Kueue = "DROVER_KUEUE"
 )

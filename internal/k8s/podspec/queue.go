@@ -90,6 +90,14 @@ func PodGroupName(appID string) string {
 	return sanitize(appID, 253-len(suffix)) + suffix
 }
 
+// ResolveQueue is the executors' queue as NewExecutorConf resolves it
+// (see [Queue]); the error is a mistake in the queue's settings.
+func ResolveQueue(c *config.Conf, appID string) (Queue, error) {
+	p := &parser{c: c}
+	q := p.queue(appID, get(p, config.KubernetesExecutorSchedulerName), config.KubernetesExecutorLabels.Values(c))
+	return q, p.err()
+}
+
 // queueSystem is the queue system a scheduler name and queue stand for.
 func queueSystem(schedulerName, queue string) QueueSystem {
 	switch schedulerName {
