@@ -356,6 +356,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		if !config.KubernetesExecutorDeleteOnTermination.Get(c.conf) {
 			return
 		}
+		c.endGang(ctx)
 		err := c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
 			metav1.ListOptions{LabelSelector: c.selector.String()})
 		if err != nil && !apierrors.IsNotFound(err) {

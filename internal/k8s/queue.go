@@ -201,6 +201,10 @@ func localQueueExists(ctx context.Context, cs kubernetes.Interface, ns, name str
 		if !apierrors.IsNotFound(err) {
 			return false, err
 		}
+		var status apierrors.APIStatus
+		if errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Name == name {
+			return false, nil
+		}
 	}
 	return false, nil
 }
@@ -275,4 +279,31 @@ func DeletePodGroup(ctx context.Context, cs kubernetes.Interface, ns, name strin
 		return fmt.Errorf("deleting Volcano PodGroup %s/%s: %w", ns, name, err)
 	}
 	return nil
+}
+
+// endGang tells Kueue the executors' pod group is done before the driver
+// deletes its pods: Kueue keeps a group's quota while it waits for
+// replacements of pods that failed, which pods stopped by their deletion
+// often are; with retriable-in-group=false on one of them it finishes the
+// workload once none runs.
+func (c *Cluster) endGang(ctx context.Context) {
+	if q := c.queue.q; q.System != podspec.QueueKueue || q.Gang == 0 {
+		return
+	}
+	pods, err := c.cs.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: c.selector.String()})
+	if err != nil {
+		c.log.Debug("listing the executor pods to end their Kueue pod group", "err", err)
+		return
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + podspec.AnnotationKueueRetriable + `":"false"}}}`)
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		_, err := c.cs.CoreV1().Pods(c.ns).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err == nil {
+			return
+		}
+		c.log.Debug("ending the executors' Kueue pod group", "pod", p.Name, "err", err)
+	}
 }

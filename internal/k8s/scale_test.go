@@ -82,6 +82,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	_ = scaleEnv.Stop()
+	_ = queueEnv.Stop()
 	os.Exit(code)
 }
 

@@ -208,6 +208,52 @@ featureGates:
   VisibilityOnDemand: false
 `
 
+// kwokEndHeldPods is a kwok stage for what a kubelet does and kwok's own
+// stages skip: a running pod being deleted ends even while a finalizer
+// keeps the object, here as Failed with exit code 143 (SIGTERM), the
+// harder case. Kueue keeps its finalizer on a pod group's pods until they
+// end; it finishes a group with failed pods, and releases its quota, only
+// when told the group is done (kueue.x-k8s.io/retriable-in-group=false).
+const kwokEndHeldPods = `---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-end-held
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+    - key: '.metadata.finalizers'
+      operator: 'Exists'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+  weight: 100
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range $index, $item := .spec.containers }}
+      - image: {{ $item.image | Quote }}
+        name: {{ $item.name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 143
+            finishedAt: {{ $now | Quote }}
+            reason: Error
+            startedAt: {{ $now | Quote }}
+      {{ end }}
+      phase: Failed
+`
+
 // installCRDs creates every CRD in dir and waits until each is served.
 func (k *Kueue) installCRDs(ctx context.Context, dir string) error {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
@@ -385,11 +431,11 @@ func (e *Env) NewKueueNamespace(t testing.TB) string {
 }
 
 // CreateQueue creates what an administrator gives a team: a ClusterQueue
-// named name with nominal quota (its resources, in the flavor
+// named cluster with nominal quota (its resources, in the flavor
 // "default-flavor", created when missing), admitting workloads of
 // namespaces labelled KueueNamespaceLabel and preempting lower-priority
-// ones within it, and a LocalQueue of the same name in ns.
-func (k *Kueue) CreateQueue(ctx context.Context, ns, name string, quota corev1.ResourceList) error {
+// ones within it, and a LocalQueue name in ns that feeds it.
+func (k *Kueue) CreateQueue(ctx context.Context, ns, name, cluster string, quota corev1.ResourceList) error {
 	flavor := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
 		"metadata": map[string]any{"name": "default-flavor"},
@@ -408,7 +454,7 @@ func (k *Kueue) CreateQueue(ctx context.Context, ns, name string, quota corev1.R
 	}
 	cq := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-		"metadata": map[string]any{"name": name},
+		"metadata": map[string]any{"name": cluster},
 		"spec": map[string]any{
 			"namespaceSelector": map[string]any{"matchLabels": map[string]any{KueueNamespaceLabel: "true"}},
 			"preemption":        map[string]any{"withinClusterQueue": "LowerPriority"},
@@ -419,12 +465,12 @@ func (k *Kueue) CreateQueue(ctx context.Context, ns, name string, quota corev1.R
 		},
 	}}
 	if _, err := k.Dynamic.Resource(ClusterQueueGVR).Create(ctx, cq, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating cluster queue %s: %w", name, err)
+		return fmt.Errorf("creating cluster queue %s: %w", cluster, err)
 	}
 	lq := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
 		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec":     map[string]any{"clusterQueue": name},
+		"spec":     map[string]any{"clusterQueue": cluster},
 	}}
 	if _, err := k.Dynamic.Resource(LocalQueueGVR).Namespace(ns).Create(ctx, lq, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating local queue %s/%s: %w", ns, name, err)

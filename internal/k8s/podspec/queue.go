@@ -37,6 +37,10 @@ const (
 	// workload, admitted when its quota fits all of them.
 	LabelKueuePodGroup        = "kueue.x-k8s.io/pod-group-name"
 	AnnotationKueueGroupCount = "kueue.x-k8s.io/pod-group-total-count"
+	// AnnotationKueueRetriable "false" on a pod of a group tells Kueue the
+	// group is done: it finishes the workload once no pod runs, instead of
+	// keeping the quota for replacements of failed pods.
+	AnnotationKueueRetriable = "kueue.x-k8s.io/retriable-in-group"
 	// AnnotationVolcanoGroup names the pod's Volcano PodGroup (Spark's
 	// VolcanoFeatureStep).
 	AnnotationVolcanoGroup = "scheduling.k8s.io/group-name"
