@@ -100,10 +100,10 @@ const (
 	// Kueue stops a pod of an evicted workload with this condition (its
 	// reason "WorkloadEvictedDueTo" + the eviction's reason, such as
 	// Preempted), then deletes it.
-	conditionKueueTermination corev1.PodConditionType = "TerminationTarget"
-	kueueEvictedPrefix                                = "WorkloadEvictedDueTo"
-	kueueReasonPreempted                              = "Preempted"
-	nodeNotReady                                      = "NodeNotReady"
+	conditionKueueTermination = corev1.PodConditionType("TerminationTarget")
+	kueueEvictedPrefix        = "WorkloadEvictedDueTo"
+	kueueReasonPreempted      = "Preempted"
+	nodeNotReady              = "NodeNotReady"
 )
 
 // problem is what keeps a pod from starting or running.
