@@ -260,14 +260,24 @@ func (k *Kueue) installCRDs(ctx context.Context, dir string) error {
 	if err != nil || len(paths) == 0 {
 		return fmt.Errorf("%w: no CRDs in %s (rebuild with ./hack/build-kueue.sh)", ErrMissingKueue, dir)
 	}
+	return k.env.InstallCRDs(ctx, paths...)
+}
+
+// InstallCRDs creates the CustomResourceDefinitions in the YAML files
+// (one that exists is kept) and waits until each is served.
+func (e *Env) InstallCRDs(ctx context.Context, files ...string) error {
+	dyn, err := dynamic.NewForConfig(e.Config)
+	if err != nil {
+		return fmt.Errorf("creating the dynamic client: %w", err)
+	}
 	var names []string
-	for _, p := range paths {
+	for _, p := range files {
 		objs, err := readObjects(p)
 		if err != nil {
 			return err
 		}
 		for _, o := range objs {
-			if _, err := k.Dynamic.Resource(crdGVR).Create(ctx, o, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			if _, err := dyn.Resource(crdGVR).Create(ctx, o, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("creating CRD %s: %w", o.GetName(), err)
 			}
 			names = append(names, o.GetName())
@@ -275,7 +285,7 @@ func (k *Kueue) installCRDs(ctx context.Context, dir string) error {
 	}
 	for _, name := range names {
 		for {
-			crd, err := k.Dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+			crd, err := dyn.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
 			if err == nil && established(crd) {
 				break
 			}
