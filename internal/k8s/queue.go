@@ -91,10 +91,10 @@ func (w *queueWatch) onRound(p allocator.Plan) {
 	running := cnt.Running + cnt.PendingKnown
 	if w.timeout > 0 && waited >= w.timeout && running == 0 {
 		w.failed = true
-		w.c.fail(config.Invalid(fmt.Errorf("%w %s: %d executor pods waited %s for admission and none runs (%s=%s); "+
+		w.c.fail(fmt.Errorf("%w %s: %d executor pods waited %s for admission and none runs (%s=%s); "+
 			"check that LocalQueue %s of namespace %s exists and that its ClusterQueue has quota for them "+
 			"(kubectl get localqueue,clusterqueue; kubectl get workloads -n %s)", ErrQueue, w.q.Name, cnt.Gated,
-			waited.Round(time.Second), config.KubernetesQueueTimeout.Key(), w.timeout, w.q.Name, w.c.ns, w.c.ns)))
+			waited.Round(time.Second), config.KubernetesQueueTimeout.Key(), w.timeout, w.q.Name, w.c.ns, w.c.ns))
 		return
 	}
 	if waited < queueCheckAfter || now.Sub(w.lastCheck) < queueCheckEvery || w.checking {
@@ -140,7 +140,7 @@ func (w *queueWatch) check(ctx context.Context, gated, running int, waited time.
 			w.q.Name, w.q.Name, w.q.Name, w.c.ns), "err", err)
 	case err == nil && !exists && running == 0 && !w.failed:
 		w.failed = true
-		w.c.fail(config.Invalid(missingQueue(w.q.Name, w.c.ns)))
+		w.c.fail(missingQueue(w.q.Name, w.c.ns))
 	case err == nil && !exists && !w.warned:
 		w.warned = true
 		w.c.log.Warn(fmt.Sprintf("LocalQueue %s of namespace %s no longer exists: Kueue will hold the %d executor pods waiting in it "+

@@ -664,3 +664,31 @@ func dumpOnFailure(t *testing.T, env *testenv.Env, ns string) {
 		t.Logf("the end of kueue's log:\n%s", logging.TailFile(filepath.Join(env.Dir, "kueue.log"), 40))
 	})
 }
+
+// A LocalQueue deleted under an application none of whose executors runs:
+// Kueue would hold its pods for good. The driver, checking the queue of
+// pods that have waited, fails the application, naming the queue.
+func TestQueueDeletedUnderTheApplication(t *testing.T) {
+	env := queueEnv.Env(t)
+	ns := newQueueNamespace(t, env, 2)
+	blocker(t, env, ns, "other-team", 2, "")
+	a, err := startQueueApp(t, env, ns, "orphan", "spark.executor.instances=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "the executors waiting in the queue", func() bool {
+		return a.heldStatus() == "waiting for queue admission (queue team-a)"
+	})
+	if err := env.Kueue.Dynamic.Resource(testenv.LocalQueueGVR).Namespace(ns).Delete(context.Background(), "team-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-a.failed:
+		want := "namespace " + ns + " has no Kueue LocalQueue team-a"
+		if !strings.Contains(err.Error(), want) || !errors.Is(err, ErrQueue) {
+			t.Errorf("the application failed with %v, want %q", err, want)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the application still waits two minutes after its queue was deleted")
+	}
+}
