@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -70,7 +71,7 @@ func executorQuota(n int) corev1.ResourceList {
 // pod of its own in the queue (what a cluster-mode driver has: the
 // executors' owner, and where drover submit reads the status).
 type queueApp struct {
-	t      *testing.T
+	t      testing.TB
 	id     string
 	ns     string
 	env    *testenv.Env
@@ -85,12 +86,14 @@ type queueApp struct {
 	stopExecs context.CancelFunc
 	execs     sync.WaitGroup
 	stopped   bool
+	// counter counts the driver's API requests.
+	counter *requestCounter
 }
 
 // startQueueApp starts application id in ns with the configuration pairs
 // (key=value) over the defaults: kwok-bound executor pods in queue
 // "team-a". Start's error is returned, not fatal.
-func startQueueApp(t *testing.T, env *testenv.Env, ns, id string, pairs ...string) (*queueApp, error) {
+func startQueueApp(t testing.TB, env *testenv.Env, ns, id string, pairs ...string) (*queueApp, error) {
 	t.Helper()
 	driver := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: id + "-driver", Labels: map[string]string{
@@ -116,11 +119,20 @@ func startQueueApp(t *testing.T, env *testenv.Env, ns, id string, pairs ...strin
 		Set("spark.driver.host", "127.0.0.1").
 		Set("drover.kubernetes.queue", "team-a")
 	for _, kv := range pairs {
-		k, v, _ := strings.Cut(kv, "=")
-		conf.Set(k, v)
+		// key= (no value) unsets a default.
+		if k, v, _ := strings.Cut(kv, "="); v == "" {
+			conf.Unset(k)
+		} else {
+			conf.Set(k, v)
+		}
 	}
 	a := &queueApp{t: t, id: id, ns: ns, env: env, failed: make(chan error, 1)}
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("app", id)
+	var log *slog.Logger
+	if _, bench := t.(*testing.B); bench {
+		log = slog.New(slog.DiscardHandler)
+	} else {
+		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})).With("app", id)
+	}
 	a.bus = events.NewBus(clock.RealClock{}, log)
 	a.bus.Subscribe("test", 0, func(e events.Event) {
 		a.mu.Lock()
@@ -128,6 +140,9 @@ func startQueueApp(t *testing.T, env *testenv.Env, ns, id string, pairs ...strin
 		a.mu.Unlock()
 	})
 	a.sched = scheduler.New(scheduler.Options{MaxFailures: 4, Events: a.bus, Logger: log})
+	a.counter = &requestCounter{n: map[string]int{}}
+	wrapTransport = func(rt http.RoundTripper) http.RoundTripper { a.counter.next = rt; return a.counter }
+	defer func() { wrapTransport = nil }()
 	app := master.App{ID: id, Conf: conf, Scheduler: a.sched, Logger: log, Events: a.bus,
 		Master: master.URL{Kind: master.Kubernetes, APIServer: env.URL},
 		Fail: func(err error) {
@@ -230,7 +245,7 @@ func (a *queueApp) heldStatus() string {
 }
 
 // waitFor polls cond every 100 ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	for end := time.Now().Add(d); !cond(); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(end) {
@@ -300,7 +315,7 @@ func (g *gates) count(app string) (created, admitted int) {
 }
 
 // testWriter sends a driver's log to the test's.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
@@ -310,7 +325,7 @@ func (w testWriter) Write(b []byte) (int, error) {
 // newQueueNamespace is a namespace Kueue manages with a LocalQueue
 // "team-a" whose ClusterQueue (named after the namespace) has quota for
 // executors executor pods.
-func newQueueNamespace(t *testing.T, env *testenv.Env, executors int) string {
+func newQueueNamespace(t testing.TB, env *testenv.Env, executors int) string {
 	t.Helper()
 	ns := env.NewKueueNamespace(t)
 	dumpOnFailure(t, env, ns)
@@ -627,7 +642,7 @@ func TestQueueThatDoesNotExist(t *testing.T) {
 
 // dumpOnFailure logs the namespace's pods and Kueue workloads when t
 // fails, so a queue test that times out says what Kueue did.
-func dumpOnFailure(t *testing.T, env *testenv.Env, ns string) {
+func dumpOnFailure(t testing.TB, env *testenv.Env, ns string) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return

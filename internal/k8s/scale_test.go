@@ -83,6 +83,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = scaleEnv.Stop()
 	_ = queueEnv.Stop()
+	_ = queueBenchEnv.Stop()
 	os.Exit(code)
 }
 
