@@ -148,6 +148,21 @@ func (w *queueWatch) check(ctx context.Context, gated, running int, waited time.
 	}
 }
 
+// CheckQueue fails when q is a Kueue queue of namespace ns that does not
+// exist: a pod in it would wait for good. drover submit checks before it
+// creates the driver pod (which waits in the queue too, so its driver
+// could not tell). A LocalQueue the client may not read passes.
+func CheckQueue(ctx context.Context, cs kubernetes.Interface, ns string, q podspec.Queue) error {
+	if q.System != podspec.QueueKueue || q.Name == "" {
+		return nil
+	}
+	exists, err := localQueueExists(ctx, cs, ns, q.Name)
+	if err == nil && !exists {
+		return config.Invalid(missingQueue(q.Name, ns))
+	}
+	return nil
+}
+
 // missingQueue is the error of a LocalQueue that does not exist.
 func missingQueue(name, ns string) error {
 	return fmt.Errorf("%w %s: namespace %s has no Kueue LocalQueue %s (%s; kubectl get localqueues -n %s); Kueue would hold "+

@@ -240,6 +240,9 @@ func (p *Plan) Create(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod
 		}
 		return nil, err
 	}
+	if err := k8s.CheckQueue(ctx, cs, p.Namespace, p.Driver.Queue); err != nil {
+		return nil, err
+	}
 	if p.Driver.SecretName != "" {
 		sec := podspec.DriverSecret(p.Driver, p.DriverSecrets, p.DriverSecretFiles, nil)
 		if _, err := secrets.Create(ctx, sec, metav1.CreateOptions{}); err != nil {

@@ -2,10 +2,12 @@ package submit_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,5 +232,30 @@ func waitGone(t *testing.T, get func() error, what string) {
 		if time.Now().After(end) {
 			t.Fatalf("%s: still there after a minute (%v)", what, err)
 		}
+	}
+}
+
+// A cluster-mode driver in a Kueue queue that does not exist would wait in
+// it for good, its driver never running to say so: drover submit checks
+// first and creates nothing.
+func TestSubmitToAQueueThatDoesNotExist(t *testing.T) {
+	env := cluster.Env(t)
+	ns := env.NewNamespace(t)
+	conf := config.New().
+		Set("spark.master", "k8s://"+env.URL).
+		Set("spark.kubernetes.namespace", ns).
+		Set("spark.kubernetes.container.image", "drover-test:latest").
+		Set("drover.kubernetes.queue", "team-b")
+	plan, err := submit.Prepare(conf, "local:///app/wordcount", nil, func() string { return "drover-0000000000000b0b" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = plan.Create(context.Background(), env.Client)
+	want := "namespace " + ns + " has no Kueue LocalQueue team-b"
+	if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, config.ErrInvalid) {
+		t.Fatalf("Create: %v, want an invalid-input error saying %q", err, want)
+	}
+	if left := leftovers(t, env, ns); len(left) > 0 {
+		t.Errorf("objects created for a queue that does not exist: %v", left)
 	}
 }
