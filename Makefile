@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestSecureLocalCluster|TestTaskOverMessageMaxSize|TestCommitPartsRejectsPaths|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle|TestObjectStorage|TestWebUIInABrowser
 K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 
-.PHONY: fuzz getting-started demo test unit integration testbin testbins testpackages versitygw lint proto docs bench bench-compare bench-k8s build clean chaos
+.PHONY: fuzz getting-started demo test unit integration testbin testbins testpackages versitygw kueue lint proto docs bench bench-compare bench-k8s build clean chaos
 
 ## build: the drover CLI into bin/
 build:
@@ -31,11 +31,16 @@ testbin:
 versitygw:
 	@./hack/build-versitygw.sh
 
-## testbins: the Kubernetes binaries and versitygw, built side by side (each only when missing)
+## kueue: the Kueue controller manager the queue tests run under, from its Go module (about 20 minutes on two
+## cores the first time; cached in ~/.cache/drover)
+kueue:
+	@./hack/build-kueue.sh
+
+## testbins: the Kubernetes binaries, versitygw and Kueue, built side by side (each only when missing)
 testbins:
 	@echo "drover: making sure the test binaries are built (minutes the first time, cached in ~/.cache/drover)"
-	@./hack/build-testbin.sh >/dev/null & k=$$!; ./hack/build-versitygw.sh >/dev/null & v=$$!; \
-		wait $$k; kr=$$?; wait $$v; vr=$$?; test $$kr -eq 0 -a $$vr -eq 0
+	@./hack/build-testbin.sh >/dev/null & k=$$!; ./hack/build-versitygw.sh >/dev/null & v=$$!; ./hack/build-kueue.sh >/dev/null & q=$$!; \
+		wait $$k; kr=$$?; wait $$v; vr=$$?; wait $$q; qr=$$?; test $$kr -eq 0 -a $$vr -eq 0 -a $$qr -eq 0
 
 ## testpackages: the Debian packages tests drive (chromium, prometheus), installed when missing under CI=true or as
 ## root; otherwise it says how to install them and those tests skip
@@ -46,7 +51,7 @@ testpackages:
 test: lint testbins testpackages
 	@echo "drover: unit and integration tests"
 	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" DROVER_VERSITYGW="$$(./hack/build-versitygw.sh | tail -1)" \
-		$(GO) test -count=1 -timeout 25m ./...
+		DROVER_KUEUE="$$(./hack/build-kueue.sh | tail -1)" $(GO) test -count=1 -timeout 25m ./...
 	@echo "drover: race detector on the core packages"
 	$(GO) test -count=1 -race -timeout 15m ./internal/config/... ./internal/master/... ./internal/scheduler/... ./internal/backend/... ./internal/executor/... ./internal/rpc/... ./internal/local/... ./internal/codec/... ./internal/dag/... ./internal/dataflow/... ./internal/shuffle/... ./internal/objstore/... \
 		./internal/k8s/allocator/... ./internal/k8s/podsource/... ./internal/k8s/lifecycle/... ./internal/k8s/snapshot/... \

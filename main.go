@@ -417,7 +417,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	if tracker != nil {
 		progressCtx, stopProgress := context.WithCancel(ctx)
 		reporter := &progress.Reporter{W: console, Terminal: isTerminal(console), Interval: config.ProgressInterval.Get(conf),
-			Source: tracker.Stages}
+			Source: tracker.Stages, Waiting: tracker.Waiting}
 		done := make(chan struct{})
 		go func() { reporter.Run(progressCtx); close(done) }()
 		defer func() { stopProgress(); <-done }()

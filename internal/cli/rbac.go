@@ -98,6 +98,7 @@ too (--pod-security enforces a Pod Security Standard there). Submit with
 	fl.BoolVar(&authenticate, "authenticate", false, "no effect: secrets create/delete are always granted, since spark.authenticate is on by default")
 	_ = fl.MarkDeprecated("authenticate", "the driver's role always has secrets create/delete now (spark.authenticate is on by default)")
 	fl.BoolVar(&o.Claims, "on-demand-claims", false, "also persistentvolumeclaims create: for executors with on-demand claims")
+	fl.BoolVar(&o.Volcano, "volcano", false, "also Volcano podgroups create and delete: for a client-mode driver with spark.kubernetes.scheduler.name=volcano")
 	fl.BoolVar(&o.Executor, "executor", false, "a rights-free account for executors instead (default name drover-executor)")
 	fl.BoolVar(&doApply, "apply", false, "create or update the objects on the cluster instead of printing them")
 	fl.BoolVar(&ns.Create, "create-namespace", false, "with --apply: create the namespace too")

@@ -176,6 +176,37 @@ var (
 
 	KubernetesNodeSelector = Prefix("spark.kubernetes.node.selector.", "LABEL",
 		"Node selector of the driver and executor pods: they only run on nodes with this label value.")
+
+	KubernetesVolcanoPodGroupTemplateFile = String("spark.kubernetes.scheduler.volcano.podGroupTemplateFile", "",
+		"Local YAML file with a Volcano PodGroup (scheduling.volcano.sh/v1beta1) that the application's PodGroup "+
+			"`<app id>-podgroup` is built on, with spark.kubernetes.scheduler.name=volcano: its minMember, "+
+			"minResources, queue and priorityClassName are kept. Unset means an empty spec (minMember 1). "+
+			"See docs/queues.md.",
+		Optional())
+)
+
+// Queues and gangs: Kueue, Volcano and YuniKorn (docs/queues.md).
+var (
+	KubernetesQueue = String("drover.kubernetes.queue", "",
+		"Queue the application's pods wait in until the cluster admits them. Which queue system depends on "+
+			"spark.kubernetes.scheduler.name: `volcano` puts it in the PodGroup's spec.queue, `yunikorn` in "+
+			"the pods' `queue` label; otherwise it is a Kueue LocalQueue of the namespace, named by the label "+
+			"kueue.x-k8s.io/queue-name on the executor pods and on a cluster-mode driver pod. Spark's way, "+
+			"spark.kubernetes.{driver,executor}.label.kueue.x-k8s.io/queue-name, works too. Unset means no queue.",
+		Optional(), Check("that is a label value (at most 63 letters, digits, '-', '_' or '.', starting and "+
+			"ending with a letter or digit)", isLabelValue))
+
+	KubernetesQueueTimeout = Duration("drover.kubernetes.queue.timeout", "0s", time.Second,
+		"With a Kueue queue: the application fails when its executor pods have waited this long for admission "+
+			"and none runs, naming the queue. 0 waits as long as the queue holds them (a busy queue may rightly "+
+			"hold an application for hours); a LocalQueue that does not exist fails the application at once when "+
+			"the driver may read it (`drover rbac` grants that).",
+		AtLeast(time.Duration(0)))
+
+	KubernetesQueueGang = Bool("drover.kubernetes.queue.gang", true,
+		"With a queue and static allocation (spark.dynamicAllocation.enabled=false), the executor pods form one "+
+			"group the queue admits all at once or not at all: a Kueue pod group of spark.executor.instances "+
+			"pods, a YuniKorn task group. False admits each pod on its own. Dynamic allocation always does.")
 )
 
 // Executor pods.
@@ -415,12 +446,15 @@ const cpuQuantityDesc = "that is a CPU quantity > 0, such as 0.5, 500m or 2"
 
 var (
 	dnsLabelRE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	labelValueRE   = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
 	dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 	cpuQuantityRE  = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)m?$`)
 	nonZeroDigitRE = regexp.MustCompile(`[1-9]`)
 )
 
 func isDNSLabel(s string) bool { return len(s) <= 63 && dnsLabelRE.MatchString(s) }
+
+func isLabelValue(s string) bool { return len(s) <= 63 && labelValueRE.MatchString(s) }
 
 // isPodNamePrefix is Spark's check: with "-exec-" and an id of up to 10
 // digits, the pod name stays a DNS subdomain name (≤ 253 characters).

@@ -100,4 +100,8 @@ const (
 	// (the browser tests' screenshots); the test's temporary directory
 	// when unset.
 	Artifacts = "DROVER_ARTIFACTS"
+	// Kueue is the directory of the Kueue controller, its CRDs and webhooks'
+	// manifest that queue tests run (make test sets it from
+	// hack/build-kueue.sh).
+	Kueue = "DROVER_KUEUE"
 )

@@ -55,6 +55,14 @@ func checkConf(conf *config.Conf, appID string, driverPod *corev1.Pod) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	// The Volcano PodGroup is built where it is created: by drover submit
+	// (a driver pod to come) or by a client-mode driver; a cluster-mode
+	// driver finds it made.
+	if driverPod != nil || config.DeployMode.Get(conf) != "cluster" {
+		if _, err := podspec.VolcanoPodGroup(conf, appID, driverPod != nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -73,6 +81,9 @@ func allocatorOptions(conf *config.Conf) allocator.Options {
 	if config.KubernetesAllocationMaxPendingPods.IsSet(conf) {
 		o.MaxPendingPods = config.KubernetesAllocationMaxPendingPods.Get(conf)
 	}
+	// A mistake in the queue's settings is NewExecutorConf's to report.
+	q, _ := podspec.ResolveQueue(conf, "")
+	o.Gang = q.Gang
 	return o
 }
 

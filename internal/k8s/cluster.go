@@ -79,7 +79,8 @@ type Cluster struct {
 	stopping bool
 	tracked  sync.WaitGroup // goTracked's goroutines
 	waiters  map[executorid.ID][]chan scheduler.LossReason
-	created  []string // names of the config map and secret created, for Stop
+	created  []string // names of the config map, secret and PodGroup created, for Stop
+	queue    *queueWatch
 }
 
 var (
@@ -166,6 +167,9 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 	allocOpts := allocatorOptions(app.Conf)
 	c.alloc = allocator.New(allocOpts, &podClient{c}, c.clock, c.log.With("component", "allocator"))
 	c.alloc.OnLimit(c.limitChanged)
+	q, _ := podspec.ResolveQueue(app.Conf, app.ID) // checked above
+	c.queue = &queueWatch{c: c, q: q, timeout: config.KubernetesQueueTimeout.Get(app.Conf)}
+	c.alloc.OnRound(c.queue.onRound)
 	c.alloc.PublishTo(app.Events)
 	c.events = app.Events
 	c.allocCtx, c.haltAlloc = context.WithCancel(context.Background())
@@ -204,6 +208,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	ec.Credentials = credentials(c.app.Security.Executors)
 	c.execConf = ec
+	if err := c.startQueue(ctx); err != nil {
+		return err
+	}
 	if err := c.createSupportObjects(ctx); err != nil {
 		return err
 	}
@@ -276,6 +283,40 @@ func (c *Cluster) lifecycleOptions() lifecycle.Options {
 	return o
 }
 
+// startQueue prepares the queue before the first executor pod: a Kueue
+// LocalQueue that does not exist fails the application (Kueue would hold
+// its pods for good), when the driver may read it; a client-mode driver
+// creates the Volcano PodGroup (drover submit made a cluster-mode one).
+func (c *Cluster) startQueue(ctx context.Context) error {
+	q := c.queue.q
+	switch {
+	case q.System == podspec.QueueKueue && q.Name != "":
+		exists, err := localQueueExists(ctx, c.cs, c.ns, q.Name)
+		switch {
+		case err != nil:
+			c.log.Info("cannot check that the queue exists; executor pods that wait in it long will be reported",
+				"queue", q.Name, "err", err)
+		case !exists:
+			return config.Invalid(missingQueue(q.Name, c.ns))
+		}
+	case q.System == podspec.QueueVolcano && config.DeployMode.Get(c.conf) != "cluster":
+		pg, err := podspec.VolcanoPodGroup(c.conf, c.app.ID, false)
+		if err != nil {
+			return err
+		}
+		var owner *metav1.OwnerReference
+		if c.driverPod != nil {
+			ref := podspec.OwnerReference(c.driverPod)
+			owner = &ref
+		}
+		if err := createPodGroup(ctx, c.cs, pg, owner); err != nil {
+			return err
+		}
+		c.created = append(c.created, "podgroup/"+pg.GetName())
+	}
+	return nil
+}
+
 // createSupportObjects creates the executor config map and, with
 // spark.authenticate, the secret executors read it from.
 func (c *Cluster) createSupportObjects(ctx context.Context) error {
@@ -315,6 +356,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		if !config.KubernetesExecutorDeleteOnTermination.Get(c.conf) {
 			return
 		}
+		c.endGang(ctx)
 		err := c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
 			metav1.ListOptions{LabelSelector: c.selector.String()})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -328,6 +370,8 @@ func (c *Cluster) Stop(ctx context.Context) error {
 				err = c.cs.CoreV1().ConfigMaps(c.ns).Delete(ctx, name, metav1.DeleteOptions{})
 			case "secret":
 				err = c.cs.CoreV1().Secrets(c.ns).Delete(ctx, name, metav1.DeleteOptions{})
+			case "podgroup":
+				err = DeletePodGroup(ctx, c.cs, c.ns, name)
 			}
 			if err != nil && !apierrors.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("deleting %s: %w", obj, err))

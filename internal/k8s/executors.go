@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,26 +25,17 @@ import (
 
 // limitChanged hears from the allocator when a cap (a quota, the id
 // maximum) starts holding executors back, changes or ends: the backend
-// stops waiting for registrations that cannot come, and a cluster-mode
-// driver shows it on its pod for drover submit's status line.
+// stops waiting for registrations that cannot come.
 func (c *Cluster) limitChanged(l allocator.Limit) {
-	reachable, value := -1, "null"
+	reachable := -1
 	if l.Held > 0 {
-		reachable, value = l.Reachable, strconv.Quote(l.String())
+		reachable = l.Reachable
 		c.log.Warn("executors held back", "held", l.Held, "by", l.Cause, "reachable", l.Reachable)
 	} else {
 		c.log.Info("executors no longer held back")
 	}
+	// The driver pod's annotation follows from the round (queueWatch).
 	c.backend.LimitExecutors(reachable)
-	if c.driverPod == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(c.allocCtx, 5*time.Second)
-	defer cancel()
-	patch := []byte(`{"metadata":{"annotations":{"` + podspec.AnnotationExecutorsHeld + `":` + value + `}}}`)
-	if _, err := c.cs.CoreV1().Pods(c.ns).Patch(ctx, c.driverPod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		c.log.Debug("annotating the driver pod with the allocation limit", "err", err)
-	}
 }
 
 // admit refuses executors whose pods the allocator deleted, and pods of

@@ -86,6 +86,8 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	_ = scaleEnv.Stop()
+	_ = queueEnv.Stop()
+	_ = queueBenchEnv.Stop()
 	os.Exit(code)
 }
 

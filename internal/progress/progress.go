@@ -59,7 +59,10 @@ type Reporter struct {
 	Width    int           // columns of the terminal; 80 when 0
 	Interval time.Duration // between plain lines
 	Source   func() []scheduler.StageProgress
-	Clock    clock.WithTicker
+	// Waiting, when set, says what keeps executors back (a queue, a
+	// quota); plain lines end with it.
+	Waiting func() string
+	Clock   clock.WithTicker
 }
 
 // Spark redraws every 200 ms and shows only stages older than 500 ms, so
@@ -99,7 +102,13 @@ func (r *Reporter) Run(ctx context.Context) {
 		stages := visible(r.Source(), firstSeen, c.Now())
 		if !r.Terminal {
 			if len(stages) > 0 {
-				fmt.Fprintln(r.W, Line(stages))
+				line := Line(stages)
+				if r.Waiting != nil {
+					if w := r.Waiting(); w != "" {
+						line += "; executors: " + w
+					}
+				}
+				fmt.Fprintln(r.W, line)
 			}
 			continue
 		}

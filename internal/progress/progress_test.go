@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
@@ -113,5 +114,21 @@ func TestPlainLines(t *testing.T) {
 	got := runReporter(t, &Reporter{Interval: 10 * time.Second}, [][]scheduler.StageProgress{s, s}, 10*time.Second)
 	if want := "stage 4: 3/8 tasks done, 2 running\n"; got != want {
 		t.Errorf("output %q, want %q (the first tick only notes the stage)", got, want)
+	}
+}
+
+// While a queue holds executors, the plain line says so: what the last
+// allocation round said, through the tracker.
+func TestPlainLineSaysWhatHoldsExecutors(t *testing.T) {
+	var tr Tracker
+	tr.Handle(&events.AllocationRound{Target: 3, Pending: 3, Gated: 3, Waiting: "3 waiting for queue admission (queue team-a)"})
+	s := []scheduler.StageProgress{{StageID: 1, Total: 10}}
+	got := runReporter(t, &Reporter{Interval: time.Second, Waiting: tr.Waiting}, [][]scheduler.StageProgress{s, s}, time.Second)
+	if want := "stage 1: 0/10 tasks done, 0 running; executors: 3 waiting for queue admission (queue team-a)\n"; got != want {
+		t.Errorf("output %q, want %q", got, want)
+	}
+	tr.Handle(&events.AllocationRound{Target: 3, Running: 3})
+	if w := tr.Waiting(); w != "" {
+		t.Errorf("after the executors were admitted, waiting %q", w)
 	}
 }

@@ -13,6 +13,9 @@ type Tracker struct {
 	mu     sync.Mutex
 	order  []stageKey // active stage attempts, oldest first
 	stages map[stageKey]*stageState
+	// waiting is what the last allocation round said keeps executors
+	// back ("3 waiting for queue admission (queue team-a)").
+	waiting string
 }
 
 type stageKey struct{ stage, attempt int }
@@ -44,6 +47,8 @@ func (t *Tracker) Handle(e events.Event) {
 				break
 			}
 		}
+	case *events.AllocationRound:
+		t.waiting = e.Waiting
 	case *events.TaskStart:
 		if s := t.stages[stageKey{e.StageID, e.StageAttempt}]; s != nil {
 			s.progress.Running++
@@ -68,4 +73,12 @@ func (t *Tracker) Stages() []scheduler.StageProgress {
 		out = append(out, t.stages[k].progress)
 	}
 	return out
+}
+
+// Waiting is what keeps executors back, as the last allocation round said
+// (a queue, a quota), "" when nothing does.
+func (t *Tracker) Waiting() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.waiting
 }

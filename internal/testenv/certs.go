@@ -153,7 +153,7 @@ type pkiFiles struct {
 	caCert, caKey, serverCert, serverKey, saKey, saPub string
 	kubeletClientCert, kubeletClientKey, tokens        string
 	adminToken, schedulerToken, cmToken, kwokToken     string
-	procnodeToken                                      string
+	procnodeToken, kueueToken                          string
 }
 
 func writePKI(dir string) (*pkiFiles, error) {
@@ -206,6 +206,7 @@ func writePKI(dir string) (*pkiFiles, error) {
 		{&p.cmToken, "system:kube-controller-manager", "system:masters"},
 		{&p.kwokToken, "system:kwok", "system:masters"},
 		{&p.procnodeToken, "system:node:procnode", "system:nodes,system:masters"},
+		{&p.kueueToken, "system:kueue", "system:masters"},
 	} {
 		*u.token = randomToken()
 		lines = append(lines, fmt.Sprintf("%s,%s,%s,%q", *u.token, u.user, u.user, u.groups))

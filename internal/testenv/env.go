@@ -50,6 +50,10 @@ type Options struct {
 	PodCIDR netip.Prefix
 	// Logf receives progress messages during Start; default none.
 	Logf func(format string, args ...any)
+	// Kueue runs Kueue's controller manager (built by hack/build-kueue.sh)
+	// with its CRDs and webhooks, managing the pods of namespaces made with
+	// NewKueueNamespace; Env.Kueue reaches its objects.
+	Kueue bool
 	// AuditPodCreates makes the API server write an audit line for every
 	// pod create request it receives (see [Env.PodCreates]): the count of
 	// POSTs a driver sent, told by the server, not the client.
@@ -75,6 +79,8 @@ type Env struct {
 	// ProcessNode runs the process nodes' pods; nil when Options.ProcessNodes
 	// is 0. Its Logs method returns a pod's output.
 	ProcessNode *procnode.Agent
+	// Kueue is the queue controller; nil unless Options.Kueue.
+	Kueue *Kueue
 	// ProcessNodeNames and KwokNodeNames name the nodes.
 	ProcessNodeNames []string
 	KwokNodeNames    []string
@@ -134,6 +140,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	if err := requireBinaries(bin, need...); err != nil {
 		return nil, err
+	}
+	if opts.Kueue {
+		if _, err := KueueDir(); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
@@ -337,6 +348,12 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 		if err := e.startProcessNodes(files, apiPort); err != nil {
 			return nil, err
 		}
+	}
+	if opts.Kueue {
+		if e.Kueue, err = e.startKueue(ctx, files); err != nil {
+			return nil, err
+		}
+		opts.Logf("testenv: kueue ready after %s", time.Since(began).Round(time.Millisecond))
 	}
 	for _, w := range waits {
 		if err := waitReady(ctx, w.c, w.check); err != nil {

@@ -69,6 +69,9 @@ func (e *Env) startKwok(ctx context.Context, dir, bin string, files *pkiFiles, e
 	if err != nil {
 		return nil, err
 	}
+	if e.opts.Kueue {
+		stages = append(stages, []byte(kwokEndHeldPods)...)
+	}
 	stagesPath := filepath.Join(dir, "kwok-stages.yaml")
 	if err := os.WriteFile(stagesPath, stages, 0o644); err != nil {
 		return nil, fmt.Errorf("writing kwok stages: %w", err)

@@ -34,6 +34,13 @@ type component struct {
 // process leads its own process group and gets SIGKILL when this process
 // dies (see sysProcAttr), so no component outlives a crashed test.
 func startComponent(dir, name, bin string, args, env []string) (*component, error) {
+	return startComponentAttr(dir, name, bin, args, env, dir, sysProcAttr())
+}
+
+// startComponentAttr is startComponent with the process's working
+// directory and attributes given (a component in a root directory of its
+// own sees bin and cwd from there).
+func startComponentAttr(dir, name, bin string, args, env []string, cwd string, attr *syscall.SysProcAttr) (*component, error) {
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -42,9 +49,9 @@ func startComponent(dir, name, bin string, args, env []string) (*component, erro
 	defer f.Close() // the child has its own copy
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Dir = dir
+	cmd.Dir = cwd
 	cmd.Env = env
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}

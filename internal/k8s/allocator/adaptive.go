@@ -45,7 +45,7 @@ func (s *State) adaptiveRound(in Input, c Counts, r roundResult, o Options, p *P
 		return 0
 	case r.failed > 0 || fresh:
 		s.round, s.lastRound = max(1, s.round/2), nil
-	case len(unsched) == 0 && len(s.lastRound) > 0 && s.admitted(in):
+	case len(unsched) == 0 && len(s.lastRound) > 0 && s.admitted(in, o.Gang > 0):
 		s.round, s.lastRound = min(2*s.round, max(need, o.BatchSize)), nil
 	}
 
@@ -62,7 +62,7 @@ func (s *State) adaptiveRound(in Input, c Counts, r roundResult, o Options, p *P
 	pending := c.Unseen + s.unbound(in)
 	limit := o.MaxPendingPods
 	if limit == 0 {
-		limit = max(o.BatchSize, running)
+		limit = max(o.BatchSize, running, o.Gang)
 	}
 	return max(0, min(s.round, need, limit-pending))
 }
@@ -79,8 +79,9 @@ func (s *State) unbound(in Input) int {
 }
 
 // admitted reports whether every pod of the last round is observed and
-// scheduled: bound to a node, past Pending, or registered.
-func (s *State) admitted(in Input) bool {
+// scheduled: bound to a node, past Pending, or registered; with a gang
+// also held by the queue, which admits none before it sees all.
+func (s *State) admitted(in Input, gang bool) bool {
 	for _, id := range s.lastRound {
 		if s.deleted[id] != nil || in.Registered[id] {
 			continue
@@ -88,6 +89,9 @@ func (s *State) admitted(in Input) bool {
 		ep, ok := in.Snapshot.Pods[id]
 		if !ok {
 			return false
+		}
+		if gang && ep.State == snapshot.Gated {
+			continue
 		}
 		if ep.State.Waiting() && (ep.Pod == nil || ep.Pod.Spec.NodeName == "") {
 			return false

@@ -41,8 +41,10 @@ type Allocator struct {
 	dirty chan struct{}
 	// observe, if set (by tests), sees every plan.
 	observe func(Plan)
-	// onLimit hears when the cap on the executors changes.
+	// onLimit hears when the cap on the executors changes; onRound sees
+	// every plan.
 	onLimit   func(Limit)
+	onRound   func(Plan)
 	events    *events.Bus
 	lastLimit Limit
 
@@ -76,6 +78,10 @@ func New(o Options, client PodClient, clk clock.WithTicker, logger *slog.Logger)
 // back changes (a quota, the id maximum), and when it clears. Call it
 // before Run.
 func (a *Allocator) OnLimit(f func(Limit)) { a.onLimit = f }
+
+// OnRound sets f to see, from the loop, every round's plan (what waits in
+// a queue, for one). f must not block. Call it before Run.
+func (a *Allocator) OnRound(f func(Plan)) { a.onRound = f }
 
 // PublishTo makes the allocator publish its rounds and creates to bus.
 // Call it before Run.
@@ -235,6 +241,9 @@ func (a *Allocator) round(ctx context.Context) (Plan, bool) {
 		if a.onLimit != nil {
 			a.onLimit(plan.Limit)
 		}
+	}
+	if a.onRound != nil {
+		a.onRound(plan)
 	}
 	deletes := a.delete(ctx, plan)
 	creates := a.create(ctx, plan.Create)

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -122,5 +123,55 @@ func TestGateNames(t *testing.T) {
 		if got := snapshot.Classify(ep.Pod, ""); got != wantState {
 			t.Errorf("Classify = %v, want %v", got, wantState)
 		}
+	}
+}
+
+// A gang the queue admits only once all its pods exist: the allocator
+// creates the whole group, in rounds that grow while the queue holds the
+// last one's pods, never more than the group, and the pending cap does not
+// stop it short of the group (the deadlock a cap of max(batch, running)
+// would cause).
+func TestGangCreatedWholeWhileGated(t *testing.T) {
+	o := Options{Policy: PolicyAdaptive, BatchSize: 5, BatchDelay: time.Second, PodCreationTimeout: 30 * time.Second, Gang: 40}
+	w := newWorld(t, o, 40)
+	var created []executorid.ID
+	rounds := 0
+	for len(created) < 40 && rounds < 20 {
+		p := w.round()
+		created = append(created, p.Create...)
+		w.appear(snapshot.Gated, p.Create, gatedByKueue("team-a"))
+		w.now = w.now.Add(time.Second)
+		rounds++
+	}
+	if len(created) != 40 {
+		t.Fatalf("created %d pods in %d rounds, want the gang of 40", len(created), rounds)
+	}
+	if rounds > 5 {
+		t.Errorf("the gang took %d rounds of batch 5; rounds should double while the queue holds them (5+10+20+5)", rounds)
+	}
+	extra := w.runRounds(2*time.Minute, func(p Plan) {
+		if want := "40 waiting for queue admission (queue team-a)"; p.Waiting() != want {
+			t.Fatalf("waiting %q, want %q", p.Waiting(), want)
+		}
+	})
+	if len(extra) != 0 {
+		t.Errorf("created %v beyond the gang", extra)
+	}
+	// Admitted as one: all run, nothing more is created.
+	w.appear(snapshot.Running, created)
+	if p := w.round(); len(p.Create) != 0 || p.Counts.Running != 40 || p.Waiting() != "" {
+		t.Errorf("after admission: created %v, counts %+v, waiting %q", p.Create, p.Counts, p.Waiting())
+	}
+}
+
+func TestGangNeedsPendingRoom(t *testing.T) {
+	o := Options{Policy: PolicyAdaptive, BatchSize: 5, BatchDelay: time.Second, Gang: 40, MaxPendingPods: 10}
+	err := o.Validate()
+	if err == nil || !strings.Contains(err.Error(), "at most 10 pending executor pods (spark.kubernetes.allocation.maxPendingPods) is fewer than the gang of 40") {
+		t.Errorf("Validate = %v, want the pending cap below the gang refused", err)
+	}
+	o.MaxPendingPods = 40
+	if err := o.Validate(); err != nil {
+		t.Errorf("Validate with room for the gang: %v", err)
 	}
 }

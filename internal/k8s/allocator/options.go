@@ -59,6 +59,11 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound adaptive's wait after rounds whose
 	// creates all failed: MinBackoff, doubling up to MaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
+	// Gang is the size of the executors' gang, which a queue admits only
+	// once all its pods exist (0: none). The pending cap is at least Gang,
+	// and adaptive rounds grow when the queue holds the last one's pods
+	// instead of waiting for them to be scheduled.
+	Gang int
 }
 
 func (o Options) withDefaults() Options {
@@ -102,6 +107,10 @@ func (o Options) Validate() error {
 	}
 	if o.MaxPendingPods < 0 {
 		return fmt.Errorf("invalid maximum of pending pods %d: expected an integer ≥ 1, or 0 for unset", o.MaxPendingPods)
+	}
+	if o.Gang > 0 && o.MaxPendingPods > 0 && o.MaxPendingPods < o.Gang {
+		return fmt.Errorf("at most %d pending executor pods (spark.kubernetes.allocation.maxPendingPods) is fewer than the gang of %d "+
+			"(spark.executor.instances with drover.kubernetes.queue.gang): the queue admits the gang only once all its pods exist", o.MaxPendingPods, o.Gang)
 	}
 	if o.AllocationMaximum < 0 {
 		return fmt.Errorf("invalid allocation maximum %d: expected an integer ≥ 1, or 0 for unlimited", o.AllocationMaximum)

@@ -52,6 +52,11 @@ func pod(id executorid.ID) *podBuilder {
 	}}
 }
 
+func (b *podBuilder) label(k, v string) *podBuilder {
+	b.p.Labels[k] = v
+	return b
+}
+
 func (b *podBuilder) phase(ph corev1.PodPhase) *podBuilder {
 	b.p.Status.Phase = ph
 	return b

@@ -57,6 +57,30 @@ func TestDecideStates(t *testing.T) {
 			want:  []Action{remove(1, 0, false)},
 			texts: []string{"pod app-exec-1 was preempted by the scheduler to make room for a higher-priority pod before its executor registered: Preempted in order to admit critical pod"},
 		},
+		"deleted, preempted by its queue": {
+			pod: pod(1).label(snapshot.LabelKueueQueue, "team-a").deleting().cond("TerminationTarget", corev1.ConditionTrue,
+				"WorkloadEvictedDueToPreempted", "Preempted to accommodate a workload (UID: 42) due to prioritization in the ClusterQueue"),
+			cause: scheduler.CausePreempted,
+			want:  []Action{remove(1, 0, false)},
+			texts: []string{"pod app-exec-1 was preempted by queue team-a before its executor registered: Preempted to accommodate a workload (UID: 42) due to prioritization in the ClusterQueue"},
+		},
+		"deleted, evicted by its queue": {
+			pod: pod(1).label(snapshot.LabelKueueQueue, "team-a").deleting().cond("TerminationTarget", corev1.ConditionTrue,
+				"WorkloadEvictedDueToClusterQueueStopped", "The ClusterQueue is stopped"),
+			cause: scheduler.CauseEvicted,
+			want:  []Action{remove(1, 0, false)},
+			texts: []string{"pod app-exec-1 was evicted by queue team-a (WorkloadEvictedDueToClusterQueueStopped) before its executor registered: The ClusterQueue is stopped"},
+		},
+		// The queue's preemption wins over the driver's deletion that
+		// follows it (the executor, told to leave, is dropped).
+		"preempted by its queue, then deleted by the driver": {
+			pod: pod(1).label(snapshot.LabelKueueQueue, "team-a").deleting().cond("TerminationTarget", corev1.ConditionTrue,
+				"WorkloadEvictedDueToPreempted", "Preempted"),
+			killed: true,
+			cause:  scheduler.CausePreempted,
+			want:   []Action{remove(1, 0, false)},
+			texts:  []string{"pod app-exec-1 was preempted by queue team-a"},
+		},
 		"deleted, drained": {
 			pod:   pod(1).deleting().cond(corev1.DisruptionTarget, corev1.ConditionTrue, "EvictionByEvictionAPI", "Eviction API: evicting"),
 			cause: scheduler.CauseEvicted,

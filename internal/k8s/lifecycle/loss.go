@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
@@ -147,6 +148,31 @@ var disruptionCauses = map[string]string{
 	reasonPodGC:                           scheduler.CauseNodeLost,
 }
 
+// queueEviction is the condition Kueue sets on a pod it stops (its
+// workload preempted or otherwise evicted) before deleting it, nil if the
+// pod has none that holds.
+func queueEviction(p *corev1.Pod) *corev1.PodCondition {
+	if c := condition(p, conditionKueueTermination); c != nil && c.Status == corev1.ConditionTrue {
+		return c
+	}
+	return nil
+}
+
+// queueEvicted says who ended a pod Kueue stopped: "was preempted by queue
+// X" when its workload made room for another, else "was evicted by queue
+// X (reason)".
+func queueEvicted(p *corev1.Pod, c *corev1.PodCondition) (what, cause string) {
+	queue := p.Labels[snapshot.LabelKueueQueue]
+	if queue == "" {
+		queue = "(unnamed)"
+	}
+	why, _ := strings.CutPrefix(c.Reason, kueueEvictedPrefix)
+	if why == kueueReasonPreempted {
+		return "was preempted by queue " + queue, scheduler.CausePreempted
+	}
+	return fmt.Sprintf("was evicted by queue %s (%s)", queue, c.Reason), scheduler.CauseEvicted
+}
+
 // disruption is the pod's DisruptionTarget condition, nil if it has none
 // that holds.
 func disruption(p *corev1.Pod) *corev1.PodCondition {
@@ -158,13 +184,14 @@ func disruption(p *corev1.Pod) *corev1.PodCondition {
 
 // endedByCluster reports whether the pod's status says the cluster ended
 // it: a DisruptionTarget condition (preemption, the eviction API, the taint
-// manager, the pod garbage collector, the kubelet), a kubelet eviction or a
-// lost node. The driver never causes these, so they win over its own
+// manager, the pod garbage collector, the kubelet), Kueue's stop of its
+// workload (preemption by its queue), a kubelet eviction or a lost node. The driver never causes these, so they win over its own
 // request to delete the pod, which may come after them (an executor told
 // to leave by SIGTERM is dropped by the driver, which then deletes its
 // pod).
 func endedByCluster(p *corev1.Pod) bool {
-	return disruption(p) != nil || p.Status.Reason == podReasonEvicted || p.Status.Reason == podReasonNodeLost
+	return disruption(p) != nil || queueEviction(p) != nil || p.Status.Reason == podReasonEvicted ||
+		p.Status.Reason == podReasonNodeLost
 }
 
 // deletedReason is the loss of an executor whose pod someone other than
@@ -175,7 +202,10 @@ func deletedReason(p *corev1.Pod, container string, when registration) scheduler
 	r := scheduler.LossReason{ExitCode: exitCode(p, container), Cause: scheduler.CauseDeleted}
 	what, detail := "was deleted by a user or the cluster (not the driver)", ""
 	c := disruption(p)
-	switch {
+	switch q := queueEviction(p); {
+	case q != nil:
+		what, r.Cause = queueEvicted(p, q)
+		detail = q.Message
 	case p.Status.Reason == podReasonEvicted:
 		what, detail, r.Cause = "was evicted by the kubelet", p.Status.Message, scheduler.CauseEvicted
 	case c != nil:

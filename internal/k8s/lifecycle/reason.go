@@ -97,7 +97,13 @@ const (
 	containerStartError = "StartError"         // containerd
 	containerCannotRun  = "ContainerCannotRun" // dockershim, cri-dockerd
 	nodeStatusUnknown   = "NodeStatusUnknown"
-	nodeNotReady        = "NodeNotReady"
+	// Kueue stops a pod of an evicted workload with this condition (its
+	// reason "WorkloadEvictedDueTo" + the eviction's reason, such as
+	// Preempted), then deletes it.
+	conditionKueueTermination = corev1.PodConditionType("TerminationTarget")
+	kueueEvictedPrefix        = "WorkloadEvictedDueTo"
+	kueueReasonPreempted      = "Preempted"
+	nodeNotReady              = "NodeNotReady"
 )
 
 // problem is what keeps a pod from starting or running.

@@ -111,6 +111,9 @@ type ExecutorConf struct {
 	// reaches the driver (config.LogEnv).
 	LogEnv []corev1.EnvVar
 
+	// Queue is the queue (Kueue, Volcano, YuniKorn) the pods wait in.
+	Queue Queue
+
 	// Command is the executor container's command: the application binary
 	// inside the image (the role comes from DROVER_ROLE). Empty keeps the
 	// template's command and arguments, else the image's entrypoint.
@@ -183,6 +186,7 @@ func NewExecutorConf(c *config.Conf, appID string, driverPod *corev1.Pod, driver
 	p.resources(ec)
 	p.metadata(ec)
 	p.secrets(ec)
+	ec.Queue = p.queue(appID, ec.SchedulerName, ec.Labels)
 
 	ec.Volumes = p.volumes(config.KubernetesExecutorVolumes)
 	ec.LocalDirs, ec.TmpfsLocalDirs = p.localDirs()

@@ -150,6 +150,9 @@ func BuildDriverPod(dc *DriverConf) (*corev1.Pod, error) {
 		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: DriverSecretVolumeName, MountPath: DriverSecretDir, ReadOnly: true})
 	}
 	restrictContainers(pod)
+	if err := driverQueue(pod, dc); err != nil {
+		return nil, fmt.Errorf("building the driver pod: step queue: %w", err)
+	}
 	if err := checkPod(pod, view); err != nil {
 		return nil, fmt.Errorf("building the driver pod: %w", err)
 	}

@@ -58,6 +58,8 @@ type DriverConf struct {
 	ContainerName string
 
 	LogEnv []corev1.EnvVar
+	// Queue is the queue (Kueue, Volcano, YuniKorn) the driver pod waits in.
+	Queue Queue
 	// Command runs the application binary; Args are the application's
 	// arguments, after --properties-file DriverConfFile.
 	Command, Args []string
@@ -118,10 +120,36 @@ func NewDriverConf(c *config.Conf, appID string, command, args []string) (*Drive
 	dc.Volumes = vols
 	dc.LocalDirs, dc.TmpfsLocalDirs = p.localDirs()
 	dc.LogEnv = logEnv(c)
+	p.driverQueue(dc)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
 	return dc, nil
+}
+
+// driverQueue resolves the driver's queue: the executors' queue system
+// (spark.kubernetes.scheduler.name decides for both), named by the key or a
+// Spark-style label on either role. With a YuniKorn gang the driver declares
+// the executors' task group, so it needs an executor pod's size.
+func (p *parser) driverQueue(dc *DriverConf) {
+	labels := maps.Clone(dc.Labels)
+	maps.Copy(labels, config.KubernetesExecutorLabels.Values(p.c))
+	dc.Queue = p.queue(dc.AppID, get(p, config.KubernetesExecutorSchedulerName), labels)
+	if dc.Queue.System != QueueYuniKorn || dc.Queue.Gang == 0 {
+		return
+	}
+	// Errors in the executors' settings are CheckConf's to report.
+	ec, err := NewExecutorConf(p.c, dc.AppID, nil, "drover://driver:7078", []string{"/executor"})
+	if err != nil {
+		return
+	}
+	pod, err := buildPod(ec, 1, []Step{basicStep{}, mountVolumesStep{}, localDirsStep{}})
+	if err != nil {
+		return
+	}
+	dc.Queue.ExecutorRequests = PodRequests(pod)
+	dc.Queue.ExecutorNodeSelector = pod.Spec.NodeSelector
+	dc.Queue.ExecutorTolerations = pod.Spec.Tolerations
 }
 
 func (p *parser) driverTemplate(dc *DriverConf) {

@@ -30,9 +30,12 @@ type Step interface {
 // ExecutorSteps returns the executor steps in Spark's order
 // (KubernetesExecutorBuilder): basic, credentials (service account), mount
 // secrets, env secrets, mount volumes, local dirs; then the executor
-// ConfigMap's mount, which Spark does in its basic step.
+// ConfigMap's mount, which Spark does in its basic step, and the queue
+// (Spark's VolcanoFeatureStep and its labels for Kueue and YuniKorn),
+// last so that it sees the pod's final requests.
 func ExecutorSteps() []Step {
-	return []Step{basicStep{}, credentialsStep{}, mountSecretsStep{}, envSecretsStep{}, mountVolumesStep{}, localDirsStep{}, configMapStep{}}
+	return []Step{basicStep{}, credentialsStep{}, mountSecretsStep{}, envSecretsStep{}, mountVolumesStep{}, localDirsStep{},
+		configMapStep{}, queueStep{}}
 }
 
 // findContainer returns the container named name in pod, or nil.

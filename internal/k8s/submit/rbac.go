@@ -24,6 +24,9 @@ type RBACOptions struct {
 	Namespace, ServiceAccount string
 	// Claims: executors with on-demand PersistentVolumeClaims.
 	Claims bool
+	// Volcano: a client-mode driver that creates its Volcano PodGroup
+	// (drover submit creates a cluster-mode driver's).
+	Volcano bool
 	// Executor: an account for executors instead, with no rights at all
 	// (no Role, no RoleBinding), for
 	// spark.kubernetes.authenticate.executor.serviceAccountName when they
@@ -56,8 +59,10 @@ const (
 // informer), delete one, delete a collection (stop and scale-down), patch
 // (the inactive label). The executor config map and the Secret with the
 // executors' credentials (spark.authenticate, on by default): create and
-// delete. With Claims, on-demand
-// claims: create (they go with the driver pod, which owns them).
+// delete. Kueue's LocalQueues: get (a queue that does not exist fails
+// the application at once instead of holding its pods for good). With
+// Claims, on-demand claims: create (they go with the driver pod, which
+// owns them); with Volcano, Volcano's PodGroups: create and delete.
 func RBAC(o RBACOptions) ([]any, error) {
 	if o.Executor && o.Claims {
 		return nil, errors.New("an executor account has no rights: --on-demand-claims is for the driver's")
@@ -75,6 +80,10 @@ func RBAC(o RBACOptions) ([]any, error) {
 	}
 	if o.Claims {
 		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"create"}})
+	}
+	rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"kueue.x-k8s.io"}, Resources: []string{"localqueues"}, Verbs: []string{"get"}})
+	if o.Volcano {
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{"scheduling.volcano.sh"}, Resources: []string{"podgroups"}, Verbs: []string{"create", "delete"}})
 	}
 	meta := func(kind, api string) (metav1.TypeMeta, metav1.ObjectMeta) {
 		return metav1.TypeMeta{Kind: kind, APIVersion: api}, metav1.ObjectMeta{

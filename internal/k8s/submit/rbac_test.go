@@ -19,9 +19,11 @@ func TestRBAC(t *testing.T) {
 		wantErr string
 	}{
 		"driver": {o: RBACOptions{Namespace: "spark"}, want: []string{
-			"ServiceAccount/drover-driver", "Role/drover-driver [pods configmaps secrets]", "RoleBinding/drover-driver"}},
+			"ServiceAccount/drover-driver", "Role/drover-driver [pods configmaps secrets localqueues]", "RoleBinding/drover-driver"}},
 		"driver with claims": {o: RBACOptions{Namespace: "spark", Claims: true}, want: []string{
-			"ServiceAccount/drover-driver", "Role/drover-driver [pods configmaps secrets persistentvolumeclaims]", "RoleBinding/drover-driver"}},
+			"ServiceAccount/drover-driver", "Role/drover-driver [pods configmaps secrets persistentvolumeclaims localqueues]", "RoleBinding/drover-driver"}},
+		"driver with volcano": {o: RBACOptions{Namespace: "spark", Volcano: true}, want: []string{
+			"ServiceAccount/drover-driver", "Role/drover-driver [pods configmaps secrets localqueues podgroups]", "RoleBinding/drover-driver"}},
 		"executor":             {o: RBACOptions{Namespace: "spark", Executor: true}, want: []string{"ServiceAccount/drover-executor"}},
 		"executor named":       {o: RBACOptions{Namespace: "spark", Executor: true, ServiceAccount: "wi"}, want: []string{"ServiceAccount/wi"}},
 		"executor with rights": {o: RBACOptions{Namespace: "spark", Executor: true, Claims: true}, wantErr: "an executor account has no rights"},

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -49,6 +50,10 @@ type Plan struct {
 	// DriverSecretFiles are the credential files read here
 	// (podspec.DriverCredentialFiles), shipped in the same Secret.
 	DriverSecretFiles map[string][]byte
+	// PodGroup is the application's Volcano PodGroup (nil unless
+	// spark.kubernetes.scheduler.name=volcano), created before the driver
+	// pod that names it and then owned by it.
+	PodGroup *unstructured.Unstructured
 }
 
 // ID is the submission id, namespace:driver-pod.
@@ -126,6 +131,11 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 	if err := errors.Join(err, k8s.CheckConf(conf, appID, pod)); err != nil {
 		return nil, err
 	}
+	// Checked by CheckConf above.
+	pg, err := podspec.VolcanoPodGroup(conf, appID, true)
+	if err != nil {
+		return nil, err
+	}
 	files := map[string]string{}
 	if f := config.KubernetesExecutorPodTemplateFile.Get(conf); f != "" {
 		text, err := podspec.ReadExecutorTemplate(f)
@@ -136,7 +146,7 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 		props[config.KubernetesExecutorPodTemplateFile.Key()] = podspec.ExecutorTemplateFile
 	}
 	return &Plan{AppID: appID, Namespace: dc.Namespace, Master: m, Driver: dc, Pod: pod, DriverProperties: props,
-		DriverFiles: files, DriverSecrets: secrets, DriverSecretFiles: secretFiles}, nil
+		DriverFiles: files, DriverSecrets: secrets, DriverSecretFiles: secretFiles, PodGroup: pg}, nil
 }
 
 // credentialFiles reads the driver's credential files named in conf on
@@ -219,7 +229,8 @@ func NewClientConfig(conf *config.Conf, m master.URL) (kubernetes.Interface, *re
 }
 
 // Create creates the driver's config map (and Secret, for sensitive
-// settings), the driver pod, then its headless service. The configuration
+// settings; and the Volcano PodGroup), the driver pod, then its headless
+// service. The configuration
 // comes first so the pod never waits for it (which shows as
 // CreateContainerConfigError), and is then given the pod as its owner, like
 // the service, so deleting the pod deletes everything. When a step fails,
@@ -236,12 +247,21 @@ func (p *Plan) Create(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod
 		}
 		return nil, err
 	}
+	if err := k8s.CheckQueue(ctx, cs, p.Namespace, p.Driver.Queue); err != nil {
+		return nil, err
+	}
 	if p.Driver.SecretName != "" {
 		sec := podspec.DriverSecret(p.Driver, p.DriverSecrets, p.DriverSecretFiles, nil)
 		if _, err := secrets.Create(ctx, sec, metav1.CreateOptions{}); err != nil {
 			return nil, explain(fmt.Errorf("creating the driver's secret %s: %w", sec.Name, err), p.Namespace, "secrets")
 		}
 		undo = append(undo, func() error { return secrets.Delete(cleanup, sec.Name, metav1.DeleteOptions{}) })
+	}
+	if pg := p.PodGroup; pg != nil {
+		if err := k8s.CreatePodGroup(ctx, cs, pg); err != nil {
+			return fail(explain(err, p.Namespace, "podgroups.scheduling.volcano.sh"))
+		}
+		undo = append(undo, func() error { return k8s.DeletePodGroup(cleanup, cs, p.Namespace, pg.GetName()) })
 	}
 	cm := podspec.DriverConfigMap(p.Driver, p.DriverProperties, p.DriverFiles, nil)
 	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -263,6 +283,11 @@ func (p *Plan) Create(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod
 	if p.Driver.SecretName != "" {
 		if _, err := secrets.Patch(ctx, p.Driver.SecretName, types.MergePatchType, owner, metav1.PatchOptions{}); err != nil {
 			return fail(explain(fmt.Errorf("making the driver pod own its secret %s: %w", p.Driver.SecretName, err), p.Namespace, "secrets"))
+		}
+	}
+	if pg := p.PodGroup; pg != nil {
+		if err := k8s.OwnPodGroup(ctx, cs, p.Namespace, pg.GetName(), podspec.OwnerReference(created)); err != nil {
+			return fail(explain(err, p.Namespace, "podgroups.scheduling.volcano.sh"))
 		}
 	}
 	svc := podspec.DriverService(p.Driver, created)

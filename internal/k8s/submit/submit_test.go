@@ -23,6 +23,7 @@ import (
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/k8s/podspec"
+	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/master"
 )
 
@@ -449,5 +450,23 @@ func TestWatcherNamesDeletion(t *testing.T) {
 				t.Errorf("outcome (-want +got):\n%s\noutput:\n%s", diff, out)
 			}
 		})
+	}
+}
+
+// A driver pod a queue holds says so, rather than that it is not
+// scheduled.
+func TestDescribeGatedDriver(t *testing.T) {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{snapshot.LabelKueueQueue: "team-a"}},
+		Spec:       corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: snapshot.GateKueue}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
+			Status: corev1.ConditionFalse, Reason: corev1.PodReasonSchedulingGated, Message: "Scheduling is blocked due to non-empty scheduling gates"}}},
+	}
+	if got, want := Describe(p, ""), "Pending, waiting for queue admission (queue team-a)"; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
+	}
+	p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+	if got, want := Describe(p, ""), "Pending, held by scheduling gate example.com/hold"; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
 	}
 }

@@ -306,6 +306,13 @@ func Describe(pod *corev1.Pod, container string) string {
 	}
 	if n := pod.Spec.NodeName; n != "" {
 		b.WriteString(" on " + n)
+	} else if g := snapshot.Gate(pod); g != "" {
+		// A queue (Kueue) holds the pod until it admits it.
+		if strings.HasPrefix(g, "queue ") {
+			b.WriteString(", waiting for queue admission (" + g + ")")
+		} else {
+			b.WriteString(", held by " + g)
+		}
 	} else if pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" {
 		for _, c := range pod.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "" {

@@ -1,0 +1,324 @@
+package k8s
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/allocator"
+	"github.com/drover-project/drover/internal/k8s/podspec"
+)
+
+// ErrQueue is wrapped by the errors that end an application its queue
+// holds for good: a Kueue LocalQueue that does not exist, or
+// drover.kubernetes.queue.timeout.
+var ErrQueue = errors.New("queue")
+
+// How the driver follows executors waiting in a queue: the driver pod's
+// status annotation says so once they have waited statusDelay (Kueue
+// admits most pods within milliseconds, and each change is a write); the
+// LocalQueue is checked once they have waited checkAfter, then every
+// checkEvery.
+const (
+	queueStatusDelay = 5 * time.Second
+	queueCheckAfter  = 30 * time.Second
+	queueCheckEvery  = 30 * time.Second
+)
+
+// queueWatch follows the executor pods waiting in the application's queue
+// from the allocator's rounds: what the driver pod's annotation says
+// (drover submit's status line), the LocalQueue's existence, and
+// drover.kubernetes.queue.timeout.
+type queueWatch struct {
+	c       *Cluster
+	q       podspec.Queue
+	timeout time.Duration
+
+	mu         sync.Mutex
+	status     string // what the driver pod's annotation should say
+	written    string // what it says
+	writing    bool
+	gatedSince time.Time // zero while no pod waits in the queue
+	checking   bool
+	lastCheck  time.Time
+	warned     bool
+	failed     bool
+}
+
+// onRound is the allocator's round hook; it must not block: API calls run
+// on tracked goroutines.
+func (w *queueWatch) onRound(p allocator.Plan) {
+	now := w.c.clock.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	cnt := p.Counts
+	switch {
+	case cnt.Gated == 0:
+		w.gatedSince = time.Time{}
+	case w.gatedSince.IsZero():
+		w.gatedSince = now
+	}
+	waited := now.Sub(w.gatedSince)
+	status := p.Limit.String()
+	if status == "" && cnt.Gated > 0 && waited >= queueStatusDelay {
+		status = "waiting for queue admission (" + cnt.GatedBy + ")"
+	}
+	if status != w.status {
+		w.status = status
+		if status != "" {
+			w.c.log.Info("executors waiting", "status", status, "pods", cnt.Gated)
+		}
+		if !w.writing {
+			w.writing = true
+			w.c.goTracked(w.write)
+		}
+	}
+	if w.q.System != podspec.QueueKueue || cnt.Gated == 0 || w.failed {
+		return
+	}
+	running := cnt.Running + cnt.PendingKnown
+	if w.timeout > 0 && waited >= w.timeout && running == 0 {
+		w.failed = true
+		w.c.fail(fmt.Errorf("%w %s: %d executor pods waited %s for admission and none runs (%s=%s); "+
+			"check that LocalQueue %s of namespace %s exists and that its ClusterQueue has quota for them "+
+			"(kubectl get localqueue,clusterqueue; kubectl get workloads -n %s)", ErrQueue, w.q.Name, cnt.Gated,
+			waited.Round(time.Second), config.KubernetesQueueTimeout.Key(), w.timeout, w.q.Name, w.c.ns, w.c.ns))
+		return
+	}
+	if waited < queueCheckAfter || now.Sub(w.lastCheck) < queueCheckEvery || w.checking {
+		return
+	}
+	w.checking, w.lastCheck = true, now
+	w.c.goTracked(func(ctx context.Context) { w.check(ctx, cnt.Gated, running, waited) })
+}
+
+// write brings the driver pod's annotation up to date, one patch at a
+// time, so the last status written is the last one decided.
+func (w *queueWatch) write(ctx context.Context) {
+	for {
+		w.mu.Lock()
+		status := w.status
+		if status == w.written || ctx.Err() != nil {
+			w.writing = false
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		w.c.annotateHeld(ctx, status)
+		w.mu.Lock()
+		w.written = status
+		w.mu.Unlock()
+	}
+}
+
+// check looks for the LocalQueue of executors that have waited: gone
+// (deleted under the application), it fails an application none of whose
+// executors runs, and is a warning otherwise; unreadable, a warning says
+// what waits.
+func (w *queueWatch) check(ctx context.Context, gated, running int, waited time.Duration) {
+	exists, err := localQueueExists(ctx, w.c.cs, w.c.ns, w.q.Name)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.checking = false
+	switch {
+	case err != nil && !w.warned:
+		w.warned = true
+		w.c.log.Warn(fmt.Sprintf("%d executor pods have waited %s for admission by queue %s; the driver cannot read "+
+			"LocalQueue %s to check that it exists (kubectl get localqueue %s -n %s)", gated, waited.Round(time.Second),
+			w.q.Name, w.q.Name, w.q.Name, w.c.ns), "err", err)
+	case err == nil && !exists && running == 0 && !w.failed:
+		w.failed = true
+		w.c.fail(missingQueue(w.q.Name, w.c.ns))
+	case err == nil && !exists && !w.warned:
+		w.warned = true
+		w.c.log.Warn(fmt.Sprintf("LocalQueue %s of namespace %s no longer exists: Kueue will hold the %d executor pods waiting in it "+
+			"for good; the application goes on with its %d running executors", w.q.Name, w.c.ns, gated, running))
+	}
+}
+
+// CheckQueue fails when q is a Kueue queue of namespace ns that does not
+// exist: a pod in it would wait for good. drover submit checks before it
+// creates the driver pod (which waits in the queue too, so its driver
+// could not tell). A LocalQueue the client may not read passes.
+func CheckQueue(ctx context.Context, cs kubernetes.Interface, ns string, q podspec.Queue) error {
+	if q.System != podspec.QueueKueue || q.Name == "" {
+		return nil
+	}
+	exists, err := localQueueExists(ctx, cs, ns, q.Name)
+	if err == nil && !exists {
+		return config.Invalid(missingQueue(q.Name, ns))
+	}
+	return nil
+}
+
+// missingQueue is the error of a LocalQueue that does not exist.
+func missingQueue(name, ns string) error {
+	return fmt.Errorf("%w %s: namespace %s has no Kueue LocalQueue %s (%s; kubectl get localqueues -n %s); Kueue would hold "+
+		"the executor pods until it exists", ErrQueue, name, ns, name, config.KubernetesQueue.Key(), ns)
+}
+
+// annotateHeld writes what holds the executors back on the driver pod,
+// for drover submit's status line (nothing without a driver pod).
+func (c *Cluster) annotateHeld(ctx context.Context, status string) {
+	if c.driverPod == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	value := "null"
+	if status != "" {
+		value = strconv.Quote(status)
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + podspec.AnnotationExecutorsHeld + `":` + value + `}}}`)
+	if _, err := c.cs.CoreV1().Pods(c.ns).Patch(ctx, c.driverPod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		c.log.Debug("annotating the driver pod with what holds executors back", "err", err)
+	}
+}
+
+// restClient is the clientset's untyped REST client, for the queue
+// systems' resources drover has no Go types for; nil for a fake clientset.
+func restClient(cs kubernetes.Interface) rest.Interface {
+	if cs == nil || cs.Discovery() == nil {
+		return nil
+	}
+	return cs.Discovery().RESTClient()
+}
+
+// localQueueExists reports whether namespace ns has the Kueue LocalQueue
+// name, in either of Kueue's API versions. A fake clientset, which cannot
+// tell, says it has.
+func localQueueExists(ctx context.Context, cs kubernetes.Interface, ns, name string) (bool, error) {
+	rc := restClient(cs)
+	if rc == nil {
+		return true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, version := range []string{"v1beta2", "v1beta1"} {
+		err := rc.Get().AbsPath("/apis/kueue.x-k8s.io", version, "namespaces", ns, "localqueues", name).Do(ctx).Error()
+		if err == nil {
+			return true, nil
+		}
+		// Not found: the object, or the whole resource (Kueue serves
+		// the other version only, or is not installed).
+		if !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		var status apierrors.APIStatus
+		if errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Name == name {
+			return false, nil
+		}
+	}
+	return false, nil
+}
+
+// createPodGroup creates the application's Volcano PodGroup, owned by the
+// driver pod when there is one; one that exists already is kept (a
+// cluster-mode driver finds the one drover submit made).
+func createPodGroup(ctx context.Context, cs kubernetes.Interface, pg *unstructured.Unstructured, owner *metav1.OwnerReference) error {
+	rc := restClient(cs)
+	if rc == nil {
+		return errors.New("creating the Volcano PodGroup: the client cannot reach custom resources")
+	}
+	if owner != nil {
+		pg = pg.DeepCopy()
+		pg.SetOwnerReferences([]metav1.OwnerReference{*owner})
+	}
+	body, err := pg.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("encoding the Volcano PodGroup: %w", err)
+	}
+	gvr := podspec.PodGroupGVR
+	err = rc.Post().AbsPath("/apis", gvr.Group, gvr.Version, "namespaces", pg.GetNamespace(), gvr.Resource).
+		SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("creating Volcano PodGroup %s/%s: %w (is Volcano installed? spark.kubernetes.scheduler.name=volcano needs "+
+			"its PodGroup CRD, podgroups.scheduling.volcano.sh)", pg.GetNamespace(), pg.GetName(), err)
+	case err != nil:
+		return fmt.Errorf("creating Volcano PodGroup %s/%s: %w", pg.GetNamespace(), pg.GetName(), err)
+	}
+	return nil
+}
+
+// CreatePodGroup is createPodGroup for drover submit, which creates the
+// PodGroup before the driver pod that names it (Spark's pre-resource),
+// then has the pod own it with OwnPodGroup.
+func CreatePodGroup(ctx context.Context, cs kubernetes.Interface, pg *unstructured.Unstructured) error {
+	return createPodGroup(ctx, cs, pg, nil)
+}
+
+// OwnPodGroup makes the driver pod the PodGroup's owner.
+func OwnPodGroup(ctx context.Context, cs kubernetes.Interface, ns, name string, owner metav1.OwnerReference) error {
+	rc := restClient(cs)
+	if rc == nil {
+		return errors.New("owning the Volcano PodGroup: the client cannot reach custom resources")
+	}
+	body, err := json.Marshal(podspec.PodGroupOwner(owner))
+	if err != nil {
+		return err
+	}
+	gvr := podspec.PodGroupGVR
+	err = rc.Patch(types.MergePatchType).AbsPath("/apis", gvr.Group, gvr.Version, "namespaces", ns, gvr.Resource, name).
+		Body(body).Do(ctx).Error()
+	if err != nil {
+		return fmt.Errorf("making the driver pod own Volcano PodGroup %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+// DeletePodGroup deletes the application's PodGroup; one already gone is
+// no error.
+func DeletePodGroup(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
+	rc := restClient(cs)
+	if rc == nil {
+		return nil
+	}
+	gvr := podspec.PodGroupGVR
+	err := rc.Delete().AbsPath("/apis", gvr.Group, gvr.Version, "namespaces", ns, gvr.Resource, name).Do(ctx).Error()
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Volcano PodGroup %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+// endGang tells Kueue the executors' pod group is done before the driver
+// deletes its pods: Kueue keeps a group's quota while it waits for
+// replacements of pods that failed, which pods stopped by their deletion
+// often are; with retriable-in-group=false on one of them it finishes the
+// workload once none runs.
+func (c *Cluster) endGang(ctx context.Context) {
+	if q := c.queue.q; q.System != podspec.QueueKueue || q.Gang == 0 {
+		return
+	}
+	pods, err := c.cs.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: c.selector.String()})
+	if err != nil {
+		c.log.Debug("listing the executor pods to end their Kueue pod group", "err", err)
+		return
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + podspec.AnnotationKueueRetriable + `":"false"}}}`)
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		_, err := c.cs.CoreV1().Pods(c.ns).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err == nil {
+			return
+		}
+		c.log.Debug("ending the executors' Kueue pod group", "pod", p.Name, "err", err)
+	}
+}
