@@ -160,6 +160,44 @@ func TestRoundTripAndProjection(t *testing.T) {
 	}
 }
 
+// TestWriterDoesNotKeepRecords: a task's pipeline encodes every record
+// into the same memory, so the writer must copy what it batches; before it
+// did, strings and bytes of a batch of rows all read as its last row's.
+func TestWriterDoesNotKeepRecords(t *testing.T) {
+	rows := wideRows(3000)
+	cols, err := Columns(reflect.TypeFor[wide]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, cols, "snappy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec []byte
+	for _, r := range rows {
+		enc, err := codec.Encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec = append(rec[:0], enc...)
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		clear(rec) // as the next record overwrites it
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := parquet.Read[wide](bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(rows, got); diff != "" {
+		t.Errorf("rows written from one reused buffer (-want +got):\n%s", diff)
+	}
+}
+
 // TestReadsParquetGoFiles reads a file parquet-go's typed writer wrote, in
 // several row groups.
 func TestReadsParquetGoFiles(t *testing.T) {
