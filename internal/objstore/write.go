@@ -3,6 +3,8 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -111,11 +113,7 @@ func (w *Writer) Close() error {
 			return err
 		}
 	}
-	_, err := w.c.CompleteMultipartUpload(w.ctx, &s3.CompleteMultipartUploadInput{
-		Bucket: aws.String(w.uri.Bucket), Key: aws.String(w.uri.Key), UploadId: aws.String(w.id),
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: w.parts},
-	})
-	if err != nil {
+	if err := complete(w.ctx, w.c, w.uri, w.id, w.parts); err != nil {
 		return w.fail(opError("writing", w.uri, err))
 	}
 	return nil
@@ -176,11 +174,45 @@ func (s *Store) Complete(ctx context.Context, p Pending) error {
 	for i, pp := range p.Parts {
 		parts[i] = types.CompletedPart{PartNumber: aws.Int32(pp.Num), ETag: aws.String(pp.ETag)}
 	}
-	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
-		Bucket: aws.String(u.Bucket), Key: aws.String(u.Key), UploadId: aws.String(p.UploadID),
+	return opError("completing the upload of", u, complete(ctx, c, u, p.UploadID, parts))
+}
+
+// complete completes a multipart upload. When the SDK retries it (the
+// first answer was lost, or was a 5xx), S3 can answer NoSuchUpload because
+// the first attempt did complete it: then the object exists with the ETag
+// S3 gives these parts, and that is success.
+func complete(ctx context.Context, c *s3.Client, u URI, id string, parts []types.CompletedPart) error {
+	_, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(u.Bucket), Key: aws.String(u.Key), UploadId: aws.String(id),
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	})
-	return opError("completing the upload of", u, err)
+	if err == nil || !isNoSuchUpload(err) {
+		return err
+	}
+	want, ok := multipartETag(parts)
+	if !ok {
+		return err
+	}
+	out, herr := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key)})
+	if herr != nil || strings.Trim(aws.ToString(out.ETag), `"`) != want {
+		return err
+	}
+	return nil
+}
+
+// multipartETag is the ETag S3 gives the object a multipart upload of
+// parts makes: the MD5 of the parts' binary MD5s, "-", the number of
+// parts. ok is false when a part's ETag is no MD5 (some stores' are not).
+func multipartETag(parts []types.CompletedPart) (etag string, ok bool) {
+	h := md5.New()
+	for _, p := range parts {
+		b, err := hex.DecodeString(strings.Trim(aws.ToString(p.ETag), `"`))
+		if err != nil || len(b) != md5.Size {
+			return "", false
+		}
+		h.Write(b)
+	}
+	return fmt.Sprintf("%x-%d", h.Sum(nil), len(parts)), true
 }
 
 // AbortUploads aborts every multipart upload left open under the prefix
