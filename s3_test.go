@@ -417,11 +417,12 @@ func TestObjectStorageKilledJob(t *testing.T) {
 	}
 }
 
-// TestObjectStorageBadSettings: a wrong endpoint, keys or region give one
-// error before any job starts, naming the path, what the store said and
-// the key to check, for reading and for writing. versitygw has one static
-// account and no STS, so expired session credentials cannot be produced
-// here (describe names the same keys for ExpiredToken).
+// TestObjectStorageBadSettings: a wrong endpoint, keys, session token or
+// region give one error before any job starts, naming the path, what the
+// store said and the key to check, for reading and for writing. versitygw
+// refuses any session token with its static account (InvalidToken); it
+// has no STS, so an expired one (ExpiredToken, described the same way)
+// cannot be produced here.
 func TestObjectStorageBadSettings(t *testing.T) {
 	srv := testenv.NewS3(t)
 	if err := srv.CreateBucket(context.Background(), "data"); err != nil {
@@ -434,17 +435,35 @@ func TestObjectStorageBadSettings(t *testing.T) {
 	}
 	closedAddr := closed.Addr().String()
 	closed.Close() // a loopback port nothing listens on
+	// The keys in the environment (the SDK's default chain), as executors
+	// and drivers on Kubernetes take them.
+	var envConf []string
+	for _, c := range srv.Conf() {
+		if !strings.Contains(c, ".access.key=") && !strings.Contains(c, ".secret.key=") {
+			envConf = append(envConf, c)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		conf string
 		want []string
+		env  string // NAME=value, with the keys taken from the environment
 	}{
-		{"wrong secret", "spark.hadoop.fs.s3a.secret.key=wrong", []string{"SignatureDoesNotMatch", "spark.hadoop.fs.s3a.access.key and .secret.key"}},
-		{"unknown access key", "spark.hadoop.fs.s3a.access.key=nobody", []string{"XAdminUserNotFound", "spark.hadoop.fs.s3a.access.key and .secret.key"}},
-		{"wrong endpoint", "spark.hadoop.fs.s3a.endpoint=http://" + closedAddr, []string{"dial tcp " + closedAddr + ": connect: connection refused (the store did not answer, 5 attempts: check spark.hadoop.fs.s3a.endpoint"}},
-		{"wrong region", "spark.hadoop.fs.s3a.endpoint.region=eu-west-3", []string{"spark.hadoop.fs.s3a.endpoint.region"}},
+		{"wrong secret", "spark.hadoop.fs.s3a.secret.key=wrong", []string{"SignatureDoesNotMatch", "spark.hadoop.fs.s3a.access.key and .secret.key"}, ""},
+		{"invalid session token", "spark.hadoop.fs.s3a.session.token=expired", []string{"InvalidToken", "spark.hadoop.fs.s3a.session.token", "AWS_SESSION_TOKEN"}, ""},
+		{"invalid session token in the environment", "", []string{"InvalidToken", "AWS_SESSION_TOKEN"}, "AWS_SESSION_TOKEN=expired"},
+		{"wrong secret in the environment", "", []string{"SignatureDoesNotMatch", "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"}, "AWS_SECRET_ACCESS_KEY=wrong"},
+		{"unknown access key", "spark.hadoop.fs.s3a.access.key=nobody", []string{"XAdminUserNotFound", "spark.hadoop.fs.s3a.access.key and .secret.key"}, ""},
+		{"wrong endpoint", "spark.hadoop.fs.s3a.endpoint=http://" + closedAddr, []string{"dial tcp " + closedAddr + ": connect: connection refused (the store did not answer, 5 attempts: check spark.hadoop.fs.s3a.endpoint"}, ""},
+		{"wrong region", "spark.hadoop.fs.s3a.endpoint.region=eu-west-3", []string{"spark.hadoop.fs.s3a.endpoint.region"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			conf := append(srv.Conf(), tc.conf)
+			if tc.env != "" {
+				name, value, _ := strings.Cut(tc.env, "=")
+				t.Setenv(name, value)
+				conf = envConf
+			}
 			runJob(t, "local[2]", func(ctx *Context) error {
 				jobs := ctx.jobs.Load()
 				_, readErr := TextFile(ctx, "s3://data/in/").Count()
@@ -472,7 +491,7 @@ func TestObjectStorageBadSettings(t *testing.T) {
 					t.Errorf("%d jobs ran before the errors", n-jobs)
 				}
 				return nil
-			}, append(srv.Conf(), tc.conf)...)
+			}, conf...)
 		})
 	}
 	if keys := s3Keys(t, srv, "data", ""); !slices.Equal(keys, []string{"in/a.txt"}) {
