@@ -227,6 +227,28 @@ func TestStore(t *testing.T) {
 		if err != nil || len(ups.Uploads) != 0 {
 			t.Errorf("open uploads after abort: %v, %v", ups, err)
 		}
+		// A task cancelled while its parts upload in the background: the
+		// next write fails, and the upload is aborted, not left open.
+		cctx, cancel := context.WithCancel(ctx)
+		w, _ = st.Create(cctx, objstore.URI{Bucket: "data", Key: "w/cancelled"})
+		if _, err := w.Write(want); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		_, err = w.Write(want)
+		if err == nil {
+			err = w.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "writing s3://data/w/cancelled") || !errors.Is(err, context.Canceled) {
+			t.Errorf("writing after the context was cancelled: %v", err)
+		}
+		if _, err := w.Stage(); err == nil {
+			t.Errorf("Stage after a failure succeeded")
+		}
+		ups, err = srv.Client().ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("data")})
+		if err != nil || len(ups.Uploads) != 0 {
+			t.Errorf("open uploads after a cancelled write: %v, %v", ups.Uploads, err)
+		}
 	})
 
 	t.Run("copy and delete", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -17,14 +18,22 @@ import (
 )
 
 // PartSize is the size of a multipart upload's parts (S3's minimum is 5 MiB
-// for all but the last). A writer holds one part in memory.
+// for all but the last).
 var PartSize = 8 << 20
 
+// partsInFlight is how many parts a writer uploads at once while its
+// caller fills the next one, as S3A's fs.s3a.fast.upload.active.blocks: a
+// task goes on computing while the store receives and stores its last
+// parts, instead of waiting for each. A writer holds up to this many parts
+// and the one being filled in memory.
+const partsInFlight = 4
+
 // Writer streams an object to the store: each PartSize bytes written are
-// sent as one part of a multipart upload; Close completes it, and the
-// object appears whole or not at all. An object smaller than one part is
-// sent with one PUT on Close. Abort (or a failed Close) cancels the upload
-// and leaves nothing. Not safe for concurrent use.
+// sent as one part of a multipart upload, up to partsInFlight of them at
+// once in the background; Close completes it, and the object appears whole
+// or not at all. An object smaller than one part is sent with one PUT on
+// Close. Abort (or a failed Close) cancels the upload and leaves nothing.
+// Not safe for concurrent use.
 type Writer struct {
 	s      *Store
 	c      *s3.Client
@@ -32,9 +41,19 @@ type Writer struct {
 	uri    URI
 	buf    []byte
 	id     string // the multipart upload, once started
-	parts  []types.CompletedPart
 	err    error
 	closed bool
+
+	// The part uploads under way: they run in uctx, which the first
+	// failure cancels; slots holds one token per part in flight.
+	uctx   context.Context
+	cancel context.CancelCauseFunc
+	slots  chan struct{}
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	etags  []string // by part number - 1, set as parts finish
+	free   [][]byte // buffers of parts sent, for the next ones
+	upErr  error    // the first failed part's
 }
 
 // Create returns a writer of the object u; nothing is sent before PartSize
@@ -69,6 +88,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// flushPart starts the upload of the buffer as the next part, once fewer
+// than partsInFlight are under way, and gives the writer a buffer to fill.
 func (w *Writer) flushPart() error {
 	if err := w.ctx.Err(); err != nil {
 		// Checked here too: a cancelled task must not start parts the SDK
@@ -81,18 +102,78 @@ func (w *Writer) flushPart() error {
 			return w.fail(opError("writing", w.uri, err))
 		}
 		w.id = aws.ToString(out.UploadId)
+		w.uctx, w.cancel = context.WithCancelCause(w.ctx)
+		w.slots = make(chan struct{}, partsInFlight)
 	}
-	num := int32(len(w.parts) + 1)
-	out, err := w.c.UploadPart(w.ctx, &s3.UploadPartInput{
-		Bucket: aws.String(w.uri.Bucket), Key: aws.String(w.uri.Key), UploadId: aws.String(w.id),
-		PartNumber: aws.Int32(num), Body: bytes.NewReader(w.buf),
+	select {
+	case w.slots <- struct{}{}:
+	case <-w.uctx.Done():
+	}
+	if err := w.uploadErr(); err != nil {
+		return w.fail(err)
+	}
+	body := w.buf
+	w.mu.Lock()
+	w.etags = append(w.etags, "")
+	num := int32(len(w.etags))
+	if n := len(w.free); n > 0 {
+		w.buf, w.free = w.free[n-1], w.free[:n-1]
+	} else {
+		w.buf = make([]byte, 0, PartSize)
+	}
+	w.mu.Unlock()
+	w.wg.Go(func() {
+		defer func() { <-w.slots }()
+		out, err := w.c.UploadPart(w.uctx, &s3.UploadPartInput{
+			Bucket: aws.String(w.uri.Bucket), Key: aws.String(w.uri.Key), UploadId: aws.String(w.id),
+			PartNumber: aws.Int32(num), Body: bytes.NewReader(body),
+		})
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.free = append(w.free, body[:0])
+		if err != nil {
+			if w.upErr == nil {
+				w.upErr = opError("writing", w.uri, fmt.Errorf("part %d: %w", num, err))
+				w.cancel(w.upErr)
+			}
+			return
+		}
+		w.etags[num-1] = aws.ToString(out.ETag)
 	})
-	if err != nil {
-		return w.fail(opError("writing", w.uri, fmt.Errorf("part %d: %w", num, err)))
-	}
-	w.parts = append(w.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
-	w.buf = w.buf[:0]
 	return nil
+}
+
+// uploadErr is the first failure of a part's upload, or the cancellation
+// of the writer's context, or nil.
+func (w *Writer) uploadErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.upErr != nil {
+		return w.upErr
+	}
+	if err := w.ctx.Err(); err != nil {
+		return opError("writing", w.uri, err)
+	}
+	return nil
+}
+
+// sendLast sends what is buffered as the last part (an empty one when no
+// part was sent and empty is set), waits for every part and returns them.
+func (w *Writer) sendLast(empty bool) ([]types.CompletedPart, error) {
+	if len(w.buf) > 0 || empty && w.id == "" {
+		if err := w.flushPart(); err != nil {
+			return nil, err
+		}
+	}
+	w.wg.Wait()
+	if err := w.uploadErr(); err != nil {
+		return nil, w.fail(err)
+	}
+	parts := make([]types.CompletedPart, len(w.etags))
+	for i, etag := range w.etags {
+		parts[i] = types.CompletedPart{ETag: aws.String(etag), PartNumber: aws.Int32(int32(i + 1))}
+	}
+	return parts, nil
 }
 
 // Close sends what is buffered and completes the object.
@@ -108,12 +189,11 @@ func (w *Writer) Close() error {
 		}
 		return nil
 	}
-	if len(w.buf) > 0 {
-		if err := w.flushPart(); err != nil {
-			return err
-		}
+	parts, err := w.sendLast(false)
+	if err != nil {
+		return err
 	}
-	if err := complete(w.ctx, w.c, w.uri, w.id, w.parts); err != nil {
+	if err := complete(w.ctx, w.c, w.uri, w.id, parts); err != nil {
 		return w.fail(opError("writing", w.uri, err))
 	}
 	return nil
@@ -147,14 +227,13 @@ func (w *Writer) Stage() (Pending, error) {
 	if w.closed {
 		return Pending{}, fmt.Errorf("writing %s: writer closed", w.uri)
 	}
-	if len(w.buf) > 0 || len(w.parts) == 0 {
-		if err := w.flushPart(); err != nil {
-			return Pending{}, err
-		}
+	parts, err := w.sendLast(true)
+	if err != nil {
+		return Pending{}, err
 	}
 	w.closed = true
-	p := Pending{Key: w.uri.String(), UploadID: w.id, Parts: make([]PendingPart, len(w.parts))}
-	for i, cp := range w.parts {
+	p := Pending{Key: w.uri.String(), UploadID: w.id, Parts: make([]PendingPart, len(parts))}
+	for i, cp := range parts {
 		p.Parts[i] = PendingPart{Num: aws.ToInt32(cp.PartNumber), ETag: aws.ToString(cp.ETag)}
 	}
 	return p, nil
@@ -279,6 +358,10 @@ func (w *Writer) abort() {
 	if w.id == "" {
 		return
 	}
+	// The parts under way first: one that lands after the abort would
+	// leave the upload behind.
+	w.cancel(w.err)
+	w.wg.Wait()
 	// Even when the task's context has ended: an upload left open keeps
 	// its parts (and costs storage) until the bucket's lifecycle rules
 	// remove it.
