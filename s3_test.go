@@ -498,3 +498,75 @@ func TestObjectStorageBadSettings(t *testing.T) {
 		t.Errorf("objects after the failed writes: %v", keys)
 	}
 }
+
+// TestObjectStorageParquetProjection: reading two of ten equally wide
+// columns of Parquet in S3 makes the store serve at most 30% of the files'
+// bytes, counted by a proxy between drover and the store; reading all ten
+// serves them all, which shows the proxy counts what is read.
+func TestObjectStorageParquetProjection(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "bench"); err != nil {
+		t.Fatal(err)
+	}
+	proxy := newCountingProxy(t, srv.Endpoint)
+	const rows, dir = 60_000, "s3://bench/wide"
+	runJob(t, "local-cluster[2,1,512]", func(ctx *Context) error {
+		ds := Map(Range(ctx, 0, rows, 1, 4), benchWideRow)
+		if err := ds.SaveAsParquet(dir); err != nil {
+			return err
+		}
+		want, err := ds.Collect()
+		if err != nil {
+			return err
+		}
+		fileBytes, err := objectBytes(ctx, s3Store(srv, srv.Endpoint), dir)
+		if err != nil {
+			return err
+		}
+		served := func(read func() error) (float64, error) {
+			before := proxy.served.Load()
+			err := read()
+			return float64(proxy.served.Load()-before) / float64(fileBytes), err
+		}
+		full, err := served(func() error {
+			got, err := ReadParquet[wideRow](ctx, dir).Collect()
+			if err == nil && len(got) != len(want) {
+				t.Errorf("read %d rows of all columns, want %d", len(got), len(want))
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		projected, err := served(func() error {
+			got, err := ReadParquet[wideProjection](ctx, dir).Collect()
+			if err != nil {
+				return err
+			}
+			wantPairs := map[wideProjection]bool{}
+			for _, r := range want {
+				wantPairs[wideProjection{r.C2, r.C7}] = true
+			}
+			if len(got) != len(want) {
+				t.Errorf("read %d rows of two columns, want %d", len(got), len(want))
+			}
+			for _, p := range got {
+				if !wantPairs[p] {
+					t.Fatalf("read %+v, which no row written has", p)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		t.Logf("%d bytes of Parquet; served reading all ten columns: %.3f of them, two columns: %.3f", fileBytes, full, projected)
+		if full < 0.95 {
+			t.Errorf("reading every column served %.3f of the files' bytes: the proxy does not see the reads", full)
+		}
+		if projected > 0.30 {
+			t.Errorf("reading 2 of 10 columns served %.3f of the files' bytes, want ≤ 0.30: projection reads more than its columns", projected)
+		}
+		return nil
+	}, append(srv.Conf(), "spark.hadoop.fs.s3a.endpoint="+proxy.URL)...)
+}
