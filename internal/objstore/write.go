@@ -28,6 +28,25 @@ var PartSize = 8 << 20
 // and the one being filled in memory.
 const partsInFlight = 4
 
+// partBuffers holds the part buffers of finished writers for the next
+// ones: a task's writer would otherwise take fresh memory, faulted in page
+// by page as it is first filled, for every part buffer, and leave it to
+// the garbage collector.
+var partBuffers sync.Pool
+
+func getPartBuffer() []byte {
+	if b, ok := partBuffers.Get().(*[]byte); ok && cap(*b) == PartSize {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, PartSize)
+}
+
+func putPartBuffer(b []byte) {
+	if cap(b) == PartSize {
+		partBuffers.Put(&b)
+	}
+}
+
 // Writer streams an object to the store: each PartSize bytes written are
 // sent as one part of a multipart upload, up to partsInFlight of them at
 // once in the background; Close completes it, and the object appears whole
@@ -63,7 +82,7 @@ func (s *Store) Create(ctx context.Context, u URI) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{s: s, c: c, ctx: ctx, uri: u, buf: make([]byte, 0, PartSize)}, nil
+	return &Writer{s: s, c: c, ctx: ctx, uri: u, buf: getPartBuffer()}, nil
 }
 
 // Write buffers p, sending full parts.
@@ -119,7 +138,7 @@ func (w *Writer) flushPart() error {
 	if n := len(w.free); n > 0 {
 		w.buf, w.free = w.free[n-1], w.free[:n-1]
 	} else {
-		w.buf = make([]byte, 0, PartSize)
+		w.buf = getPartBuffer()
 	}
 	w.mu.Unlock()
 	w.wg.Go(func() {
@@ -130,14 +149,16 @@ func (w *Writer) flushPart() error {
 		})
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		w.free = append(w.free, body[:0])
 		if err != nil {
+			// Not reused: the HTTP transport may still be reading a body
+			// the store answered early.
 			if w.upErr == nil {
 				w.upErr = opError("writing", w.uri, fmt.Errorf("part %d: %w", num, err))
 				w.cancel(w.upErr)
 			}
 			return
 		}
+		w.free = append(w.free, body[:0])
 		w.etags[num-1] = aws.ToString(out.ETag)
 	})
 	return nil
@@ -166,6 +187,7 @@ func (w *Writer) sendLast(empty bool) ([]types.CompletedPart, error) {
 		}
 	}
 	w.wg.Wait()
+	w.releaseBuffers()
 	if err := w.uploadErr(); err != nil {
 		return nil, w.fail(err)
 	}
@@ -187,6 +209,7 @@ func (w *Writer) Close() error {
 		if err != nil {
 			return w.fail(opError("writing", w.uri, err))
 		}
+		w.releaseBuffers()
 		return nil
 	}
 	parts, err := w.sendLast(false)
@@ -339,6 +362,17 @@ func isNoSuchUpload(err error) bool {
 	return errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload"
 }
 
+// releaseBuffers gives the writer's buffers to the next writers, once no
+// upload uses them.
+func (w *Writer) releaseBuffers() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, b := range append(w.free, w.buf) {
+		putPartBuffer(b)
+	}
+	w.free, w.buf = nil, nil
+}
+
 // Abort cancels the upload: the object is not created.
 func (w *Writer) Abort() {
 	if w.err == nil {
@@ -354,6 +388,8 @@ func (w *Writer) fail(err error) error {
 }
 
 func (w *Writer) abort() {
+	// The current buffer may be the body of a request that failed, which
+	// the HTTP transport may still be reading: dropped, not reused.
 	w.buf = nil
 	if w.id == "" {
 		return
@@ -362,6 +398,7 @@ func (w *Writer) abort() {
 	// leave the upload behind.
 	w.cancel(w.err)
 	w.wg.Wait()
+	w.releaseBuffers()
 	// Even when the task's context has ended: an upload left open keeps
 	// its parts (and costs storage) until the bucket's lifecycle rules
 	// remove it.
