@@ -501,8 +501,9 @@ func TestObjectStorageBadSettings(t *testing.T) {
 
 // TestObjectStorageParquetProjection: reading two of ten equally wide
 // columns of Parquet in S3 makes the store serve at most 30% of the files'
-// bytes, counted by a proxy between drover and the store; reading all ten
-// serves them all, which shows the proxy counts what is read.
+// bytes, counted by a proxy between drover and the store, with one GET per
+// column chunk; reading all ten serves them all, which shows the proxy
+// counts what is read.
 func TestObjectStorageParquetProjection(t *testing.T) {
 	srv := testenv.NewS3(t)
 	if err := srv.CreateBucket(context.Background(), "bench"); err != nil {
@@ -523,9 +524,11 @@ func TestObjectStorageParquetProjection(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		var requests int64
 		served := func(read func() error) (float64, error) {
-			before := proxy.served.Load()
+			before, reqBefore := proxy.served.Load(), proxy.requests.Load()
 			err := read()
+			requests = proxy.requests.Load() - reqBefore
 			return float64(proxy.served.Load()-before) / float64(fileBytes), err
 		}
 		full, err := served(func() error {
@@ -560,12 +563,18 @@ func TestObjectStorageParquetProjection(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		t.Logf("%d bytes of Parquet; served reading all ten columns: %.3f of them, two columns: %.3f", fileBytes, full, projected)
+		t.Logf("%d bytes of Parquet; served reading all ten columns: %.3f of them, two columns: %.3f in %d requests", fileBytes, full, projected, requests)
 		if full < 0.95 {
 			t.Errorf("reading every column served %.3f of the files' bytes: the proxy does not see the reads", full)
 		}
 		if projected > 0.30 {
 			t.Errorf("reading 2 of 10 columns served %.3f of the files' bytes, want ≤ 0.30: projection reads more than its columns", projected)
+		}
+		// Per file: the driver's and the task's footer reads (3 GETs
+		// each) and one GET per column chunk; reads of a page each took
+		// 65 requests here.
+		if limit := int64(1 + 4*(3+3+2)); requests > limit {
+			t.Errorf("reading 2 of 10 columns of 4 files took %d requests, want ≤ %d: one GET per column chunk", requests, limit)
 		}
 		return nil
 	}, append(srv.Conf(), "spark.hadoop.fs.s3a.endpoint="+proxy.URL)...)

@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -484,5 +485,57 @@ func TestCompleteRetriedAfterSuccess(t *testing.T) {
 	}
 	if err := viaFront.Complete(ctx, missing); err == nil || !strings.Contains(err.Error(), "NoSuchUpload") {
 		t.Errorf("NoSuchUpload for an aborted upload: %v", err)
+	}
+}
+
+// TestReaderAtExpect: without a split's end (a Parquet file's reader), a
+// GET asks for what a read needs, or for all of a range the caller said it
+// would read in order, and nothing past it.
+func TestReaderAtExpect(t *testing.T) {
+	srv, _ := server(t)
+	ctx := context.Background()
+	body := strings.Repeat("0123456789", 20000)
+	put(t, srv, "p/file", body)
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var ranges []string
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+		if r.In.Method == http.MethodGet {
+			mu.Lock()
+			ranges = append(ranges, r.In.Header.Get("Range"))
+			mu.Unlock()
+		}
+	}}
+	front := httptest.NewServer(proxy)
+	defer front.Close()
+	st := objstore.New(objstore.Config{Endpoint: front.URL, PathStyle: true, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+	r := st.NewReaderAt(ctx, objstore.URI{Bucket: "data", Key: "p/file"}, int64(len(body)), 0)
+	defer r.Close()
+	r.Expect(1000, 50000)
+	buf := make([]byte, 4096)
+	var got []byte
+	for off := int64(1000); off < 51000; {
+		n, err := r.ReadAt(buf[:min(4096, 51000-off)], off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:n]...)
+		off += int64(n)
+	}
+	if string(got) != body[1000:51000] {
+		t.Errorf("read %d bytes of the expected range, not its bytes", len(got))
+	}
+	if _, err := r.ReadAt(buf[:100], 60000); err != nil || string(buf[:100]) != body[60000:60100] {
+		t.Errorf("read outside the range: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{"bytes=1000-50999", "bytes=60000-60099"}, ranges); diff != "" {
+		t.Errorf("GETs (-want +got):\n%s", diff)
 	}
 }

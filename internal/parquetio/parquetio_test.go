@@ -151,6 +151,17 @@ func TestRoundTripAndProjection(t *testing.T) {
 			if diff := cmp.Diff(wantNarrow, got); diff != "" {
 				t.Errorf("projection (-want +got):\n%s", diff)
 			}
+			// The chunks ChunkRanges names are the bytes the projection
+			// reads, bar the footer.
+			var chunks int64
+			for g := range f.RowGroups() {
+				for _, c := range ChunkRanges(f, g, mustColumns[narrow](t)) {
+					chunks += c.Len
+				}
+			}
+			if read := counter.n.Load(); read < chunks || read > chunks+int64(len(file))/50 {
+				t.Errorf("the projection read %d bytes; its chunks hold %d", read, chunks)
+			}
 			share := float64(counter.n.Load()) / float64(len(file))
 			t.Logf("%s: a 2-of-11-column read read %d of %d bytes (%.1f%%)", codecName, counter.n.Load(), len(file), 100*share)
 			if share > 0.30 {
@@ -158,6 +169,15 @@ func TestRoundTripAndProjection(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustColumns[T any](t *testing.T) []Column {
+	t.Helper()
+	cols, err := Columns(reflect.TypeFor[T]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cols
 }
 
 // TestWriterDoesNotKeepRecords: a task's pipeline encodes every record
