@@ -417,11 +417,12 @@ func TestObjectStorageKilledJob(t *testing.T) {
 	}
 }
 
-// TestObjectStorageBadSettings: a wrong endpoint, keys or region give one
-// error before any job starts, naming the path, what the store said and
-// the key to check, for reading and for writing. versitygw has one static
-// account and no STS, so expired session credentials cannot be produced
-// here (describe names the same keys for ExpiredToken).
+// TestObjectStorageBadSettings: a wrong endpoint, keys, session token or
+// region give one error before any job starts, naming the path, what the
+// store said and the key to check, for reading and for writing. versitygw
+// refuses any session token with its static account (InvalidToken); it
+// has no STS, so an expired one (ExpiredToken, described the same way)
+// cannot be produced here.
 func TestObjectStorageBadSettings(t *testing.T) {
 	srv := testenv.NewS3(t)
 	if err := srv.CreateBucket(context.Background(), "data"); err != nil {
@@ -434,17 +435,35 @@ func TestObjectStorageBadSettings(t *testing.T) {
 	}
 	closedAddr := closed.Addr().String()
 	closed.Close() // a loopback port nothing listens on
+	// The keys in the environment (the SDK's default chain), as executors
+	// and drivers on Kubernetes take them.
+	var envConf []string
+	for _, c := range srv.Conf() {
+		if !strings.Contains(c, ".access.key=") && !strings.Contains(c, ".secret.key=") {
+			envConf = append(envConf, c)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		conf string
 		want []string
+		env  string // NAME=value, with the keys taken from the environment
 	}{
-		{"wrong secret", "spark.hadoop.fs.s3a.secret.key=wrong", []string{"SignatureDoesNotMatch", "spark.hadoop.fs.s3a.access.key and .secret.key"}},
-		{"unknown access key", "spark.hadoop.fs.s3a.access.key=nobody", []string{"XAdminUserNotFound", "spark.hadoop.fs.s3a.access.key and .secret.key"}},
-		{"wrong endpoint", "spark.hadoop.fs.s3a.endpoint=http://" + closedAddr, []string{"dial tcp " + closedAddr + ": connect: connection refused (the store did not answer, 5 attempts: check spark.hadoop.fs.s3a.endpoint"}},
-		{"wrong region", "spark.hadoop.fs.s3a.endpoint.region=eu-west-3", []string{"spark.hadoop.fs.s3a.endpoint.region"}},
+		{"wrong secret", "spark.hadoop.fs.s3a.secret.key=wrong", []string{"SignatureDoesNotMatch", "spark.hadoop.fs.s3a.access.key and .secret.key"}, ""},
+		{"invalid session token", "spark.hadoop.fs.s3a.session.token=expired", []string{"InvalidToken", "spark.hadoop.fs.s3a.session.token", "AWS_SESSION_TOKEN"}, ""},
+		{"invalid session token in the environment", "", []string{"InvalidToken", "AWS_SESSION_TOKEN"}, "AWS_SESSION_TOKEN=expired"},
+		{"wrong secret in the environment", "", []string{"SignatureDoesNotMatch", "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"}, "AWS_SECRET_ACCESS_KEY=wrong"},
+		{"unknown access key", "spark.hadoop.fs.s3a.access.key=nobody", []string{"XAdminUserNotFound", "spark.hadoop.fs.s3a.access.key and .secret.key"}, ""},
+		{"wrong endpoint", "spark.hadoop.fs.s3a.endpoint=http://" + closedAddr, []string{"dial tcp " + closedAddr + ": connect: connection refused (the store did not answer, 5 attempts: check spark.hadoop.fs.s3a.endpoint"}, ""},
+		{"wrong region", "spark.hadoop.fs.s3a.endpoint.region=eu-west-3", []string{"spark.hadoop.fs.s3a.endpoint.region"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			conf := append(srv.Conf(), tc.conf)
+			if tc.env != "" {
+				name, value, _ := strings.Cut(tc.env, "=")
+				t.Setenv(name, value)
+				conf = envConf
+			}
 			runJob(t, "local[2]", func(ctx *Context) error {
 				jobs := ctx.jobs.Load()
 				_, readErr := TextFile(ctx, "s3://data/in/").Count()
@@ -472,10 +491,91 @@ func TestObjectStorageBadSettings(t *testing.T) {
 					t.Errorf("%d jobs ran before the errors", n-jobs)
 				}
 				return nil
-			}, append(srv.Conf(), tc.conf)...)
+			}, conf...)
 		})
 	}
 	if keys := s3Keys(t, srv, "data", ""); !slices.Equal(keys, []string{"in/a.txt"}) {
 		t.Errorf("objects after the failed writes: %v", keys)
 	}
+}
+
+// TestObjectStorageParquetProjection: reading two of ten equally wide
+// columns of Parquet in S3 makes the store serve at most 30% of the files'
+// bytes, counted by a proxy between drover and the store, with one GET per
+// column chunk; reading all ten serves them all, which shows the proxy
+// counts what is read.
+func TestObjectStorageParquetProjection(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "bench"); err != nil {
+		t.Fatal(err)
+	}
+	proxy := newCountingProxy(t, srv.Endpoint)
+	const rows, dir = 60_000, "s3://bench/wide"
+	runJob(t, "local-cluster[2,1,512]", func(ctx *Context) error {
+		ds := Map(Range(ctx, 0, rows, 1, 4), benchWideRow)
+		if err := ds.SaveAsParquet(dir); err != nil {
+			return err
+		}
+		want, err := ds.Collect()
+		if err != nil {
+			return err
+		}
+		fileBytes, err := objectBytes(ctx, s3Store(srv, srv.Endpoint), dir)
+		if err != nil {
+			return err
+		}
+		var requests int64
+		served := func(read func() error) (float64, error) {
+			before, reqBefore := proxy.served.Load(), proxy.requests.Load()
+			err := read()
+			requests = proxy.requests.Load() - reqBefore
+			return float64(proxy.served.Load()-before) / float64(fileBytes), err
+		}
+		full, err := served(func() error {
+			got, err := ReadParquet[wideRow](ctx, dir).Collect()
+			if err == nil && len(got) != len(want) {
+				t.Errorf("read %d rows of all columns, want %d", len(got), len(want))
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		projected, err := served(func() error {
+			got, err := ReadParquet[wideProjection](ctx, dir).Collect()
+			if err != nil {
+				return err
+			}
+			wantPairs := map[wideProjection]bool{}
+			for _, r := range want {
+				wantPairs[wideProjection{r.C2, r.C7}] = true
+			}
+			if len(got) != len(want) {
+				t.Errorf("read %d rows of two columns, want %d", len(got), len(want))
+			}
+			for _, p := range got {
+				if !wantPairs[p] {
+					t.Fatalf("read %+v, which no row written has", p)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		t.Logf("%d bytes of Parquet; served reading all ten columns: %.3f of them, two columns: %.3f in %d requests", fileBytes, full, projected, requests)
+		if full < 0.95 {
+			t.Errorf("reading every column served %.3f of the files' bytes: the proxy does not see the reads", full)
+		}
+		if projected > 0.30 {
+			t.Errorf("reading 2 of 10 columns served %.3f of the files' bytes, want ≤ 0.30: projection reads more than its columns", projected)
+		}
+		// Per file: the driver's and the task's footer reads (3 GETs
+		// each) and one GET per column chunk; reads of a page each took
+		// 65 requests here.
+		if limit := int64(1 + 4*(3+3+2)); requests > limit {
+			t.Errorf("reading 2 of 10 columns of 4 files took %d requests, want ≤ %d: one GET per column chunk", requests, limit)
+		}
+		return nil
+	}, append(srv.Conf(), "spark.hadoop.fs.s3a.endpoint="+proxy.URL)...)
 }

@@ -248,7 +248,8 @@ func mainErr(compare bool, only string) error {
 				map[string]string{"tasks_per_s": "Dask LocalCluster(4 processes × 1 thread) tasks/s"}, "tasks/s")
 		}},
 		{"word count", func() error {
-			return r.goBench(ctx, 20*time.Minute, "", nil, "test", "-run", "^$", "-bench", "WordCount", "-benchtime", "3x", "-timeout", "20m", "./examples/wordcount")
+			// Anchored: BenchmarkObjectStorageWordCount is the object storage step's.
+			return r.goBench(ctx, 20*time.Minute, "", nil, "test", "-run", "^$", "-bench", "^BenchmarkWordCount$", "-benchtime", "3x", "-timeout", "20m", "./examples/wordcount")
 		}},
 		{"word count dask", func() error {
 			if err := ensureDask(ctx); err != nil {
@@ -306,6 +307,28 @@ func mainErr(compare bool, only string) error {
 		}},
 		{"submission", func() error {
 			return k8sBench(10*time.Minute, "", "./internal/k8s/submit/", ".", "10x")
+		}},
+		{"object storage", func() error {
+			// 1 GiB to and from versitygw on loopback against the same jobs on
+			// local disk, each iteration running both (benchmarks in
+			// examples/wordcount and the root package, skipped unless
+			// DROVER_VERSITYGW is set).
+			gw := os.Getenv("DROVER_VERSITYGW")
+			if gw == "" {
+				out, err := run(ctx, 30*time.Minute, nil, "./hack/build-versitygw.sh")
+				if err != nil {
+					return fmt.Errorf("building versitygw: %w\n%s", err, tail(out))
+				}
+				lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+				gw = lines[len(lines)-1]
+			}
+			env := []string{"DROVER_VERSITYGW=" + gw}
+			if err := r.goBench(ctx, 20*time.Minute, "", env, "test", "-run", "^$", "-bench", "^BenchmarkObjectStorageWordCount$",
+				"-benchtime", "3x", "-timeout", "20m", "./examples/wordcount"); err != nil {
+				return err
+			}
+			return r.goBench(ctx, 40*time.Minute, "", env, "test", "-run", "^$", "-bench", "^BenchmarkObjectStorage",
+				"-benchtime", "3x", "-timeout", "40m", ".")
 		}},
 	}
 	for _, s := range steps {
@@ -371,6 +394,14 @@ func mainErr(compare bool, only string) error {
 		"BenchmarkObservabilityDriverRSS off-MiB", "≤ 1.10", func(v float64) bool { return v <= 1.10 })
 	r.ratio("allocation of 1,000 executors, web UI store + metrics + event log on / off", "observed BenchmarkAllocationAdaptive s/op",
 		"BenchmarkAllocationAdaptive s/op", "≤ 1.03", func(v float64) bool { return v <= 1.03 })
+	r.ratio("word count 1 GiB, from S3 (versitygw on loopback) / from local disk", "BenchmarkObjectStorageWordCount s3-s/op",
+		"BenchmarkObjectStorageWordCount local-s/op", "≤ 1.3", func(v float64) bool { return v <= 1.3 })
+	r.ratio("SaveAsTextFile 1 GiB, to S3 (versitygw on loopback) / to local disk", "BenchmarkObjectStorageSaveAsTextFile s3-s/op",
+		"BenchmarkObjectStorageSaveAsTextFile local-s/op", "≤ 1.5", func(v float64) bool { return v <= 1.5 })
+	r.ratio("SaveAsParquet 1 GiB, to S3 (versitygw on loopback) / to local disk", "BenchmarkObjectStorageSaveAsParquet s3-s/op",
+		"BenchmarkObjectStorageSaveAsParquet local-s/op", "≤ 1.5", func(v float64) bool { return v <= 1.5 })
+	r.ratio("Parquet from S3, 2 of 10 columns: bytes the store served / the files' bytes", "BenchmarkObjectStorageParquetProjection served-bytes/op",
+		"BenchmarkObjectStorageParquetProjection file-bytes", "≤ 0.30", func(v float64) bool { return v <= 0.30 })
 	if compare {
 		return compareWith(r, committed)
 	}

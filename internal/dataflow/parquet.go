@@ -26,6 +26,12 @@ func parquetRecords(ctx context.Context, s FileSplit, cols []parquetio.Column, s
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", s.Path, err)
 		}
+		if or, ok := f.(*objstore.ReaderAt); ok {
+			// One GET per column chunk, not one per page read.
+			for _, c := range parquetio.ChunkRanges(pf, s.RowGroup, cols) {
+				or.Expect(c.Off, c.Len)
+			}
+		}
 		if err := parquetio.ReadRowGroup(pf, s.RowGroup, cols, emit); err != nil {
 			return fmt.Errorf("reading %s, row group %d: %w", s.Path, s.RowGroup, err)
 		}
@@ -34,8 +40,8 @@ func parquetRecords(ctx context.Context, s FileSplit, cols []parquetio.Column, s
 }
 
 // OpenReaderAt opens a file of known size for random reads: an object
-// read with one ranged GET per read (no read-ahead past a split, since
-// Parquet reads jump between column chunks), or a local file.
+// read with one ranged GET per read, or per range it is told to expect
+// (objstore.ReaderAt.Expect), or a local file.
 func OpenReaderAt(ctx context.Context, path string, size int64, store *objstore.Store) (interface {
 	io.ReaderAt
 	io.Closer

@@ -5,8 +5,15 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -221,6 +228,28 @@ func TestStore(t *testing.T) {
 		if err != nil || len(ups.Uploads) != 0 {
 			t.Errorf("open uploads after abort: %v, %v", ups, err)
 		}
+		// A task cancelled while its parts upload in the background: the
+		// next write fails, and the upload is aborted, not left open.
+		cctx, cancel := context.WithCancel(ctx)
+		w, _ = st.Create(cctx, objstore.URI{Bucket: "data", Key: "w/cancelled"})
+		if _, err := w.Write(want); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		_, err = w.Write(want)
+		if err == nil {
+			err = w.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "writing s3://data/w/cancelled") || !errors.Is(err, context.Canceled) {
+			t.Errorf("writing after the context was cancelled: %v", err)
+		}
+		if _, err := w.Stage(); err == nil {
+			t.Errorf("Stage after a failure succeeded")
+		}
+		ups, err = srv.Client().ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("data")})
+		if err != nil || len(ups.Uploads) != 0 {
+			t.Errorf("open uploads after a cancelled write: %v, %v", ups.Uploads, err)
+		}
 	})
 
 	t.Run("copy and delete", func(t *testing.T) {
@@ -370,5 +399,143 @@ func TestPendingCommit(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"out/part-00000", "out/part-00001"}, keys); diff != "" {
 		t.Errorf("List after _SUCCESS (-want +got):\n%s", diff)
+	}
+}
+
+// TestCompleteRetriedAfterSuccess: a completion whose answer is lost (here
+// a gateway's 502 after the store completed the upload) is retried by the
+// SDK, and S3 answers the retry NoSuchUpload; the object is there with
+// this upload's ETag, so Complete succeeds. A NoSuchUpload for an upload
+// that did not make the object at its key stays an error.
+func TestCompleteRetriedAfterSuccess(t *testing.T) {
+	srv, st := server(t)
+	ctx := context.Background()
+	defer objstore.SetMaxBackoff(time.Millisecond)()
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host // signed
+	}}
+	// forward says whether the next completion reaches the store.
+	var forward atomic.Bool
+	var completions atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !r.URL.Query().Has("uploadId") {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		completions.Add(1)
+		if forward.Swap(false) {
+			rec := httptest.NewRecorder()
+			proxy.ServeHTTP(rec, r)
+			if rec.Code != http.StatusOK {
+				t.Errorf("the store's answer to the completion: %d %s", rec.Code, rec.Body)
+			}
+			w.WriteHeader(http.StatusBadGateway) // the answer lost
+			return
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchUpload</Code>`+
+			`<Message>The specified upload does not exist.</Message></Error>`)
+	}))
+	defer front.Close()
+	viaFront := objstore.New(objstore.Config{Endpoint: front.URL, PathStyle: true, Region: srv.Region,
+		AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+	stage := func(key, body string) objstore.Pending {
+		t.Helper()
+		w, err := st.Create(ctx, objstore.URI{Bucket: "data", Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w, body)
+		p, err := w.Stage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	done := stage("out/part-00000", "completed once\n")
+	forward.Store(true)
+	if err := viaFront.Complete(ctx, done); err != nil {
+		t.Errorf("a retried completion of an upload the store completed: %v", err)
+	}
+	if n := completions.Load(); n != 2 {
+		t.Errorf("%d completion requests, want the first and one retry", n)
+	}
+	if got := get(t, srv, "out/part-00000"); got != "completed once\n" {
+		t.Errorf("the object = %q", got)
+	}
+
+	// Another upload to the same key, never completed: the object there is
+	// not its.
+	other := stage("out/part-00000", "another attempt\n")
+	err = viaFront.Complete(ctx, other)
+	if err == nil || !strings.Contains(err.Error(), "completing the upload of s3://data/out/part-00000: NoSuchUpload") {
+		t.Errorf("NoSuchUpload for an upload whose object is not at its key: %v", err)
+	}
+	// No object at all.
+	missing := stage("out/part-00001", "aborted\n")
+	if _, err := st.AbortUploads(ctx, objstore.URI{Bucket: "data", Key: "out"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := viaFront.Complete(ctx, missing); err == nil || !strings.Contains(err.Error(), "NoSuchUpload") {
+		t.Errorf("NoSuchUpload for an aborted upload: %v", err)
+	}
+}
+
+// TestReaderAtExpect: without a split's end (a Parquet file's reader), a
+// GET asks for what a read needs, or for all of a range the caller said it
+// would read in order, and nothing past it.
+func TestReaderAtExpect(t *testing.T) {
+	srv, _ := server(t)
+	ctx := context.Background()
+	body := strings.Repeat("0123456789", 20000)
+	put(t, srv, "p/file", body)
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var ranges []string
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+		if r.In.Method == http.MethodGet {
+			mu.Lock()
+			ranges = append(ranges, r.In.Header.Get("Range"))
+			mu.Unlock()
+		}
+	}}
+	front := httptest.NewServer(proxy)
+	defer front.Close()
+	st := objstore.New(objstore.Config{Endpoint: front.URL, PathStyle: true, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+	r := st.NewReaderAt(ctx, objstore.URI{Bucket: "data", Key: "p/file"}, int64(len(body)), 0)
+	defer r.Close()
+	r.Expect(1000, 50000)
+	buf := make([]byte, 4096)
+	var got []byte
+	for off := int64(1000); off < 51000; {
+		n, err := r.ReadAt(buf[:min(4096, 51000-off)], off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, buf[:n]...)
+		off += int64(n)
+	}
+	if string(got) != body[1000:51000] {
+		t.Errorf("read %d bytes of the expected range, not its bytes", len(got))
+	}
+	if _, err := r.ReadAt(buf[:100], 60000); err != nil || string(buf[:100]) != body[60000:60100] {
+		t.Errorf("read outside the range: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff([]string{"bytes=1000-50999", "bytes=60000-60099"}, ranges); diff != "" {
+		t.Errorf("GETs (-want +got):\n%s", diff)
 	}
 }

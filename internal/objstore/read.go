@@ -35,12 +35,14 @@ type eofReader struct{}
 
 func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
 
-// ReaderAt reads an object of known size for a split that ends at end: the
-// bytes up to end (and a little past it, for the line that crosses it)
+// ReaderAt reads an object of known size. For a split that ends at end,
+// the bytes up to end (and a little past it, for the line that crosses it)
 // come in one ranged GET streamed as they are read, and reads past that in
-// further GETs sized by the read. Reads are expected to be sequential, as
-// a text split is read; a read elsewhere starts a new GET. Not safe for
-// concurrent use.
+// further GETs of at least readAhead. Without a split's end (end 0, as a
+// Parquet file is read), a GET asks for what the read needs, or for the
+// rest of a range the caller said it would read (Expect). Reads within a
+// GET are expected to be sequential; a read elsewhere starts a new GET.
+// Not safe for concurrent use.
 type ReaderAt struct {
 	s    *Store
 	ctx  context.Context
@@ -51,7 +53,12 @@ type ReaderAt struct {
 	body io.ReadCloser
 	pos  int64 // offset of the body's next byte
 	left int64 // bytes the body has still to give
+
+	expected []byteRange // from Expect
 }
+
+// byteRange is the bytes [start, end) of an object.
+type byteRange struct{ start, end int64 }
 
 // readAhead is the least a GET asks for past what is read: the line that
 // crosses a split's end rarely needs more, and a body closed before its end
@@ -62,6 +69,15 @@ const readAhead = 64 << 10
 // ending at end.
 func (s *Store) NewReaderAt(ctx context.Context, u URI, size, end int64) *ReaderAt {
 	return &ReaderAt{s: s, ctx: ctx, uri: u, size: size, end: min(end, size)}
+}
+
+// Expect says that the n bytes at off will be read in order: a GET that
+// starts among them asks for all the rest of them at once (and streams
+// them as they are read) instead of what one read needs, and for nothing
+// past them. A Parquet reader names the column chunks it will read: one
+// GET per chunk, where reads of one page each would take one per page.
+func (r *ReaderAt) Expect(off, n int64) {
+	r.expected = append(r.expected, byteRange{off, off + n})
 }
 
 // ReadAt reads len(p) bytes at off, or up to the end of the object with
@@ -98,12 +114,23 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // open starts a GET at at for at least need bytes: up to the split's end
-// and readAhead past it, or further when need asks for more.
+// and readAhead past it, or to the end of an expected range.
 func (r *ReaderAt) open(at, need int64) error {
 	r.closeBody()
-	stop := at + max(need, readAhead)
-	if at < r.end {
-		stop = max(stop, r.end+readAhead)
+	stop := at + need
+	if r.end > 0 {
+		stop = at + max(need, readAhead)
+		if at < r.end {
+			stop = max(stop, r.end+readAhead)
+		}
+	}
+	for _, e := range r.expected {
+		if at >= e.start && at < e.end {
+			// No read-ahead past it: what follows an expected range is
+			// not read (a Parquet column not projected).
+			stop = max(at+need, e.end)
+			break
+		}
 	}
 	stop = min(stop, r.size)
 	body, err := r.s.OpenRange(r.ctx, r.uri, at, stop-at)

@@ -124,10 +124,14 @@ func describe(err error) string {
 		msg = "NotFound: no such object, or no such bucket"
 	case "NoSuchBucket":
 		msg += " (check the bucket name and spark.hadoop.fs.s3a.endpoint)"
-	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken",
+	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
 		"XAdminUserNotFound": // versitygw's answer to an unknown access key
 		msg += " (check the credentials: spark.hadoop.fs.s3a.access.key and .secret.key on the driver, " +
 			"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or the workload identity of the driver and executors)"
+	case "ExpiredToken", "InvalidToken", "TokenRefreshRequired":
+		// Temporary credentials: the keys may be right and the token stale.
+		msg += " (check the session token that goes with the keys: spark.hadoop.fs.s3a.session.token on the driver, " +
+			"AWS_SESSION_TOKEN or the workload identity of the driver and executors; temporary credentials expire)"
 	case "AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException":
 		msg += " (check spark.hadoop.fs.s3a.endpoint.region)"
 	}

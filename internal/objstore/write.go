@@ -3,10 +3,13 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -15,14 +18,41 @@ import (
 )
 
 // PartSize is the size of a multipart upload's parts (S3's minimum is 5 MiB
-// for all but the last). A writer holds one part in memory.
+// for all but the last).
 var PartSize = 8 << 20
 
+// partsInFlight is how many parts a writer uploads at once while its
+// caller fills the next one, as S3A's fs.s3a.fast.upload.active.blocks: a
+// task goes on computing while the store receives and stores its last
+// parts, instead of waiting for each. A writer holds up to this many parts
+// and the one being filled in memory.
+const partsInFlight = 4
+
+// partBuffers holds the part buffers of finished writers for the next
+// ones: a task's writer would otherwise take fresh memory, faulted in page
+// by page as it is first filled, for every part buffer, and leave it to
+// the garbage collector.
+var partBuffers sync.Pool
+
+func getPartBuffer() []byte {
+	if b, ok := partBuffers.Get().(*[]byte); ok && cap(*b) == PartSize {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, PartSize)
+}
+
+func putPartBuffer(b []byte) {
+	if cap(b) == PartSize {
+		partBuffers.Put(&b)
+	}
+}
+
 // Writer streams an object to the store: each PartSize bytes written are
-// sent as one part of a multipart upload; Close completes it, and the
-// object appears whole or not at all. An object smaller than one part is
-// sent with one PUT on Close. Abort (or a failed Close) cancels the upload
-// and leaves nothing. Not safe for concurrent use.
+// sent as one part of a multipart upload, up to partsInFlight of them at
+// once in the background; Close completes it, and the object appears whole
+// or not at all. An object smaller than one part is sent with one PUT on
+// Close. Abort (or a failed Close) cancels the upload and leaves nothing.
+// Not safe for concurrent use.
 type Writer struct {
 	s      *Store
 	c      *s3.Client
@@ -30,9 +60,19 @@ type Writer struct {
 	uri    URI
 	buf    []byte
 	id     string // the multipart upload, once started
-	parts  []types.CompletedPart
 	err    error
 	closed bool
+
+	// The part uploads under way: they run in uctx, which the first
+	// failure cancels; slots holds one token per part in flight.
+	uctx   context.Context
+	cancel context.CancelCauseFunc
+	slots  chan struct{}
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	etags  []string // by part number - 1, set as parts finish
+	free   [][]byte // buffers of parts sent, for the next ones
+	upErr  error    // the first failed part's
 }
 
 // Create returns a writer of the object u; nothing is sent before PartSize
@@ -42,7 +82,7 @@ func (s *Store) Create(ctx context.Context, u URI) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{s: s, c: c, ctx: ctx, uri: u, buf: make([]byte, 0, PartSize)}, nil
+	return &Writer{s: s, c: c, ctx: ctx, uri: u, buf: getPartBuffer()}, nil
 }
 
 // Write buffers p, sending full parts.
@@ -67,6 +107,8 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// flushPart starts the upload of the buffer as the next part, once fewer
+// than partsInFlight are under way, and gives the writer a buffer to fill.
 func (w *Writer) flushPart() error {
 	if err := w.ctx.Err(); err != nil {
 		// Checked here too: a cancelled task must not start parts the SDK
@@ -79,18 +121,81 @@ func (w *Writer) flushPart() error {
 			return w.fail(opError("writing", w.uri, err))
 		}
 		w.id = aws.ToString(out.UploadId)
+		w.uctx, w.cancel = context.WithCancelCause(w.ctx)
+		w.slots = make(chan struct{}, partsInFlight)
 	}
-	num := int32(len(w.parts) + 1)
-	out, err := w.c.UploadPart(w.ctx, &s3.UploadPartInput{
-		Bucket: aws.String(w.uri.Bucket), Key: aws.String(w.uri.Key), UploadId: aws.String(w.id),
-		PartNumber: aws.Int32(num), Body: bytes.NewReader(w.buf),
+	select {
+	case w.slots <- struct{}{}:
+	case <-w.uctx.Done():
+	}
+	if err := w.uploadErr(); err != nil {
+		return w.fail(err)
+	}
+	body := w.buf
+	w.mu.Lock()
+	w.etags = append(w.etags, "")
+	num := int32(len(w.etags))
+	if n := len(w.free); n > 0 {
+		w.buf, w.free = w.free[n-1], w.free[:n-1]
+	} else {
+		w.buf = getPartBuffer()
+	}
+	w.mu.Unlock()
+	w.wg.Go(func() {
+		defer func() { <-w.slots }()
+		out, err := w.c.UploadPart(w.uctx, &s3.UploadPartInput{
+			Bucket: aws.String(w.uri.Bucket), Key: aws.String(w.uri.Key), UploadId: aws.String(w.id),
+			PartNumber: aws.Int32(num), Body: bytes.NewReader(body),
+		})
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if err != nil {
+			// Not reused: the HTTP transport may still be reading a body
+			// the store answered early.
+			if w.upErr == nil {
+				w.upErr = opError("writing", w.uri, fmt.Errorf("part %d: %w", num, err))
+				w.cancel(w.upErr)
+			}
+			return
+		}
+		w.free = append(w.free, body[:0])
+		w.etags[num-1] = aws.ToString(out.ETag)
 	})
-	if err != nil {
-		return w.fail(opError("writing", w.uri, fmt.Errorf("part %d: %w", num, err)))
-	}
-	w.parts = append(w.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
-	w.buf = w.buf[:0]
 	return nil
+}
+
+// uploadErr is the first failure of a part's upload, or the cancellation
+// of the writer's context, or nil.
+func (w *Writer) uploadErr() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.upErr != nil {
+		return w.upErr
+	}
+	if err := w.ctx.Err(); err != nil {
+		return opError("writing", w.uri, err)
+	}
+	return nil
+}
+
+// sendLast sends what is buffered as the last part (an empty one when no
+// part was sent and empty is set), waits for every part and returns them.
+func (w *Writer) sendLast(empty bool) ([]types.CompletedPart, error) {
+	if len(w.buf) > 0 || empty && w.id == "" {
+		if err := w.flushPart(); err != nil {
+			return nil, err
+		}
+	}
+	w.wg.Wait()
+	w.releaseBuffers()
+	if err := w.uploadErr(); err != nil {
+		return nil, w.fail(err)
+	}
+	parts := make([]types.CompletedPart, len(w.etags))
+	for i, etag := range w.etags {
+		parts[i] = types.CompletedPart{ETag: aws.String(etag), PartNumber: aws.Int32(int32(i + 1))}
+	}
+	return parts, nil
 }
 
 // Close sends what is buffered and completes the object.
@@ -104,18 +209,14 @@ func (w *Writer) Close() error {
 		if err != nil {
 			return w.fail(opError("writing", w.uri, err))
 		}
+		w.releaseBuffers()
 		return nil
 	}
-	if len(w.buf) > 0 {
-		if err := w.flushPart(); err != nil {
-			return err
-		}
-	}
-	_, err := w.c.CompleteMultipartUpload(w.ctx, &s3.CompleteMultipartUploadInput{
-		Bucket: aws.String(w.uri.Bucket), Key: aws.String(w.uri.Key), UploadId: aws.String(w.id),
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: w.parts},
-	})
+	parts, err := w.sendLast(false)
 	if err != nil {
+		return err
+	}
+	if err := complete(w.ctx, w.c, w.uri, w.id, parts); err != nil {
 		return w.fail(opError("writing", w.uri, err))
 	}
 	return nil
@@ -149,14 +250,13 @@ func (w *Writer) Stage() (Pending, error) {
 	if w.closed {
 		return Pending{}, fmt.Errorf("writing %s: writer closed", w.uri)
 	}
-	if len(w.buf) > 0 || len(w.parts) == 0 {
-		if err := w.flushPart(); err != nil {
-			return Pending{}, err
-		}
+	parts, err := w.sendLast(true)
+	if err != nil {
+		return Pending{}, err
 	}
 	w.closed = true
-	p := Pending{Key: w.uri.String(), UploadID: w.id, Parts: make([]PendingPart, len(w.parts))}
-	for i, cp := range w.parts {
+	p := Pending{Key: w.uri.String(), UploadID: w.id, Parts: make([]PendingPart, len(parts))}
+	for i, cp := range parts {
 		p.Parts[i] = PendingPart{Num: aws.ToInt32(cp.PartNumber), ETag: aws.ToString(cp.ETag)}
 	}
 	return p, nil
@@ -176,11 +276,45 @@ func (s *Store) Complete(ctx context.Context, p Pending) error {
 	for i, pp := range p.Parts {
 		parts[i] = types.CompletedPart{PartNumber: aws.Int32(pp.Num), ETag: aws.String(pp.ETag)}
 	}
-	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
-		Bucket: aws.String(u.Bucket), Key: aws.String(u.Key), UploadId: aws.String(p.UploadID),
+	return opError("completing the upload of", u, complete(ctx, c, u, p.UploadID, parts))
+}
+
+// complete completes a multipart upload. When the SDK retries it (the
+// first answer was lost, or was a 5xx), S3 can answer NoSuchUpload because
+// the first attempt did complete it: then the object exists with the ETag
+// S3 gives these parts, and that is success.
+func complete(ctx context.Context, c *s3.Client, u URI, id string, parts []types.CompletedPart) error {
+	_, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(u.Bucket), Key: aws.String(u.Key), UploadId: aws.String(id),
 		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
 	})
-	return opError("completing the upload of", u, err)
+	if err == nil || !isNoSuchUpload(err) {
+		return err
+	}
+	want, ok := multipartETag(parts)
+	if !ok {
+		return err
+	}
+	out, herr := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key)})
+	if herr != nil || strings.Trim(aws.ToString(out.ETag), `"`) != want {
+		return err
+	}
+	return nil
+}
+
+// multipartETag is the ETag S3 gives the object a multipart upload of
+// parts makes: the MD5 of the parts' binary MD5s, "-", the number of
+// parts. ok is false when a part's ETag is no MD5 (some stores' are not).
+func multipartETag(parts []types.CompletedPart) (etag string, ok bool) {
+	h := md5.New()
+	for _, p := range parts {
+		b, err := hex.DecodeString(strings.Trim(aws.ToString(p.ETag), `"`))
+		if err != nil || len(b) != md5.Size {
+			return "", false
+		}
+		h.Write(b)
+	}
+	return fmt.Sprintf("%x-%d", h.Sum(nil), len(parts)), true
 }
 
 // AbortUploads aborts every multipart upload left open under the prefix
@@ -228,6 +362,17 @@ func isNoSuchUpload(err error) bool {
 	return errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload"
 }
 
+// releaseBuffers gives the writer's buffers to the next writers, once no
+// upload uses them.
+func (w *Writer) releaseBuffers() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, b := range append(w.free, w.buf) {
+		putPartBuffer(b)
+	}
+	w.free, w.buf = nil, nil
+}
+
 // Abort cancels the upload: the object is not created.
 func (w *Writer) Abort() {
 	if w.err == nil {
@@ -243,10 +388,17 @@ func (w *Writer) fail(err error) error {
 }
 
 func (w *Writer) abort() {
+	// The current buffer may be the body of a request that failed, which
+	// the HTTP transport may still be reading: dropped, not reused.
 	w.buf = nil
 	if w.id == "" {
 		return
 	}
+	// The parts under way first: one that lands after the abort would
+	// leave the upload behind.
+	w.cancel(w.err)
+	w.wg.Wait()
+	w.releaseBuffers()
 	// Even when the task's context has ended: an upload left open keeps
 	// its parts (and costs storage) until the bucket's lifecycle rules
 	// remove it.

@@ -157,6 +157,38 @@ func ReadRowGroup(f *parquet.File, rg int, cols []Column, emit func(rec []byte) 
 	return nil
 }
 
+// ByteRange is a part of a file: Len bytes at Off.
+type ByteRange struct{ Off, Len int64 }
+
+// ChunkRanges is where the chunks that ReadRowGroup reads for cols lie in
+// the file, in the order it reads them, for a reader that fetches each
+// whole (an object store's).
+func ChunkRanges(f *parquet.File, rg int, cols []Column) []ByteRange {
+	groups := f.Metadata().RowGroups
+	if rg < 0 || rg >= len(groups) {
+		return nil
+	}
+	var out []ByteRange
+	for _, c := range cols {
+		if c.Skip {
+			continue
+		}
+		leaf, ok := f.Schema().Lookup(c.Name)
+		if !ok || leaf.ColumnIndex >= len(groups[rg].Columns) {
+			continue
+		}
+		md := groups[rg].Columns[leaf.ColumnIndex].MetaData
+		// A chunk starts with its dictionary page when it has one, and
+		// its compressed size counts that page (as parquet-go reads it).
+		off := md.DataPageOffset
+		if md.DictionaryPageOffset != 0 {
+			off = md.DictionaryPageOffset
+		}
+		out = append(out, ByteRange{Off: off, Len: md.TotalCompressedSize})
+	}
+	return out
+}
+
 func readColumn(chunk parquet.ColumnChunk, rows int) ([]parquet.Value, error) {
 	pages := chunk.Pages()
 	defer pages.Close()

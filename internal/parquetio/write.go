@@ -30,6 +30,10 @@ type Writer struct {
 	index []int                       // the Parquet column index of each column (the schema orders them by name)
 	w     *parquet.GenericWriter[any] // rows only: the schema is built from cols, not a Go type
 	rows  []parquet.Row
+	// batch holds copies of the batched records: byte-array values point
+	// into their record, and a caller may reuse a record's memory once
+	// Write returns (a task's pipeline does).
+	batch []byte
 }
 
 // NewWriter writes a Parquet file of the columns to out, compressed with
@@ -52,8 +56,14 @@ func NewWriter(out io.Writer, cols []Column, codecName string) (*Writer, error) 
 	return w, nil
 }
 
-// Write adds one encoded record. Rows are written in batches.
+// Write adds one encoded record. Rows are written in batches; rec is not
+// kept.
 func (w *Writer) Write(rec []byte) error {
+	// Appending may move batch, but the rows already made keep pointing
+	// at the old array, which nothing writes again.
+	start := len(w.batch)
+	w.batch = append(w.batch, rec...)
+	rec = w.batch[start:len(w.batch):len(w.batch)]
 	row := make(parquet.Row, 0, len(w.cols))
 	for i, c := range w.cols {
 		var v parquet.Value
@@ -88,8 +98,11 @@ func sortByColumn(row parquet.Row) {
 }
 
 func (w *Writer) flushRows() error {
+	// WriteRows copies the values into the column buffers: the batch's
+	// memory can be written again after it.
 	_, err := w.w.WriteRows(w.rows)
 	w.rows = w.rows[:0]
+	w.batch = w.batch[:0]
 	return err
 }
 
