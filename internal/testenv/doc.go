@@ -2,7 +2,10 @@
 // drover's integration tests and dev cluster: etcd and kube-apiserver, and on
 // request kube-scheduler, kube-controller-manager (garbage collection,
 // namespaces, service accounts, node lifecycle), kwok with simulated nodes,
-// and process nodes (package procnode) that run pods as local processes.
+// process nodes (package procnode) that run pods as local processes, and the
+// Kueue controller manager (built by hack/build-kueue.sh, found in
+// $DROVER_KUEUE or ~/.cache/drover/kueue/<version>/) with its CRDs and
+// webhooks, managing the pods of namespaces made with NewKueueNamespace.
 //
 // The components are binaries built from their Go modules by
 // hack/build-testbin.sh (make testbin) into ~/.cache/drover/k8s/<version>/,

@@ -22,11 +22,17 @@
 //     emptyDir, persistentVolumeClaim including OnDemand claims, nfs);
 //  6. local-dirs: emptyDir scratch space (tmpfs on request), unless user
 //     volumes named spark-local-dir-* provide it;
-//  7. config-map: the executor ConfigMap mounted at ConfDir.
+//  7. config-map: the executor ConfigMap mounted at ConfDir;
+//  8. queue: the pod's queue (docs/queues.md), following
+//     spark.kubernetes.scheduler.name: Kueue's queue label (and, for a
+//     gang, its pod group; the driver then owns the pod without being its
+//     controller), Volcano's PodGroup annotation, or YuniKorn's app id,
+//     queue and task group.
 //
 // [OnDemandClaims], [ExecutorConfigMap] and [ExecutorAuthSecret] build the
 // other objects: the PersistentVolumeClaims of one executor pod, and the
-// application's executor ConfigMap and authentication Secret.
+// application's executor ConfigMap and authentication Secret;
+// [VolcanoPodGroup] builds its Volcano PodGroup.
 //
 // # The driver pod (cluster mode)
 //
