@@ -80,7 +80,7 @@ func TestTaskMetricsReachTaskEndEvents(t *testing.T) {
 					sum, n = &reduceSide, &reduceTasks
 				}
 				*n++
-				add(sum, te.Metrics)
+				sum.Add(te.Metrics)
 				if !reduceStage[te.StageID] && te.Metrics.ShuffleWriteBytes == 0 {
 					t.Errorf("map task %d reports no shuffle write: %+v", te.TaskID, te.Metrics)
 				}
@@ -125,19 +125,6 @@ func TestTaskMetricsReachTaskEndEvents(t *testing.T) {
 	}
 }
 
-func add(sum *events.TaskMetrics, m events.TaskMetrics) {
-	sum.ResultBytes += m.ResultBytes
-	sum.InputBytes += m.InputBytes
-	sum.InputRecords += m.InputRecords
-	sum.OutputBytes += m.OutputBytes
-	sum.OutputRecords += m.OutputRecords
-	sum.ShuffleReadBytes += m.ShuffleReadBytes
-	sum.ShuffleReadRecords += m.ShuffleReadRecords
-	sum.ShuffleWriteBytes += m.ShuffleWriteBytes
-	sum.ShuffleWriteRecords += m.ShuffleWriteRecords
-	sum.SpillBytes += m.SpillBytes
-}
-
 // jobMetrics sums the metrics of the successful task ends of each job, in
 // job order.
 func (r *recordEvents) jobMetrics() []events.TaskMetrics {
@@ -153,7 +140,7 @@ func (r *recordEvents) jobMetrics() []events.TaskMetrics {
 			jobOfStage[e.StageID] = e.JobID
 		case *events.TaskEnd:
 			if s := sums[jobOfStage[e.StageID]]; s != nil && e.State == events.TaskSuccess {
-				add(s, e.Metrics)
+				s.Add(e.Metrics)
 			}
 		}
 	}

@@ -9,12 +9,16 @@ command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0
 fi
-if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+sudo=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && [ "${CI:-}" = true ]; then
+	sudo=sudo
+fi
+if { [ "$(id -u)" != 0 ] && [ -z "$sudo" ]; } || ! command -v apt-get >/dev/null 2>&1; then
 	echo "drover: tests that need ${need[*]} will skip; install with: sudo apt-get install ${need[*]}" >&2
 	# CI must run them: a missing package fails there, not skips.
 	[ "${CI:-}" != true ]
 	exit
 fi
 echo "drover: installing ${need[*]} for the browser and metrics tests (apt-get)"
-apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

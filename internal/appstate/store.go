@@ -336,7 +336,7 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 	st.ActiveTasks--
 	j.ActiveTasks--
 	st.RunTime += e.Duration
-	addMetrics(&st.Metrics, e.Metrics)
+	st.Metrics.Add(e.Metrics)
 	switch e.State {
 	case events.TaskSuccess:
 		st.CompleteTasks++
@@ -468,19 +468,6 @@ func forget[K any](order []K, n int, drop func(K) bool) []K {
 	}
 	clear(order[len(out):])
 	return out
-}
-
-func addMetrics(sum *events.TaskMetrics, m events.TaskMetrics) {
-	sum.ResultBytes += m.ResultBytes
-	sum.InputBytes += m.InputBytes
-	sum.InputRecords += m.InputRecords
-	sum.OutputBytes += m.OutputBytes
-	sum.OutputRecords += m.OutputRecords
-	sum.ShuffleReadBytes += m.ShuffleReadBytes
-	sum.ShuffleReadRecords += m.ShuffleReadRecords
-	sum.ShuffleWriteBytes += m.ShuffleWriteBytes
-	sum.ShuffleWriteRecords += m.ShuffleWriteRecords
-	sum.SpillBytes += m.SpillBytes
 }
 
 // host is the host part of host:port.

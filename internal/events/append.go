@@ -16,27 +16,13 @@ func AppendJSON(dst []byte, e Event) ([]byte, error) {
 		if !plainTime(e.Time) {
 			break
 		}
-		dst = append(dst, `{"Event":"TaskStart","Time":"`...)
-		dst = e.Time.AppendFormat(dst, time.RFC3339Nano)
-		dst = appendInt(dst, `","TaskID":`, e.TaskID)
-		dst = appendInt(dst, `,"StageID":`, int64(e.StageID))
-		dst = appendInt(dst, `,"StageAttempt":`, int64(e.StageAttempt))
-		dst = appendInt(dst, `,"Partition":`, int64(e.Partition))
-		dst = appendInt(dst, `,"Attempt":`, int64(e.Attempt))
-		dst = appendInt(dst, `,"Executor":`, int64(e.Executor))
+		dst = appendTask(dst, "TaskStart", e.Time, e.TaskID, e.StageID, e.StageAttempt, e.Partition, e.Attempt, int64(e.Executor))
 		return append(dst, '}'), nil
 	case *TaskEnd:
 		if !plainTime(e.Time) {
 			break
 		}
-		dst = append(dst, `{"Event":"TaskEnd","Time":"`...)
-		dst = e.Time.AppendFormat(dst, time.RFC3339Nano)
-		dst = appendInt(dst, `","TaskID":`, e.TaskID)
-		dst = appendInt(dst, `,"StageID":`, int64(e.StageID))
-		dst = appendInt(dst, `,"StageAttempt":`, int64(e.StageAttempt))
-		dst = appendInt(dst, `,"Partition":`, int64(e.Partition))
-		dst = appendInt(dst, `,"Attempt":`, int64(e.Attempt))
-		dst = appendInt(dst, `,"Executor":`, int64(e.Executor))
+		dst = appendTask(dst, "TaskEnd", e.Time, e.TaskID, e.StageID, e.StageAttempt, e.Partition, e.Attempt, int64(e.Executor))
 		dst = append(dst, `,"State":`...)
 		dst = appendString(dst, e.State)
 		if e.Reason != "" {
@@ -70,6 +56,21 @@ func AppendJSON(dst []byte, e Event) ([]byte, error) {
 	}
 	line, err := Marshal(e)
 	return append(dst, line...), err
+}
+
+// appendTask appends the fields TaskStart and TaskEnd share, in their
+// declaration order, leaving the object open.
+func appendTask(dst []byte, event string, t time.Time, taskID int64, stage, stageAttempt, partition, attempt int, executor int64) []byte {
+	dst = append(dst, `{"Event":"`...)
+	dst = append(dst, event...)
+	dst = append(dst, `","Time":"`...)
+	dst = t.AppendFormat(dst, time.RFC3339Nano)
+	dst = appendInt(dst, `","TaskID":`, taskID)
+	dst = appendInt(dst, `,"StageID":`, int64(stage))
+	dst = appendInt(dst, `,"StageAttempt":`, int64(stageAttempt))
+	dst = appendInt(dst, `,"Partition":`, int64(partition))
+	dst = appendInt(dst, `,"Attempt":`, int64(attempt))
+	return appendInt(dst, `,"Executor":`, executor)
 }
 
 // plainTime is a time encoding/json writes as RFC 3339 with nanoseconds

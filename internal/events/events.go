@@ -132,6 +132,20 @@ type TaskMetrics struct {
 	SpillBytes int64 `json:",omitempty"`
 }
 
+// Add adds o's counts to m's.
+func (m *TaskMetrics) Add(o TaskMetrics) {
+	m.ResultBytes += o.ResultBytes
+	m.InputBytes += o.InputBytes
+	m.InputRecords += o.InputRecords
+	m.OutputBytes += o.OutputBytes
+	m.OutputRecords += o.OutputRecords
+	m.ShuffleReadBytes += o.ShuffleReadBytes
+	m.ShuffleReadRecords += o.ShuffleReadRecords
+	m.ShuffleWriteBytes += o.ShuffleWriteBytes
+	m.ShuffleWriteRecords += o.ShuffleWriteRecords
+	m.SpillBytes += o.SpillBytes
+}
+
 // ExecutorAdded is an executor that registered with the driver.
 type ExecutorAdded struct {
 	Header

@@ -405,14 +405,20 @@ func statusFilter(r *http.Request) map[string]bool {
 }
 
 func (u *UI) apiJobs(_ appstate.App, r *http.Request) (any, error) {
+	return byStatus(r, u.store.Jobs(), func(j appstate.Job) string { return j.Status }, jobJSON), nil
+}
+
+// byStatus renders the items whose status the request's ?status= names
+// (every item without one), never null.
+func byStatus[T, J any](r *http.Request, items []T, status func(T) string, render func(T) J) []J {
 	want := statusFilter(r)
-	out := []jobDataJSON{}
-	for _, j := range u.store.Jobs() {
-		if want == nil || want[j.Status] {
-			out = append(out, jobJSON(j))
+	out := []J{}
+	for _, it := range items {
+		if want == nil || want[status(it)] {
+			out = append(out, render(it))
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (u *UI) apiJob(_ appstate.App, r *http.Request) (any, error) {
@@ -448,14 +454,7 @@ func orEmpty[V any](m map[string]V) map[string]V {
 }
 
 func (u *UI) apiStages(_ appstate.App, r *http.Request) (any, error) {
-	want := statusFilter(r)
-	out := []stageDataJSON{}
-	for _, st := range u.store.Stages() {
-		if want == nil || want[st.Status] {
-			out = append(out, stageJSON(st))
-		}
-	}
-	return out, nil
+	return byStatus(r, u.store.Stages(), func(st appstate.Stage) string { return st.Status }, stageJSON), nil
 }
 
 // stageID reads {stageId} and, when the path has it, {attemptId}.
