@@ -44,7 +44,7 @@ func (f *fakeBackend) ReviveOffers() {
 			}
 			var statuses []scheduler.Status
 			for _, td := range tasks {
-				t, st, err := dataflow.DecodeTask(td.Payload)
+				t, st, err := dataflow.DecodeTask(td.Plan, td.Payload)
 				if err != nil {
 					panic(err)
 				}

@@ -28,7 +28,7 @@ func (f *goBackend) ReviveOffers() {
 			}
 			for _, td := range tasks {
 				go func() {
-					t, st, err := dataflow.DecodeTask(td.Payload)
+					t, st, err := dataflow.DecodeTask(td.Plan, td.Payload)
 					if err != nil {
 						panic(err)
 					}

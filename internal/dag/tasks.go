@@ -45,7 +45,7 @@ func (g *Graph) runTasks(ctx context.Context, st *dataflow.Stage, partitions []i
 	}
 	gens := g.gensLocked(st)
 	for i, p := range partitions {
-		t := &dataflow.Task{Stage: stageBytes, Partition: p, MemoryBytes: g.opts.MemoryBytes, MaxInFlight: g.opts.MaxInFlight}
+		t := &dataflow.Task{Partition: p, MemoryBytes: g.opts.MemoryBytes, MaxInFlight: g.opts.MaxInFlight}
 		g.inputsLocked(st, st.Final, p, t)
 		b, err := dataflow.EncodeTask(t)
 		if err != nil {
@@ -60,7 +60,7 @@ func (g *Graph) runTasks(ctx context.Context, st *dataflow.Stage, partitions []i
 	var mu sync.Mutex
 	var done []result
 	err = g.sched.Run(ctx, scheduler.TaskSetSpec{
-		JobID: events.JobOf(ctx), StageID: st.ID, StageAttempt: st.Attempt, Func: dataflow.TaskFunc, Tasks: tasks, Name: name,
+		JobID: events.JobOf(ctx), StageID: st.ID, StageAttempt: st.Attempt, Func: dataflow.TaskFunc, Plan: stageBytes, Tasks: tasks, Name: name,
 		OnSuccess: func(p int, r []byte) {
 			if st.Output.Kind == dataflow.WriteShuffle {
 				// Recorded at once, not when the stage ends: dynamic

@@ -218,10 +218,11 @@ type Output struct {
 	SampleSize int
 }
 
-// Task is the payload of one task: the stage, the partition, the records
-// of Parallelize sources and the shuffle blocks to read.
+// Task is the payload of one task: the partition, the records of
+// Parallelize sources, its file splits and the shuffle blocks to read. The
+// stage's plan (EncodeStage) is not in it: it travels once per executor,
+// as the task set's plan (funcs.Task.Plan).
 type Task struct {
-	Stage     []byte // encoded Stage, shared by the stage's tasks
 	Partition int
 	Data      map[int][]byte                     // Parallelize partition → framed records
 	Splits    map[int]map[int]FileSplit          // TextFile node → partition → its split
@@ -263,16 +264,16 @@ func EncodeTask(t *Task) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// DecodeTask decodes a task's payload and its stage.
-func DecodeTask(b []byte) (*Task, *Stage, error) { return decodeTask(b) }
+// DecodeTask decodes a task's payload and its stage's plan.
+func DecodeTask(plan, payload []byte) (*Task, *Stage, error) { return decodeTask(plan, payload) }
 
-func decodeTask(b []byte) (*Task, *Stage, error) {
+func decodeTask(plan, payload []byte) (*Task, *Stage, error) {
 	var t Task
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&t); err != nil {
+	if err := gob.NewDecoder(bytes.NewReader(payload)).Decode(&t); err != nil {
 		return nil, nil, fmt.Errorf("decoding task: %w", err)
 	}
 	var s Stage
-	if err := gob.NewDecoder(bytes.NewReader(t.Stage)).Decode(&s); err != nil {
+	if err := gob.NewDecoder(bytes.NewReader(plan)).Decode(&s); err != nil {
 		return nil, nil, fmt.Errorf("decoding stage: %w", err)
 	}
 	return &t, &s, nil

@@ -24,7 +24,7 @@ var errStop = errors.New("stop")
 // RunTask runs one task of a stage: it builds the partition's pipeline of
 // producers, from the sources or shuffle reads to the output, and runs it.
 func RunTask(ctx context.Context, ft funcs.Task, payload []byte) ([]byte, error) {
-	t, st, err := decodeTask(payload)
+	t, st, err := decodeTask(ft.Plan, payload)
 	if err != nil {
 		return nil, err
 	}

@@ -117,8 +117,15 @@ func (e *Executor) receive(stream pb.Driver_ControlClient) error {
 		e.touch()
 		switch m := msg.GetMsg().(type) {
 		case *pb.DriverMessage_Launch:
+			for _, p := range m.Launch.GetPlans() {
+				e.plans[p.GetTaskSet()] = p
+			}
 			for _, t := range m.Launch.GetTasks() {
-				e.launch(t)
+				e.launch(t, e.plans[t.GetTaskSet()])
+			}
+		case *pb.DriverMessage_ForgetPlans:
+			for _, id := range m.ForgetPlans.GetTaskSets() {
+				delete(e.plans, id)
 			}
 		case *pb.DriverMessage_Kill:
 			e.killTask(m.Kill.GetTaskId(), m.Kill.GetReason())

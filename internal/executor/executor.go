@@ -59,6 +59,11 @@ type Executor struct {
 	shuffles          *shuffle.Manager
 	store             atomic.Pointer[objstore.Store] // from the driver's settings, at registration
 
+	// plans are the plans of the task sets this executor runs tasks of,
+	// from their first launch here until the driver says they ended.
+	// Only the goroutine receiving from the driver uses it.
+	plans map[int64]*pb.StagePlan
+
 	out         *outbox
 	lastContact atomic.Int64 // clock time of the last message from the driver, unix nanos
 	draining    atomic.Bool
@@ -113,6 +118,7 @@ func newExecutor(opts Options) (*Executor, error) {
 		heartbeatInterval: opts.HeartbeatInterval,
 		maxDirectResult:   config.TaskMaxDirectResultSize.Get(config.New()),
 		out:               newOutbox(),
+		plans:             map[int64]*pb.StagePlan{},
 		running:           map[int64]context.CancelFunc{},
 		results:           map[int64][]byte{},
 	}

@@ -41,17 +41,24 @@ func RunTask(ctx context.Context, t funcs.Task, fn string, payload []byte) (out 
 	return o
 }
 
-func (e *Executor) launch(t *pb.TaskDescription) {
+// launch starts a task of the task set whose plan is p (nil when the
+// driver never sent it, which fails the task).
+func (e *Executor) launch(t *pb.TaskDescription, p *pb.StagePlan) {
 	tid := t.GetTaskId()
 	if e.draining.Load() {
 		e.out.addStatus(&pb.TaskStatus{TaskId: tid, State: pb.TaskState_TASK_STATE_KILLED, Error: "executor is decommissioning"})
+		return
+	}
+	if p == nil {
+		e.out.addStatus(&pb.TaskStatus{TaskId: tid, State: pb.TaskState_TASK_STATE_FAILED,
+			Error: fmt.Sprintf("the driver sent no plan for task set %d", t.GetTaskSet())})
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.mu.Lock()
 	e.running[tid] = cancel
 	e.mu.Unlock()
-	go e.runTask(ctx, cancel, t)
+	go e.runTask(ctx, cancel, t, p)
 }
 
 // acquire waits for a task's cores: the driver may queue a few tasks ahead
@@ -80,25 +87,26 @@ func (e *Executor) release(cpus int) {
 	e.mu.Unlock()
 }
 
-func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb.TaskDescription) {
-	if !e.acquire(int(t.GetCpus())) {
+func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb.TaskDescription, p *pb.StagePlan) {
+	if !e.acquire(int(p.GetCpus())) {
 		cancel()
 		e.finish(t.GetTaskId(), &pb.TaskStatus{TaskId: t.GetTaskId(), State: pb.TaskState_TASK_STATE_KILLED, Error: "executor is decommissioning"})
 		return
 	}
-	defer e.release(int(t.GetCpus()))
+	defer e.release(int(p.GetCpus()))
 	start := time.Now()
 	var m funcs.Metrics
 	o := RunTask(ctx, funcs.Task{
 		TaskID:    t.GetTaskId(),
-		JobID:     t.GetJobId(),
-		StageID:   int(t.GetStageId()),
+		JobID:     p.GetJobId(),
+		StageID:   int(p.GetStageId()),
 		Partition: int(t.GetPartition()),
 		Attempt:   int(t.GetAttempt()),
 		Shuffle:   e.shuffles,
 		Store:     e.store.Load(),
 		Metrics:   &m,
-	}, t.GetFunc(), t.GetPayload())
+		Plan:      p.GetPlan(),
+	}, p.GetFunc(), t.GetPayload())
 	killed := ctx.Err() != nil
 	cancel()
 	st := &pb.TaskStatus{TaskId: t.GetTaskId(), DurationNanos: int64(time.Since(start)), Metrics: MetricsProto(m)}

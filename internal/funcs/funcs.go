@@ -16,6 +16,9 @@ type Task struct {
 	StageID   int
 	Partition int
 	Attempt   int
+	// Plan is what every task of the stage shares (the stage's encoded
+	// plan; nil for RunPartitions), sent to the executor once per stage.
+	Plan []byte
 	// Shuffle is the executor's shuffle service: where map outputs are
 	// written and blocks fetched.
 	Shuffle *shuffle.Manager

@@ -127,7 +127,7 @@ func (b *Backend) run(ctx context.Context, t scheduler.TaskDescription) {
 	var m funcs.Metrics
 	o := executor.RunTask(ctx, funcs.Task{
 		TaskID: t.TaskID, JobID: t.JobID, StageID: t.StageID, Partition: t.Partition, Attempt: t.Attempt,
-		Shuffle: b.shuffles, Store: b.Store, Metrics: &m,
+		Shuffle: b.shuffles, Store: b.Store, Metrics: &m, Plan: t.Plan,
 	}, t.Func, t.Payload)
 	st := scheduler.Status{TaskID: t.TaskID, ExecutorID: executorid.Driver, Duration: time.Since(start),
 		Metrics: events.TaskMetrics{InputBytes: m.InputBytes, InputRecords: m.InputRecords,

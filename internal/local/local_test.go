@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,7 +71,9 @@ func TestMain(m *testing.M) {
 		}
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+		stopProfile := profileExecutor()
 		err = executor.Run(ctx, opts)
+		stopProfile()
 		stop()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -83,6 +86,29 @@ func TestMain(m *testing.M) {
 	}
 	// No goroutine of a cluster or backend may outlive its Stop.
 	goleak.VerifyTestMain(m)
+}
+
+// profileExecutor writes the executor process's CPU profile to
+// $DROVER_TEST_EXECUTOR_CPUPROFILE.<pid> when that is set, so the task path
+// can be profiled on both sides of the RPC:
+//
+//	DROVER_TEST_EXECUTOR_CPUPROFILE=/tmp/ex.prof go test -run '^$' -bench NoopTasksLocalCluster$ -cpuprofile /tmp/driver.prof ./internal/local/
+func profileExecutor() func() {
+	path := os.Getenv("DROVER_TEST_EXECUTOR_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 type testCluster struct {

@@ -13,7 +13,9 @@ import (
 // TaskSpec is one partition's task of a task set.
 type TaskSpec struct {
 	Partition int
-	Payload   []byte
+	// Payload is the task's own input (its split, records or blocks);
+	// what every task of the set shares belongs in TaskSetSpec.Plan.
+	Payload []byte
 }
 
 // TaskSetSpec describes the tasks of one stage attempt.
@@ -22,6 +24,9 @@ type TaskSetSpec struct {
 	StageID      int
 	StageAttempt int
 	Func         string
+	// Plan is what every task of the set shares (the stage's encoded
+	// plan): executors are sent it once, not with every task.
+	Plan []byte
 	// Name describes the stage in the UI ("map at wordcount.go:31").
 	Name  string
 	Tasks []TaskSpec
@@ -57,10 +62,12 @@ type Options struct {
 type Scheduler struct {
 	opts    Options
 	backend Backend
+	plans   PlanKeeper // the backend, when it keeps plans per task set
 	log     *slog.Logger
 
 	mu         sync.Mutex
 	nextTaskID int64
+	nextSetID  int64
 	active     []*TaskSet
 	running    map[int64]*attempt
 	byExecutor map[executorid.ID]map[int64]struct{}
@@ -98,7 +105,10 @@ func New(opts Options) *Scheduler {
 }
 
 // SetBackend sets the backend that carries out launches and kills.
-func (s *Scheduler) SetBackend(b Backend) { s.backend = b }
+func (s *Scheduler) SetBackend(b Backend) {
+	s.backend = b
+	s.plans, _ = b.(PlanKeeper)
+}
 
 // CPUsPerTask is the number of cores each task occupies.
 func (s *Scheduler) CPUsPerTask() int { return s.opts.CPUsPerTask }
@@ -106,6 +116,7 @@ func (s *Scheduler) CPUsPerTask() int { return s.opts.CPUsPerTask }
 // TaskSet is a submitted task set: a handle to wait for or cancel it.
 type TaskSet struct {
 	spec TaskSetSpec
+	id   int64 // unique in the scheduler: names the set's plan on executors
 	done chan struct{}
 	err  error
 
@@ -153,6 +164,13 @@ func (s *Scheduler) Submit(spec TaskSetSpec) *TaskSet {
 	// As Spark's TaskSetManager, a task too large to send fails the task
 	// set at once: sent, it would break the executor's connection.
 	if max := s.opts.MaxTaskSize; max > 0 {
+		if n := int64(len(spec.Plan)); n > max {
+			ts.finished = true
+			ts.err = fmt.Errorf("the plan of stage %d is %d bytes serialized, over spark.rpc.message.maxSize (%d bytes): "+
+				"raise spark.rpc.message.maxSize", spec.StageID, n, max)
+			close(ts.done)
+			return ts
+		}
 		for _, t := range spec.Tasks {
 			if n := int64(len(t.Payload)); n > max {
 				ts.finished = true
@@ -167,6 +185,8 @@ func (s *Scheduler) Submit(spec TaskSetSpec) *TaskSet {
 	s.opts.Events.Publish(&events.StageSubmitted{JobID: spec.JobID, StageID: spec.StageID, Attempt: spec.StageAttempt,
 		Name: spec.Name, NumTasks: len(spec.Tasks)})
 	s.mu.Lock()
+	s.nextSetID++
+	ts.id = s.nextSetID
 	s.active = append(s.active, ts)
 	s.mu.Unlock()
 	s.backend.ReviveOffers()
@@ -266,12 +286,14 @@ func (s *Scheduler) launchLocked(ts *TaskSet, index int, executor executorid.ID)
 	}
 	return TaskDescription{
 		TaskID:       tid,
+		TaskSetID:    ts.id,
 		JobID:        ts.spec.JobID,
 		StageID:      ts.spec.StageID,
 		StageAttempt: ts.spec.StageAttempt,
 		Partition:    t.Partition,
 		Attempt:      ts.failures[index],
 		Func:         ts.spec.Func,
+		Plan:         ts.spec.Plan,
 		Payload:      t.Payload,
 		CPUs:         s.opts.CPUsPerTask,
 		ExecutorID:   executor,

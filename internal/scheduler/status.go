@@ -200,6 +200,9 @@ func (s *Scheduler) abortLocked(ts *TaskSet, err error) []killOrder {
 func (s *Scheduler) finishLocked(ts *TaskSet, err error) {
 	ts.finished = true
 	ts.err = err
+	if s.plans != nil {
+		s.plans.TaskSetEnded(ts.id)
+	}
 	end := &events.StageCompleted{StageID: ts.spec.StageID, Attempt: ts.spec.StageAttempt}
 	if err != nil {
 		end.Err = err.Error()

@@ -17,16 +17,23 @@ type Offer struct {
 
 // TaskDescription is one task attempt assigned to an executor.
 type TaskDescription struct {
-	TaskID       int64
+	TaskID int64
+	// TaskSetID names the task set (one attempt of one stage) uniquely
+	// for as long as the scheduler lives: executors keep its Plan under it.
+	TaskSetID    int64
 	JobID        int64
 	StageID      int
 	StageAttempt int
 	Partition    int
 	Attempt      int
 	Func         string
-	Payload      []byte
-	CPUs         int
-	ExecutorID   executorid.ID
+	// Plan is the task set's shared plan (TaskSetSpec.Plan), the same
+	// slice for every task of the set.
+	Plan []byte
+	// Payload is the task's own input.
+	Payload    []byte
+	CPUs       int
+	ExecutorID executorid.ID
 }
 
 // State is a task's state as reported by the executor.
@@ -143,6 +150,15 @@ type Backend interface {
 	ReviveOffers()
 	// KillTask asks the executor running a task to stop it.
 	KillTask(taskID int64, executorID executorid.ID, reason string)
+}
+
+// PlanKeeper is a Backend that keeps something per task set (executors
+// cache each set's plan) and drops it when the set ends.
+type PlanKeeper interface {
+	// TaskSetEnded says no task of the set will be launched again. It is
+	// called with the scheduler's lock held: it must not block or call the
+	// scheduler.
+	TaskSetEnded(id int64)
 }
 
 // TaskFailedError is the root cause of a failed task set: the last failure

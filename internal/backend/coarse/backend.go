@@ -128,8 +128,11 @@ type executorData struct {
 	lastSeen        atomic.Int64
 	decommissioning bool
 	disabled        bool
-	registeredAt    time.Time
-	fetchConn       *grpc.ClientConn
+	// plans are the task sets whose plan the executor was sent and has
+	// not been told to forget.
+	plans        map[int64]bool
+	registeredAt time.Time
+	fetchConn    *grpc.ClientConn
 }
 
 // Backend is the coarse-grained scheduler backend.
@@ -153,6 +156,12 @@ type Backend struct {
 	// spark.resultGetter.threads, 4).
 	fetchers chan struct{}
 
+	// ended are task sets that ended since the last offers: their plans
+	// are to be forgotten (TaskSetEnded). Its own lock, because the
+	// scheduler reports under its lock, which b.mu is taken before.
+	endedMu sync.Mutex
+	ended   []int64
+
 	mu         sync.Mutex
 	executors  map[executorid.ID]*executorData
 	excluded   map[executorid.ID]bool // killed or lost: may not register again
@@ -170,6 +179,7 @@ type Backend struct {
 var (
 	_ backend.SchedulerBackend = (*Backend)(nil)
 	_ backend.ExecutorRegistry = (*Backend)(nil)
+	_ scheduler.PlanKeeper     = (*Backend)(nil)
 )
 
 // New returns a backend for sched. The cluster manager may be nil.

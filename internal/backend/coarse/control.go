@@ -90,7 +90,8 @@ func (b *Backend) register(reg *pb.Register) (*executorData, error) {
 			TotalCores: int(reg.GetCores()),
 			FreeCores:  int(reg.GetCores()),
 		},
-		out: newOutbox(b.opts.MaxLaunchBytes),
+		out:   newOutbox(b.opts.MaxLaunchBytes),
+		plans: map[int64]bool{},
 	}
 	ex.registeredAt = b.opts.Clock.Now()
 	ex.lastSeen.Store(ex.registeredAt.UnixNano())

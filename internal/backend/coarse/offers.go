@@ -35,10 +35,11 @@ const everyExecutor executorid.ID = -1
 func (b *Backend) makeOffers(id executorid.ID) {
 	cpus := b.sched.CPUsPerTask()
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.stopped {
-		b.mu.Unlock()
 		return
 	}
+	b.forgetEndedLocked()
 	extra := b.prefetchLocked()
 	var offers []scheduler.Offer
 	add := func(ex *executorData) {
@@ -56,12 +57,12 @@ func (b *Backend) makeOffers(id executorid.ID) {
 		}
 	}
 	if len(offers) == 0 {
-		b.mu.Unlock()
 		return
 	}
 	tasks := b.sched.ResourceOffers(offers)
 	// Each executor's launches, in batches of at most MaxLaunchBytes of
-	// payload (a task alone may reach it): one message each.
+	// plans and payloads (a task alone may reach it): one message each.
+	// The plan of a task set goes with its first task on the executor.
 	type batching struct {
 		ex    *executorData
 		all   []*pb.LaunchBatch
@@ -80,28 +81,75 @@ func (b *Backend) makeOffers(id executorid.ID) {
 			order = append(order, bt)
 		}
 		size := int64(len(t.Payload))
+		newPlan := !ex.plans[t.TaskSetID]
+		if newPlan {
+			size += int64(len(t.Plan))
+		}
 		if len(bt.all) == 0 || bt.bytes+size > b.opts.MaxLaunchBytes {
 			bt.all = append(bt.all, &pb.LaunchBatch{})
 			bt.bytes = 0
 		}
 		bt.bytes += size
 		lb := bt.all[len(bt.all)-1]
+		if newPlan {
+			ex.plans[t.TaskSetID] = true
+			lb.Plans = append(lb.Plans, &pb.StagePlan{
+				TaskSet:      t.TaskSetID,
+				JobId:        t.JobID,
+				StageId:      int32(t.StageID),
+				StageAttempt: int32(t.StageAttempt),
+				Func:         t.Func,
+				Cpus:         int32(t.CPUs),
+				Plan:         t.Plan,
+			})
+		}
 		lb.Tasks = append(lb.Tasks, &pb.TaskDescription{
-			TaskId:       t.TaskID,
-			JobId:        t.JobID,
-			StageId:      int32(t.StageID),
-			StageAttempt: int32(t.StageAttempt),
-			Partition:    int32(t.Partition),
-			Attempt:      int32(t.Attempt),
-			Func:         t.Func,
-			Payload:      t.Payload,
-			Cpus:         int32(t.CPUs),
+			TaskId:    t.TaskID,
+			TaskSet:   t.TaskSetID,
+			Partition: int32(t.Partition),
+			Attempt:   int32(t.Attempt),
+			Payload:   t.Payload,
 		})
 	}
-	b.mu.Unlock()
+	// Queued under b.mu, so a ForgetPlans for a set never overtakes the
+	// launch that carried its plan.
 	for _, bt := range order {
 		for _, lb := range bt.all {
 			bt.ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_Launch{Launch: lb}})
+		}
+	}
+}
+
+// TaskSetEnded queues the set's plan to be forgotten by the executors that
+// were sent it. It runs under the scheduler's lock, so the work is left to
+// the next round of offers, which it asks for.
+func (b *Backend) TaskSetEnded(id int64) {
+	b.endedMu.Lock()
+	b.ended = append(b.ended, id)
+	b.endedMu.Unlock()
+	b.ReviveOffers()
+}
+
+// forgetEndedLocked tells each executor to drop the plans of the task sets
+// that ended, if it was sent them.
+func (b *Backend) forgetEndedLocked() {
+	b.endedMu.Lock()
+	ended := b.ended
+	b.ended = nil
+	b.endedMu.Unlock()
+	if len(ended) == 0 {
+		return
+	}
+	for _, ex := range b.executors {
+		var forget []int64
+		for _, id := range ended {
+			if ex.plans[id] {
+				delete(ex.plans, id)
+				forget = append(forget, id)
+			}
+		}
+		if len(forget) > 0 {
+			ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_ForgetPlans{ForgetPlans: &pb.ForgetPlans{TaskSets: forget}}})
 		}
 	}
 }

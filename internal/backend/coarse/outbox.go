@@ -8,7 +8,7 @@ import (
 
 // outbox queues messages for the one goroutine that sends on an executor's
 // stream. Launches queued while a send is in flight are merged into one
-// batch, up to maxLaunch bytes of task payload (spark.rpc.message.maxSize),
+// batch, up to maxLaunch bytes of plans and task payloads (spark.rpc.message.maxSize),
 // so no message outgrows what the RPC carries.
 type outbox struct {
 	mu        sync.Mutex
@@ -23,9 +23,12 @@ func newOutbox(maxLaunch int64) *outbox {
 	return &outbox{notify: make(chan struct{}, 1), maxLaunch: maxLaunch}
 }
 
-// launchBytes is the task payload a launch carries.
+// launchBytes is the plans and task payloads a launch carries.
 func launchBytes(l *pb.LaunchBatch) int64 {
 	var n int64
+	for _, p := range l.GetPlans() {
+		n += int64(len(p.GetPlan()))
+	}
 	for _, t := range l.GetTasks() {
 		n += int64(len(t.GetPayload()))
 	}
@@ -43,6 +46,7 @@ func (o *outbox) add(m *pb.DriverMessage) {
 		size = launchBytes(l)
 		if len(o.msgs) > 0 && o.tailBytes+size <= o.maxLaunch {
 			if prev := o.msgs[len(o.msgs)-1].GetLaunch(); prev != nil {
+				prev.Plans = append(prev.Plans, l.Plans...)
 				prev.Tasks = append(prev.Tasks, l.Tasks...)
 				o.tailBytes += size
 				o.mu.Unlock()

@@ -205,6 +205,7 @@ type DriverMessage struct {
 	//	*DriverMessage_Shutdown
 	//	*DriverMessage_HeartbeatAck
 	//	*DriverMessage_RemoveShuffles
+	//	*DriverMessage_ForgetPlans
 	Msg           isDriverMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -301,6 +302,15 @@ func (x *DriverMessage) GetRemoveShuffles() *RemoveShuffles {
 	return nil
 }
 
+func (x *DriverMessage) GetForgetPlans() *ForgetPlans {
+	if x != nil {
+		if x, ok := x.Msg.(*DriverMessage_ForgetPlans); ok {
+			return x.ForgetPlans
+		}
+	}
+	return nil
+}
+
 type isDriverMessage_Msg interface {
 	isDriverMessage_Msg()
 }
@@ -329,6 +339,10 @@ type DriverMessage_RemoveShuffles struct {
 	RemoveShuffles *RemoveShuffles `protobuf:"bytes,6,opt,name=remove_shuffles,json=removeShuffles,proto3,oneof"`
 }
 
+type DriverMessage_ForgetPlans struct {
+	ForgetPlans *ForgetPlans `protobuf:"bytes,7,opt,name=forget_plans,json=forgetPlans,proto3,oneof"`
+}
+
 func (*DriverMessage_Registered) isDriverMessage_Msg() {}
 
 func (*DriverMessage_Launch) isDriverMessage_Msg() {}
@@ -340,6 +354,8 @@ func (*DriverMessage_Shutdown) isDriverMessage_Msg() {}
 func (*DriverMessage_HeartbeatAck) isDriverMessage_Msg() {}
 
 func (*DriverMessage_RemoveShuffles) isDriverMessage_Msg() {}
+
+func (*DriverMessage_ForgetPlans) isDriverMessage_Msg() {}
 
 type Register struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -576,17 +592,18 @@ func (x *HeartbeatAck) GetReregister() bool {
 	return false
 }
 
+// TaskDescription is one task attempt. What all tasks of a stage share is
+// in its StagePlan, sent once per executor; a task carries only what is its
+// own.
 type TaskDescription struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        int64                  `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	StageId       int32                  `protobuf:"varint,2,opt,name=stage_id,json=stageId,proto3" json:"stage_id,omitempty"`
-	StageAttempt  int32                  `protobuf:"varint,3,opt,name=stage_attempt,json=stageAttempt,proto3" json:"stage_attempt,omitempty"`
-	Partition     int32                  `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`
-	Attempt       int32                  `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	Func          string                 `protobuf:"bytes,6,opt,name=func,proto3" json:"func,omitempty"`
-	Payload       []byte                 `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`
-	Cpus          int32                  `protobuf:"varint,8,opt,name=cpus,proto3" json:"cpus,omitempty"`
-	JobId         int64                  `protobuf:"varint,9,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId int64                  `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The task set (one attempt of one stage) whose plan the task runs.
+	TaskSet   int64 `protobuf:"varint,10,opt,name=task_set,json=taskSet,proto3" json:"task_set,omitempty"`
+	Partition int32 `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`
+	Attempt   int32 `protobuf:"varint,5,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// The partition's own input: its split, its records, its shuffle blocks.
+	Payload       []byte `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -628,16 +645,9 @@ func (x *TaskDescription) GetTaskId() int64 {
 	return 0
 }
 
-func (x *TaskDescription) GetStageId() int32 {
+func (x *TaskDescription) GetTaskSet() int64 {
 	if x != nil {
-		return x.StageId
-	}
-	return 0
-}
-
-func (x *TaskDescription) GetStageAttempt() int32 {
-	if x != nil {
-		return x.StageAttempt
+		return x.TaskSet
 	}
 	return 0
 }
@@ -656,13 +666,6 @@ func (x *TaskDescription) GetAttempt() int32 {
 	return 0
 }
 
-func (x *TaskDescription) GetFunc() string {
-	if x != nil {
-		return x.Func
-	}
-	return ""
-}
-
 func (x *TaskDescription) GetPayload() []byte {
 	if x != nil {
 		return x.Payload
@@ -670,30 +673,114 @@ func (x *TaskDescription) GetPayload() []byte {
 	return nil
 }
 
-func (x *TaskDescription) GetCpus() int32 {
+// StagePlan is what every task of one task set shares. The driver sends it
+// to an executor once, in the launch that carries the first of its tasks
+// there; the executor keeps it until ForgetPlans names the task set.
+type StagePlan struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	TaskSet      int64                  `protobuf:"varint,1,opt,name=task_set,json=taskSet,proto3" json:"task_set,omitempty"`
+	JobId        int64                  `protobuf:"varint,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	StageId      int32                  `protobuf:"varint,3,opt,name=stage_id,json=stageId,proto3" json:"stage_id,omitempty"`
+	StageAttempt int32                  `protobuf:"varint,4,opt,name=stage_attempt,json=stageAttempt,proto3" json:"stage_attempt,omitempty"`
+	Func         string                 `protobuf:"bytes,5,opt,name=func,proto3" json:"func,omitempty"`
+	Cpus         int32                  `protobuf:"varint,6,opt,name=cpus,proto3" json:"cpus,omitempty"`
+	// The stage's encoded plan, less every task's own input.
+	Plan          []byte `protobuf:"bytes,7,opt,name=plan,proto3" json:"plan,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StagePlan) Reset() {
+	*x = StagePlan{}
+	mi := &file_drover_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StagePlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StagePlan) ProtoMessage() {}
+
+func (x *StagePlan) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_proto_msgTypes[7]
 	if x != nil {
-		return x.Cpus
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StagePlan.ProtoReflect.Descriptor instead.
+func (*StagePlan) Descriptor() ([]byte, []int) {
+	return file_drover_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *StagePlan) GetTaskSet() int64 {
+	if x != nil {
+		return x.TaskSet
 	}
 	return 0
 }
 
-func (x *TaskDescription) GetJobId() int64 {
+func (x *StagePlan) GetJobId() int64 {
 	if x != nil {
 		return x.JobId
 	}
 	return 0
 }
 
+func (x *StagePlan) GetStageId() int32 {
+	if x != nil {
+		return x.StageId
+	}
+	return 0
+}
+
+func (x *StagePlan) GetStageAttempt() int32 {
+	if x != nil {
+		return x.StageAttempt
+	}
+	return 0
+}
+
+func (x *StagePlan) GetFunc() string {
+	if x != nil {
+		return x.Func
+	}
+	return ""
+}
+
+func (x *StagePlan) GetCpus() int32 {
+	if x != nil {
+		return x.Cpus
+	}
+	return 0
+}
+
+func (x *StagePlan) GetPlan() []byte {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
 type LaunchBatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tasks         []*TaskDescription     `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tasks []*TaskDescription     `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// Plans of the tasks' task sets this executor has not been sent before.
+	Plans         []*StagePlan `protobuf:"bytes,2,rep,name=plans,proto3" json:"plans,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LaunchBatch) Reset() {
 	*x = LaunchBatch{}
-	mi := &file_drover_proto_msgTypes[7]
+	mi := &file_drover_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -705,7 +792,7 @@ func (x *LaunchBatch) String() string {
 func (*LaunchBatch) ProtoMessage() {}
 
 func (x *LaunchBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[7]
+	mi := &file_drover_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -718,12 +805,64 @@ func (x *LaunchBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LaunchBatch.ProtoReflect.Descriptor instead.
 func (*LaunchBatch) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{7}
+	return file_drover_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LaunchBatch) GetTasks() []*TaskDescription {
 	if x != nil {
 		return x.Tasks
+	}
+	return nil
+}
+
+func (x *LaunchBatch) GetPlans() []*StagePlan {
+	if x != nil {
+		return x.Plans
+	}
+	return nil
+}
+
+// ForgetPlans tells an executor the task sets ended: it drops their plans.
+type ForgetPlans struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskSets      []int64                `protobuf:"varint,1,rep,packed,name=task_sets,json=taskSets,proto3" json:"task_sets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForgetPlans) Reset() {
+	*x = ForgetPlans{}
+	mi := &file_drover_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForgetPlans) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForgetPlans) ProtoMessage() {}
+
+func (x *ForgetPlans) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForgetPlans.ProtoReflect.Descriptor instead.
+func (*ForgetPlans) Descriptor() ([]byte, []int) {
+	return file_drover_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ForgetPlans) GetTaskSets() []int64 {
+	if x != nil {
+		return x.TaskSets
 	}
 	return nil
 }
@@ -753,7 +892,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_drover_proto_msgTypes[8]
+	mi := &file_drover_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +904,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[8]
+	mi := &file_drover_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +917,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{8}
+	return file_drover_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TaskStatus) GetTaskId() int64 {
@@ -879,7 +1018,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_drover_proto_msgTypes[9]
+	mi := &file_drover_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +1030,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[9]
+	mi := &file_drover_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1043,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{9}
+	return file_drover_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TaskMetrics) GetInputBytes() int64 {
@@ -983,7 +1122,7 @@ type FetchFailure struct {
 
 func (x *FetchFailure) Reset() {
 	*x = FetchFailure{}
-	mi := &file_drover_proto_msgTypes[10]
+	mi := &file_drover_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -995,7 +1134,7 @@ func (x *FetchFailure) String() string {
 func (*FetchFailure) ProtoMessage() {}
 
 func (x *FetchFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[10]
+	mi := &file_drover_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1008,7 +1147,7 @@ func (x *FetchFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchFailure.ProtoReflect.Descriptor instead.
 func (*FetchFailure) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{10}
+	return file_drover_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FetchFailure) GetShuffleId() int32 {
@@ -1055,7 +1194,7 @@ type StatusBatch struct {
 
 func (x *StatusBatch) Reset() {
 	*x = StatusBatch{}
-	mi := &file_drover_proto_msgTypes[11]
+	mi := &file_drover_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1067,7 +1206,7 @@ func (x *StatusBatch) String() string {
 func (*StatusBatch) ProtoMessage() {}
 
 func (x *StatusBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[11]
+	mi := &file_drover_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1080,7 +1219,7 @@ func (x *StatusBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusBatch.ProtoReflect.Descriptor instead.
 func (*StatusBatch) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{11}
+	return file_drover_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StatusBatch) GetStatuses() []*TaskStatus {
@@ -1101,7 +1240,7 @@ type Decommission struct {
 
 func (x *Decommission) Reset() {
 	*x = Decommission{}
-	mi := &file_drover_proto_msgTypes[12]
+	mi := &file_drover_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1113,7 +1252,7 @@ func (x *Decommission) String() string {
 func (*Decommission) ProtoMessage() {}
 
 func (x *Decommission) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[12]
+	mi := &file_drover_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1126,7 +1265,7 @@ func (x *Decommission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decommission.ProtoReflect.Descriptor instead.
 func (*Decommission) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{12}
+	return file_drover_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Decommission) GetReason() string {
@@ -1146,7 +1285,7 @@ type KillTask struct {
 
 func (x *KillTask) Reset() {
 	*x = KillTask{}
-	mi := &file_drover_proto_msgTypes[13]
+	mi := &file_drover_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1297,7 @@ func (x *KillTask) String() string {
 func (*KillTask) ProtoMessage() {}
 
 func (x *KillTask) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[13]
+	mi := &file_drover_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1310,7 @@ func (x *KillTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillTask.ProtoReflect.Descriptor instead.
 func (*KillTask) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{13}
+	return file_drover_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *KillTask) GetTaskId() int64 {
@@ -1197,7 +1336,7 @@ type Shutdown struct {
 
 func (x *Shutdown) Reset() {
 	*x = Shutdown{}
-	mi := &file_drover_proto_msgTypes[14]
+	mi := &file_drover_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1348,7 @@ func (x *Shutdown) String() string {
 func (*Shutdown) ProtoMessage() {}
 
 func (x *Shutdown) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[14]
+	mi := &file_drover_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1361,7 @@ func (x *Shutdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shutdown.ProtoReflect.Descriptor instead.
 func (*Shutdown) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{14}
+	return file_drover_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Shutdown) GetReason() string {
@@ -1243,7 +1382,7 @@ type RemoveShuffles struct {
 
 func (x *RemoveShuffles) Reset() {
 	*x = RemoveShuffles{}
-	mi := &file_drover_proto_msgTypes[15]
+	mi := &file_drover_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1394,7 @@ func (x *RemoveShuffles) String() string {
 func (*RemoveShuffles) ProtoMessage() {}
 
 func (x *RemoveShuffles) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[15]
+	mi := &file_drover_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1407,7 @@ func (x *RemoveShuffles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveShuffles.ProtoReflect.Descriptor instead.
 func (*RemoveShuffles) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{15}
+	return file_drover_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RemoveShuffles) GetShuffleIds() []int64 {
@@ -1287,7 +1426,7 @@ type FetchResultRequest struct {
 
 func (x *FetchResultRequest) Reset() {
 	*x = FetchResultRequest{}
-	mi := &file_drover_proto_msgTypes[16]
+	mi := &file_drover_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1299,7 +1438,7 @@ func (x *FetchResultRequest) String() string {
 func (*FetchResultRequest) ProtoMessage() {}
 
 func (x *FetchResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[16]
+	mi := &file_drover_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1312,7 +1451,7 @@ func (x *FetchResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResultRequest.ProtoReflect.Descriptor instead.
 func (*FetchResultRequest) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{16}
+	return file_drover_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FetchResultRequest) GetTaskId() int64 {
@@ -1333,7 +1472,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_drover_proto_msgTypes[17]
+	mi := &file_drover_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +1484,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[17]
+	mi := &file_drover_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +1497,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{17}
+	return file_drover_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -1386,7 +1525,7 @@ type FetchBlocksRequest struct {
 
 func (x *FetchBlocksRequest) Reset() {
 	*x = FetchBlocksRequest{}
-	mi := &file_drover_proto_msgTypes[18]
+	mi := &file_drover_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1537,7 @@ func (x *FetchBlocksRequest) String() string {
 func (*FetchBlocksRequest) ProtoMessage() {}
 
 func (x *FetchBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[18]
+	mi := &file_drover_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1550,7 @@ func (x *FetchBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchBlocksRequest.ProtoReflect.Descriptor instead.
 func (*FetchBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{18}
+	return file_drover_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FetchBlocksRequest) GetShuffleId() int32 {
@@ -1445,7 +1584,7 @@ type BlockID struct {
 
 func (x *BlockID) Reset() {
 	*x = BlockID{}
-	mi := &file_drover_proto_msgTypes[19]
+	mi := &file_drover_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1457,7 +1596,7 @@ func (x *BlockID) String() string {
 func (*BlockID) ProtoMessage() {}
 
 func (x *BlockID) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[19]
+	mi := &file_drover_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1470,7 +1609,7 @@ func (x *BlockID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockID.ProtoReflect.Descriptor instead.
 func (*BlockID) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{19}
+	return file_drover_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BlockID) GetMapId() int32 {
@@ -1497,7 +1636,7 @@ const file_drover_proto_rawDesc = "" +
 	"\theartbeat\x18\x02 \x01(\v2\x14.drover.v1.HeartbeatH\x00R\theartbeat\x120\n" +
 	"\x06status\x18\x03 \x01(\v2\x16.drover.v1.StatusBatchH\x00R\x06status\x12=\n" +
 	"\fdecommission\x18\x04 \x01(\v2\x17.drover.v1.DecommissionH\x00R\fdecommissionB\x05\n" +
-	"\x03msg\"\xe5\x02\n" +
+	"\x03msg\"\xa2\x03\n" +
 	"\rDriverMessage\x127\n" +
 	"\n" +
 	"registered\x18\x01 \x01(\v2\x15.drover.v1.RegisteredH\x00R\n" +
@@ -1506,7 +1645,8 @@ const file_drover_proto_rawDesc = "" +
 	"\x04kill\x18\x03 \x01(\v2\x13.drover.v1.KillTaskH\x00R\x04kill\x121\n" +
 	"\bshutdown\x18\x04 \x01(\v2\x13.drover.v1.ShutdownH\x00R\bshutdown\x12>\n" +
 	"\rheartbeat_ack\x18\x05 \x01(\v2\x17.drover.v1.HeartbeatAckH\x00R\fheartbeatAck\x12D\n" +
-	"\x0fremove_shuffles\x18\x06 \x01(\v2\x19.drover.v1.RemoveShufflesH\x00R\x0eremoveShufflesB\x05\n" +
+	"\x0fremove_shuffles\x18\x06 \x01(\v2\x19.drover.v1.RemoveShufflesH\x00R\x0eremoveShuffles\x12;\n" +
+	"\fforget_plans\x18\a \x01(\v2\x16.drover.v1.ForgetPlansH\x00R\vforgetPlansB\x05\n" +
 	"\x03msg\"\xc2\x01\n" +
 	"\bRegister\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1f\n" +
@@ -1529,19 +1669,28 @@ const file_drover_proto_rawDesc = "" +
 	"\fHeartbeatAck\x12\x1e\n" +
 	"\n" +
 	"reregister\x18\x01 \x01(\bR\n" +
-	"reregister\"\xfb\x01\n" +
+	"reregister\"\xb5\x01\n" +
 	"\x0fTaskDescription\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\x03R\x06taskId\x12\x19\n" +
-	"\bstage_id\x18\x02 \x01(\x05R\astageId\x12#\n" +
-	"\rstage_attempt\x18\x03 \x01(\x05R\fstageAttempt\x12\x1c\n" +
+	"\btask_set\x18\n" +
+	" \x01(\x03R\ataskSet\x12\x1c\n" +
 	"\tpartition\x18\x04 \x01(\x05R\tpartition\x12\x18\n" +
-	"\aattempt\x18\x05 \x01(\x05R\aattempt\x12\x12\n" +
-	"\x04func\x18\x06 \x01(\tR\x04func\x12\x18\n" +
-	"\apayload\x18\a \x01(\fR\apayload\x12\x12\n" +
-	"\x04cpus\x18\b \x01(\x05R\x04cpus\x12\x15\n" +
-	"\x06job_id\x18\t \x01(\x03R\x05jobId\"?\n" +
+	"\aattempt\x18\x05 \x01(\x05R\aattempt\x12\x18\n" +
+	"\apayload\x18\a \x01(\fR\apayloadJ\x04\b\x02\x10\x03J\x04\b\x03\x10\x04J\x04\b\x06\x10\aJ\x04\b\b\x10\tJ\x04\b\t\x10\n" +
+	"\"\xb9\x01\n" +
+	"\tStagePlan\x12\x19\n" +
+	"\btask_set\x18\x01 \x01(\x03R\ataskSet\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\x03R\x05jobId\x12\x19\n" +
+	"\bstage_id\x18\x03 \x01(\x05R\astageId\x12#\n" +
+	"\rstage_attempt\x18\x04 \x01(\x05R\fstageAttempt\x12\x12\n" +
+	"\x04func\x18\x05 \x01(\tR\x04func\x12\x12\n" +
+	"\x04cpus\x18\x06 \x01(\x05R\x04cpus\x12\x12\n" +
+	"\x04plan\x18\a \x01(\fR\x04plan\"k\n" +
 	"\vLaunchBatch\x120\n" +
-	"\x05tasks\x18\x01 \x03(\v2\x1a.drover.v1.TaskDescriptionR\x05tasks\"\x85\x03\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x1a.drover.v1.TaskDescriptionR\x05tasks\x12*\n" +
+	"\x05plans\x18\x02 \x03(\v2\x14.drover.v1.StagePlanR\x05plans\"*\n" +
+	"\vForgetPlans\x12\x1b\n" +
+	"\ttask_sets\x18\x01 \x03(\x03R\btaskSets\"\x85\x03\n" +
 	"\n" +
 	"TaskStatus\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\x03R\x06taskId\x12*\n" +
@@ -1628,7 +1777,7 @@ func file_drover_proto_rawDescGZIP() []byte {
 }
 
 var file_drover_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_drover_proto_goTypes = []any{
 	(TaskState)(0),             // 0: drover.v1.TaskState
 	(*ExecutorMessage)(nil),    // 1: drover.v1.ExecutorMessage
@@ -1638,50 +1787,54 @@ var file_drover_proto_goTypes = []any{
 	(*Heartbeat)(nil),          // 5: drover.v1.Heartbeat
 	(*HeartbeatAck)(nil),       // 6: drover.v1.HeartbeatAck
 	(*TaskDescription)(nil),    // 7: drover.v1.TaskDescription
-	(*LaunchBatch)(nil),        // 8: drover.v1.LaunchBatch
-	(*TaskStatus)(nil),         // 9: drover.v1.TaskStatus
-	(*TaskMetrics)(nil),        // 10: drover.v1.TaskMetrics
-	(*FetchFailure)(nil),       // 11: drover.v1.FetchFailure
-	(*StatusBatch)(nil),        // 12: drover.v1.StatusBatch
-	(*Decommission)(nil),       // 13: drover.v1.Decommission
-	(*KillTask)(nil),           // 14: drover.v1.KillTask
-	(*Shutdown)(nil),           // 15: drover.v1.Shutdown
-	(*RemoveShuffles)(nil),     // 16: drover.v1.RemoveShuffles
-	(*FetchResultRequest)(nil), // 17: drover.v1.FetchResultRequest
-	(*Chunk)(nil),              // 18: drover.v1.Chunk
-	(*FetchBlocksRequest)(nil), // 19: drover.v1.FetchBlocksRequest
-	(*BlockID)(nil),            // 20: drover.v1.BlockID
-	nil,                        // 21: drover.v1.Registered.ConfEntry
+	(*StagePlan)(nil),          // 8: drover.v1.StagePlan
+	(*LaunchBatch)(nil),        // 9: drover.v1.LaunchBatch
+	(*ForgetPlans)(nil),        // 10: drover.v1.ForgetPlans
+	(*TaskStatus)(nil),         // 11: drover.v1.TaskStatus
+	(*TaskMetrics)(nil),        // 12: drover.v1.TaskMetrics
+	(*FetchFailure)(nil),       // 13: drover.v1.FetchFailure
+	(*StatusBatch)(nil),        // 14: drover.v1.StatusBatch
+	(*Decommission)(nil),       // 15: drover.v1.Decommission
+	(*KillTask)(nil),           // 16: drover.v1.KillTask
+	(*Shutdown)(nil),           // 17: drover.v1.Shutdown
+	(*RemoveShuffles)(nil),     // 18: drover.v1.RemoveShuffles
+	(*FetchResultRequest)(nil), // 19: drover.v1.FetchResultRequest
+	(*Chunk)(nil),              // 20: drover.v1.Chunk
+	(*FetchBlocksRequest)(nil), // 21: drover.v1.FetchBlocksRequest
+	(*BlockID)(nil),            // 22: drover.v1.BlockID
+	nil,                        // 23: drover.v1.Registered.ConfEntry
 }
 var file_drover_proto_depIdxs = []int32{
 	3,  // 0: drover.v1.ExecutorMessage.register:type_name -> drover.v1.Register
 	5,  // 1: drover.v1.ExecutorMessage.heartbeat:type_name -> drover.v1.Heartbeat
-	12, // 2: drover.v1.ExecutorMessage.status:type_name -> drover.v1.StatusBatch
-	13, // 3: drover.v1.ExecutorMessage.decommission:type_name -> drover.v1.Decommission
+	14, // 2: drover.v1.ExecutorMessage.status:type_name -> drover.v1.StatusBatch
+	15, // 3: drover.v1.ExecutorMessage.decommission:type_name -> drover.v1.Decommission
 	4,  // 4: drover.v1.DriverMessage.registered:type_name -> drover.v1.Registered
-	8,  // 5: drover.v1.DriverMessage.launch:type_name -> drover.v1.LaunchBatch
-	14, // 6: drover.v1.DriverMessage.kill:type_name -> drover.v1.KillTask
-	15, // 7: drover.v1.DriverMessage.shutdown:type_name -> drover.v1.Shutdown
+	9,  // 5: drover.v1.DriverMessage.launch:type_name -> drover.v1.LaunchBatch
+	16, // 6: drover.v1.DriverMessage.kill:type_name -> drover.v1.KillTask
+	17, // 7: drover.v1.DriverMessage.shutdown:type_name -> drover.v1.Shutdown
 	6,  // 8: drover.v1.DriverMessage.heartbeat_ack:type_name -> drover.v1.HeartbeatAck
-	16, // 9: drover.v1.DriverMessage.remove_shuffles:type_name -> drover.v1.RemoveShuffles
-	21, // 10: drover.v1.Registered.conf:type_name -> drover.v1.Registered.ConfEntry
-	7,  // 11: drover.v1.LaunchBatch.tasks:type_name -> drover.v1.TaskDescription
-	0,  // 12: drover.v1.TaskStatus.state:type_name -> drover.v1.TaskState
-	11, // 13: drover.v1.TaskStatus.fetch_failure:type_name -> drover.v1.FetchFailure
-	10, // 14: drover.v1.TaskStatus.metrics:type_name -> drover.v1.TaskMetrics
-	9,  // 15: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
-	20, // 16: drover.v1.FetchBlocksRequest.blocks:type_name -> drover.v1.BlockID
-	1,  // 17: drover.v1.Driver.Control:input_type -> drover.v1.ExecutorMessage
-	17, // 18: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
-	19, // 19: drover.v1.Executor.FetchBlocks:input_type -> drover.v1.FetchBlocksRequest
-	2,  // 20: drover.v1.Driver.Control:output_type -> drover.v1.DriverMessage
-	18, // 21: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
-	18, // 22: drover.v1.Executor.FetchBlocks:output_type -> drover.v1.Chunk
-	20, // [20:23] is the sub-list for method output_type
-	17, // [17:20] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	18, // 9: drover.v1.DriverMessage.remove_shuffles:type_name -> drover.v1.RemoveShuffles
+	10, // 10: drover.v1.DriverMessage.forget_plans:type_name -> drover.v1.ForgetPlans
+	23, // 11: drover.v1.Registered.conf:type_name -> drover.v1.Registered.ConfEntry
+	7,  // 12: drover.v1.LaunchBatch.tasks:type_name -> drover.v1.TaskDescription
+	8,  // 13: drover.v1.LaunchBatch.plans:type_name -> drover.v1.StagePlan
+	0,  // 14: drover.v1.TaskStatus.state:type_name -> drover.v1.TaskState
+	13, // 15: drover.v1.TaskStatus.fetch_failure:type_name -> drover.v1.FetchFailure
+	12, // 16: drover.v1.TaskStatus.metrics:type_name -> drover.v1.TaskMetrics
+	11, // 17: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
+	22, // 18: drover.v1.FetchBlocksRequest.blocks:type_name -> drover.v1.BlockID
+	1,  // 19: drover.v1.Driver.Control:input_type -> drover.v1.ExecutorMessage
+	19, // 20: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
+	21, // 21: drover.v1.Executor.FetchBlocks:input_type -> drover.v1.FetchBlocksRequest
+	2,  // 22: drover.v1.Driver.Control:output_type -> drover.v1.DriverMessage
+	20, // 23: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
+	20, // 24: drover.v1.Executor.FetchBlocks:output_type -> drover.v1.Chunk
+	22, // [22:25] is the sub-list for method output_type
+	19, // [19:22] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_drover_proto_init() }
@@ -1702,6 +1855,7 @@ func file_drover_proto_init() {
 		(*DriverMessage_Shutdown)(nil),
 		(*DriverMessage_HeartbeatAck)(nil),
 		(*DriverMessage_RemoveShuffles)(nil),
+		(*DriverMessage_ForgetPlans)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1709,7 +1863,7 @@ func file_drover_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_proto_rawDesc), len(file_drover_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
