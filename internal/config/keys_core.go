@@ -376,6 +376,12 @@ var (
 			"wait than all executors have free cores. Queued tasks start the moment a core frees, so executors never "+
 			"idle for a driver round trip between short tasks; 0 disables queueing (Spark's behaviour).",
 		AtLeast(0))
+	SchedulerMaxPrefetch = Int("drover.scheduler.maxPrefetch", 128,
+		"The most tasks per executor core the driver queues ahead of free cores once a stage's tasks are measured "+
+			"to be short: it queues about 2 ms of the stage's measured task time per core, never fewer than "+
+			"drover.scheduler.prefetch, so tasks of microseconds leave in large batches and a stage's end waits "+
+			"for no executor's queue longer than that.",
+		AtLeast(0))
 )
 
 func init() {

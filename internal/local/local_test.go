@@ -156,9 +156,13 @@ func startClusterWithEvents(t testing.TB, dir string, executors, cores, maxFailu
 	return tc
 }
 
-// prefetch is the drover.scheduler.prefetch the test clusters use: the
-// default, unless a benchmark changes it.
-var prefetch = config.SchedulerPrefetch.Get(config.New())
+// prefetch and maxPrefetch are the drover.scheduler.prefetch and
+// drover.scheduler.maxPrefetch the test clusters use: the defaults, unless
+// a benchmark changes them.
+var (
+	prefetch    = config.SchedulerPrefetch.Get(config.New())
+	maxPrefetch = config.SchedulerMaxPrefetch.Get(config.New())
+)
 
 func newTestCluster(dir string, executors, cores, maxFailures int, sec master.Security, log *slog.Logger) (*testCluster, error) {
 	return newTestClusterWithEvents(dir, executors, cores, maxFailures, sec, log, nil)
@@ -177,7 +181,7 @@ func newTestClusterWithEvents(dir string, executors, cores, maxFailures int, sec
 	s := scheduler.New(scheduler.Options{MaxFailures: maxFailures, Logger: log, Events: bus})
 	c := NewCluster(ClusterOptions{Binary: os.Args[0], AppID: testApp, Executors: executors, Cores: cores, Auth: sec.Executors, WorkDir: dir + "/work", Logger: log})
 	b := coarse.New(s, c, coarse.Options{AppID: testApp, Auth: sec.Driver, InitialExecutors: executors, MinRegisteredRatio: 1,
-		MaxRegisteredWait: time.Minute, Prefetch: prefetch, Logger: log, Events: bus})
+		MaxRegisteredWait: time.Minute, Prefetch: prefetch, MaxPrefetch: maxPrefetch, Logger: log, Events: bus})
 	s.SetBackend(b)
 	if err := b.Start(context.Background()); err != nil {
 		return nil, err

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
+	"time"
 
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
@@ -130,8 +132,11 @@ type TaskSet struct {
 	// fetchingBytes is what results being fetched declared: counted with
 	// resultBytes, so parallel fetches cannot overshoot the limit together.
 	fetchingBytes int64
-	finished      bool
-	lastFailure   []*TaskFailedError
+	// taskNanos is a moving average of the set's successful tasks'
+	// durations, 0 until one has finished (QueueAhead).
+	taskNanos   float64
+	finished    bool
+	lastFailure []*TaskFailedError
 }
 
 // Done is closed when the task set has finished, successfully or not.
@@ -298,6 +303,33 @@ func (s *Scheduler) launchLocked(ts *TaskSet, index int, executor executorid.ID)
 		CPUs:         s.opts.CPUsPerTask,
 		ExecutorID:   executor,
 	}
+}
+
+// queueWindow is how much of a stage's measured task time QueueAhead
+// queues per core: more than a driver round trip, so a core never waits
+// for its next launch between short tasks, and short enough that the tasks
+// queued on one executor delay a stage's end by no more than that.
+const queueWindow = 2 * time.Millisecond
+
+// QueueAhead is how many tasks per core a backend should queue ahead of
+// free cores for the next tasks to launch: floor until their task set's
+// tasks have been measured, then queueWindow's worth of them, between
+// floor and most. Tasks of microseconds then travel in large batches,
+// whose cost per task is a fraction of a round trip's.
+func (s *Scheduler) QueueAhead(floor, most int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ts := range s.active {
+		if len(ts.pending)+len(ts.retry) == 0 {
+			continue
+		}
+		if ts.taskNanos <= 0 {
+			return floor
+		}
+		n := math.Ceil(float64(queueWindow) / ts.taskNanos)
+		return int(min(max(n, float64(floor)), float64(most)))
+	}
+	return floor
 }
 
 // StageProgress is the state of an active task set, for progress reports.

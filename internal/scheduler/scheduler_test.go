@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/google/go-cmp/cmp"
@@ -366,4 +367,43 @@ func TestTaskOverMaxSizeFailsAtOnce(t *testing.T) {
 	if ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 2}}); len(ds) != 0 {
 		t.Errorf("%d tasks launched", len(ds))
 	}
+}
+
+// QueueAhead asks for the floor until the next tasks' set has finished a
+// task, then for queueWindow's worth of its measured tasks, within bounds.
+func TestQueueAhead(t *testing.T) {
+	for name, tc := range map[string]struct {
+		durations []time.Duration // of the first set's successful tasks
+		want      int
+	}{
+		"not measured yet":          {nil, 2},
+		"microsecond tasks":         {[]time.Duration{time.Microsecond, time.Microsecond}, 64},
+		"100 µs tasks":              {[]time.Duration{100 * time.Microsecond}, 20},
+		"second-long tasks":         {[]time.Duration{time.Second}, 2},
+		"shorter than a µs":         {[]time.Duration{0}, 64},
+		"one odd slow task":         {[]time.Duration{100 * time.Microsecond, 100 * time.Millisecond}, 2},
+		"150 fast after a slow one": {append([]time.Duration{100 * time.Millisecond}, repeatDuration(150, 10*time.Microsecond)...), 64},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, _ := newTestScheduler(1)
+			s.Submit(specOf(1000, nil))
+			var st []Status
+			for _, d := range tc.durations {
+				launched := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 1}})
+				st = append(st, Status{TaskID: launched[0].TaskID, ExecutorID: 1, State: Finished, Duration: d})
+				s.StatusUpdates(st[len(st)-1:])
+			}
+			if got := s.QueueAhead(2, 64); got != tc.want {
+				t.Errorf("QueueAhead(2, 64) = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func repeatDuration(n int, d time.Duration) []time.Duration {
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i] = d
+	}
+	return out
 }

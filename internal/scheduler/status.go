@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
@@ -77,6 +78,14 @@ func (s *Scheduler) StatusUpdates(statuses []Status) {
 			}
 			ts.succeeded[a.index] = true
 			ts.numSucceded++
+			// A moving average over the last tens of tasks: it follows
+			// a stage whose tasks change pace, and one odd task barely
+			// moves it.
+			if d := float64(max(st.Duration, time.Microsecond)); ts.taskNanos == 0 {
+				ts.taskNanos = d
+			} else {
+				ts.taskNanos += (d - ts.taskNanos) / 16
+			}
 			ts.resultBytes += int64(len(st.Result))
 			if max := s.opts.MaxResultSize; max > 0 && ts.resultBytes > max {
 				kills = append(kills, s.abortLocked(ts, fmt.Errorf(

@@ -35,6 +35,7 @@ func ConfOptions(appID string, conf *config.Conf, auth rpc.Auth) Options {
 		MaxRegisteredWait:  config.MaxRegisteredResourcesWaitingTime.Get(conf),
 		DefaultParallelism: config.DefaultParallelism.Get(conf),
 		Prefetch:           config.SchedulerPrefetch.Get(conf),
+		MaxPrefetch:        config.SchedulerMaxPrefetch.Get(conf),
 		NetworkTimeout:     config.NetworkTimeout.Get(conf),
 		TimeoutInterval:    config.NetworkTimeoutInterval.Get(conf),
 		MaxLaunchBytes:     config.RPCMessageMaxSize.Get(conf),
@@ -81,6 +82,9 @@ type Options struct {
 	// Prefetch is drover.scheduler.prefetch: tasks per core queued ahead
 	// of free cores while the backlog exceeds every free core.
 	Prefetch int
+	// MaxPrefetch is drover.scheduler.maxPrefetch: the most tasks per core
+	// queued ahead for a stage measured to have short tasks.
+	MaxPrefetch int
 
 	// NetworkTimeout removes an executor not heard from for that long,
 	// checked every TimeoutInterval.

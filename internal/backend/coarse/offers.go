@@ -155,9 +155,10 @@ func (b *Backend) forgetEndedLocked() {
 }
 
 // prefetchLocked is how many tasks per core to queue ahead of free cores:
-// Options.Prefetch while more tasks wait than all executors have free cores
-// (every executor will be busy anyway, so queueing cannot starve one), else
-// none, so a short job spreads over every executor.
+// none while no more tasks wait than all executors have free cores (every
+// executor will be busy anyway, so queueing cannot starve one, and a short
+// job spreads over every executor); otherwise what the scheduler's measure
+// of the next tasks asks for, from Options.Prefetch to Options.MaxPrefetch.
 func (b *Backend) prefetchLocked() int {
 	if b.opts.Prefetch <= 0 {
 		return 0
@@ -171,7 +172,7 @@ func (b *Backend) prefetchLocked() int {
 	if b.sched.PendingTasks() <= free {
 		return 0
 	}
-	return b.opts.Prefetch
+	return b.sched.QueueAhead(b.opts.Prefetch, max(b.opts.Prefetch, b.opts.MaxPrefetch))
 }
 
 // KillTask asks an executor to stop a task.
