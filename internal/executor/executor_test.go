@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/drover-project/drover/internal/envvar"
@@ -231,5 +232,24 @@ func TestOptionsFromEnv(t *testing.T) {
 	env[envvar.Cores] = "two"
 	if _, err := OptionsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), envvar.Cores) {
 		t.Errorf("bad cores: %v", err)
+	}
+}
+
+// statusSize, which batches statuses without encoding them, never
+// underestimates a status's encoded size.
+func TestStatusSizeBoundsTheEncoding(t *testing.T) {
+	big := strings.Repeat("x", 10_000)
+	for name, s := range map[string]*pb.TaskStatus{
+		"empty":    {},
+		"finished": {TaskId: 1 << 62, State: pb.TaskState_TASK_STATE_FINISHED, DurationNanos: 1 << 62, Result: []byte(big)},
+		"indirect": {TaskId: 1 << 62, State: pb.TaskState_TASK_STATE_FINISHED, Indirect: true, ResultSize: 1 << 62},
+		"failed": {TaskId: -1, State: pb.TaskState_TASK_STATE_FAILED, Error: big, Stack: big, Panicked: true,
+			FetchFailure: &pb.FetchFailure{ShuffleId: -1, MapId: -1, ExecutorId: big, Address: big, Message: big}},
+		"metrics": {TaskId: -1, Metrics: &pb.TaskMetrics{InputBytes: -1, InputRecords: -1, OutputBytes: -1, OutputRecords: -1,
+			ShuffleReadBytes: -1, ShuffleReadRecords: -1, ShuffleWriteBytes: -1, ShuffleWriteRecords: -1, SpillBytes: -1}},
+	} {
+		if got, want := statusSize(s), proto.Size(s); got < want {
+			t.Errorf("%s: statusSize = %d, under the encoded %d bytes", name, got, want)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"github.com/drover-project/drover/internal/rpc/pb"
-	"google.golang.org/protobuf/proto"
 )
 
 // maxBatchBytes keeps one status batch well under the RPC message limit.
@@ -53,6 +52,17 @@ func (o *outbox) closeAfterFlush() {
 	o.wake()
 }
 
+// statusSize bounds a status's encoded size from its variable-length
+// fields, without encoding it: 128 bytes covers every fixed field and the
+// metrics.
+func statusSize(s *pb.TaskStatus) int {
+	n := 128 + len(s.GetResult()) + len(s.GetError()) + len(s.GetStack())
+	if ff := s.GetFetchFailure(); ff != nil {
+		n += len(ff.GetExecutorId()) + len(ff.GetAddress()) + len(ff.GetMessage())
+	}
+	return n
+}
+
 // take returns everything queued, statuses split into batches of bounded
 // size, and whether the stream should be closed after sending them.
 func (o *outbox) take() ([]*pb.ExecutorMessage, bool) {
@@ -70,7 +80,7 @@ func (o *outbox) take() ([]*pb.ExecutorMessage, bool) {
 		}
 	}
 	for _, s := range statuses {
-		n := proto.Size(s)
+		n := statusSize(s)
 		if size+n > maxBatchBytes {
 			flush()
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"google.golang.org/grpc"
@@ -150,19 +151,25 @@ func (b *Backend) receiveLoop(stream pb.Driver_ControlServer, ex *executorData) 
 func (b *Backend) statusUpdate(ex *executorData, statuses []*pb.TaskStatus) {
 	out := make([]scheduler.Status, 0, len(statuses))
 	terminal := 0
+	// Asked once: the arguments of a Debug call cost allocations per task
+	// even when nothing is logged.
+	debug := b.log.Enabled(context.Background(), slog.LevelDebug)
 	for _, s := range statuses {
-		st := fromProto(ex.ID, s)
-		b.log.Debug("task status", "executor", ex.ID, "task", st.TaskID, "state", st.State.String(), "err", st.Err)
+		out = append(out, fromProto(ex.ID, s))
+		st := &out[len(out)-1]
+		if debug {
+			b.log.Debug("task status", "executor", ex.ID, "task", st.TaskID, "state", st.State.String(), "err", st.Err)
+		}
 		if st.State == scheduler.Running {
+			out = out[:len(out)-1]
 			continue
 		}
 		terminal++
 		if s.GetIndirect() && st.State == scheduler.Finished {
-			size := s.GetResultSize()
-			b.goTracked(func(ctx context.Context) { b.fetchResult(ctx, ex, st, size) })
-			continue
+			fetched, size := *st, s.GetResultSize()
+			out = out[:len(out)-1]
+			b.goTracked(func(ctx context.Context) { b.fetchResult(ctx, ex, fetched, size) })
 		}
-		out = append(out, st)
 	}
 	if terminal > 0 {
 		b.mu.Lock()

@@ -69,13 +69,21 @@ func (b *Backend) makeOffers(id executorid.ID) {
 		bytes int64
 	}
 	var order []*batching
-	batches := map[*executorData]*batching{}
+	var batches map[*executorData]*batching // when more than one executor was offered
+	if len(offers) > 1 {
+		batches = make(map[*executorData]*batching, len(offers))
+	}
 	for i := range tasks {
 		t := &tasks[i]
 		ex := b.executors[t.ExecutorID]
 		ex.FreeCores -= t.CPUs
-		bt := batches[ex]
-		if bt == nil {
+		var bt *batching
+		if batches == nil {
+			if len(order) == 0 {
+				order = append(order, &batching{ex: ex})
+			}
+			bt = order[0]
+		} else if bt = batches[ex]; bt == nil {
 			bt = &batching{ex: ex}
 			batches[ex] = bt
 			order = append(order, bt)
