@@ -355,7 +355,7 @@ func mainErr(compare bool, only string) error {
 		}
 	}
 	r.ratio("no-op task throughput, drover / Dask", "BenchmarkNoopTasksLocalCluster tasks/s",
-		"Dask LocalCluster(4 processes × 1 thread) tasks/s", "≥ 10", func(v float64) bool { return v >= 10 })
+		"Dask LocalCluster(4 processes × 1 thread) tasks/s", "≥ 100", func(v float64) bool { return v >= 100 })
 	r.ratio("word count 1 GiB, drover / hand-written Go", "BenchmarkWordCount/drover-local-cluster[2,1,2048] s/op",
 		"BenchmarkWordCount/handwritten-2-goroutines s/op", "≤ 1.5", func(v float64) bool { return v <= 1.5 })
 	r.ratio("word count 1 GiB, drover / Dask bag", "BenchmarkWordCount/drover-local-cluster[2,1,2048] s/op",
