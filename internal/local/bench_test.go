@@ -1,7 +1,14 @@
 package local
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,13 +59,60 @@ func benchmarkNoop(b *testing.B, start func(*testing.B) *testCluster) {
 	const tasksPerJob = 20_000
 	tc := start(b)
 	payloads := repeat("", tasksPerJob)
+	before := cpuOf(b, tc)
 	b.ResetTimer()
 	for b.Loop() {
 		if _, err := tc.run(context.Background(), "local.noop", payloads); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(tasksPerJob*b.N)/b.Elapsed().Seconds(), "tasks/s")
+	b.StopTimer()
+	tasks := float64(tasksPerJob * b.N)
+	b.ReportMetric(tasks/b.Elapsed().Seconds(), "tasks/s")
+	if tc.c == nil {
+		return
+	}
+	// Where the CPU goes per task: user and kernel time of the driver
+	// (this process) and of the executor processes together.
+	after := cpuOf(b, tc)
+	b.ReportMetric(float64(after.driverUser-before.driverUser)/tasks/1e3, "driver-user-µs/task")
+	b.ReportMetric(float64(after.driverSys-before.driverSys)/tasks/1e3, "driver-sys-µs/task")
+	b.ReportMetric(float64(after.execUser-before.execUser)/tasks/1e3, "executors-user-µs/task")
+	b.ReportMetric(float64(after.execSys-before.execSys)/tasks/1e3, "executors-sys-µs/task")
+}
+
+// cpuTimes are CPU times in nanoseconds.
+type cpuTimes struct{ driverUser, driverSys, execUser, execSys int64 }
+
+// cpuOf reads the CPU time this process and the cluster's executor
+// processes have used so far.
+func cpuOf(b *testing.B, tc *testCluster) cpuTimes {
+	var t cpuTimes
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	t.driverUser, t.driverSys = ru.Utime.Nano(), ru.Stime.Nano()
+	if tc.c == nil {
+		return t
+	}
+	for _, pid := range tc.c.Pids() {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Fields 14 and 15 (utime, stime, in clock ticks of 1/100 s on
+		// Linux) follow the command name, which ends with ")".
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		utime, err1 := strconv.ParseInt(f[11], 10, 64)
+		stime, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			b.Fatal(err)
+		}
+		t.execUser += utime * int64(10*time.Millisecond)
+		t.execSys += stime * int64(10*time.Millisecond)
+	}
+	return t
 }
 
 // BenchmarkNoopTasksMetricsOverhead measures what the Prometheus metrics cost
