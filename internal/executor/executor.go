@@ -64,6 +64,11 @@ type Executor struct {
 	// Only the goroutine receiving from the driver uses it.
 	plans map[int64]*pb.StagePlan
 
+	// waiting hands a task to a worker goroutine waiting for one
+	// (spawn); workers end when done closes, as run returns.
+	waiting chan func()
+	done    chan struct{}
+
 	out         *outbox
 	lastContact atomic.Int64 // clock time of the last message from the driver, unix nanos
 	draining    atomic.Bool
@@ -119,6 +124,8 @@ func newExecutor(opts Options) (*Executor, error) {
 		maxDirectResult:   config.TaskMaxDirectResultSize.Get(config.New()),
 		out:               newOutbox(),
 		plans:             map[int64]*pb.StagePlan{},
+		waiting:           make(chan func()),
+		done:              make(chan struct{}),
 		running:           map[int64]context.CancelFunc{},
 		results:           map[int64][]byte{},
 	}
@@ -131,6 +138,7 @@ func newExecutor(opts Options) (*Executor, error) {
 func (e *Executor) touch() { e.lastContact.Store(e.opts.Clock.Now().UnixNano()) }
 
 func (e *Executor) run(ctx context.Context) error {
+	defer close(e.done)
 	lis, err := net.Listen("tcp", net.JoinHostPort(e.opts.BindHost, "0"))
 	if err != nil {
 		return fmt.Errorf("listening for result fetches: %w", err)

@@ -58,7 +58,30 @@ func (e *Executor) launch(t *pb.TaskDescription, p *pb.StagePlan) {
 	e.mu.Lock()
 	e.running[tid] = cancel
 	e.mu.Unlock()
-	go e.runTask(ctx, cancel, t, p)
+	e.spawn(func() { e.runTask(ctx, cancel, t, p) })
+}
+
+// spawn runs f on a worker goroutine: one that finished its task and waits
+// for another, or a new one. Reusing them saves a goroutine's creation and
+// the growth of its stack per task, which tasks of microseconds notice.
+// Workers are as many as tasks ever ran or waited for a core at once.
+func (e *Executor) spawn(f func()) {
+	select {
+	case e.waiting <- f:
+	default:
+		go e.worker(f)
+	}
+}
+
+func (e *Executor) worker(f func()) {
+	for {
+		f()
+		select {
+		case f = <-e.waiting:
+		case <-e.done:
+			return
+		}
+	}
 }
 
 // acquire waits for a task's cores: the driver may queue a few tasks ahead
