@@ -2,6 +2,7 @@ package executor
 
 import (
 	"sync"
+	"time"
 
 	"github.com/drover-project/drover/internal/rpc/pb"
 )
@@ -15,9 +16,12 @@ const maxBatchBytes = 4 << 20
 type outbox struct {
 	mu       sync.Mutex
 	statuses []*pb.TaskStatus
-	other    []*pb.ExecutorMessage
-	closing  bool // send what is queued, then close the stream
-	notify   chan struct{}
+	// finished and nanos are tasks that finished with nothing to report
+	// but their duration (StatusBatch.finished_task_ids).
+	finished, nanos []int64
+	other           []*pb.ExecutorMessage
+	closing         bool // send what is queued, then close the stream
+	notify          chan struct{}
 }
 
 func newOutbox() *outbox { return &outbox{notify: make(chan struct{}, 1)} }
@@ -25,6 +29,15 @@ func newOutbox() *outbox { return &outbox{notify: make(chan struct{}, 1)} }
 func (o *outbox) addStatus(s *pb.TaskStatus) {
 	o.mu.Lock()
 	o.statuses = append(o.statuses, s)
+	o.mu.Unlock()
+	o.wake()
+}
+
+// addFinished reports a task that finished with no result and no metrics.
+func (o *outbox) addFinished(taskID int64, d time.Duration) {
+	o.mu.Lock()
+	o.finished = append(o.finished, taskID)
+	o.nanos = append(o.nanos, int64(d))
 	o.mu.Unlock()
 	o.wake()
 }
@@ -68,15 +81,20 @@ func statusSize(s *pb.TaskStatus) int {
 func (o *outbox) take() ([]*pb.ExecutorMessage, bool) {
 	o.mu.Lock()
 	statuses, other, closing := o.statuses, o.other, o.closing
-	o.statuses, o.other = nil, nil
+	finished, nanos := o.finished, o.nanos
+	o.statuses, o.other, o.finished, o.nanos = nil, nil, nil, nil
 	o.mu.Unlock()
 	msgs := other
 	var batch []*pb.TaskStatus
 	size := 0
 	flush := func() {
-		if len(batch) > 0 {
-			msgs = append(msgs, &pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Status{Status: &pb.StatusBatch{Statuses: batch}}})
+		if len(batch) > 0 || len(finished) > 0 {
+			// The finished tasks go with the first batch: 20 bytes each
+			// at most, far under maxBatchBytes.
+			msgs = append(msgs, &pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Status{Status: &pb.StatusBatch{
+				Statuses: batch, FinishedTaskIds: finished, FinishedNanos: nanos}}})
 			batch, size = nil, 0
+			finished, nanos = nil, nil
 		}
 	}
 	for _, s := range statuses {

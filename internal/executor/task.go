@@ -132,7 +132,12 @@ func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb
 	}, p.GetFunc(), t.GetPayload())
 	killed := ctx.Err() != nil
 	cancel()
-	st := &pb.TaskStatus{TaskId: t.GetTaskId(), DurationNanos: int64(time.Since(start)), Metrics: MetricsProto(m)}
+	d := time.Since(start)
+	if !killed && o.Err == nil && len(o.Result) == 0 && m == (funcs.Metrics{}) {
+		e.finishQuiet(t.GetTaskId(), d)
+		return
+	}
+	st := &pb.TaskStatus{TaskId: t.GetTaskId(), DurationNanos: int64(d), Metrics: MetricsProto(m)}
 	switch {
 	case killed:
 		st.State = pb.TaskState_TASK_STATE_KILLED
@@ -175,6 +180,16 @@ func MetricsProto(m funcs.Metrics) *pb.TaskMetrics {
 
 func (e *Executor) finish(tid int64, st *pb.TaskStatus) {
 	e.out.addStatus(st)
+	e.forget(tid)
+}
+
+// finishQuiet reports a task that finished with nothing but its duration.
+func (e *Executor) finishQuiet(tid int64, d time.Duration) {
+	e.out.addFinished(tid, d)
+	e.forget(tid)
+}
+
+func (e *Executor) forget(tid int64) {
 	e.mu.Lock()
 	delete(e.running, tid)
 	if len(e.running) == 0 {

@@ -133,7 +133,7 @@ func (b *Backend) receiveLoop(stream pb.Driver_ControlServer, ex *executorData) 
 		ex.lastSeen.Store(b.opts.Clock.Now().UnixNano())
 		switch m := msg.GetMsg().(type) {
 		case *pb.ExecutorMessage_Status:
-			b.statusUpdate(ex, m.Status.GetStatuses())
+			b.statusUpdate(ex, m.Status)
 		case *pb.ExecutorMessage_Heartbeat:
 			b.mu.Lock()
 			known := b.executors[ex.ID] == ex
@@ -148,9 +148,23 @@ func (b *Backend) receiveLoop(stream pb.Driver_ControlServer, ex *executorData) 
 	}
 }
 
-func (b *Backend) statusUpdate(ex *executorData, statuses []*pb.TaskStatus) {
-	out := make([]scheduler.Status, 0, len(statuses))
-	terminal := 0
+func (b *Backend) statusUpdate(ex *executorData, batch *pb.StatusBatch) {
+	statuses := batch.GetStatuses()
+	ids, nanos := batch.GetFinishedTaskIds(), batch.GetFinishedNanos()
+	if len(ids) != len(nanos) {
+		b.log.Warn("executor sent a status batch whose finished tasks and durations differ in number; durations ignored",
+			"executor", ex.ID, "tasks", len(ids), "durations", len(nanos))
+		nanos = nil
+	}
+	out := make([]scheduler.Status, 0, len(statuses)+len(ids))
+	for i, id := range ids {
+		st := scheduler.Status{TaskID: id, ExecutorID: ex.ID, State: scheduler.Finished}
+		if nanos != nil {
+			st.Duration = time.Duration(nanos[i])
+		}
+		out = append(out, st)
+	}
+	terminal := len(ids)
 	// Asked once: the arguments of a Debug call cost allocations per task
 	// even when nothing is logged.
 	debug := b.log.Enabled(context.Background(), slog.LevelDebug)

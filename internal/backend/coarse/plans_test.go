@@ -15,7 +15,8 @@ import (
 
 // wireExecutor is an executor written against the protocol itself, so a
 // test sees every message the driver sends: it records the plans and tasks
-// that arrive and, unless told to hold them, reports each task finished.
+// that arrive and, unless told to hold them, reports each task finished
+// (in the packed form of StatusBatch).
 type wireExecutor struct {
 	stream pb.Driver_ControlClient
 
@@ -55,7 +56,7 @@ func (w *wireExecutor) receive() {
 			_ = w.stream.CloseSend() // as an executor leaves
 			return
 		}
-		var finished []*pb.TaskStatus
+		var finished, nanos []int64
 		w.mu.Lock()
 		if l := msg.GetLaunch(); l != nil {
 			for _, p := range l.GetPlans() {
@@ -72,7 +73,8 @@ func (w *wireExecutor) receive() {
 				if w.hold {
 					continue
 				}
-				finished = append(finished, &pb.TaskStatus{TaskId: task.GetTaskId(), State: pb.TaskState_TASK_STATE_FINISHED})
+				finished = append(finished, task.GetTaskId())
+				nanos = append(nanos, 1000)
 			}
 		}
 		if f := msg.GetForgetPlans(); f != nil {
@@ -83,7 +85,9 @@ func (w *wireExecutor) receive() {
 		}
 		w.mu.Unlock()
 		if len(finished) > 0 {
-			_ = w.stream.Send(&pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Status{Status: &pb.StatusBatch{Statuses: finished}}})
+			// As executors report tasks with nothing but a duration.
+			_ = w.stream.Send(&pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Status{Status: &pb.StatusBatch{
+				FinishedTaskIds: finished, FinishedNanos: nanos}}})
 		}
 	}
 }

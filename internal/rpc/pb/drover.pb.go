@@ -1186,10 +1186,15 @@ func (x *FetchFailure) GetMessage() string {
 }
 
 type StatusBatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Statuses      []*TaskStatus          `protobuf:"bytes,1,rep,name=statuses,proto3" json:"statuses,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Statuses []*TaskStatus          `protobuf:"bytes,1,rep,name=statuses,proto3" json:"statuses,omitempty"`
+	// Tasks that finished with nothing to report but their duration (no
+	// result, no metrics), as two packed lists of the same length: a few
+	// bytes and no message each, which is what tasks of microseconds need.
+	FinishedTaskIds []int64 `protobuf:"varint,2,rep,packed,name=finished_task_ids,json=finishedTaskIds,proto3" json:"finished_task_ids,omitempty"`
+	FinishedNanos   []int64 `protobuf:"varint,3,rep,packed,name=finished_nanos,json=finishedNanos,proto3" json:"finished_nanos,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StatusBatch) Reset() {
@@ -1225,6 +1230,20 @@ func (*StatusBatch) Descriptor() ([]byte, []int) {
 func (x *StatusBatch) GetStatuses() []*TaskStatus {
 	if x != nil {
 		return x.Statuses
+	}
+	return nil
+}
+
+func (x *StatusBatch) GetFinishedTaskIds() []int64 {
+	if x != nil {
+		return x.FinishedTaskIds
+	}
+	return nil
+}
+
+func (x *StatusBatch) GetFinishedNanos() []int64 {
+	if x != nil {
+		return x.FinishedNanos
 	}
 	return nil
 }
@@ -1725,9 +1744,11 @@ const file_drover_proto_rawDesc = "" +
 	"\vexecutor_id\x18\x03 \x01(\tR\n" +
 	"executorId\x12\x18\n" +
 	"\aaddress\x18\x04 \x01(\tR\aaddress\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"@\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\x93\x01\n" +
 	"\vStatusBatch\x121\n" +
-	"\bstatuses\x18\x01 \x03(\v2\x15.drover.v1.TaskStatusR\bstatuses\"&\n" +
+	"\bstatuses\x18\x01 \x03(\v2\x15.drover.v1.TaskStatusR\bstatuses\x12*\n" +
+	"\x11finished_task_ids\x18\x02 \x03(\x03R\x0ffinishedTaskIds\x12%\n" +
+	"\x0efinished_nanos\x18\x03 \x03(\x03R\rfinishedNanos\"&\n" +
 	"\fDecommission\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\";\n" +
 	"\bKillTask\x12\x17\n" +
