@@ -79,13 +79,25 @@ func BenchmarkSubmitToResult(b *testing.B) {
 		ns := restrictedNamespace(b, env)
 		running := phaseTime(b, env, ns, "spark-role=driver", corev1.PodRunning)
 		start := time.Now()
+		var tl *timeline
+		stopTimeline := func() {}
+		if os.Getenv("DROVER_SUBMIT_TIMELINE") != "" {
+			tl, stopTimeline = watchTimeline(b, env, ns, start)
+		}
 		r := drover(b, env.Kubeconfig, 3*time.Minute, clusterArgs(env, ns, "--name", "wordcount", "local://"+wordcount, input, "3")...)
-		toResult += time.Since(start)
+		end := time.Now()
+		toResult += end.Sub(start)
 		if r.code != 0 {
 			b.Fatalf("drover submit: exit code %d\n%s", r.code, r.stderr)
 		}
 		toRunning += (<-running).Sub(start)
-		checkWordCount(b, env, ns, submittedPod(b, r))
+		driver := submittedPod(b, r)
+		checkWordCount(b, env, ns, driver)
+		if tl != nil {
+			tl.add(end, "drover submit exited")
+			stopTimeline()
+			logTimeline(b, env, ns, tl)
+		}
 		runs++
 	}
 	b.ReportMetric(float64(toResult.Nanoseconds())/float64(runs), "ns/op")
@@ -127,6 +139,17 @@ func BenchmarkBarePodToResult(b *testing.B) {
 	}
 	b.ReportMetric(float64(total.Nanoseconds())/float64(runs), "ns/op")
 	b.ReportMetric(total.Seconds()/float64(runs), "s-to-result")
+}
+
+// logTimeline logs one submission's timeline: the pods' stages and the
+// driver's and executors' log lines.
+func logTimeline(b *testing.B, env *testenv.Env, ns string, tl *timeline) {
+	for _, name := range tl.podNames() {
+		if log, err := env.ProcessNode.Logs(ns, name); err == nil {
+			tl.addLog(name, log)
+		}
+	}
+	b.Logf("submission timeline (ms from drover submit's start):\n%s", tl)
 }
 
 // checkWordCount fails b unless pod ns/name printed the count of
