@@ -315,10 +315,11 @@ var (
 
 	KubernetesAllocationMaxPendingPods = Int("spark.kubernetes.allocation.maxPendingPods", 1<<31-1,
 		"Most executor pods that may be pending (created, not yet running) at once. Unset means no limit with "+
-			"the spark policy, and max(spark.kubernetes.allocation.batch.size, running executors) with the "+
-			"adaptive policy.",
+			"the spark policy, and max(drover.kubernetes.client.burst, running executors) with the adaptive "+
+			"policy, max(spark.kubernetes.allocation.batch.size, running executors) once the cluster has left a "+
+			"pod unschedulable or refused a create.",
 		Infinity(), AtLeast(1),
-		DefaultDoc("`infinity` (adaptive policy: max(batch.size, running executors))"))
+		DefaultDoc("`infinity` (adaptive policy: max(client.burst, running executors), then max(batch.size, running executors))"))
 
 	KubernetesAllocationMaximum = Int("spark.kubernetes.allocation.maximum", 1<<31-1,
 		"Most executor ids the application issues over its life (every pod created counts, failed ones too).",
@@ -402,8 +403,10 @@ var (
 var (
 	KubernetesAllocationPolicy = Enum("drover.kubernetes.allocation.policy", "adaptive", []string{"adaptive", "spark"},
 		"How executor pods are created. `adaptive` reaches the target as fast as the cluster admits pods: "+
-			"concurrent creates in rounds that double while pods get scheduled, a pending allowance that grows "+
-			"with the running executors, and back-off on unschedulable pods and failed creates. `spark` "+
+			"concurrent creates, a first round of up to drover.kubernetes.client.burst pods, then rounds that "+
+			"double while pods get scheduled, a pending allowance that grows with the running executors, and "+
+			"back-off on unschedulable pods and failed creates (after which rounds start from "+
+			"spark.kubernetes.allocation.batch.size). `spark` "+
 			"reproduces Spark's allocator (spark.kubernetes.allocation.batch.size pods per round, created one "+
 			"by one, no new round while a pod of the last one is unseen), for compatibility and comparisons.")
 
@@ -421,7 +424,8 @@ var (
 
 	KubernetesClientBurst = Int("drover.kubernetes.client.burst", 100,
 		"Most requests the Kubernetes client sends at once after a quiet spell, before "+
-			"drover.kubernetes.client.qps paces it: the first round of executor pods goes out this fast.",
+			"drover.kubernetes.client.qps paces it. The adaptive allocation policy's first round creates up to "+
+			"this many executor pods at once, so an application of that many executors gets them in one round.",
 		AtLeast(1))
 
 	KubernetesExecutorStartTimeout = Duration("drover.kubernetes.executor.startTimeout", "300s", time.Second,

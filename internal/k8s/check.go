@@ -76,6 +76,10 @@ func allocatorOptions(conf *config.Conf) allocator.Options {
 		ExecutorIdleTimeout: config.DynamicAllocationExecutorIdleTimeout.Get(conf),
 		AllocationMaximum:   executorid.ID(config.KubernetesAllocationMaximum.Get(conf)),
 		CreateConcurrency:   config.KubernetesAllocationCreateConcurrency.Get(conf),
+		// The client sends its burst of creates at once anyway: a first
+		// round of that size costs the API server nothing more, and an
+		// application of up to that many executors needs no ramp.
+		FirstRound: config.KubernetesClientBurst.Get(conf),
 	}
 	// Only an explicit cap replaces the adaptive policy's running-based one.
 	if config.KubernetesAllocationMaxPendingPods.IsSet(conf) {

@@ -211,15 +211,17 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.startQueue(ctx); err != nil {
 		return err
 	}
-	if err := c.createSupportObjects(ctx); err != nil {
-		return err
-	}
+	// The support objects are created while the pod source syncs: each is
+	// a round trip to the API server, and a small application waits for
+	// all of them before its first executor pod. The target is set once
+	// they exist, so no pod is created before the config map it mounts.
+	supported := make(chan error, 1)
+	go func() { supported <- c.createSupportObjects(ctx) }()
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	life := lifecycle.New(c.lifecycleOptions(), &applier{c}, c.clock, c.log.With("component", "lifecycle"))
 	c.lifePtr.Store(life)
-	c.alloc.SetTarget(c.initial)
 	// The driver's context ends on SIGINT/SIGTERM and when the application
 	// fails: allocation stops at once, before the job and the backend wind
 	// down, so executors lost meanwhile are not replaced.
@@ -228,9 +230,11 @@ func (c *Cluster) start(ctx context.Context) error {
 	context.AfterFunc(c.allocCtx, stopAlloc)
 	c.goRun(func() error { return life.Run(runCtx) })
 	c.goRun(func() error { return c.alloc.Run(allocCtx) })
-	if err := c.startSource(runCtx); err != nil {
+	srcErr := c.startSource(runCtx)
+	if err := errors.Join(<-supported, srcErr); err != nil {
 		return err
 	}
+	c.alloc.SetTarget(c.initial)
 	c.log.Info("requesting executor pods", "namespace", c.ns, "executors", c.initial,
 		"policy", config.KubernetesAllocationPolicy.Get(c.conf), "driver", c.backend.URL())
 	return nil
@@ -318,21 +322,40 @@ func (c *Cluster) startQueue(ctx context.Context) error {
 }
 
 // createSupportObjects creates the executor config map and, with
-// spark.authenticate, the secret executors read it from.
+// spark.authenticate, the secret executors read it from, at once.
 func (c *Cluster) createSupportObjects(ctx context.Context) error {
-	if cm := podspec.ExecutorConfigMap(c.execConf, c.conf.Explicit()); cm != nil {
-		if _, err := c.cs.CoreV1().ConfigMaps(c.ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating executor config map %s/%s: %w", c.ns, cm.Name, err)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	done := func(obj string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			errs = append(errs, err)
+			return
 		}
-		c.created = append(c.created, "configmap/"+cm.Name)
+		c.created = append(c.created, obj)
+	}
+	if cm := podspec.ExecutorConfigMap(c.execConf, c.conf.Explicit()); cm != nil {
+		wg.Go(func() {
+			_, err := c.cs.CoreV1().ConfigMaps(c.ns).Create(ctx, cm, metav1.CreateOptions{})
+			if err != nil {
+				err = fmt.Errorf("creating executor config map %s/%s: %w", c.ns, cm.Name, err)
+			}
+			done("configmap/"+cm.Name, err)
+		})
 	}
 	if sec := podspec.ExecutorAuthSecret(c.execConf); sec != nil {
-		if _, err := c.cs.CoreV1().Secrets(c.ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating executor auth secret %s/%s: %w", c.ns, sec.Name, err)
-		}
-		c.created = append(c.created, "secret/"+sec.Name)
+		wg.Go(func() {
+			_, err := c.cs.CoreV1().Secrets(c.ns).Create(ctx, sec, metav1.CreateOptions{})
+			if err != nil {
+				err = fmt.Errorf("creating executor auth secret %s/%s: %w", c.ns, sec.Name, err)
+			}
+			done("secret/"+sec.Name, err)
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Stop shuts the executors down, stops the loops and, unless
@@ -357,24 +380,51 @@ func (c *Cluster) Stop(ctx context.Context) error {
 			return
 		}
 		c.endGang(ctx)
-		err := c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
-			metav1.ListOptions{LabelSelector: c.selector.String()})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting executor pods: %w", err))
+		// The deletes are independent: sent at once, the driver exits (and
+		// drover submit sees the application end) one round trip later
+		// instead of one per object.
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		failed := func(err error) {
+			if err != nil && !apierrors.IsNotFound(err) {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
 		}
+		wg.Go(func() {
+			err := c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
+				metav1.ListOptions{LabelSelector: c.selector.String()})
+			if err != nil {
+				failed(fmt.Errorf("deleting executor pods: %w", err))
+			}
+		})
+		var podGroups []string
 		for _, obj := range c.created {
 			kind, name, _ := strings.Cut(obj, "/")
-			var err error
-			switch kind {
-			case "configmap":
-				err = c.cs.CoreV1().ConfigMaps(c.ns).Delete(ctx, name, metav1.DeleteOptions{})
-			case "secret":
-				err = c.cs.CoreV1().Secrets(c.ns).Delete(ctx, name, metav1.DeleteOptions{})
-			case "podgroup":
-				err = DeletePodGroup(ctx, c.cs, c.ns, name)
+			if kind == "podgroup" {
+				podGroups = append(podGroups, obj)
+				continue
 			}
-			if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("deleting %s: %w", obj, err))
+			wg.Go(func() {
+				var err error
+				switch kind {
+				case "configmap":
+					err = c.cs.CoreV1().ConfigMaps(c.ns).Delete(ctx, name, metav1.DeleteOptions{})
+				case "secret":
+					err = c.cs.CoreV1().Secrets(c.ns).Delete(ctx, name, metav1.DeleteOptions{})
+				}
+				if err != nil {
+					failed(fmt.Errorf("deleting %s: %w", obj, err))
+				}
+			})
+		}
+		wg.Wait()
+		// A gang's PodGroup goes after its pods, as before.
+		for _, obj := range podGroups {
+			_, name, _ := strings.Cut(obj, "/")
+			if err := DeletePodGroup(ctx, c.cs, c.ns, name); err != nil {
+				failed(fmt.Errorf("deleting %s: %w", obj, err))
 			}
 		}
 	})

@@ -10,13 +10,19 @@ import (
 // adaptiveRound is how many executors the adaptive policy requests now. It
 // learns the round size from the cluster: double it after a round whose
 // pods were all observed and scheduled, halve it when pods turn out
-// Unschedulable or creates fail, and start again from BatchSize once the
-// target is reached. Pending pods are capped at MaxPendingPods, or at
-// max(BatchSize, running executors), so a cluster that does not start pods
-// is not flooded with more.
+// Unschedulable or creates fail, and start again once the target is
+// reached. Pending pods are capped at MaxPendingPods, or at max(floor,
+// running executors), so a cluster that does not start pods is not flooded
+// with more.
+//
+// Rounds start at, and the floor is, FirstRound until the cluster first
+// pushes back, and BatchSize from then on: a small application gets all its
+// pods in one round, as fast as parallel creates, while a cluster that
+// cannot start pods holds at most FirstRound of them before the careful
+// ramp takes over.
 func (s *State) adaptiveRound(in Input, c Counts, r roundResult, o Options, p *Plan) int {
 	if s.round == 0 {
-		s.round = o.BatchSize
+		s.round = s.startRound(o)
 	}
 	switch {
 	case r.transientN > 0 && r.ok == 0:
@@ -37,11 +43,14 @@ func (s *State) adaptiveRound(in Input, c Counts, r roundResult, o Options, p *P
 		}
 	}
 	s.unsched = unsched
+	if r.failed > 0 || len(unsched) > 0 || o.Gang == 0 && c.Gated > 0 {
+		s.pushedBack = true
+	}
 
 	need := in.Target - c.Total()
 	switch {
 	case need <= 0:
-		s.round, s.lastRound = o.BatchSize, nil
+		s.round, s.lastRound = s.startRound(o), nil
 		return 0
 	case r.failed > 0 || fresh:
 		s.round, s.lastRound = max(1, s.round/2), nil
@@ -62,9 +71,19 @@ func (s *State) adaptiveRound(in Input, c Counts, r roundResult, o Options, p *P
 	pending := c.Unseen + s.unbound(in)
 	limit := o.MaxPendingPods
 	if limit == 0 {
-		limit = max(o.BatchSize, running, o.Gang)
+		limit = max(s.startRound(o), running, o.Gang)
 	}
 	return max(0, min(s.round, need, limit-pending))
+}
+
+// startRound is the size of a ramp's first round, and the pending floor:
+// FirstRound while the cluster has taken every pod it was given, BatchSize
+// once it has pushed back.
+func (s *State) startRound(o Options) int {
+	if s.pushedBack {
+		return o.BatchSize
+	}
+	return o.FirstRound
 }
 
 // unbound counts the live pods pending without a node.

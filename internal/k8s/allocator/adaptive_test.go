@@ -330,3 +330,121 @@ func TestFatalCreateErrors(t *testing.T) {
 		}
 	}
 }
+
+// FirstRound lets a small application have all its pods at once while the
+// cluster takes them; a large one ramps up from it.
+func TestAdaptiveFirstRound(t *testing.T) {
+	running := func(w *world) { w.appearLast(snapshot.Running) }
+	tests := map[string]struct {
+		first, target int
+		want          []int
+	}{
+		"a small application in one round":   {first: 100, target: 100, want: []int{100}},
+		"fewer than the first round":         {first: 100, target: 30, want: []int{30}},
+		"a large one ramps up from it":       {first: 100, target: 1000, want: []int{100, 100, 200, 400, 200}},
+		"unset: the batch size, as before":   {first: 0, target: 100, want: []int{20, 20, 40, 20}},
+		"below the batch size: the batch":    {first: 5, target: 100, want: []int{20, 20, 40, 20}},
+		"the batch size: the ramp as before": {first: 20, target: 1000, want: []int{20, 20, 40, 80, 160, 320, 360}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o := adaptiveOptions(20, 0)
+			o.FirstRound = tc.first
+			w := newWorld(t, o, tc.target)
+			if diff := cmp.Diff(tc.want, rampSizes(t, w, running)); diff != "" {
+				t.Errorf("round sizes (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A cluster that does not start pods gets no more than the first round,
+// whatever says no: the scheduler, a queue; the quota stops it at once. Once it has pushed
+// back, every later ramp starts from the batch size, as before FirstRound.
+func TestAdaptiveFirstRoundPushback(t *testing.T) {
+	tests := map[string]struct {
+		// hold shows the pods of a round the cluster does not start.
+		hold func(w *world, created []executorid.ID)
+		// createErr, if set, is every create's outcome.
+		createErr func(id executorid.ID) error
+		// wantCreated is how many pods exist after a minute.
+		wantCreated int
+	}{
+		"unschedulable": {
+			hold:        func(w *world, created []executorid.ID) { w.appear(snapshot.Pending, created, unschedulableCond) },
+			wantCreated: 100,
+		},
+		"held by a queue": {
+			hold:        func(w *world, created []executorid.ID) { w.appear(snapshot.Gated, created, gatedByKueue("team-a")) },
+			wantCreated: 100,
+		},
+		"quota after 3 pods": {
+			hold: func(w *world, created []executorid.ID) { w.appear(snapshot.Running, created) },
+			createErr: func(id executorid.ID) error {
+				if id > 3 {
+					return quotaErr(id)
+				}
+				return nil
+			},
+			wantCreated: 3,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o := adaptiveOptions(20, 0)
+			o.FirstRound = 100
+			w := newWorld(t, o, 1000)
+			w.createErr = tc.createErr
+			var created []executorid.ID
+			for range 60 {
+				p := w.round()
+				for _, cr := range w.creates {
+					if cr.Err == nil {
+						created = append(created, cr.ID)
+					}
+				}
+				tc.hold(w, created)
+				if p.Fatal != nil {
+					t.Fatal(p.Fatal)
+				}
+				w.advance(time.Second)
+			}
+			if len(created) != tc.wantCreated {
+				t.Fatalf("%d pods created in a minute of a cluster that takes no more, want %d", len(created), tc.wantCreated)
+			}
+			// The cluster frees up: all pods run, the target is reached
+			// and then raised; the new ramp starts from the batch size.
+			w.createErr = nil
+			w.pods = map[executorid.ID]snapshot.ExecutorPod{}
+			w.target = len(created)
+			w.appear(snapshot.Running, created)
+			if p := w.round(); len(p.Create) != 0 {
+				t.Fatalf("created %d at the target", len(p.Create))
+			}
+			w.target += 100
+			w.advance(time.Second)
+			if got := len(w.round().Create); got != 20 {
+				t.Errorf("the next ramp's first round created %d, want the batch size, 20", got)
+			}
+		})
+	}
+}
+
+// Without pushback, a later ramp (a raised target) starts from FirstRound
+// again.
+func TestAdaptiveFirstRoundAfterTarget(t *testing.T) {
+	o := adaptiveOptions(20, 0)
+	o.FirstRound = 50
+	w := newWorld(t, o, 50)
+	var sizes []int
+	for _, target := range []int{50, 50, 100, 100} {
+		w.target = target
+		p := w.round()
+		sizes = append(sizes, len(p.Create))
+		w.appearLast(snapshot.Running)
+		w.advance(time.Second)
+	}
+	if diff := cmp.Diff([]int{50, 0, 50, 0}, sizes); diff != "" {
+		t.Errorf("round sizes (-want +got):\n%s", diff)
+	}
+}

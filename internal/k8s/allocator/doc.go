@@ -18,7 +18,14 @@
 //     pods and no faster: concurrent creates, rounds that double while the
 //     previous round was observed and scheduled, a pending cap that grows
 //     with the running executors, halving and back-off when the cluster or
-//     the API server pushes back.
+//     the API server pushes back. Its first round, and the cap's floor, is
+//     FirstRound (the client's burst) until the cluster first pushes back
+//     (an Unschedulable or queue-held pod, a failed create, a quota), and
+//     BatchSize from then on. So an application of up to FirstRound
+//     executors is created in one round, as fast as raw parallel creates,
+//     where a ramp from BatchSize took four rounds for 100; and a cluster
+//     that cannot start pods is left at most FirstRound pending pods, then
+//     gets the careful ramp.
 //
 // Both track expectations like the Kubernetes Job controller: a pod being
 // created counts as pending from the decision until a snapshot shows it (or

@@ -102,6 +102,7 @@ func TestOptions(t *testing.T) {
 		"no batch size":        {o: Options{BatchDelay: time.Second}, want: "invalid allocation batch size 0: expected an integer ≥ 1"},
 		"no batch delay":       {o: Options{BatchSize: 1}, want: "invalid allocation batch delay 0s: expected a duration > 0"},
 		"negative max pending": {o: Options{BatchSize: 1, BatchDelay: time.Second, MaxPendingPods: -1}, want: "invalid maximum of pending pods -1: expected an integer ≥ 1, or 0 for unset"},
+		"negative first round": {o: Options{BatchSize: 1, BatchDelay: time.Second, FirstRound: -1}, want: "invalid first allocation round -1: expected an integer ≥ 0"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -113,7 +114,7 @@ func TestOptions(t *testing.T) {
 	}
 
 	got := Options{Policy: PolicySpark, BatchSize: 5, BatchDelay: 200 * time.Second, CreateConcurrency: 8}.withDefaults()
-	want := Options{Policy: PolicySpark, BatchSize: 5, BatchDelay: 200 * time.Second,
+	want := Options{Policy: PolicySpark, BatchSize: 5, FirstRound: 5, BatchDelay: 200 * time.Second,
 		PodCreationTimeout: 1000 * time.Second, ExecutorIdleTimeout: time.Minute, CreateConcurrency: 1,
 		MinBackoff: time.Second, MaxBackoff: 30 * time.Second}
 	if diff := cmp.Diff(want, got); diff != "" {

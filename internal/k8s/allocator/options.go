@@ -34,8 +34,15 @@ type Options struct {
 	// Policy is spark or adaptive (the default when empty).
 	Policy Policy
 	// BatchSize is spark.kubernetes.allocation.batch.size: the pods a spark
-	// round creates, and the first round (and the pending floor) of adaptive.
+	// round creates, and adaptive's first round and pending floor once the
+	// cluster has pushed back.
 	BatchSize int
+	// FirstRound is the most pods adaptive's first round creates, and its
+	// pending floor, until the cluster first pushes back (an Unschedulable
+	// or queue-held pod, a failed create, a quota). The Kubernetes backend
+	// sets it to the client's burst, which sends that many creates at once
+	// anyway. Values below BatchSize (0: unset) mean BatchSize.
+	FirstRound int
 	// BatchDelay is spark.kubernetes.allocation.batch.delay: the least time
 	// between two rounds.
 	BatchDelay time.Duration
@@ -83,6 +90,7 @@ func (o Options) withDefaults() Options {
 		// Spark POSTs pods synchronously, one after the other.
 		o.CreateConcurrency = 1
 	}
+	o.FirstRound = max(o.FirstRound, o.BatchSize)
 	if o.MinBackoff <= 0 {
 		o.MinBackoff = DefaultMinBackoff
 	}
@@ -104,6 +112,9 @@ func (o Options) Validate() error {
 	}
 	if o.BatchDelay <= 0 {
 		return fmt.Errorf("invalid allocation batch delay %s: expected a duration > 0", o.BatchDelay)
+	}
+	if o.FirstRound < 0 {
+		return fmt.Errorf("invalid first allocation round %d: expected an integer ≥ 0", o.FirstRound)
 	}
 	if o.MaxPendingPods < 0 {
 		return fmt.Errorf("invalid maximum of pending pods %d: expected an integer ≥ 1, or 0 for unset", o.MaxPendingPods)

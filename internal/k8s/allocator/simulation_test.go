@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/drover-project/drover/internal/executorid"
@@ -186,5 +188,32 @@ func TestSimulationFullCluster(t *testing.T) {
 	}
 	if adaptive.maxPending > capacity {
 		t.Errorf("adaptive: up to %d pending pods, want at most max(batch, running) = %d", adaptive.maxPending, capacity)
+	}
+}
+
+// A small application on a cluster that admits 100 pods a tick: with a
+// first round of 100 it is up in the cluster's one tick, where the batch
+// of 20 takes a ramp of four rounds. On a cluster with room for 30, the
+// first round is what it leaves pending (100 pods, 70 of them
+// Unschedulable), and nothing more; the batch alone leaves 30.
+func TestSimulationFirstRound(t *testing.T) {
+	const target, perTick = 100, 100
+	tests := map[string]struct {
+		first, capacity int
+		want            simResult
+	}{
+		"batch only":        {first: 0, want: simResult{ticks: 4, rounds: 4, creates: 100, maxLive: 100, maxPending: 40}},
+		"first round":       {first: 100, want: simResult{ticks: 1, rounds: 1, creates: 100, maxLive: 100, maxPending: 100}},
+		"room for 30 only":  {first: 100, capacity: 30, want: simResult{ticks: 20, rounds: 1, creates: 100, maxLive: 100, maxPending: 100}},
+		"room for 30 batch": {first: 0, capacity: 30, want: simResult{ticks: 20, rounds: 3, creates: 60, maxLive: 60, maxPending: 30}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o := Options{Policy: PolicyAdaptive, BatchSize: 20, FirstRound: tc.first, BatchDelay: time.Second}
+			got := simulate(t, o, target, perTick, tc.capacity, 20)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(simResult{})); diff != "" {
+				t.Errorf("simulation (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

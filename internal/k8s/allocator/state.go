@@ -155,6 +155,10 @@ type State struct {
 	unsched    map[executorid.ID]bool
 	failStreak int // consecutive rounds whose creates all failed
 	notBefore  time.Time
+	// pushedBack: the cluster refused or held a pod once (Unschedulable,
+	// held by a queue, a failed create, a quota); rounds start from
+	// BatchSize instead of FirstRound from then on.
+	pushedBack bool
 }
 
 type expectation struct {

@@ -68,29 +68,60 @@ func BenchmarkHelp(b *testing.B) {
 // process node: examples/wordcount with two executors submitted by drover
 // submit, timed until its driver pod is Running (to-running) and until
 // submit exits with the application's success (ns/op, s-to-result). The
-// limit it is compared with is BenchmarkBarePodToResult.
+// limit it is compared with, the same job in a bare pod
+// (BenchmarkBarePodToResult), runs in turns with it:
+// bare-pod-s-to-result, and submit/bare-pod the ratio of the two in one run.
 func BenchmarkSubmitToResult(b *testing.B) {
 	env := cluster.Env(b)
 	_, wordcount := binaries(b)
 	input := wordInput(b)
-	var toRunning, toResult time.Duration
+	var toRunning, toResult, bare time.Duration
+	bareNS := env.NewNamespace(b)
 	runs := 0
 	for b.Loop() {
+		// The bare pod of the comparison runs in turns with the submission,
+		// first in every other iteration, so both see the same machine
+		// (other builds and benchmarks share its two cores); its time is not
+		// in ns/op.
+		if runs%2 == 1 {
+			b.StopTimer()
+			bare += barePodRun(b, env, bareNS, fmt.Sprintf("bare-%d", runs), wordcount, input)
+			b.StartTimer()
+		}
 		ns := restrictedNamespace(b, env)
 		running := phaseTime(b, env, ns, "spark-role=driver", corev1.PodRunning)
 		start := time.Now()
+		var tl *timeline
+		stopTimeline := func() {}
+		if os.Getenv("DROVER_SUBMIT_TIMELINE") != "" {
+			tl, stopTimeline = watchTimeline(b, env, ns, start)
+		}
 		r := drover(b, env.Kubeconfig, 3*time.Minute, clusterArgs(env, ns, "--name", "wordcount", "local://"+wordcount, input, "3")...)
-		toResult += time.Since(start)
+		end := time.Now()
+		toResult += end.Sub(start)
 		if r.code != 0 {
 			b.Fatalf("drover submit: exit code %d\n%s", r.code, r.stderr)
 		}
 		toRunning += (<-running).Sub(start)
-		checkWordCount(b, env, ns, submittedPod(b, r))
+		driver := submittedPod(b, r)
+		checkWordCount(b, env, ns, driver)
+		if tl != nil {
+			tl.add(end, "drover submit exited")
+			stopTimeline()
+			logTimeline(b, env, ns, tl)
+		}
+		if runs%2 == 0 {
+			b.StopTimer()
+			bare += barePodRun(b, env, bareNS, fmt.Sprintf("bare-%d", runs), wordcount, input)
+			b.StartTimer()
+		}
 		runs++
 	}
 	b.ReportMetric(float64(toResult.Nanoseconds())/float64(runs), "ns/op")
 	b.ReportMetric(toRunning.Seconds()/float64(runs), "s-to-running")
 	b.ReportMetric(toResult.Seconds()/float64(runs), "s-to-result")
+	b.ReportMetric(bare.Seconds()/float64(runs), "bare-pod-s-to-result")
+	b.ReportMetric(toResult.Seconds()/bare.Seconds(), "submit/bare-pod")
 }
 
 // BenchmarkBarePodToResult is the limit for BenchmarkSubmitToResult: the
@@ -106,27 +137,44 @@ func BenchmarkBarePodToResult(b *testing.B) {
 	var total time.Duration
 	runs := 0
 	for b.Loop() {
-		name := fmt.Sprintf("bare-%d", runs)
-		done := phaseTime(b, env, ns, "bench="+name, corev1.PodSucceeded)
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"bench": name}},
-			Spec: corev1.PodSpec{
-				NodeSelector:  map[string]string{procnode.NodeLabel: "true"},
-				RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{Name: "main", Image: "drover-test:latest",
-					Command: []string{wordcount, "--master", "local[2]", input, "3"}}},
-			},
-		}
-		start := time.Now()
-		if _, err := env.Client.CoreV1().Pods(ns).Create(b.Context(), pod, metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		total += (<-done).Sub(start)
-		checkWordCount(b, env, ns, name)
+		total += barePodRun(b, env, ns, fmt.Sprintf("bare-%d", runs), wordcount, input)
 		runs++
 	}
 	b.ReportMetric(float64(total.Nanoseconds())/float64(runs), "ns/op")
 	b.ReportMetric(total.Seconds()/float64(runs), "s-to-result")
+}
+
+// barePodRun runs the word count in pod ns/name on the process node, in
+// local mode, and returns the time from its creation until it succeeded.
+func barePodRun(b *testing.B, env *testenv.Env, ns, name, wordcount, input string) time.Duration {
+	done := phaseTime(b, env, ns, "bench="+name, corev1.PodSucceeded)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"bench": name}},
+		Spec: corev1.PodSpec{
+			NodeSelector:  map[string]string{procnode.NodeLabel: "true"},
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "main", Image: "drover-test:latest",
+				Command: []string{wordcount, "--master", "local[2]", input, "3"}}},
+		},
+	}
+	start := time.Now()
+	if _, err := env.Client.CoreV1().Pods(ns).Create(b.Context(), pod, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	elapsed := (<-done).Sub(start)
+	checkWordCount(b, env, ns, name)
+	return elapsed
+}
+
+// logTimeline logs one submission's timeline: the pods' stages and the
+// driver's and executors' log lines.
+func logTimeline(b *testing.B, env *testenv.Env, ns string, tl *timeline) {
+	for _, name := range tl.podNames() {
+		if log, err := env.ProcessNode.Logs(ns, name); err == nil {
+			tl.addLog(name, log)
+		}
+	}
+	b.Logf("submission timeline (ms from drover submit's start):\n%s", tl)
 }
 
 // checkWordCount fails b unless pod ns/name printed the count of
