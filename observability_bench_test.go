@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime/metrics"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,6 +77,10 @@ const envRSSDriver = "DROVER_TEST_RSS_DRIVER"
 // its arguments are drover's flags.
 func rssDriverMain() int {
 	inputs := make([]int, 100_000)
+	if p := os.Getenv(envRSSHeapProfile); p != "" {
+		stop := profileHeapPeak(p)
+		defer stop()
+	}
 	code := Run(os.Args[1:], os.Stderr, func(ctx *Context) error {
 		_, err := RunPartitions(ctx, testNoop, inputs)
 		return err
@@ -87,6 +94,48 @@ func rssDriverMain() int {
 		fmt.Printf("peak-rss-kib %d\n", kib)
 	}
 	return code
+}
+
+// envRSSHeapProfile names a file where the driver of
+// BenchmarkObservabilityDriverRSS writes a heap profile taken when its
+// live heap peaked, to see where the memory goes:
+//
+//	DROVER_TEST_RSS_HEAPPROFILE=/tmp/heap.pb.gz go test -run '^$' -bench ObservabilityDriverRSS -benchtime 1x .
+const envRSSHeapProfile = "DROVER_TEST_RSS_HEAPPROFILE"
+
+// profileHeapPeak watches the live heap and writes a heap profile to
+// path<on|off>.pb.gz (the driver's spark.ui.enabled) each time it grows by
+// more than 1%, until the returned stop.
+func profileHeapPeak(path string) (stop func()) {
+	path += "." + map[bool]string{true: "on", false: "off"}[slices.Contains(os.Args, "spark.ui.enabled=true")]
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		var peak uint64
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > peak+peak/100 {
+				peak = v
+				f, err := os.Create(path)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					return
+				}
+				pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // peakRSSKiB is this process's peak resident set (VmHWM), in KiB.
