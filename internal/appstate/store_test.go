@@ -640,3 +640,25 @@ func TestTaskLog(t *testing.T) {
 		t.Errorf("n = %d, want %d", l.n, len(want))
 	}
 }
+
+// TestTaskLogIsCompact: the ended tasks of a stage of short tasks, as
+// BenchmarkObservabilityDriverRSS runs, take under 18 bytes each.
+func TestTaskLogIsCompact(t *testing.T) {
+	var l taskLog
+	for i := range 100_000 {
+		at := t0.Add(time.Duration(i) * 30 * time.Microsecond).UnixNano()
+		l.add(&taskRec{id: int64(i), partition: int32(i), executor: executorid.ID(1 + i%4), launched: at,
+			ended: at + int64(200*time.Microsecond), duration: 57 * time.Microsecond, status: statusSuccess,
+			metrics: events.TaskMetrics{ResultBytes: 1017}})
+	}
+	if perTask := float64(l.bytes()) / float64(l.n); perTask > 18 {
+		t.Errorf("%.1f bytes per task, want at most 18", perTask)
+	}
+	var chunked int
+	for _, c := range l.chunks {
+		chunked += cap(c)
+	}
+	if chunked > l.bytes()+maxChunk {
+		t.Errorf("chunks hold %d bytes for %d of records: want less than a chunk unused", chunked, l.bytes())
+	}
+}

@@ -116,16 +116,30 @@ func (s *Store) task(st *stage, r *taskRec) Task {
 	return t
 }
 
-// taskLog is the packed records of ended attempts, in end order.
+// taskLog is the packed records of ended attempts, in end order, in
+// chunks of up to 32 KiB that are never copied once full: one slice
+// growing by doubling would leave each of its former arrays, large
+// objects of their own, as free heap pages the next cannot reuse.
 type taskLog struct {
-	b    []byte
-	n    int     // records
-	last taskRec // the latest record, which the next is encoded against
+	chunks [][]byte
+	n      int     // records
+	last   taskRec // the latest record, which the next is encoded against
 }
+
+// Chunks start small, for the many stages of few tasks, and double up to
+// maxChunk, the largest object the Go allocator packs into shared pages.
+const (
+	minChunk = 512
+	maxChunk = 32 << 10
+	// maxRecord bounds a record's length: ten varints and a metrics mask
+	// of ten bits, each of at most 10 bytes, and ten metrics.
+	maxRecord = 8*binary.MaxVarintLen64 + 1 + 2 + 10*binary.MaxVarintLen64
+)
 
 // add appends r.
 func (l *taskLog) add(r *taskRec) {
-	b := l.b
+	var rec [maxRecord]byte
+	b := rec[:0]
 	b = binary.AppendVarint(b, r.id-l.last.id)
 	b = binary.AppendVarint(b, int64(r.partition)-int64(l.last.partition))
 	b = binary.AppendVarint(b, r.launched-l.last.launched)
@@ -138,25 +152,47 @@ func (l *taskLog) add(r *taskRec) {
 		flags |= 1
 	}
 	b = binary.AppendUvarint(b, flags)
-	l.b = packMetrics(b, &r.metrics)
+	b = packMetrics(b, &r.metrics)
+	k := len(l.chunks) - 1
+	if k < 0 || cap(l.chunks[k])-len(l.chunks[k]) < len(b) {
+		size := minChunk
+		if k >= 0 {
+			size = min(2*cap(l.chunks[k]), maxChunk)
+		}
+		l.chunks = append(l.chunks, make([]byte, 0, max(size, len(b))))
+		k++
+	}
+	l.chunks[k] = append(l.chunks[k], b...)
 	l.n++
 	l.last = *r
 }
 
-// taskReader decodes a taskLog from its start.
-type taskReader struct {
-	b   []byte
-	off int
-	r   taskRec
+// bytes is the log's length, for tests and profiles.
+func (l *taskLog) bytes() (n int) {
+	for _, c := range l.chunks {
+		n += len(c)
+	}
+	return n
 }
 
-func (l *taskLog) reader() taskReader { return taskReader{b: l.b} }
+// taskReader decodes a taskLog from its start.
+type taskReader struct {
+	chunks [][]byte
+	b      []byte // the chunk being read
+	off    int
+	r      taskRec
+}
+
+func (l *taskLog) reader() taskReader { return taskReader{chunks: l.chunks} }
 
 // next decodes the next record into d.r, with its metrics when withMetrics
 // (skipped otherwise); false at the end.
 func (d *taskReader) next(withMetrics bool) bool {
 	if d.off >= len(d.b) {
-		return false
+		if len(d.chunks) == 0 {
+			return false
+		}
+		d.b, d.chunks, d.off = d.chunks[0], d.chunks[1:], 0
 	}
 	r := &d.r
 	r.id += d.varint()
@@ -222,7 +258,6 @@ func (st *stage) forgetEnded(n int) int {
 		return 0
 	}
 	var kept taskLog
-	kept.b = make([]byte, 0, len(st.ended.b)*(st.ended.n-n)/st.ended.n+64)
 	d := st.ended.reader()
 	for i := 0; d.next(true); i++ {
 		if i < n {
