@@ -561,7 +561,7 @@ func TestStageTasks(t *testing.T) {
 			id := running[k]
 			running = slices.Delete(running, k, k+1)
 			state := states[r.IntN(len(states))]
-			m := events.TaskMetrics{ResultBytes: r.Int64N(5000), ShuffleReadBytes: r.Int64N(3) * r.Int64N(1 << 40)}
+			m := events.TaskMetrics{ResultBytes: r.Int64N(5000), ShuffleReadBytes: r.Int64N(3) * r.Int64N(1<<40)}
 			evs = append(evs, end(id, 0, int(id), 0, 1, state, "why "+state, time.Duration(r.IntN(4))*time.Second, m))
 		}
 	}
