@@ -88,7 +88,7 @@ type stage struct {
 	// running are the attempts not ended; ended the remembered others,
 	// packed, and endedIDs every attempt that ended, remembered or not,
 	// so that a second end of one is not counted again.
-	running  map[int64]taskRec
+	running  map[int64]runningTask
 	ended    taskLog
 	endedIDs idSet
 	// reasons are the remembered failed or killed attempts' reasons.
@@ -244,7 +244,7 @@ func (s *Store) stageSubmitted(e *events.StageSubmitted) {
 	s.stages[k] = &stage{
 		Stage: Stage{ID: e.StageID, Attempt: e.Attempt, JobID: e.JobID, Name: e.Name, Status: StageActive, NumTasks: e.NumTasks,
 			ParentShuffles: slices.Clone(e.ParentShuffles), Submitted: e.Time, KilledTasksSummary: map[string]int{}},
-		running:  map[int64]taskRec{},
+		running:  map[int64]runningTask{},
 		endedIDs: idSet{},
 		reasons:  map[int64]string{},
 		done:     make([]uint64, (max(e.NumTasks, 0)+63)/64),
@@ -276,8 +276,8 @@ func (s *Store) taskStart(e *events.TaskStart) {
 		j.ActiveTasks++
 	}
 	if !st.known(e.TaskID) {
-		st.running[e.TaskID] = taskRec{id: e.TaskID, partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
-			launched: unixNano(e.Time), status: statusRunning}
+		st.running[e.TaskID] = runningTask{partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
+			launched: unixNano(e.Time)}
 		s.trimTasks(st)
 	}
 }
@@ -308,9 +308,11 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 	if j == nil {
 		j = &Job{KilledTasksSummary: map[string]int{}} // counts go nowhere
 	}
-	t, ok := st.running[e.TaskID]
+	var t taskRec
+	rt, ok := st.running[e.TaskID]
 	switch {
 	case ok:
+		t = rt.rec(e.TaskID)
 		delete(st.running, e.TaskID)
 	case st.endedIDs.has(e.TaskID):
 		return // a duplicate end

@@ -46,6 +46,19 @@ type taskRec struct {
 	metrics            events.TaskMetrics
 }
 
+// runningTask is an attempt not ended: small, as a map holds values over
+// 128 bytes apart, each its own allocation.
+type runningTask struct {
+	executor           executorid.ID
+	launched           int64
+	partition, attempt int32
+}
+
+func (t runningTask) rec(id int64) taskRec {
+	return taskRec{id: id, executor: t.executor, launched: t.launched, partition: t.partition, attempt: t.attempt,
+		status: statusRunning}
+}
+
 // Indices of the task statuses every store knows (Store.statuses).
 const (
 	statusRunning uint8 = iota
@@ -282,7 +295,7 @@ func (st *stage) each(withMetrics bool, f func(r *taskRec) bool) {
 	}
 	// In id order: StageTasks counts on the same order in both passes.
 	for _, id := range slices.Sorted(maps.Keys(st.running)) {
-		r := st.running[id]
+		r := st.running[id].rec(id)
 		if !f(&r) {
 			return
 		}
@@ -336,9 +349,16 @@ func (s *Store) StageTasks(id, attempt int, q TaskQuery) (StageDetail, Distribut
 		at    int32
 	}
 	var keys []key
+	if q.Length != 0 {
+		keys = make([]key, 0, st.remembered())
+	}
 	at := int32(0)
 	st.each(false, func(r *taskRec) bool {
 		if q.Status == nil || q.Status(s.statuses[r.status]) {
+			d.Matched++
+			if q.Length == 0 {
+				return true // counted, not listed
+			}
 			k := key{id: r.id, at: at}
 			if q.Order == ByRuntime || q.Order == ByRuntimeDesc {
 				k.k = int64(r.duration)
@@ -348,7 +368,6 @@ func (s *Store) StageTasks(id, attempt int, q TaskQuery) (StageDetail, Distribut
 		at++
 		return true
 	})
-	d.Matched = len(keys)
 	slices.SortFunc(keys, func(a, b key) int {
 		switch q.Order {
 		case ByIDDesc:
