@@ -640,6 +640,37 @@ func TestTaskLog(t *testing.T) {
 	if l.n != len(want) {
 		t.Errorf("n = %d, want %d", l.n, len(want))
 	}
+	// Forgetting drops whole chunks and re-encodes the rest of one: in
+	// steps that end inside chunks and on their bounds.
+	forgotten := 0
+	for _, n := range []int{1, 7, l.chunks[0].n - 8, l.chunks[1].n, 333, 0, 1000} {
+		var dropped []int64
+		l.forget(n, func(r *taskRec) { dropped = append(dropped, r.id) })
+		var ids []int64
+		for _, r := range want[forgotten : forgotten+n] {
+			ids = append(ids, r.id)
+		}
+		forgotten += n
+		got = got[:0]
+		for d := l.reader(); d.next(true); {
+			got = append(got, d.r)
+		}
+		if diff := cmp.Diff(want[forgotten:], got, cmp.AllowUnexported(taskRec{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("after forgetting %d (-want +got):\n%s", forgotten, diff)
+		}
+		if diff := cmp.Diff(ids, dropped); diff != "" || l.n != len(want)-forgotten {
+			t.Fatalf("forgetting %d: n = %d, dropped (-want +got):\n%s", n, l.n, diff)
+		}
+	}
+	// A record added after forgetting follows the last one.
+	l.add(&want[0])
+	got = got[:0]
+	for d := l.reader(); d.next(true); {
+		got = append(got, d.r)
+	}
+	if diff := cmp.Diff(append(slices.Clone(want[forgotten:]), want[0]), got, cmp.AllowUnexported(taskRec{})); diff != "" {
+		t.Errorf("after adding one (-want +got):\n%s", diff)
+	}
 }
 
 // TestTaskLogIsCompact: the ended tasks of a stage of short tasks, as
@@ -657,7 +688,7 @@ func TestTaskLogIsCompact(t *testing.T) {
 	}
 	var chunked int
 	for _, c := range l.chunks {
-		chunked += cap(c)
+		chunked += cap(c.b)
 	}
 	if chunked > l.bytes()+maxChunk {
 		t.Errorf("chunks hold %d bytes for %d of records: want less than a chunk unused", chunked, l.bytes())

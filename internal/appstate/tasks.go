@@ -134,11 +134,18 @@ func (s *Store) task(st *stage, r *taskRec) Task {
 // taskLog is the packed records of ended attempts, in end order, in
 // chunks of up to 32 KiB that are never copied once full: one slice
 // growing by doubling would leave each of its former arrays, large
-// objects of their own, as free heap pages the next cannot reuse.
+// objects of their own, as free heap pages the next cannot reuse. A
+// chunk's first record is encoded against nothing, so that forgetting
+// the oldest tasks drops whole chunks.
 type taskLog struct {
-	chunks [][]byte
+	chunks []logChunk
 	n      int     // records
 	last   taskRec // the latest record, which the next is encoded against
+}
+
+type logChunk struct {
+	b []byte
+	n int // records
 }
 
 // Chunks start small, for the many stages of few tasks, and double up to
@@ -153,11 +160,29 @@ const (
 
 // add appends r.
 func (l *taskLog) add(r *taskRec) {
-	var rec [maxRecord]byte
-	b := rec[:0]
-	b = binary.AppendVarint(b, r.id-l.last.id)
-	b = binary.AppendVarint(b, int64(r.partition)-int64(l.last.partition))
-	b = binary.AppendVarint(b, r.launched/1e3-l.last.launched/1e3)
+	var buf [maxRecord]byte
+	b := appendRecord(buf[:0], r, &l.last)
+	k := len(l.chunks) - 1
+	if k < 0 || cap(l.chunks[k].b)-len(l.chunks[k].b) < len(b) {
+		size := minChunk
+		if k >= 0 {
+			size = min(2*cap(l.chunks[k].b), maxChunk)
+		}
+		l.chunks = append(l.chunks, logChunk{b: make([]byte, 0, size)})
+		k++
+		b = appendRecord(buf[:0], r, &taskRec{})
+	}
+	l.chunks[k].b = append(l.chunks[k].b, b...)
+	l.chunks[k].n++
+	l.n++
+	l.last = *r
+}
+
+// appendRecord appends r encoded against prev, the record before it.
+func appendRecord(b []byte, r, prev *taskRec) []byte {
+	b = binary.AppendVarint(b, r.id-prev.id)
+	b = binary.AppendVarint(b, int64(r.partition)-int64(prev.partition))
+	b = binary.AppendVarint(b, r.launched/1e3-prev.launched/1e3)
 	b = binary.AppendVarint(b, int64(r.executor))
 	b = binary.AppendVarint(b, r.ended/1e3-r.launched/1e3)
 	b = binary.AppendVarint(b, r.duration.Microseconds())
@@ -166,32 +191,57 @@ func (l *taskLog) add(r *taskRec) {
 		state |= 1 << 8
 	}
 	b = binary.AppendUvarint(b, state)
-	b = packMetrics(b, &r.metrics)
-	k := len(l.chunks) - 1
-	if k < 0 || cap(l.chunks[k])-len(l.chunks[k]) < len(b) {
-		size := minChunk
-		if k >= 0 {
-			size = min(2*cap(l.chunks[k]), maxChunk)
+	return packMetrics(b, &r.metrics)
+}
+
+// forget drops the first n records (at most all), calling dropped with
+// each when it is not nil.
+func (l *taskLog) forget(n int, dropped func(r *taskRec)) {
+	n = min(n, l.n)
+	l.n -= n
+	for n > 0 && l.chunks[0].n <= n {
+		if dropped != nil {
+			for d := (taskReader{chunks: l.chunks[:1]}); d.next(false); {
+				dropped(&d.r)
+			}
 		}
-		l.chunks = append(l.chunks, make([]byte, 0, max(size, len(b))))
-		k++
+		n -= l.chunks[0].n
+		l.chunks[0] = logChunk{}
+		l.chunks = l.chunks[1:]
 	}
-	l.chunks[k] = append(l.chunks[k], b...)
-	l.n++
-	l.last = *r
+	if n == 0 {
+		return
+	}
+	// The rest of the first chunk, its new first record encoded afresh.
+	old := l.chunks[0]
+	c := logChunk{b: make([]byte, 0, len(old.b)+maxRecord)}
+	var prev taskRec
+	i := 0
+	for d := (taskReader{chunks: []logChunk{old}}); d.next(true); i++ {
+		if i < n {
+			if dropped != nil {
+				dropped(&d.r)
+			}
+			continue
+		}
+		c.b = appendRecord(c.b, &d.r, &prev)
+		c.n++
+		prev = d.r
+	}
+	l.chunks[0] = c
 }
 
 // bytes is the log's length, for tests and profiles.
 func (l *taskLog) bytes() (n int) {
 	for _, c := range l.chunks {
-		n += len(c)
+		n += len(c.b)
 	}
 	return n
 }
 
 // taskReader decodes a taskLog from its start.
 type taskReader struct {
-	chunks [][]byte
+	chunks []logChunk
 	b      []byte // the chunk being read
 	off    int
 	r      taskRec
@@ -206,7 +256,7 @@ func (d *taskReader) next(withMetrics bool) bool {
 		if len(d.chunks) == 0 {
 			return false
 		}
-		d.b, d.chunks, d.off = d.chunks[0], d.chunks[1:], 0
+		d.b, d.chunks, d.off, d.r = d.chunks[0].b, d.chunks[1:], 0, taskRec{}
 	}
 	r := &d.r
 	r.id += d.varint()
@@ -267,19 +317,11 @@ func (st *stage) known(id int64) bool {
 // tasks of the earliest completion, and returns how many it dropped.
 func (st *stage) forgetEnded(n int) int {
 	n = min(n, st.ended.n)
-	if n <= 0 {
-		return 0
+	var dropped func(r *taskRec)
+	if len(st.reasons) > 0 {
+		dropped = func(r *taskRec) { delete(st.reasons, r.id) }
 	}
-	var kept taskLog
-	d := st.ended.reader()
-	for i := 0; d.next(true); i++ {
-		if i < n {
-			delete(st.reasons, d.r.id)
-			continue
-		}
-		kept.add(&d.r)
-	}
-	st.ended = kept
+	st.ended.forget(n, dropped)
 	return n
 }
 
