@@ -39,11 +39,12 @@ type Consumer struct {
 	// wake tells the consumer's goroutine that queue is no longer empty.
 	wake chan struct{}
 
-	mu sync.Mutex
-	// queue are the events not yet taken; held counts them and those of
-	// the batch being handled, which capacity bounds.
-	queue   []Event
-	held    int
+	// waiting counts the events queued or taken in a batch but not yet
+	// being handled, which max bounds, as a channel's capacity would.
+	waiting atomic.Int64
+
+	mu      sync.Mutex
+	queue   []Event // the events not yet taken
 	stopped bool
 }
 
@@ -104,11 +105,9 @@ func (c *Consumer) run(handle func(Event)) {
 				break
 			}
 			for _, e := range batch {
+				c.waiting.Add(-1)
 				handle(e)
 			}
-			c.mu.Lock()
-			c.held -= len(batch)
-			c.mu.Unlock()
 			clear(batch)
 			// A backlog's large slice is let go once the consumer caught
 			// up, rather than kept for good.
@@ -126,13 +125,13 @@ func (c *Consumer) push(e Event) {
 		c.mu.Unlock()
 		return
 	}
-	if c.held >= c.max {
+	if c.waiting.Load() >= int64(c.max) {
 		c.mu.Unlock()
 		c.drop()
 		return
 	}
 	c.queue = append(c.queue, e)
-	c.held++
+	c.waiting.Add(1)
 	first := len(c.queue) == 1
 	c.mu.Unlock()
 	if first {
