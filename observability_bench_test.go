@@ -3,13 +3,21 @@ package drover
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drover-project/drover/internal/appstate"
+	"github.com/drover-project/drover/internal/eventlog"
 )
 
 // observabilityConf turns the web UI (with its metrics) and the event log
@@ -70,10 +78,43 @@ func boolIndex(b bool) int {
 // tasks and prints its own peak RSS (VmHWM) at the end.
 const envRSSDriver = "DROVER_TEST_RSS_DRIVER"
 
+// rssTasks is the size of the job of BenchmarkObservabilityDriverRSS.
+const rssTasks = 100_000
+
+// checkHistoryHasEveryTask replays the event log in dir into the store a
+// history server would serve, with Spark's retention defaults: the
+// memory saved on the driver must not have cost the log or the store a
+// task.
+func checkHistoryHasEveryTask(b *testing.B, dir string, tasks int) {
+	b.Helper()
+	logs, err := eventlog.List(context.Background(), dir, nil)
+	if err != nil || len(logs) != 1 {
+		b.Fatalf("event logs in %s: %v, %v", dir, logs, err)
+	}
+	store := appstate.New(appstate.DefaultOptions())
+	if _, err := eventlog.Replay(context.Background(), logs[0], store.Handle); err != nil {
+		b.Fatal(err)
+	}
+	stages := store.Stages()
+	if len(stages) != 1 {
+		b.Fatalf("the history of the job shows %d stages, want 1", len(stages))
+	}
+	st, _, _ := store.StageTasks(stages[0].ID, stages[0].Attempt, appstate.TaskQuery{})
+	if st.Remembered != tasks || st.CompleteTasks != tasks || st.ForgottenTasks != 0 {
+		b.Fatalf("the history of the job shows its stage with %d tasks remembered, %d complete, %d forgotten: want all %d",
+			st.Remembered, st.CompleteTasks, st.ForgottenTasks, tasks)
+	}
+}
+
 // rssDriverMain is the driver process of BenchmarkObservabilityDriverRSS:
 // its arguments are drover's flags.
 func rssDriverMain() int {
-	inputs := make([]int, 100_000)
+	inputs := make([]int, rssTasks)
+	if p := os.Getenv(envRSSHeapProfile); p != "" {
+		runtime.MemProfileRate = 4 << 10 // fine enough to see a few kB
+		stop := profileHeapPeak(p)
+		defer stop()
+	}
 	code := Run(os.Args[1:], os.Stderr, func(ctx *Context) error {
 		_, err := RunPartitions(ctx, testNoop, inputs)
 		return err
@@ -87,6 +128,48 @@ func rssDriverMain() int {
 		fmt.Printf("peak-rss-kib %d\n", kib)
 	}
 	return code
+}
+
+// envRSSHeapProfile names a file where the driver of
+// BenchmarkObservabilityDriverRSS writes a heap profile taken when its
+// live heap peaked, to see where the memory goes:
+//
+//	DROVER_TEST_RSS_HEAPPROFILE=/tmp/heap.pb.gz go test -run '^$' -bench ObservabilityDriverRSS -benchtime 1x .
+const envRSSHeapProfile = "DROVER_TEST_RSS_HEAPPROFILE"
+
+// profileHeapPeak watches the live heap and writes a heap profile to
+// path<on|off>.pb.gz (the driver's spark.ui.enabled) each time it grows by
+// more than 1%, until the returned stop.
+func profileHeapPeak(path string) (stop func()) {
+	path += "." + map[bool]string{true: "on", false: "off"}[slices.Contains(os.Args, "spark.ui.enabled=true")]
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		var peak uint64
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > peak+peak/100 {
+				peak = v
+				f, err := os.Create(path)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					return
+				}
+				pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // peakRSSKiB is this process's peak resident set (VmHWM), in KiB.
@@ -120,7 +203,8 @@ func BenchmarkObservabilityDriverRSS(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		for j := range 2 {
 			on := (i+j)%2 == 1
-			cmd := exec.Command(self, append([]string{"--master", "local-cluster[4,1,512]"}, observabilityConf(on, b.TempDir())...)...)
+			dir := b.TempDir()
+			cmd := exec.Command(self, append([]string{"--master", "local-cluster[4,1,512]"}, observabilityConf(on, dir)...)...)
 			cmd.Env = append(os.Environ(), envRSSDriver+"=1")
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -132,6 +216,9 @@ func BenchmarkObservabilityDriverRSS(b *testing.B) {
 				b.Fatalf("driver output %q: %v", stdout.String(), err)
 			}
 			peak[boolIndex(on)] = max(peak[boolIndex(on)], kib)
+			if on {
+				checkHistoryHasEveryTask(b, dir, rssTasks)
+			}
 		}
 	}
 	b.ReportMetric(float64(peak[0])/1024, "off-MiB")

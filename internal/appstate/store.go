@@ -82,17 +82,15 @@ type Store struct {
 	targets ring[events.TargetChanged]
 }
 
-// stage is a stage attempt with its tasks.
+// stage is a stage attempt with its tasks (tasks.go).
 type stage struct {
 	Stage
-	// tasks are the remembered attempts in launch order, which is the
-	// order of their ids unless unsorted (an end whose start was lost).
-	tasks    []taskRec
-	unsorted bool
-	// running maps the attempts not ended to their slots in tasks.
-	running map[int64]int32
-	// metrics are the remembered attempts' non-zero metrics, packed.
-	metrics []byte
+	// running are the attempts not ended; ended the remembered others,
+	// packed, and endedIDs every attempt that ended, remembered or not,
+	// so that a second end of one is not counted again.
+	running  map[int64]runningTask
+	ended    taskLog
+	endedIDs idSet
 	// reasons are the remembered failed or killed attempts' reasons.
 	reasons   map[int64]string
 	done      []uint64 // bit set of the partitions with a successful attempt
@@ -246,12 +244,10 @@ func (s *Store) stageSubmitted(e *events.StageSubmitted) {
 	s.stages[k] = &stage{
 		Stage: Stage{ID: e.StageID, Attempt: e.Attempt, JobID: e.JobID, Name: e.Name, Status: StageActive, NumTasks: e.NumTasks,
 			ParentShuffles: slices.Clone(e.ParentShuffles), Submitted: e.Time, KilledTasksSummary: map[string]int{}},
-		// Most stages run each partition once: room for that up front
-		// saves growing, and so copying, a large slice.
-		tasks:   make([]taskRec, 0, min(max(e.NumTasks, 0), s.opts.RetainedTasks)),
-		running: map[int64]int32{},
-		reasons: map[int64]string{},
-		done:    make([]uint64, (max(e.NumTasks, 0)+63)/64),
+		running:  map[int64]runningTask{},
+		endedIDs: idSet{},
+		reasons:  map[int64]string{},
+		done:     make([]uint64, (max(e.NumTasks, 0)+63)/64),
 	}
 	s.stageOrder = append(s.stageOrder, k)
 	if j := s.jobs[e.JobID]; j != nil {
@@ -279,9 +275,9 @@ func (s *Store) taskStart(e *events.TaskStart) {
 	if j := s.jobs[st.JobID]; j != nil {
 		j.ActiveTasks++
 	}
-	if st.find(e.TaskID) < 0 {
-		st.add(taskRec{id: e.TaskID, partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
-			launched: unixNano(e.Time), status: statusRunning})
+	if !st.known(e.TaskID) {
+		st.running[e.TaskID] = runningTask{partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
+			launched: unixNano(e.Time)}
 		s.trimTasks(st)
 	}
 }
@@ -312,24 +308,24 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 	if j == nil {
 		j = &Job{KilledTasksSummary: map[string]int{}} // counts go nowhere
 	}
-	i := st.find(e.TaskID)
-	if i < 0 {
+	var t taskRec
+	rt, ok := st.running[e.TaskID]
+	switch {
+	case ok:
+		t = rt.rec(e.TaskID)
+		delete(st.running, e.TaskID)
+	case st.endedIDs.has(e.TaskID):
+		return // a duplicate end
+	default:
 		// Its start was dropped or forgotten: remember its end anyway.
-		i = st.add(taskRec{id: e.TaskID, partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
-			launched: unixNano(e.Time.Add(-e.Duration)), status: statusRunning})
+		t = taskRec{id: e.TaskID, partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
+			launched: unixNano(e.Time.Add(-e.Duration))}
 		st.ActiveTasks++
 		j.ActiveTasks++
 	}
-	t := &st.tasks[i]
-	if t.status != statusRunning {
-		return // a duplicate end
-	}
-	delete(st.running, e.TaskID)
-	t.ended, t.duration, t.status, t.fetchFailed = unixNano(e.Time), e.Duration, s.statusIndex(e.State), e.FetchFailed
-	if e.Metrics != (events.TaskMetrics{}) {
-		t.metrics = int32(len(st.metrics)) + 1
-		st.metrics = packMetrics(st.metrics, &e.Metrics)
-	}
+	t.ended, t.duration, t.status, t.fetchFailed, t.metrics = unixNano(e.Time), e.Duration, s.statusIndex(e.State), e.FetchFailed, e.Metrics
+	st.ended.add(&t)
+	st.endedIDs.add(e.TaskID)
 	if e.Reason != "" && t.status != statusSuccess {
 		st.reasons[e.TaskID] = e.Reason
 	}
@@ -356,7 +352,7 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 		j.FailedTasks++
 	}
 	if e.State != events.TaskSuccess {
-		ft := s.task(st, t)
+		ft := s.task(st, &t)
 		ft.Reason = e.Reason
 		st.failures = append(st.failures, ft)
 		if len(st.failures) > maxFailures {
@@ -422,34 +418,9 @@ func (s *Store) trimStages() {
 }
 
 func (s *Store) trimTasks(st *stage) {
-	n := toForget(len(st.tasks), s.opts.RetainedTasks)
-	if n == 0 {
-		return
+	if n := toForget(st.remembered(), s.opts.RetainedTasks); n > 0 {
+		st.forgotten += st.forgetEnded(n)
 	}
-	before := len(st.tasks)
-	st.tasks = forget(st.tasks, n, func(r taskRec) bool {
-		if r.status == statusRunning {
-			return false
-		}
-		delete(st.reasons, r.id)
-		return true
-	})
-	st.forgotten += before - len(st.tasks)
-	// The running attempts moved, and the forgotten ones' metrics go (to
-	// a new slice: they are in end order, not the tasks' order).
-	var metrics []byte
-	for i := range st.tasks {
-		r := &st.tasks[i]
-		if r.status == statusRunning {
-			st.running[r.id] = int32(i)
-		}
-		if r.metrics > 0 {
-			b := st.metrics[r.metrics-1:]
-			r.metrics = int32(len(metrics)) + 1
-			metrics = append(metrics, b[:metricsLen(b)]...)
-		}
-	}
-	st.metrics = metrics
 }
 
 // forget drops up to n items of order, oldest first, that drop accepts,
@@ -598,12 +569,21 @@ func (s *Store) Stage(id, attempt int) (StageDetail, bool) {
 	if st == nil {
 		return StageDetail{}, false
 	}
-	d := StageDetail{Stage: copyStage(st), Failures: slices.Clone(st.failures), ForgottenTasks: st.forgotten,
-		Tasks: make([]Task, 0, len(st.tasks))}
-	for i := range st.tasks {
-		d.Tasks = append(d.Tasks, s.task(st, &st.tasks[i]))
-	}
+	d := s.stageHead(st)
+	d.Tasks = make([]Task, 0, st.remembered())
+	st.each(true, func(r *taskRec) bool {
+		d.Tasks = append(d.Tasks, s.task(st, r))
+		return true
+	})
+	slices.SortFunc(d.Tasks, func(a, b Task) int { return cmp.Compare(a.ID, b.ID) })
+	d.Matched = len(d.Tasks)
 	return d, true
+}
+
+// stageHead is st without its tasks.
+func (s *Store) stageHead(st *stage) StageDetail {
+	return StageDetail{Stage: copyStage(st), Failures: slices.Clone(st.failures), ForgottenTasks: st.forgotten,
+		Remembered: st.remembered()}
 }
 
 func copyStage(st *stage) Stage {

@@ -1,8 +1,10 @@
 package appstate
 
 import (
+	stdcmp "cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -498,11 +500,12 @@ func TestTaskRecords(t *testing.T) {
 		want = append(want, w)
 	}
 	end31, end30 := sec(len(evs)-3), sec(len(evs)-2)
+	// In id order, whatever the order of their ends.
 	want = append(want,
-		Task{ID: 31, Partition: 31, Executor: 1, Host: "10.0.0.9", Launched: end31.Add(-time.Second), Ended: end31,
-			Duration: time.Second, Status: events.TaskKilled, Reason: "speculation"},
 		Task{ID: 30, Partition: 30, Executor: 1, Host: "10.0.0.9", Launched: end30.Add(-2 * time.Second), Ended: end30,
-			Duration: 2 * time.Second, Status: events.TaskFailed, Reason: "boom", Metrics: m(30)})
+			Duration: 2 * time.Second, Status: events.TaskFailed, Reason: "boom", Metrics: m(30)},
+		Task{ID: 31, Partition: 31, Executor: 1, Host: "10.0.0.9", Launched: end31.Add(-time.Second), Ended: end31,
+			Duration: time.Second, Status: events.TaskKilled, Reason: "speculation"})
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tasks (-want +got):\n%s", diff)
 	}
@@ -537,5 +540,157 @@ func TestPackedMetrics(t *testing.T) {
 		if end := off + metricsLen(b[off:]); (i+1 < len(offs) && end != offs[i+1]) || (i+1 == len(offs) && end != len(b)) {
 			t.Fatalf("metrics %d: length %d does not reach the next", i, end-off)
 		}
+	}
+}
+
+// TestStageTasks checks the pages and distributions read from the packed
+// tasks against the same done on all of Stage's tasks.
+func TestStageTasks(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	evs := []events.Event{appStart(), &events.ExecutorAdded{Executor: 3, Address: "10.0.0.3:7079"},
+		&events.JobStart{JobID: 1}, &events.StageSubmitted{JobID: 1, StageID: 0, NumTasks: 60}}
+	states := []string{events.TaskSuccess, events.TaskSuccess, events.TaskSuccess, events.TaskFailed, events.TaskKilled}
+	var running []int64
+	for i := range 60 {
+		evs = append(evs, start(int64(i), 0, i, 0, executorid.ID(r.IntN(4))))
+		running = append(running, int64(i))
+		// End a random running task, now and then, so ends come out of
+		// launch order; five stay running.
+		for len(running) > 5 && r.IntN(3) > 0 {
+			k := r.IntN(len(running))
+			id := running[k]
+			running = slices.Delete(running, k, k+1)
+			state := states[r.IntN(len(states))]
+			m := events.TaskMetrics{ResultBytes: r.Int64N(5000), ShuffleReadBytes: r.Int64N(3) * r.Int64N(1<<40)}
+			evs = append(evs, end(id, 0, int(id), 0, 1, state, "why "+state, time.Duration(r.IntN(4))*time.Second, m))
+		}
+	}
+	s := feed(Options{RetainedTasks: 40}, evs...)
+	all, _ := s.Stage(0, 0)
+	if all.Remembered != len(all.Tasks) || len(all.Tasks) > 40 || len(all.Tasks) < 30 || all.ForgottenTasks == 0 {
+		t.Fatalf("remembered %d, %d tasks, %d forgotten: want 30 to 40 remembered and some forgotten", all.Remembered, len(all.Tasks), all.ForgottenTasks)
+	}
+	ok := func(status string) bool { return status == events.TaskSuccess || status == TaskRunning }
+	tests := map[string]struct {
+		q    TaskQuery
+		want func([]Task) []Task
+	}{
+		"all by id": {TaskQuery{Length: -1}, func(ts []Task) []Task { return ts }},
+		"latest 7": {TaskQuery{Order: ByIDDesc, Length: 7}, func(ts []Task) []Task {
+			slices.Reverse(ts)
+			return ts[:7]
+		}},
+		"by runtime, page 2": {TaskQuery{Order: ByRuntime, Offset: 10, Length: 10}, func(ts []Task) []Task {
+			slices.SortStableFunc(ts, func(a, b Task) int { return stdcmp.Compare(a.Duration, b.Duration) })
+			return ts[10:20]
+		}},
+		"by runtime, longest, successful or running": {TaskQuery{Order: ByRuntimeDesc, Status: ok, Length: 5}, func(ts []Task) []Task {
+			ts = slices.DeleteFunc(ts, func(t Task) bool { return !ok(t.Status) })
+			slices.SortStableFunc(ts, func(a, b Task) int { return stdcmp.Compare(b.Duration, a.Duration) })
+			return ts[:5]
+		}},
+		"past the end": {TaskQuery{Offset: 100, Length: 10}, func([]Task) []Task { return []Task{} }},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tc.q.Quantiles = APIQuantiles
+			got, dist, found := s.StageTasks(0, 0, tc.q)
+			if !found {
+				t.Fatal("stage 0.0 not found")
+			}
+			if diff := cmp.Diff(tc.want(slices.Clone(all.Tasks)), got.Tasks); diff != "" {
+				t.Errorf("tasks (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(all.Summary(APIQuantiles), dist); diff != "" {
+				t.Errorf("distribution (-want +got):\n%s", diff)
+			}
+			if got.Remembered != all.Remembered || got.Failures == nil {
+				t.Errorf("remembered %d, failures %v: want %d and the failures", got.Remembered, got.Failures, all.Remembered)
+			}
+		})
+	}
+	if _, _, found := s.StageTasks(0, 1, TaskQuery{}); found {
+		t.Error("StageTasks(0, 1) found an attempt that never ran")
+	}
+}
+
+// TestTaskLog round-trips records whose fields jump about, as the
+// differences the log stores can be of any sign and size.
+func TestTaskLog(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var l taskLog
+	var want []taskRec
+	for range 2000 {
+		us := func() int64 { return (r.Int64() >> r.IntN(64)) / 1e3 * 1e3 } // times are kept to the microsecond
+		rec := taskRec{id: r.Int64() >> r.IntN(64), partition: r.Int32() >> r.IntN(32), attempt: r.Int32N(4),
+			executor: executorid.ID(r.Int64N(1000)), launched: us(), ended: us(),
+			duration: time.Duration(us()), status: uint8(r.IntN(256)), fetchFailed: r.IntN(2) == 0,
+			metrics: events.TaskMetrics{ResultBytes: r.Int64N(1 << 20), SpillBytes: -r.Int64N(3)}}
+		l.add(&rec)
+		want = append(want, rec)
+	}
+	d := l.reader()
+	var got []taskRec
+	for d.next(true) {
+		got = append(got, d.r)
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(taskRec{})); diff != "" {
+		t.Errorf("records (-added +read):\n%s", diff)
+	}
+	if l.n != len(want) {
+		t.Errorf("n = %d, want %d", l.n, len(want))
+	}
+	// Forgetting drops whole chunks and re-encodes the rest of one: in
+	// steps that end inside chunks and on their bounds.
+	forgotten := 0
+	for _, n := range []int{1, 7, l.chunks[0].n - 8, l.chunks[1].n, 333, 0, 1000} {
+		var dropped []int64
+		l.forget(n, func(r *taskRec) { dropped = append(dropped, r.id) })
+		var ids []int64
+		for _, r := range want[forgotten : forgotten+n] {
+			ids = append(ids, r.id)
+		}
+		forgotten += n
+		got = got[:0]
+		for d := l.reader(); d.next(true); {
+			got = append(got, d.r)
+		}
+		if diff := cmp.Diff(want[forgotten:], got, cmp.AllowUnexported(taskRec{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("after forgetting %d (-want +got):\n%s", forgotten, diff)
+		}
+		if diff := cmp.Diff(ids, dropped); diff != "" || l.n != len(want)-forgotten {
+			t.Fatalf("forgetting %d: n = %d, dropped (-want +got):\n%s", n, l.n, diff)
+		}
+	}
+	// A record added after forgetting follows the last one.
+	l.add(&want[0])
+	got = got[:0]
+	for d := l.reader(); d.next(true); {
+		got = append(got, d.r)
+	}
+	if diff := cmp.Diff(append(slices.Clone(want[forgotten:]), want[0]), got, cmp.AllowUnexported(taskRec{})); diff != "" {
+		t.Errorf("after adding one (-want +got):\n%s", diff)
+	}
+}
+
+// TestTaskLogIsCompact: the ended tasks of a stage of short tasks, as
+// BenchmarkObservabilityDriverRSS runs, take about 11 bytes each.
+func TestTaskLogIsCompact(t *testing.T) {
+	var l taskLog
+	for i := range 100_000 {
+		at := t0.Add(time.Duration(i) * 30 * time.Microsecond).UnixNano()
+		l.add(&taskRec{id: int64(i), partition: int32(i), executor: executorid.ID(1 + i%4), launched: at,
+			ended: at + int64(200*time.Microsecond), duration: 57 * time.Microsecond, status: statusSuccess,
+			metrics: events.TaskMetrics{ResultBytes: 1017}})
+	}
+	if perTask := float64(l.bytes()) / float64(l.n); perTask > 11.5 {
+		t.Errorf("%.2f bytes per task, want at most 11.5", perTask)
+	}
+	var chunked int
+	for _, c := range l.chunks {
+		chunked += cap(c.b)
+	}
+	if chunked > l.bytes()+maxChunk {
+		t.Errorf("chunks hold %d bytes for %d of records: want less than a chunk unused", chunked, l.bytes())
 	}
 }

@@ -2,6 +2,7 @@ package appstate
 
 import (
 	"slices"
+	"time"
 
 	"github.com/drover-project/drover/internal/events"
 )
@@ -32,37 +33,44 @@ type Distribution struct {
 // quantiles qs (each in [0, 1]); every series is empty when no task
 // succeeded yet.
 func (d StageDetail) Summary(qs []float64) Distribution {
-	var ok []Task
-	for _, t := range d.Tasks {
-		if t.Status == events.TaskSuccess {
-			ok = append(ok, t)
+	var ok []*Task
+	for i := range d.Tasks {
+		if d.Tasks[i].Status == events.TaskSuccess {
+			ok = append(ok, &d.Tasks[i])
 		}
 	}
-	dist := Distribution{Quantiles: slices.Clone(qs), Tasks: len(ok)}
-	if len(ok) == 0 {
+	xs := make([]float64, 0, len(ok))
+	return summarize(qs, len(ok), func(value func(time.Duration, *events.TaskMetrics) float64) []float64 {
+		xs = xs[:0]
+		for _, t := range ok {
+			xs = append(xs, value(t.Duration, &t.Metrics))
+		}
+		return xs
+	})
+}
+
+// summarize is the distribution over n successful tasks at quantiles qs;
+// values returns the values of one series over them, in any order, in a
+// slice the next call may reuse.
+func summarize(qs []float64, n int, values func(func(time.Duration, *events.TaskMetrics) float64) []float64) Distribution {
+	dist := Distribution{Quantiles: slices.Clone(qs), Tasks: n}
+	if n == 0 {
 		return dist
 	}
-	series := func(f func(Task) float64) []float64 {
-		xs := make([]float64, len(ok))
-		for i, t := range ok {
-			xs[i] = f(t)
-		}
-		return quantiles(xs, qs)
+	metric := func(f func(*events.TaskMetrics) int64) []float64 {
+		return quantiles(values(func(_ time.Duration, m *events.TaskMetrics) float64 { return float64(f(m)) }), qs)
 	}
-	metric := func(f func(events.TaskMetrics) int64) []float64 {
-		return series(func(t Task) float64 { return float64(f(t.Metrics)) })
-	}
-	dist.Duration = series(func(t Task) float64 { return float64(t.Duration.Microseconds()) / 1000 })
-	dist.InputBytes = metric(func(m events.TaskMetrics) int64 { return m.InputBytes })
-	dist.InputRecords = metric(func(m events.TaskMetrics) int64 { return m.InputRecords })
-	dist.OutputBytes = metric(func(m events.TaskMetrics) int64 { return m.OutputBytes })
-	dist.OutputRecords = metric(func(m events.TaskMetrics) int64 { return m.OutputRecords })
-	dist.ShuffleReadBytes = metric(func(m events.TaskMetrics) int64 { return m.ShuffleReadBytes })
-	dist.ShuffleReadRecs = metric(func(m events.TaskMetrics) int64 { return m.ShuffleReadRecords })
-	dist.ShuffleWriteBytes = metric(func(m events.TaskMetrics) int64 { return m.ShuffleWriteBytes })
-	dist.ShuffleWriteRecs = metric(func(m events.TaskMetrics) int64 { return m.ShuffleWriteRecords })
-	dist.SpillBytes = metric(func(m events.TaskMetrics) int64 { return m.SpillBytes })
-	dist.ResultBytes = metric(func(m events.TaskMetrics) int64 { return m.ResultBytes })
+	dist.Duration = quantiles(values(func(d time.Duration, _ *events.TaskMetrics) float64 { return float64(d.Microseconds()) / 1000 }), qs)
+	dist.InputBytes = metric(func(m *events.TaskMetrics) int64 { return m.InputBytes })
+	dist.InputRecords = metric(func(m *events.TaskMetrics) int64 { return m.InputRecords })
+	dist.OutputBytes = metric(func(m *events.TaskMetrics) int64 { return m.OutputBytes })
+	dist.OutputRecords = metric(func(m *events.TaskMetrics) int64 { return m.OutputRecords })
+	dist.ShuffleReadBytes = metric(func(m *events.TaskMetrics) int64 { return m.ShuffleReadBytes })
+	dist.ShuffleReadRecs = metric(func(m *events.TaskMetrics) int64 { return m.ShuffleReadRecords })
+	dist.ShuffleWriteBytes = metric(func(m *events.TaskMetrics) int64 { return m.ShuffleWriteBytes })
+	dist.ShuffleWriteRecs = metric(func(m *events.TaskMetrics) int64 { return m.ShuffleWriteRecords })
+	dist.SpillBytes = metric(func(m *events.TaskMetrics) int64 { return m.SpillBytes })
+	dist.ResultBytes = metric(func(m *events.TaskMetrics) int64 { return m.ResultBytes })
 	return dist
 }
 

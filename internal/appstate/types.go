@@ -114,8 +114,12 @@ type Task struct {
 // StageDetail is a stage attempt with the tasks the store remembers.
 type StageDetail struct {
 	Stage
-	// Tasks are the remembered attempts, in launch order.
+	// Tasks are the remembered attempts in launch order (of their ids),
+	// or the page of them that Store.StageTasks selected.
 	Tasks []Task
+	// Remembered counts the attempts the store remembers; Matched those
+	// that Store.StageTasks's query selected before paging.
+	Remembered, Matched int
 	// Failures are the latest failed or killed attempts, oldest first,
 	// kept apart so that forgetting tasks does not forget why they failed.
 	Failures []Task

@@ -88,6 +88,9 @@ type Writer struct {
 	stopped chan struct{}
 }
 
+// zstdWindow is the zstd encoder's window, its largest block.
+const zstdWindow = 128 << 10
+
 // compressor is a codec's writer.
 type compressor interface {
 	io.WriteCloser
@@ -201,11 +204,13 @@ func (w *Writer) open(name string) error {
 	switch w.opts.Codec {
 	case "zstd":
 		// The fastest level: the log must not cost the application a
-		// core, and JSON lines compress well at any level. A 1 MiB
-		// window (8 MiB by default) keeps the encoder's history small in
-		// the driver's memory; lines repeat within far less.
+		// core, and JSON lines compress well at any level. A window of
+		// one block (128 KiB; 8 MiB by default) keeps the encoder's
+		// history at 256 KiB of the driver's memory, not 2 MiB as with a
+		// 1 MiB window: lines repeat within far less, and the log of
+		// 100,000 tasks grew by under 10 % (docs/benchmarks-notes.md).
 		comp, err = zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
-			zstd.WithWindowSize(1<<20))
+			zstd.WithWindowSize(zstdWindow), zstd.WithLowerEncoderMem(true))
 	case "gzip":
 		comp, err = gzip.NewWriterLevel(f, gzip.BestSpeed)
 	}

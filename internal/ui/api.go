@@ -478,9 +478,8 @@ func (u *UI) apiStageAttempts(_ appstate.App, r *http.Request) (any, error) {
 	}
 	var out []stageDataJSON
 	for _, st := range u.store.StageAttempts(id) {
-		d, ok := u.store.Stage(st.ID, st.Attempt)
-		if ok {
-			out = append(out, u.stageDetailJSON(d, r))
+		if d, ok := u.stageDetailJSON(st.ID, st.Attempt, r); ok {
+			out = append(out, d)
 		}
 	}
 	if len(out) == 0 {
@@ -494,11 +493,11 @@ func (u *UI) apiStage(_ appstate.App, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, ok := u.store.Stage(id, attempt)
+	d, ok := u.stageDetailJSON(id, attempt, r)
 	if !ok {
 		return nil, notFound("unknown attempt for stage %d.  Found attempts: %v", id, attemptIDs(u.store.StageAttempts(id)))
 	}
-	return u.stageDetailJSON(d, r), nil
+	return d, nil
 }
 
 func attemptIDs(sts []appstate.Stage) []int {
@@ -526,10 +525,23 @@ func stageJSON(st appstate.Stage) stageDataJSON {
 
 // stageDetailJSON adds tasks and the per-executor summary unless
 // ?details=false, and the task distributions with ?withSummaries=true.
-func (u *UI) stageDetailJSON(d appstate.StageDetail, r *http.Request) stageDataJSON {
-	out := stageJSON(d.Stage)
+func (u *UI) stageDetailJSON(id, attempt int, r *http.Request) (stageDataJSON, bool) {
 	q := r.URL.Query()
-	if q.Get("details") != "false" {
+	details := q.Get("details") != "false"
+	tq := appstate.TaskQuery{Length: 0}
+	if details {
+		tq.Length = -1
+	}
+	var qerr error
+	if q.Get("withSummaries") == "true" {
+		tq.Quantiles, qerr = quantilesParam(r)
+	}
+	d, dist, ok := u.store.StageTasks(id, attempt, tq)
+	if !ok {
+		return stageDataJSON{}, false
+	}
+	out := stageJSON(d.Stage)
+	if details {
 		links := u.logLinks()
 		logs := map[executorid.ID]map[string]string{}
 		for _, x := range u.store.Executors() {
@@ -561,12 +573,12 @@ func (u *UI) stageDetailJSON(d appstate.StageDetail, r *http.Request) stageDataJ
 			out.ExecutorSummary[t.Executor.String()] = s
 		}
 	}
-	if q.Get("withSummaries") == "true" {
-		if dist, err := distributionJSON(d, r); err == nil {
+	if tq.Quantiles != nil && qerr == nil {
+		if dist, err := distributionJSON(id, attempt, dist); err == nil {
 			out.TaskDistributions = dist
 		}
 	}
-	return out
+	return out, true
 }
 
 func taskJSON(t appstate.Task, logs map[string]string) taskDataJSON {
@@ -603,15 +615,11 @@ func quantilesParam(r *http.Request) ([]float64, error) {
 	return qs, nil
 }
 
-func distributionJSON(d appstate.StageDetail, r *http.Request) (*taskMetricDistributionsJSON, error) {
-	qs, err := quantilesParam(r)
-	if err != nil {
-		return nil, err
-	}
-	dist := d.Summary(qs)
+func distributionJSON(id, attempt int, dist appstate.Distribution) (*taskMetricDistributionsJSON, error) {
 	if dist.Tasks == 0 {
-		return nil, notFound("No tasks reported metrics for %d / %d", d.ID, d.Attempt)
+		return nil, notFound("No tasks reported metrics for %d / %d", id, attempt)
 	}
+	qs := dist.Quantiles
 	zero := make([]float64, len(qs))
 	out := &taskMetricDistributionsJSON{Quantiles: qs, Duration: dist.Duration, ExecutorRunTime: dist.Duration,
 		ResultSize: dist.ResultBytes, DiskBytesSpilled: dist.SpillBytes,
@@ -633,11 +641,15 @@ func (u *UI) apiTaskSummary(_ appstate.App, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, ok := u.store.Stage(id, attempt)
+	qs, err := quantilesParam(r)
+	if err != nil {
+		return nil, err
+	}
+	_, dist, ok := u.store.StageTasks(id, attempt, appstate.TaskQuery{Quantiles: qs})
 	if !ok {
 		return nil, notFound("unknown attempt for stage %d.  Found attempts: %v", id, attemptIDs(u.store.StageAttempts(id)))
 	}
-	return distributionJSON(d, r)
+	return distributionJSON(id, attempt, dist)
 }
 
 // apiTaskList pages the stage's tasks: ?offset= (0), ?length= (20),
@@ -646,10 +658,6 @@ func (u *UI) apiTaskList(_ appstate.App, r *http.Request) (any, error) {
 	id, attempt, err := stageID(r)
 	if err != nil {
 		return nil, err
-	}
-	d, ok := u.store.Stage(id, attempt)
-	if !ok {
-		return nil, notFound("unknown attempt for stage %d.  Found attempts: %v", id, attemptIDs(u.store.StageAttempts(id)))
 	}
 	q := r.URL.Query()
 	offset, length := 0, 20
@@ -663,22 +671,27 @@ func (u *UI) apiTaskList(_ appstate.App, r *http.Request) (any, error) {
 			return nil, badRequest("Bad value for parameter \"length\": %q", s)
 		}
 	}
-	want := statusFilter(r)
-	tasks := slices.DeleteFunc(d.Tasks, func(t appstate.Task) bool { return want != nil && !want[t.Status] })
+	tq := appstate.TaskQuery{Offset: offset, Length: length}
+	if want := statusFilter(r); want != nil {
+		tq.Status = func(status string) bool { return want[status] }
+	}
 	switch sortBy := q.Get("sortBy"); sortBy {
 	case "", "ID":
-		slices.SortStableFunc(tasks, func(a, b appstate.Task) int { return int(a.ID - b.ID) })
+		tq.Order = appstate.ByID
 	case "-ID":
-		slices.SortStableFunc(tasks, func(a, b appstate.Task) int { return int(b.ID - a.ID) })
+		tq.Order = appstate.ByIDDesc
 	case "runtime":
-		slices.SortStableFunc(tasks, func(a, b appstate.Task) int { return int(a.Duration - b.Duration) })
+		tq.Order = appstate.ByRuntime
 	case "-runtime":
-		slices.SortStableFunc(tasks, func(a, b appstate.Task) int { return int(b.Duration - a.Duration) })
+		tq.Order = appstate.ByRuntimeDesc
 	default:
 		return nil, badRequest("Bad value for parameter \"sortBy\": %q; expected ID, -ID, runtime or -runtime", sortBy)
 	}
-	tasks = tasks[min(offset, len(tasks)):]
-	tasks = tasks[:min(length, len(tasks))]
+	d, _, ok := u.store.StageTasks(id, attempt, tq)
+	if !ok {
+		return nil, notFound("unknown attempt for stage %d.  Found attempts: %v", id, attemptIDs(u.store.StageAttempts(id)))
+	}
+	tasks := d.Tasks
 	links := u.logLinks()
 	logs := map[executorid.ID]map[string]string{}
 	for _, x := range u.store.Executors() {

@@ -260,15 +260,16 @@ func (u *UI) stagePage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "missing or bad stage id: want /stages/stage/?id=N&attempt=M", http.StatusBadRequest)
 		return
 	}
-	st, ok := u.store.Stage(id, attempt)
+	// The latest tasks first: those are the ones that move.
+	st, sum, ok := u.store.StageTasks(id, attempt,
+		appstate.TaskQuery{Order: appstate.ByIDDesc, Length: maxTaskRows, Quantiles: appstate.PageQuantiles})
 	if !ok {
 		http.Error(w, fmt.Sprintf("stage %d attempt %d is unknown or forgotten (spark.ui.retainedStages)", id, attempt), http.StatusNotFound)
 		return
 	}
 	app := u.store.App()
 	d := stageData{stageRow: stageRow{Stage: st.Stage, Duration: u.span(st.Submitted, st.Completed, app)},
-		Failures: st.Failures, TasksKnown: len(st.Tasks), Forgotten: st.ForgottenTasks}
-	sum := st.Summary(appstate.PageQuantiles)
+		Failures: st.Failures, Tasks: st.Tasks, TasksShown: len(st.Tasks), TasksKnown: st.Remembered, Forgotten: st.ForgottenTasks}
 	d.SummaryOf = sum.Tasks
 	d.Quantiles = []string{"Min", "25th percentile", "Median", "75th percentile", "Max"}
 	if sum.Tasks > 0 {
@@ -289,11 +290,6 @@ func (u *UI) stagePage(w http.ResponseWriter, r *http.Request) {
 		row("Shuffle Write Records", sum.ShuffleWriteRecs, func(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) })
 		row("Spill (Disk)", sum.SpillBytes, bytesf)
 	}
-	// The latest tasks first: those are the ones that move.
-	for i := len(st.Tasks) - 1; i >= 0 && len(d.Tasks) < maxTaskRows; i-- {
-		d.Tasks = append(d.Tasks, st.Tasks[i])
-	}
-	d.TasksShown = len(d.Tasks)
 	u.render(w, "stage", fmt.Sprintf("Stage %d (attempt %d)", id, attempt), "stages", d)
 }
 
