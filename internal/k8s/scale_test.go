@@ -84,6 +84,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if p := os.Getenv(execHostEnv); p != "" {
+		if err := execHostMain(p); err != nil {
+			fmt.Fprintln(os.Stderr, "executor host:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	_ = scaleEnv.Stop()
 	_ = queueEnv.Stop()
@@ -602,16 +609,30 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 	var urlOnce sync.Once
 	execCtx, stopExecs := context.WithCancel(context.Background())
 	var execs sync.WaitGroup
+	// Past executorsPerHost, executors run in child processes.
+	var hosts atomic.Pointer[executorHosts]
+	appID := "drover-scale-" + policy
 	watcher := watchPods(b, env, ns, func(p *corev1.Pod) {
 		execs.Add(1)
 		go func() {
 			defer execs.Done()
 			urlOnce.Do(func() {
 				url = <-driverURL
-				auth = executorAuth(b, env, ns, "drover-scale-"+policy)
+				auth = executorAuth(b, env, ns, appID)
+				if n > executorsPerHost {
+					hp := execHostParams{URL: url, AppID: appID, Secret: auth.Secret}
+					if bundle, ok := auth.TLS(); ok {
+						hp.TLS = bundle.Encode()
+					}
+					hosts.Store(startExecutorHosts(b, n, hp))
+				}
 			})
+			if h := hosts.Load(); h != nil {
+				h.start(mustExecutorID(b, p), p.Name)
+				return
+			}
 			_ = executor.Run(execCtx, executor.Options{
-				DriverURL: url, AppID: "drover-scale-" + policy, ExecutorID: mustExecutorID(b, p),
+				DriverURL: url, AppID: appID, ExecutorID: mustExecutorID(b, p),
 				PodName: p.Name, Cores: 1, Auth: auth, Logger: slog.New(slog.DiscardHandler),
 			})
 		}()
@@ -628,6 +649,9 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 		stopExecs()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		if h := hosts.Load(); h != nil {
+			h.stop()
+		}
 		b.Fatalf("%s; the driver's output:\n%s", fmt.Sprintf(format, args...), tail(stderr.Bytes()))
 	}
 	var r scaleRun
@@ -658,6 +682,9 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 	<-faultDone
 	stopExecs()
 	execs.Wait()
+	if h := hosts.Load(); h != nil {
+		h.stop()
+	}
 	r.stderr = stderr.String()
 	if r.Driver == nil {
 		failed("the driver reported no result")
