@@ -31,7 +31,8 @@ import (
 //
 // DROVER_CONN_N is the number of executors (default 1,000);
 // DROVER_CONN_PROFILE=/path/prefix writes the driver's heap and goroutine
-// profiles once all registered (prefix.heap, prefix.goroutine).
+// profiles once all registered (prefix.heap, prefix.goroutine, sampling
+// every 512 bytes allocated); DROVER_CONN_CPUPROFILE=/path its CPU profile.
 func BenchmarkDriverPerExecutor(b *testing.B) {
 	n := 1000
 	if v, err := strconv.Atoi(os.Getenv("DROVER_CONN_N")); err == nil && v > 0 {
@@ -88,6 +89,16 @@ func driverPerExecutor(b *testing.B, n int) perExecutor {
 		// accounts for each executor's kilobytes.
 		defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
 		runtime.MemProfileRate = 512
+	}
+	if path := os.Getenv("DROVER_CONN_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	runtime.GC()
 	var before runtime.MemStats
