@@ -24,7 +24,7 @@ import (
 // test binary, executorsPerHost each: every executor holds two file
 // descriptors (its connection to the driver and its own listener), and
 // one process may hold 20,000 here.
-const executorsPerHost = 4000
+const executorsPerHost = 5000
 
 // execHostEnv makes the test binary an executor host: JSON execHostParams.
 // It reads "executor-id pod-name" lines on stdin and runs one simulated
