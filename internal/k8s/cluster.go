@@ -49,14 +49,16 @@ type Cluster struct {
 	log   *slog.Logger
 	clock clock.WithTicker
 
-	cs        kubernetes.Interface
-	ns        string
-	selector  labels.Selector
-	backend   *coarse.Backend
-	alloc     *allocator.Allocator
-	execConf  *podspec.ExecutorConf
-	driverPod *corev1.Pod
-	initial   int
+	cs       kubernetes.Interface
+	ns       string
+	selector labels.Selector
+	backend  *coarse.Backend
+	alloc    *allocator.Allocator
+	execConf *podspec.ExecutorConf
+	// classifier takes the pod snapshots, reusing unchanged pods' entries.
+	classifier *snapshot.Classifier
+	driverPod  *corev1.Pod
+	initial    int
 
 	src    *podsource.Source
 	dirty  chan struct{}
@@ -208,6 +210,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	ec.Credentials = credentials(c.app.Security.Executors)
 	c.execConf = ec
+	c.classifier = snapshot.NewClassifier(ec.ContainerName)
 	if err := c.startQueue(ctx); err != nil {
 		return err
 	}
