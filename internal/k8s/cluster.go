@@ -362,6 +362,13 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		c.endGang(ctx)
 		err := c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
 			metav1.ListOptions{LabelSelector: c.selector.String()})
+		// Thousands of pods may take the API server longer than its request
+		// timeout; it goes on deleting, and asking again finishes the rest.
+		for err != nil && (apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)) && ctx.Err() == nil {
+			c.log.Info("deleting executor pods took longer than the API server's request timeout; asking again", "err", err)
+			err = c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
+				metav1.ListOptions{LabelSelector: c.selector.String()})
+		}
 		if err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting executor pods: %w", err))
 		}
