@@ -318,8 +318,8 @@ func mainErr(compare bool, only string) error {
 				"DROVER_SCALE_N=5000", "DROVER_SCALE_HOLD=0s")
 		}},
 		{"kubernetes allocation N=10000", func() error {
-			// 42 kwok nodes of 250 pods; the simulated executors run in
-			// child processes of 4,000 (file descriptors). Spark's policy is
+			// 42 kwok nodes of 250 pods; the simulated executors run in two
+			// child processes of 5,000 (file descriptors). Spark's policy is
 			// left out: at 20 pods a second it would take 500 s more.
 			return k8sBench(40*time.Minute, "N=10000 ", "./internal/k8s/", "^BenchmarkAllocation(Adaptive|RawBaseline)$", "1x",
 				"DROVER_SCALE_N=10000", "DROVER_SCALE_HOLD=0s")

@@ -58,7 +58,8 @@ import (
 //	DROVER_SCALE_N=1000 go test -run '^$' -bench '^BenchmarkAllocation' -benchtime 1x -timeout 25m ./internal/k8s/
 //
 // DROVER_SCALE_N is the number of executors (default 1000; the control
-// plane gets a kwok node per 250 of them);
+// plane gets a kwok node per 250 of them; past 5,000 the simulated
+// executors run in child processes of 5,000, see executorsPerHost);
 // DROVER_SCALE_HOLD is how long the application stays up after all
 // executors registered (default 35s, more than Spark's 30 s
 // apiPollingInterval) to check that no LIST runs while the watch is
@@ -74,7 +75,14 @@ var scaleEnv = &testenv.Shared{Options: testenv.Options{Scheduler: true, Control
 
 // kwokNodesFor is how many kwok nodes hold n executor pods with room to
 // spare (each takes 250 pods): at least 6, so the other tests' pods fit.
-func kwokNodesFor(n int) int { return max(6, (n+249)/250+2) }
+// Past 5,000 they hold twice n: deleting 10,000 pods outlasts the next
+// benchmark's start, whose pods found every node full.
+func kwokNodesFor(n int) int {
+	if n > 5000 {
+		n *= 2
+	}
+	return max(6, (n+249)/250+2)
+}
 
 func TestMain(m *testing.M) {
 	if p := os.Getenv(driverEnv); p != "" {
