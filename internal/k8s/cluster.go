@@ -363,9 +363,10 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		err := c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
 			metav1.ListOptions{LabelSelector: c.selector.String()})
 		// Thousands of pods may take the API server longer than its request
-		// timeout; it goes on deleting, and asking again finishes the rest.
-		for err != nil && (apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)) && ctx.Err() == nil {
-			c.log.Info("deleting executor pods took longer than the API server's request timeout; asking again", "err", err)
+		// timeout: it answers 504, or resets the stream, and goes on
+		// deleting; asking again finishes the rest.
+		for attempt := 1; err != nil && deleteRetryable(err) && attempt < 10 && ctx.Err() == nil; attempt++ {
+			c.log.Info("deleting executor pods did not finish within the API server's request timeout; asking again", "err", err)
 			err = c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
 				metav1.ListOptions{LabelSelector: c.selector.String()})
 		}
@@ -399,4 +400,16 @@ func credentials(a rpc.Auth) podspec.Credentials {
 		c.TLS = b.Encode()
 	}
 	return c
+}
+
+// deleteRetryable reports a delete-collection error that asking again may
+// get past: a timeout, an overloaded or failing server, or a transport
+// error (no API status at all, such as a reset HTTP/2 stream).
+func deleteRetryable(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
 }
