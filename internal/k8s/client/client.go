@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -80,15 +79,7 @@ func New(o Options) (kubernetes.Interface, *rest.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// The clientset speaks protobuf, as Kubernetes' own components do: a
-	// driver encodes every executor pod it creates and decodes every event
-	// of its pod watch, which in JSON was about half of its CPU time with
-	// thousands of executors. The returned configuration stays JSON, for
-	// clients of types that have no protobuf encoding (custom resources).
-	protoCfg := rest.CopyConfig(cfg)
-	protoCfg.ContentType = runtime.ContentTypeProtobuf
-	protoCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	cs, err := kubernetes.NewForConfig(protoCfg)
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
