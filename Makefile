@@ -104,7 +104,7 @@ bench:
 bench-k8s: testbin
 	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" $(GO) test -count=1 -run '^$$' -bench '^BenchmarkAllocation' -benchtime 1x -timeout 25m -v ./internal/k8s/
 
-## bench-scale: the steps too long for make bench (≈ 10 min): allocation of 10,000 executors (adaptive and the raw
+## bench-scale: the steps too long for make bench (≈ 15 min): allocation of 10,000 executors (adaptive and the raw
 ## baseline), merged into docs/benchmarks.{json,md} with the driver's peak RSS per 1,000 executors from N = 1,000, 5,000, 10,000
 bench-scale: testbin
 	$(GO) run ./hack/bench -only 'kubernetes allocation N=10000'
