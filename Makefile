@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestSecureLocalCluster|TestTaskOverMessageMaxSize|TestCommitPartsRejectsPaths|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle|TestObjectStorage|TestWebUIInABrowser
 K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 
-.PHONY: fuzz getting-started demo test unit integration testbin testbins testpackages versitygw kueue lint proto docs bench bench-compare bench-k8s build clean chaos
+.PHONY: fuzz getting-started demo test unit integration testbin testbins testpackages versitygw kueue lint proto docs bench bench-compare bench-k8s bench-scale build clean chaos
 
 ## build: the drover CLI into bin/
 build:
@@ -103,6 +103,11 @@ bench:
 ## raw parallel-create baseline, DROVER_SCALE_N executors (default 1000; ≈ 5 min with two 35 s idle checks)
 bench-k8s: testbin
 	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" $(GO) test -count=1 -run '^$$' -bench '^BenchmarkAllocation' -benchtime 1x -timeout 25m -v ./internal/k8s/
+
+## bench-scale: the steps too long for make bench (≈ 15 min): allocation of 10,000 executors (adaptive and the raw
+## baseline), merged into docs/benchmarks.{json,md} with the driver's peak RSS per 1,000 executors from N = 1,000, 5,000, 10,000
+bench-scale: testbin
+	$(GO) run ./hack/bench -only 'kubernetes allocation N=10000'
 
 ## bench-compare: run the suite again and print each figure against the committed one
 bench-compare:

@@ -57,6 +57,35 @@ type Report struct {
 	Skipped []string `json:"skipped,omitempty"`
 }
 
+// slope adds the least-squares slope of the adaptive allocation's metric
+// against N (in thousands) over the labelled runs, when all have it.
+func (r *Report) slope(name, unit, metric string, labels map[float64]string) {
+	var xs, ys []float64
+	var cmds []string
+	for x, label := range labels {
+		f, ok := r.figure(label + "BenchmarkAllocationAdaptive " + metric)
+		if !ok {
+			return
+		}
+		xs, ys = append(xs, x), append(ys, f.Value)
+		cmds = append(cmds, fmt.Sprintf("N=%g,000: %.4g", x, f.Value))
+	}
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+	}
+	slices.Sort(cmds)
+	for i, f := range r.Figures {
+		if f.Name == name {
+			r.Figures = slices.Delete(r.Figures, i, i+1)
+			break
+		}
+	}
+	r.Figures = append(r.Figures, Figure{Name: name, Value: (n*sxy - sx*sy) / (n*sxx - sx*sx), Unit: unit,
+		Command: "derived from " + strings.Join(cmds, ", ")})
+}
+
 func (r *Report) figure(name string) (Figure, bool) {
 	for _, f := range r.Figures {
 		if f.Name == name {
@@ -288,6 +317,13 @@ func mainErr(compare bool, only string) error {
 			return k8sBench(25*time.Minute, "N=5000 ", "./internal/k8s/", "^BenchmarkAllocation(Adaptive|Spark|RawBaseline)$", "1x",
 				"DROVER_SCALE_N=5000", "DROVER_SCALE_HOLD=0s")
 		}},
+		{"kubernetes allocation N=10000", func() error {
+			// 42 kwok nodes of 250 pods; the simulated executors run in two
+			// child processes of 5,000 (file descriptors). Spark's policy is
+			// left out: at 20 pods a second it would take 500 s more.
+			return k8sBench(40*time.Minute, "N=10000 ", "./internal/k8s/", "^BenchmarkAllocation(Adaptive|RawBaseline)$", "1x",
+				"DROVER_SCALE_N=10000", "DROVER_SCALE_HOLD=0s")
+		}},
 		{"kubernetes allocation without authentication", func() error {
 			// The cost of mutual TLS (the default) on registration: the same
 			// allocation with spark.authenticate=false, as before it.
@@ -332,7 +368,7 @@ func mainErr(compare bool, only string) error {
 		}},
 	}
 	for _, s := range steps {
-		if only != "" && !selected(s.name, only, steps) {
+		if only != "" && !selected(s.name, only, steps) || only == "" && scaleSteps[s.name] {
 			continue
 		}
 		start := time.Now()
@@ -382,6 +418,10 @@ func mainErr(compare bool, only string) error {
 		"N=5000 BenchmarkAllocationRawBaseline s/op", "≤ 1.25", func(v float64) bool { return v <= 1.25 })
 	r.ratio("allocation of 5,000 executors, adaptive / spark (batch 20)", "N=5000 BenchmarkAllocationAdaptive s/op",
 		"N=5000 BenchmarkAllocationSpark s/op", "≤ 1/3", func(v float64) bool { return v <= 1.0/3 })
+	r.ratio("allocation of 10,000 executors, adaptive / raw parallel creates", "N=10000 BenchmarkAllocationAdaptive s/op",
+		"N=10000 BenchmarkAllocationRawBaseline s/op", "≤ 1.05", func(v float64) bool { return v <= 1.05 })
+	r.slope("driver peak RSS per 1,000 executors (adaptive; least squares over N = 1,000, 5,000, 10,000)", "MiB/1000-executors",
+		"driver-peak-rss-MiB", map[float64]string{1: "", 5: "N=5000 ", 10: "N=10000 "})
 	r.ratio("driver CPU-seconds for 1,000 executors, adaptive / spark (batch 20)", "BenchmarkAllocationAdaptive driver-cpu-s",
 		"BenchmarkAllocationSpark driver-cpu-s", "", nil)
 	// The bare pod runs in turns with the submission inside
@@ -486,6 +526,10 @@ type step struct {
 	name string
 	run  func() error
 }
+
+// scaleSteps run only when -only names them (make bench-scale): they would
+// take make bench past its 30 minutes.
+var scaleSteps = map[string]bool{"kubernetes allocation N=10000": true}
 
 // selected reports whether -only picks the step named name: each
 // comma-separated entry picks the step it names exactly or, when no step

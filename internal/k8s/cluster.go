@@ -49,14 +49,16 @@ type Cluster struct {
 	log   *slog.Logger
 	clock clock.WithTicker
 
-	cs        kubernetes.Interface
-	ns        string
-	selector  labels.Selector
-	backend   *coarse.Backend
-	alloc     *allocator.Allocator
-	execConf  *podspec.ExecutorConf
-	driverPod *corev1.Pod
-	initial   int
+	cs       kubernetes.Interface
+	ns       string
+	selector labels.Selector
+	backend  *coarse.Backend
+	alloc    *allocator.Allocator
+	execConf *podspec.ExecutorConf
+	// classifier takes the pod snapshots, reusing unchanged pods' entries.
+	classifier *snapshot.Classifier
+	driverPod  *corev1.Pod
+	initial    int
 
 	src    *podsource.Source
 	dirty  chan struct{}
@@ -208,6 +210,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	ec.Credentials = credentials(c.app.Security.Executors)
 	c.execConf = ec
+	c.classifier = snapshot.NewClassifier(ec.ContainerName)
 	if err := c.startQueue(ctx); err != nil {
 		return err
 	}
@@ -395,6 +398,14 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		wg.Go(func() {
 			err := c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
 				metav1.ListOptions{LabelSelector: c.selector.String()})
+			// Thousands of pods may take the API server longer than its request
+			// timeout: it answers 504, or resets the stream, and goes on
+			// deleting; asking again finishes the rest.
+			for attempt := 1; err != nil && deleteRetryable(err) && attempt < 10 && ctx.Err() == nil; attempt++ {
+				c.log.Info("deleting executor pods did not finish within the API server's request timeout; asking again", "err", err)
+				err = c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
+					metav1.ListOptions{LabelSelector: c.selector.String()})
+			}
 			if err != nil {
 				failed(fmt.Errorf("deleting executor pods: %w", err))
 			}
@@ -439,4 +450,16 @@ func credentials(a rpc.Auth) podspec.Credentials {
 		c.TLS = b.Encode()
 	}
 	return c
+}
+
+// deleteRetryable reports a delete-collection error that asking again may
+// get past: a timeout, an overloaded or failing server, or a transport
+// error (no API status at all, such as a reset HTTP/2 stream).
+func deleteRetryable(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true
+	}
+	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
 }

@@ -58,7 +58,8 @@ import (
 //	DROVER_SCALE_N=1000 go test -run '^$' -bench '^BenchmarkAllocation' -benchtime 1x -timeout 25m ./internal/k8s/
 //
 // DROVER_SCALE_N is the number of executors (default 1000; the control
-// plane gets a kwok node per 250 of them);
+// plane gets a kwok node per 250 of them; past 5,000 the simulated
+// executors run in child processes of 5,000, see executorsPerHost);
 // DROVER_SCALE_HOLD is how long the application stays up after all
 // executors registered (default 35s, more than Spark's 30 s
 // apiPollingInterval) to check that no LIST runs while the watch is
@@ -74,12 +75,26 @@ var scaleEnv = &testenv.Shared{Options: testenv.Options{Scheduler: true, Control
 
 // kwokNodesFor is how many kwok nodes hold n executor pods with room to
 // spare (each takes 250 pods): at least 6, so the other tests' pods fit.
-func kwokNodesFor(n int) int { return max(6, (n+249)/250+2) }
+// Past 5,000 they hold twice n: deleting 10,000 pods outlasts the next
+// benchmark's start, whose pods found every node full.
+func kwokNodesFor(n int) int {
+	if n > 5000 {
+		n *= 2
+	}
+	return max(6, (n+249)/250+2)
+}
 
 func TestMain(m *testing.M) {
 	if p := os.Getenv(driverEnv); p != "" {
 		if err := driverMain(p); err != nil {
 			fmt.Fprintln(os.Stderr, "driver:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if p := os.Getenv(execHostEnv); p != "" {
+		if err := execHostMain(p); err != nil {
+			fmt.Fprintln(os.Stderr, "executor host:", err)
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -602,16 +617,30 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 	var urlOnce sync.Once
 	execCtx, stopExecs := context.WithCancel(context.Background())
 	var execs sync.WaitGroup
+	// Past executorsPerHost, executors run in child processes.
+	var hosts atomic.Pointer[executorHosts]
+	appID := "drover-scale-" + policy
 	watcher := watchPods(b, env, ns, func(p *corev1.Pod) {
 		execs.Add(1)
 		go func() {
 			defer execs.Done()
 			urlOnce.Do(func() {
 				url = <-driverURL
-				auth = executorAuth(b, env, ns, "drover-scale-"+policy)
+				auth = executorAuth(b, env, ns, appID)
+				if n > executorsPerHost {
+					hp := execHostParams{URL: url, AppID: appID, Secret: auth.Secret}
+					if bundle, ok := auth.TLS(); ok {
+						hp.TLS = bundle.Encode()
+					}
+					hosts.Store(startExecutorHosts(b, n, hp))
+				}
 			})
+			if h := hosts.Load(); h != nil {
+				h.start(mustExecutorID(b, p), p.Name)
+				return
+			}
 			_ = executor.Run(execCtx, executor.Options{
-				DriverURL: url, AppID: "drover-scale-" + policy, ExecutorID: mustExecutorID(b, p),
+				DriverURL: url, AppID: appID, ExecutorID: mustExecutorID(b, p),
 				PodName: p.Name, Cores: 1, Auth: auth, Logger: slog.New(slog.DiscardHandler),
 			})
 		}()
@@ -628,6 +657,9 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 		stopExecs()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		if h := hosts.Load(); h != nil {
+			h.stop()
+		}
 		b.Fatalf("%s; the driver's output:\n%s", fmt.Sprintf(format, args...), tail(stderr.Bytes()))
 	}
 	var r scaleRun
@@ -658,6 +690,9 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 	<-faultDone
 	stopExecs()
 	execs.Wait()
+	if h := hosts.Load(); h != nil {
+		h.stop()
+	}
 	r.stderr = stderr.String()
 	if r.Driver == nil {
 		failed("the driver reported no result")

@@ -123,7 +123,7 @@ func (c *Cluster) pollLoop(ctx context.Context) {
 }
 
 func (c *Cluster) publish(pods []*corev1.Pod, touched map[executorid.ID]bool) {
-	s := snapshot.New(pods, c.execConf.ContainerName, c.clock.Now())
+	s := c.classifier.Snapshot(pods, c.clock.Now())
 	ids := slices.Collect(maps.Keys(c.backend.Registered()))
 	c.log.Debug("executor pod snapshot", "pods", len(s.Pods), "registered", len(ids))
 	c.alloc.SetRegistered(ids...)

@@ -179,17 +179,20 @@ func NewSecret() string {
 // ServerOptions returns the options of a drover gRPC server.
 func ServerOptions(auth Auth) []grpc.ServerOption {
 	creds := insecure.NewCredentials()
+	// A driver holds a connection per executor, idle most of the time, and
+	// reads on it are small (control messages, block requests; large frames
+	// bypass the buffer). On plain TCP gRPC lends an idle connection's read
+	// buffer back to a pool; a TLS connection buffers whole records itself,
+	// so a second buffer would only hold 8 KiB per executor for nothing.
+	// (Write buffers are shared between flushes: gRPC's server default.)
+	readBuffer := 8 << 10
 	if auth.tls != nil {
 		creds = auth.tls.server
+		readBuffer = 0
 	}
 	return []grpc.ServerOption{
 		grpc.Creds(creds),
-		// A driver holds a connection per executor, idle most of the time,
-		// and reads on it are small (control messages, block requests;
-		// large frames bypass the buffer): a small read buffer keeps each
-		// connection cheap while it waits. (Write buffers are pooled by
-		// gRPC between flushes.)
-		grpc.ReadBufferSize(8 << 10),
+		grpc.ReadBufferSize(readBuffer),
 		grpc.MaxRecvMsgSize(MaxMessageSize),
 		grpc.MaxSendMsgSize(MaxMessageSize),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -435,8 +436,18 @@ func TestDecommissionFinishesRunningTasks(t *testing.T) {
 }
 
 // TestMain fails the package when a goroutine a backend started outlives
-// its Stop.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// its Stop. Started with connChildEnv, the test binary is the executors'
+// process of BenchmarkDriverPerExecutor instead.
+func TestMain(m *testing.M) {
+	if raw := os.Getenv(connChildEnv); raw != "" {
+		if err := connChildMain(raw); err != nil {
+			fmt.Fprintln(os.Stderr, "executors:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // recordingCluster is a cluster manager that answers ExitReason when told
 // and records ExecutorLost.

@@ -44,14 +44,15 @@ func (b *Backend) Control(stream pb.Driver_ControlServer) error {
 	b.log.Info("executor registered", "executor", ex.ID, "address", ex.Address, "cores", ex.TotalCores, "pod", ex.PodName)
 	b.changed()
 
-	sendDone := make(chan error, 1)
-	go func() { sendDone <- b.sendLoop(stream, ex) }()
+	ex.out.start(stream.Send)
 	b.makeOffers(ex.ID)
 
 	recvErr := b.receiveLoop(stream, ex)
+	// The stream must not be sent on once this handler returned: let the
+	// sender finish what it has, for a second at most.
 	ex.out.close()
 	select {
-	case <-sendDone:
+	case <-ex.out.flushed:
 	case <-b.opts.Clock.After(time.Second):
 	}
 	b.disconnected(ex, recvErr)
@@ -103,22 +104,6 @@ func (b *Backend) register(reg *pb.Register) (*executorData, error) {
 	close(b.registered)
 	b.registered = make(chan struct{})
 	return ex, nil
-}
-
-func (b *Backend) sendLoop(stream pb.Driver_ControlServer, ex *executorData) error {
-	for range ex.out.notify {
-		for _, m := range ex.out.take() {
-			if err := stream.Send(m); err != nil {
-				return err
-			}
-		}
-	}
-	for _, m := range ex.out.take() {
-		if err := stream.Send(m); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (b *Backend) receiveLoop(stream pb.Driver_ControlServer, ex *executorData) error {

@@ -171,14 +171,21 @@ func (b *Backend) prefetchLocked() int {
 	if b.opts.Prefetch <= 0 {
 		return 0
 	}
+	// Without a backlog there is nothing to prefetch, and the count of
+	// free cores stops once they cover it: every registration and status
+	// update offers, and a full pass over thousands of executors each time
+	// was most of a driver's CPU while they registered.
+	pending := b.sched.PendingTasks()
+	if pending == 0 {
+		return 0
+	}
 	free := 0
 	for _, ex := range b.executors {
 		if !ex.disabled && !ex.decommissioning && ex.FreeCores > 0 {
-			free += ex.FreeCores
+			if free += ex.FreeCores; free >= pending {
+				return 0
+			}
 		}
-	}
-	if b.sched.PendingTasks() <= free {
-		return 0
 	}
 	return b.sched.QueueAhead(b.opts.Prefetch, max(b.opts.Prefetch, b.opts.MaxPrefetch))
 }

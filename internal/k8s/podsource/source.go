@@ -256,10 +256,56 @@ func podOf(obj any) (*corev1.Pod, error) {
 	if !ok {
 		return nil, fmt.Errorf("executor pod store: unexpected object %T", obj)
 	}
-	// Managed fields are a large share of a cached pod and nothing here
-	// reads them: with thousands of executors they cost megabytes.
-	p.ManagedFields = nil
-	return p, nil
+	return Compact(p), nil
+}
+
+// Compact returns the part of an executor pod the driver reads: the
+// snapshot (labels, scheduling gates, phase, container states, restart
+// policy), the allocator (node, creation and deletion times), and the
+// lifecycle's loss reasons (conditions, messages, the containers' names
+// and memory limits). The rest of a decoded pod (the containers' command,
+// environment, mounts and probes, volumes, tolerations, affinity,
+// annotations, managed fields, owner references, addresses) is about
+// three quarters of its memory, which with thousands of executors is tens
+// of megabytes that nothing reads. The result shares what it keeps with p.
+func Compact(p *corev1.Pod) *corev1.Pod {
+	c := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			Labels: p.Labels, CreationTimestamp: p.CreationTimestamp, DeletionTimestamp: p.DeletionTimestamp,
+		},
+		Spec: corev1.PodSpec{
+			NodeName: p.Spec.NodeName, RestartPolicy: p.Spec.RestartPolicy,
+			SchedulingGates: p.Spec.SchedulingGates, Resources: p.Spec.Resources,
+		},
+		Status: corev1.PodStatus{
+			Phase: p.Status.Phase, Reason: p.Status.Reason, Message: p.Status.Message,
+			Conditions:            p.Status.Conditions,
+			ContainerStatuses:     compactStatuses(p.Status.ContainerStatuses),
+			InitContainerStatuses: compactStatuses(p.Status.InitContainerStatuses),
+		},
+	}
+	if len(p.Spec.Containers) > 0 {
+		c.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
+		for i, ct := range p.Spec.Containers {
+			c.Spec.Containers[i] = corev1.Container{Name: ct.Name, Resources: corev1.ResourceRequirements{Limits: ct.Resources.Limits}}
+		}
+	}
+	return c
+}
+
+// compactStatuses keeps the containers' names and states, where their
+// exit codes and waiting reasons are.
+func compactStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, cs := range in {
+		out[i] = corev1.ContainerStatus{Name: cs.Name, State: cs.State, LastTerminationState: cs.LastTerminationState,
+			Ready: cs.Ready, RestartCount: cs.RestartCount, Started: cs.Started}
+	}
+	return out
 }
 
 // touch records a changed executor; the caller holds the lock.

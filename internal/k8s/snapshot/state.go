@@ -92,16 +92,23 @@ func (s Snapshot) IDs() []executorid.ID {
 func New(pods []*corev1.Pod, container string, now time.Time) Snapshot {
 	s := Snapshot{Pods: make(map[executorid.ID]ExecutorPod, len(pods)), Time: now}
 	for _, p := range pods {
-		if p.Labels[LabelInactive] == "true" {
-			continue
+		if e := classify(p, container); e.ok {
+			s.Pods[e.ep.ID] = e.ep
 		}
-		id, ok := ExecutorID(p)
-		if !ok {
-			continue
-		}
-		s.Pods[id] = ExecutorPod{ID: id, Pod: p, State: Classify(p, container)}
 	}
 	return s
+}
+
+// classify is New's entry for one pod.
+func classify(p *corev1.Pod, container string) entry {
+	if p.Labels[LabelInactive] == "true" {
+		return entry{}
+	}
+	id, ok := ExecutorID(p)
+	if !ok {
+		return entry{}
+	}
+	return entry{ep: ExecutorPod{ID: id, Pod: p, State: Classify(p, container)}, ok: true}
 }
 
 // ExecutorID is the executor id a pod's label gives, or false for a pod

@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 )
@@ -155,6 +156,24 @@ func (m *material) verify(cs tls.ConnectionState, peer side) error {
 		return errors.New("mtls: the server sent no certificate")
 	}
 	leaf := cs.PeerCertificates[0]
+	// A certificate verified before needs only its validity period checked
+	// again: the roots and the checks are the same for every connection.
+	key := verifiedKey{side: peer.name, der: string(leaf.Raw)}
+	if _, ok := m.verified.Load(key); ok {
+		if now := time.Now(); !now.Before(leaf.NotBefore) && !now.After(leaf.NotAfter) {
+			return nil
+		}
+		m.verified.Delete(key)
+	}
+	if err := m.verifyChain(leaf, peer); err != nil {
+		return err
+	}
+	m.verified.Store(key, struct{}{})
+	return nil
+}
+
+// verifyChain is verify's full check of a certificate not verified before.
+func (m *material) verifyChain(leaf *x509.Certificate, peer side) error {
 	opts := x509.VerifyOptions{
 		Roots:         m.roots,
 		Intermediates: x509.NewCertPool(), // none: the CA signs leaves directly

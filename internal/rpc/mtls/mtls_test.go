@@ -329,6 +329,37 @@ func TestServerRefuses(t *testing.T) {
 	}
 }
 
+// TestVerifiedOnceStillRefusesOthers: a server that verified an executor's
+// certificate accepts it again (from the cache of verified certificates)
+// and still refuses every other certificate, before and after.
+func TestVerifiedOnceStillRefusesOthers(t *testing.T) {
+	a := newApp(t, "app-a", time.Now())
+	b := newApp(t, "app-b", time.Now())
+	var sr recorder
+	server := serverConfig(t, a.driver, &sr)
+	good := clientConfig(t, a.executor, &recorder{})
+	for i, tc := range []struct {
+		client *tls.Config
+		ok     bool
+	}{
+		{attacker(keyPair(t, b.executor)), false},
+		{good, true},
+		{good, true},
+		{attacker(keyPair(t, b.executor)), false},
+		{attacker(sign(t, leafTemplate("app-b", RoleExecutor), a.ca)), false},
+		{attacker(sign(t, leafTemplate("app-a", RoleExecutor), nil)), false},
+		{good, true},
+	} {
+		res := exchange(t, server, tc.client)
+		if ok := res.serverErr == nil && res.clientErr == nil; ok != tc.ok {
+			t.Errorf("connection %d: accepted %v, want %v (server error %v, client error %v)", i, ok, tc.ok, res.serverErr, res.clientErr)
+		}
+	}
+	if got := len(sr.refusals()); got != 4 {
+		t.Errorf("%d refusals reported, want 4: %+v", got, sr.refusals())
+	}
+}
+
 func TestClientRefuses(t *testing.T) {
 	a := newApp(t, "app-a", time.Now())
 	b := newApp(t, "app-b", time.Now())
