@@ -539,3 +539,90 @@ func TestReaderAtExpect(t *testing.T) {
 		t.Errorf("GETs (-want +got):\n%s", diff)
 	}
 }
+
+// TestUnsignedPayloadOverHTTP: over plain http, a part goes with an
+// unsigned payload and a CRC32 of it in a header the signature covers, so
+// the store still refuses a part whose bytes changed on the way (the
+// CRC32 does not match) or whose CRC32 changed (the signature does not).
+func TestUnsignedPayloadOverHTTP(t *testing.T) {
+	srv, _ := server(t)
+	ctx := context.Background()
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct{ payloadHash, crc32, signedHeaders string }
+	for _, tc := range []struct {
+		name    string
+		tamper  func(r *http.Request) // a part's request on its way
+		wantErr string                // "" when the part must arrive whole
+	}{
+		{name: "intact"},
+		{name: "a byte of the body changed", tamper: func(r *http.Request) {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				t.Error(err)
+			}
+			b[len(b)/2] ^= 1
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}, wantErr: "BadDigest"},
+		{name: "the CRC32 replaced", tamper: func(r *http.Request) {
+			r.Header.Set("X-Amz-Checksum-Crc32", "AAAAAA==")
+		}, wantErr: "SignatureDoesNotMatch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var parts []seen
+			proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+				r.SetURL(target)
+				r.Out.Host = r.In.Host
+				if r.In.Method != http.MethodPut || !r.In.URL.Query().Has("partNumber") {
+					return
+				}
+				_, signed, _ := strings.Cut(r.In.Header.Get("Authorization"), "SignedHeaders=")
+				signed, _, _ = strings.Cut(signed, ",")
+				mu.Lock()
+				parts = append(parts, seen{r.In.Header.Get("X-Amz-Content-Sha256"), r.In.Header.Get("X-Amz-Checksum-Crc32"), signed})
+				mu.Unlock()
+				if tc.tamper != nil {
+					tc.tamper(r.Out)
+				}
+			}}
+			front := httptest.NewServer(proxy)
+			defer front.Close()
+			st := objstore.New(objstore.Config{Endpoint: front.URL, PathStyle: true, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+			u := objstore.URI{Bucket: "data", Key: "unsigned/" + strings.ReplaceAll(tc.name, " ", "-")}
+			w, err := st.Create(ctx, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := strings.Repeat("0123456789abcdef", 4096)
+			io.WriteString(w, body)
+			p, err := w.Stage()
+			if err == nil {
+				err = st.Complete(ctx, p)
+			}
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := get(t, srv, u.Key); got != body {
+					t.Errorf("the object has %d bytes, not the %d written", len(got), len(body))
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("staging a tampered part: %v, want an error with %s", err, tc.wantErr)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(parts) == 0 {
+				t.Fatal("no part went through the proxy")
+			}
+			for _, s := range parts {
+				if s.payloadHash != "UNSIGNED-PAYLOAD" || s.crc32 == "" || !strings.Contains(s.signedHeaders, "x-amz-checksum-crc32") {
+					t.Errorf("a part sent with X-Amz-Content-Sha256 %q, X-Amz-Checksum-Crc32 %q, SignedHeaders %q; want UNSIGNED-PAYLOAD and a signed CRC32",
+						s.payloadHash, s.crc32, s.signedHeaders)
+				}
+			}
+		})
+	}
+}
