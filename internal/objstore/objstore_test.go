@@ -626,3 +626,57 @@ func TestUnsignedPayloadOverHTTP(t *testing.T) {
 		})
 	}
 }
+
+// TestUpload: an object written through the transfer manager appears whole
+// when closed, in one PUT or in parts, and an aborted one leaves neither an
+// object nor an open upload.
+func TestUpload(t *testing.T) {
+	srv, st := server(t)
+	ctx := context.Background()
+	big := strings.Repeat("0123456789abcdef", (objstore.PartSize+3<<20)/16) // two parts
+	for _, tc := range []struct {
+		name, body string
+		abort      bool
+	}{
+		{name: "empty"},
+		{name: "small", body: "one line\n"},
+		{name: "parts", body: big},
+		{name: "aborted-small", body: "one line\n", abort: true},
+		{name: "aborted-parts", body: big, abort: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := objstore.URI{Bucket: "data", Key: "upload/" + tc.name}
+			up, err := st.Upload(ctx, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for b := tc.body; len(b) > 0; {
+				n := min(len(b), 100000)
+				if _, err := io.WriteString(up, b[:n]); err != nil {
+					t.Fatal(err)
+				}
+				b = b[n:]
+			}
+			if tc.abort {
+				up.Abort()
+				if _, err := st.Size(ctx, u); err == nil {
+					t.Errorf("an aborted upload made %s", u)
+				}
+				out, err := srv.Client().ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("data"), Prefix: aws.String(u.Key)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(out.Uploads) != 0 {
+					t.Errorf("an aborted upload left %d multipart uploads open", len(out.Uploads))
+				}
+				return
+			}
+			if err := up.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := get(t, srv, u.Key); got != tc.body {
+				t.Errorf("the object has %d bytes, want the %d written", len(got), len(tc.body))
+			}
+		})
+	}
+}
