@@ -102,6 +102,14 @@ func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb
 	killed := ctx.Err() != nil
 	cancel()
 	st := &pb.TaskStatus{TaskId: t.GetTaskId(), DurationNanos: int64(time.Since(start)), Metrics: MetricsProto(m)}
+	if e.opts.StoreRetries != nil {
+		if r := e.opts.StoreRetries(); len(r) > 0 {
+			if st.Metrics == nil {
+				st.Metrics = &pb.TaskMetrics{}
+			}
+			st.Metrics.StoreRetries = r
+		}
+	}
 	switch {
 	case killed:
 		st.State = pb.TaskState_TASK_STATE_KILLED

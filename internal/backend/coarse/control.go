@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
@@ -151,6 +152,8 @@ func (b *Backend) statusUpdate(ex *executorData, statuses []*pb.TaskStatus) {
 	terminal := 0
 	for _, s := range statuses {
 		st := fromProto(ex.ID, s)
+		// The executor's object-store retries, into the driver's counter.
+		objstore.AddRetries(s.GetMetrics().GetStoreRetries())
 		b.log.Debug("task status", "executor", ex.ID, "task", st.TaskID, "state", st.State.String(), "err", st.Err)
 		if st.State == scheduler.Running {
 			continue

@@ -872,7 +872,12 @@ type TaskMetrics struct {
 	ShuffleWriteBytes   int64 `protobuf:"varint,7,opt,name=shuffle_write_bytes,json=shuffleWriteBytes,proto3" json:"shuffle_write_bytes,omitempty"`
 	ShuffleWriteRecords int64 `protobuf:"varint,8,opt,name=shuffle_write_records,json=shuffleWriteRecords,proto3" json:"shuffle_write_records,omitempty"`
 	// Bytes written to disk because the task's memory share was full.
-	SpillBytes    int64 `protobuf:"varint,9,opt,name=spill_bytes,json=spillBytes,proto3" json:"spill_bytes,omitempty"`
+	SpillBytes int64 `protobuf:"varint,9,opt,name=spill_bytes,json=spillBytes,proto3" json:"spill_bytes,omitempty"`
+	// Object-store requests the executor's process retried since its last
+	// task status, by reason (throttled, server, connection): for the
+	// driver's drover_objstore_retries_total. Not the task's own: a process
+	// counts its requests together.
+	StoreRetries  map[string]int64 `protobuf:"bytes,10,rep,name=store_retries,json=storeRetries,proto3" json:"store_retries,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -968,6 +973,13 @@ func (x *TaskMetrics) GetSpillBytes() int64 {
 		return x.SpillBytes
 	}
 	return 0
+}
+
+func (x *TaskMetrics) GetStoreRetries() map[string]int64 {
+	if x != nil {
+		return x.StoreRetries
+	}
+	return nil
 }
 
 type FetchFailure struct {
@@ -1556,7 +1568,7 @@ const file_drover_proto_rawDesc = "" +
 	"\x0eduration_nanos\x18\t \x01(\x03R\rdurationNanos\x12<\n" +
 	"\rfetch_failure\x18\n" +
 	" \x01(\v2\x17.drover.v1.FetchFailureR\ffetchFailure\x120\n" +
-	"\ametrics\x18\v \x01(\v2\x16.drover.v1.TaskMetricsR\ametrics\"\x82\x03\n" +
+	"\ametrics\x18\v \x01(\v2\x16.drover.v1.TaskMetricsR\ametrics\"\x92\x04\n" +
 	"\vTaskMetrics\x12\x1f\n" +
 	"\vinput_bytes\x18\x01 \x01(\x03R\n" +
 	"inputBytes\x12#\n" +
@@ -1568,7 +1580,12 @@ const file_drover_proto_rawDesc = "" +
 	"\x13shuffle_write_bytes\x18\a \x01(\x03R\x11shuffleWriteBytes\x122\n" +
 	"\x15shuffle_write_records\x18\b \x01(\x03R\x13shuffleWriteRecords\x12\x1f\n" +
 	"\vspill_bytes\x18\t \x01(\x03R\n" +
-	"spillBytes\"\x99\x01\n" +
+	"spillBytes\x12M\n" +
+	"\rstore_retries\x18\n" +
+	" \x03(\v2(.drover.v1.TaskMetrics.StoreRetriesEntryR\fstoreRetries\x1a?\n" +
+	"\x11StoreRetriesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x99\x01\n" +
 	"\fFetchFailure\x12\x1d\n" +
 	"\n" +
 	"shuffle_id\x18\x01 \x01(\x05R\tshuffleId\x12\x15\n" +
@@ -1628,7 +1645,7 @@ func file_drover_proto_rawDescGZIP() []byte {
 }
 
 var file_drover_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_drover_proto_goTypes = []any{
 	(TaskState)(0),             // 0: drover.v1.TaskState
 	(*ExecutorMessage)(nil),    // 1: drover.v1.ExecutorMessage
@@ -1652,6 +1669,7 @@ var file_drover_proto_goTypes = []any{
 	(*FetchBlocksRequest)(nil), // 19: drover.v1.FetchBlocksRequest
 	(*BlockID)(nil),            // 20: drover.v1.BlockID
 	nil,                        // 21: drover.v1.Registered.ConfEntry
+	nil,                        // 22: drover.v1.TaskMetrics.StoreRetriesEntry
 }
 var file_drover_proto_depIdxs = []int32{
 	3,  // 0: drover.v1.ExecutorMessage.register:type_name -> drover.v1.Register
@@ -1669,19 +1687,20 @@ var file_drover_proto_depIdxs = []int32{
 	0,  // 12: drover.v1.TaskStatus.state:type_name -> drover.v1.TaskState
 	11, // 13: drover.v1.TaskStatus.fetch_failure:type_name -> drover.v1.FetchFailure
 	10, // 14: drover.v1.TaskStatus.metrics:type_name -> drover.v1.TaskMetrics
-	9,  // 15: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
-	20, // 16: drover.v1.FetchBlocksRequest.blocks:type_name -> drover.v1.BlockID
-	1,  // 17: drover.v1.Driver.Control:input_type -> drover.v1.ExecutorMessage
-	17, // 18: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
-	19, // 19: drover.v1.Executor.FetchBlocks:input_type -> drover.v1.FetchBlocksRequest
-	2,  // 20: drover.v1.Driver.Control:output_type -> drover.v1.DriverMessage
-	18, // 21: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
-	18, // 22: drover.v1.Executor.FetchBlocks:output_type -> drover.v1.Chunk
-	20, // [20:23] is the sub-list for method output_type
-	17, // [17:20] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	22, // 15: drover.v1.TaskMetrics.store_retries:type_name -> drover.v1.TaskMetrics.StoreRetriesEntry
+	9,  // 16: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
+	20, // 17: drover.v1.FetchBlocksRequest.blocks:type_name -> drover.v1.BlockID
+	1,  // 18: drover.v1.Driver.Control:input_type -> drover.v1.ExecutorMessage
+	17, // 19: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
+	19, // 20: drover.v1.Executor.FetchBlocks:input_type -> drover.v1.FetchBlocksRequest
+	2,  // 21: drover.v1.Driver.Control:output_type -> drover.v1.DriverMessage
+	18, // 22: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
+	18, // 23: drover.v1.Executor.FetchBlocks:output_type -> drover.v1.Chunk
+	21, // [21:24] is the sub-list for method output_type
+	18, // [18:21] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_drover_proto_init() }
@@ -1709,7 +1728,7 @@ func file_drover_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_proto_rawDesc), len(file_drover_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
