@@ -169,6 +169,7 @@ func runExecutor() int {
 		return 2
 	}
 	opts.Logger = log
+	opts.StoreRetries = objstore.TakeRetries
 	// The Go counterpart of -Xmx and --cores: near its memory setting the
 	// collector works harder instead of the pod being OOM-killed.
 	if opts.MemoryBytes > 0 {

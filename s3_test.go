@@ -7,10 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -578,4 +583,77 @@ func TestObjectStorageParquetProjection(t *testing.T) {
 		}
 		return nil
 	}, append(srv.Conf(), "spark.hadoop.fs.s3a.endpoint="+proxy.URL)...)
+}
+
+// TestObjectStorageExecutorRetries: executors' retries count in the
+// driver's drover_objstore_retries_total. A proxy in front of versitygw
+// answers the first ranged GET of each input object (a split an executor
+// reads; the driver only lists) with 503 SlowDown, which the executor's
+// SDK retries; the task statuses carry those retries to the driver.
+func TestObjectStorageExecutorRetries(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "books"); err != nil {
+		t.Fatal(err)
+	}
+	lines := generatedLines(3000)
+	for i := range 3 {
+		s3Put(t, srv, "books", fmt.Sprintf("in/book%d.txt", i), strings.Join(lines[i*1000:(i+1)*1000], "\n")+"\n")
+	}
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host // signed
+	}}
+	var mu sync.Mutex
+	throttled := map[string]bool{}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.Header.Get("Range") != "" {
+			mu.Lock()
+			first := !throttled[r.URL.Path]
+			throttled[r.URL.Path] = true
+			mu.Unlock()
+			if first {
+				w.Header().Set("Content-Type", "application/xml")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>`+
+					`<Message>Please reduce your request rate.</Message></Error>`)
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+
+	throttledRetries := func(c *Context) float64 {
+		families, err := c.Metrics().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return familyValue(families, "drover_objstore_retries_total", "reason", "throttled")
+	}
+	runJob(t, "local-cluster[2,1,256]", func(ctx *Context) error {
+		// The counter is the process's: other tests' drivers may have
+		// counted before.
+		before := throttledRetries(ctx)
+		n, err := TextFile(ctx, "s3://books/in/*.txt").Count()
+		if err != nil {
+			return err
+		}
+		if n != int64(len(lines)) {
+			t.Errorf("counted %d lines, want %d", n, len(lines))
+		}
+		mu.Lock()
+		injected := len(throttled)
+		mu.Unlock()
+		if injected != 3 {
+			t.Errorf("%d objects read with ranged GETs through the proxy, want 3", injected)
+		}
+		if got := throttledRetries(ctx) - before; got != float64(injected) {
+			t.Errorf("the driver counted %v throttled retries, want the executors' %d", got, injected)
+		}
+		return nil
+	}, append(srv.Conf(), "spark.hadoop.fs.s3a.endpoint="+front.URL)...)
 }

@@ -151,7 +151,7 @@ func (d s3Dir) uri(name string) objstore.URI { return d.base.Join(name) }
 func (d s3Dir) path(name string) string { return d.uri(name).String() }
 
 func (d s3Dir) create(ctx context.Context, name string) (io.WriteCloser, error) {
-	return d.store.Create(ctx, d.uri(name))
+	return d.store.Upload(ctx, d.uri(name))
 }
 
 func (d s3Dir) put(ctx context.Context, name string, data []byte) error {

@@ -43,6 +43,11 @@ type Options struct {
 	HeartbeatInterval time.Duration
 	Clock             clock.WithTicker
 	Logger            *slog.Logger
+	// StoreRetries, when set, returns the object-store retries the process
+	// made since its last call (objstore.TakeRetries): each task status
+	// carries them to the driver's counter. Unset for an executor that
+	// shares the driver's process, whose counter already has them.
+	StoreRetries func() map[string]int64
 }
 
 // ErrDriverLost means the executor exited because the driver went away.

@@ -133,11 +133,23 @@ func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb
 	killed := ctx.Err() != nil
 	cancel()
 	d := time.Since(start)
-	if !killed && o.Err == nil && len(o.Result) == 0 && m == (funcs.Metrics{}) {
+	// The process's object-store retries since the last status ride on this
+	// one, for the driver's counter.
+	var retries map[string]int64
+	if e.opts.StoreRetries != nil {
+		retries = e.opts.StoreRetries()
+	}
+	if !killed && o.Err == nil && len(o.Result) == 0 && m == (funcs.Metrics{}) && len(retries) == 0 {
 		e.finishQuiet(t.GetTaskId(), d)
 		return
 	}
 	st := &pb.TaskStatus{TaskId: t.GetTaskId(), DurationNanos: int64(d), Metrics: MetricsProto(m)}
+	if len(retries) > 0 {
+		if st.Metrics == nil {
+			st.Metrics = &pb.TaskMetrics{}
+		}
+		st.Metrics.StoreRetries = retries
+	}
 	switch {
 	case killed:
 		st.State = pb.TaskState_TASK_STATE_KILLED

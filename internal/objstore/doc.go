@@ -9,9 +9,11 @@
 // no rename, the driver commits a job's output by completing the winning
 // attempts' uploads (Complete) and aborting the rest (AbortUploads), and
 // List refuses output whose job has not committed (PendingMarker without
-// SuccessMarker). docs/storage.md describes the protocol. Every request
-// goes through an explicit retry policy whose retries are counted
-// (RegisterMetrics).
+// SuccessMarker). docs/storage.md describes the protocol. Objects written
+// whole (the event log's) go through the AWS SDK's transfer manager
+// (Upload), which cannot leave an upload open. Every request goes through
+// an explicit retry policy whose retries are counted (RegisterMetrics;
+// TakeRetries and AddRetries carry executors' counts to the driver).
 //
 // Configuration uses Hadoop S3A's key names under spark.hadoop. (Config,
 // ConfigFrom); credentials come from those keys or the AWS SDK's default

@@ -20,3 +20,11 @@ func SetMaxBackoff(d time.Duration) (restore func()) {
 
 // Retries is the retry counter.
 var Retries = retries
+
+// SetUnsignedPayloadOverHTTP sets whether new clients send plain-http
+// payloads unsigned; the returned func restores it.
+func SetUnsignedPayloadOverHTTP(on bool) (restore func()) {
+	old := unsignedPayloadOverHTTP
+	unsignedPayloadOverHTTP = on
+	return func() { unsignedPayloadOverHTTP = old }
+}

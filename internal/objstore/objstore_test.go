@@ -539,3 +539,144 @@ func TestReaderAtExpect(t *testing.T) {
 		t.Errorf("GETs (-want +got):\n%s", diff)
 	}
 }
+
+// TestUnsignedPayloadOverHTTP: over plain http, a part goes with an
+// unsigned payload and a CRC32 of it in a header the signature covers, so
+// the store still refuses a part whose bytes changed on the way (the
+// CRC32 does not match) or whose CRC32 changed (the signature does not).
+func TestUnsignedPayloadOverHTTP(t *testing.T) {
+	srv, _ := server(t)
+	ctx := context.Background()
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct{ payloadHash, crc32, signedHeaders string }
+	for _, tc := range []struct {
+		name    string
+		tamper  func(r *http.Request) // a part's request on its way
+		wantErr string                // "" when the part must arrive whole
+	}{
+		{name: "intact"},
+		{name: "a byte of the body changed", tamper: func(r *http.Request) {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				t.Error(err)
+			}
+			b[len(b)/2] ^= 1
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}, wantErr: "BadDigest"},
+		{name: "the CRC32 replaced", tamper: func(r *http.Request) {
+			r.Header.Set("X-Amz-Checksum-Crc32", "AAAAAA==")
+		}, wantErr: "SignatureDoesNotMatch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var parts []seen
+			proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+				r.SetURL(target)
+				r.Out.Host = r.In.Host
+				if r.In.Method != http.MethodPut || !r.In.URL.Query().Has("partNumber") {
+					return
+				}
+				_, signed, _ := strings.Cut(r.In.Header.Get("Authorization"), "SignedHeaders=")
+				signed, _, _ = strings.Cut(signed, ",")
+				mu.Lock()
+				parts = append(parts, seen{r.In.Header.Get("X-Amz-Content-Sha256"), r.In.Header.Get("X-Amz-Checksum-Crc32"), signed})
+				mu.Unlock()
+				if tc.tamper != nil {
+					tc.tamper(r.Out)
+				}
+			}}
+			front := httptest.NewServer(proxy)
+			defer front.Close()
+			st := objstore.New(objstore.Config{Endpoint: front.URL, PathStyle: true, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+			u := objstore.URI{Bucket: "data", Key: "unsigned/" + strings.ReplaceAll(tc.name, " ", "-")}
+			w, err := st.Create(ctx, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := strings.Repeat("0123456789abcdef", 4096)
+			io.WriteString(w, body)
+			p, err := w.Stage()
+			if err == nil {
+				err = st.Complete(ctx, p)
+			}
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := get(t, srv, u.Key); got != body {
+					t.Errorf("the object has %d bytes, not the %d written", len(got), len(body))
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("staging a tampered part: %v, want an error with %s", err, tc.wantErr)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(parts) == 0 {
+				t.Fatal("no part went through the proxy")
+			}
+			for _, s := range parts {
+				if s.payloadHash != "UNSIGNED-PAYLOAD" || s.crc32 == "" || !strings.Contains(s.signedHeaders, "x-amz-checksum-crc32") {
+					t.Errorf("a part sent with X-Amz-Content-Sha256 %q, X-Amz-Checksum-Crc32 %q, SignedHeaders %q; want UNSIGNED-PAYLOAD and a signed CRC32",
+						s.payloadHash, s.crc32, s.signedHeaders)
+				}
+			}
+		})
+	}
+}
+
+// TestUpload: an object written through the transfer manager appears whole
+// when closed, in one PUT or in parts, and an aborted one leaves neither an
+// object nor an open upload.
+func TestUpload(t *testing.T) {
+	srv, st := server(t)
+	ctx := context.Background()
+	big := strings.Repeat("0123456789abcdef", (objstore.PartSize+3<<20)/16) // two parts
+	for _, tc := range []struct {
+		name, body string
+		abort      bool
+	}{
+		{name: "empty"},
+		{name: "small", body: "one line\n"},
+		{name: "parts", body: big},
+		{name: "aborted-small", body: "one line\n", abort: true},
+		{name: "aborted-parts", body: big, abort: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := objstore.URI{Bucket: "data", Key: "upload/" + tc.name}
+			up, err := st.Upload(ctx, u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for b := tc.body; len(b) > 0; {
+				n := min(len(b), 100000)
+				if _, err := io.WriteString(up, b[:n]); err != nil {
+					t.Fatal(err)
+				}
+				b = b[n:]
+			}
+			if tc.abort {
+				up.Abort()
+				if _, err := st.Size(ctx, u); err == nil {
+					t.Errorf("an aborted upload made %s", u)
+				}
+				out, err := srv.Client().ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("data"), Prefix: aws.String(u.Key)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(out.Uploads) != 0 {
+					t.Errorf("an aborted upload left %d multipart uploads open", len(out.Uploads))
+				}
+				return
+			}
+			if err := up.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if got := get(t, srv, u.Key); got != tc.body {
+				t.Errorf("the object has %d bytes, want the %d written", len(got), len(tc.body))
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package objstore
 import (
 	"errors"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,9 +26,43 @@ var (
 
 // retries counts the requests retried, by reason: "throttled", "server"
 // (5xx) or "connection". Process-wide, since every Store of a process
-// shares it; RegisterMetrics exports it.
+// shares it; RegisterMetrics exports it. A driver's counts its executors'
+// retries too (AddRetries).
 var retries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drover_objstore_retries_total",
-	Help: "Object-store requests retried after a transient error, by reason (throttled, server, connection)."}, []string{"reason"})
+	Help: "Object-store requests retried after a transient error, by reason (throttled, server, connection), by the driver and its executors."}, []string{"reason"})
+
+// retryReasons are retries' reasons, in the order of unreported.
+var retryReasons = [...]string{"throttled", "server", "connection"}
+
+// unreported counts this process's retries since TakeRetries last took
+// them, by retryReasons.
+var unreported [len(retryReasons)]atomic.Int64
+
+// TakeRetries returns the retries this process made since its last call,
+// by reason (none: nil), for an executor to send to its driver.
+func TakeRetries() map[string]int64 {
+	var m map[string]int64
+	for i := range unreported {
+		if n := unreported[i].Swap(0); n > 0 {
+			if m == nil {
+				m = make(map[string]int64, len(retryReasons))
+			}
+			m[retryReasons[i]] = n
+		}
+	}
+	return m
+}
+
+// AddRetries adds to this process's counter the retries another process
+// reported (an executor's, with a task's status), by reason. Reasons this
+// process does not know are counted as they are named.
+func AddRetries(byReason map[string]int64) {
+	for reason, n := range byReason {
+		if n > 0 {
+			retries.WithLabelValues(reason).Add(float64(n))
+		}
+	}
+}
 
 // RegisterMetrics registers the object store's metrics with r.
 func RegisterMetrics(r prometheus.Registerer) {
@@ -52,7 +87,13 @@ type countingRetryer struct{ *retry.Standard }
 func (r countingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
 	d, derr := r.Standard.RetryDelay(attempt, err)
 	if derr == nil {
-		retries.WithLabelValues(retryReason(err)).Inc()
+		reason := retryReason(err)
+		retries.WithLabelValues(reason).Inc()
+		for i, r := range retryReasons {
+			if r == reason {
+				unreported[i].Add(1)
+			}
+		}
 	}
 	return d, derr
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/drover-project/drover/internal/objstore"
@@ -53,6 +54,7 @@ func TestRetries(t *testing.T) {
 			}))
 			defer srv.Close()
 			store := objstore.New(objstore.Config{Endpoint: srv.URL, PathStyle: true, AccessKey: "k", SecretKey: "s"})
+			objstore.TakeRetries() // others' before
 			before := retryCount(t, tc.reason)
 			body, err := store.OpenRange(context.Background(), objstore.URI{Bucket: "bucket", Key: "k"}, 0, 2)
 			if tc.wantErr != "" {
@@ -73,6 +75,23 @@ func TestRetries(t *testing.T) {
 			}
 			if got := retryCount(t, tc.reason) - before; got != tc.wantCount {
 				t.Errorf("retries counted as %s: %v, want %v", tc.reason, got, tc.wantCount)
+			}
+			// What an executor sends its driver, once.
+			var want map[string]int64
+			if tc.wantCount > 0 {
+				want = map[string]int64{tc.reason: int64(tc.wantCount)}
+			}
+			if diff := cmp.Diff(want, objstore.TakeRetries()); diff != "" {
+				t.Errorf("TakeRetries (-want +got):\n%s", diff)
+			}
+			if got := objstore.TakeRetries(); got != nil {
+				t.Errorf("TakeRetries again = %v, want nothing", got)
+			}
+			// A driver adds an executor's.
+			before = retryCount(t, "server")
+			objstore.AddRetries(map[string]int64{"server": 3})
+			if got := retryCount(t, "server") - before; got != 3 {
+				t.Errorf("AddRetries of 3 server retries counted %v", got)
 			}
 		})
 	}

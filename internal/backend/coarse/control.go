@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
@@ -156,6 +157,8 @@ func (b *Backend) statusUpdate(ex *executorData, batch *pb.StatusBatch) {
 	for _, s := range statuses {
 		out = append(out, fromProto(ex.ID, s))
 		st := &out[len(out)-1]
+		// The executor's object-store retries, into the driver's counter.
+		objstore.AddRetries(s.GetMetrics().GetStoreRetries())
 		if debug {
 			b.log.Debug("task status", "executor", ex.ID, "task", st.TaskID, "state", st.State.String(), "err", st.Err)
 		}

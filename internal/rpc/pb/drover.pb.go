@@ -1011,7 +1011,12 @@ type TaskMetrics struct {
 	ShuffleWriteBytes   int64 `protobuf:"varint,7,opt,name=shuffle_write_bytes,json=shuffleWriteBytes,proto3" json:"shuffle_write_bytes,omitempty"`
 	ShuffleWriteRecords int64 `protobuf:"varint,8,opt,name=shuffle_write_records,json=shuffleWriteRecords,proto3" json:"shuffle_write_records,omitempty"`
 	// Bytes written to disk because the task's memory share was full.
-	SpillBytes    int64 `protobuf:"varint,9,opt,name=spill_bytes,json=spillBytes,proto3" json:"spill_bytes,omitempty"`
+	SpillBytes int64 `protobuf:"varint,9,opt,name=spill_bytes,json=spillBytes,proto3" json:"spill_bytes,omitempty"`
+	// Object-store requests the executor's process retried since its last
+	// task status, by reason (throttled, server, connection): for the
+	// driver's drover_objstore_retries_total. Not the task's own: a process
+	// counts its requests together.
+	StoreRetries  map[string]int64 `protobuf:"bytes,10,rep,name=store_retries,json=storeRetries,proto3" json:"store_retries,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1107,6 +1112,13 @@ func (x *TaskMetrics) GetSpillBytes() int64 {
 		return x.SpillBytes
 	}
 	return 0
+}
+
+func (x *TaskMetrics) GetStoreRetries() map[string]int64 {
+	if x != nil {
+		return x.StoreRetries
+	}
+	return nil
 }
 
 type FetchFailure struct {
@@ -1724,7 +1736,7 @@ const file_drover_proto_rawDesc = "" +
 	"\x0eduration_nanos\x18\t \x01(\x03R\rdurationNanos\x12<\n" +
 	"\rfetch_failure\x18\n" +
 	" \x01(\v2\x17.drover.v1.FetchFailureR\ffetchFailure\x120\n" +
-	"\ametrics\x18\v \x01(\v2\x16.drover.v1.TaskMetricsR\ametrics\"\x82\x03\n" +
+	"\ametrics\x18\v \x01(\v2\x16.drover.v1.TaskMetricsR\ametrics\"\x92\x04\n" +
 	"\vTaskMetrics\x12\x1f\n" +
 	"\vinput_bytes\x18\x01 \x01(\x03R\n" +
 	"inputBytes\x12#\n" +
@@ -1736,7 +1748,12 @@ const file_drover_proto_rawDesc = "" +
 	"\x13shuffle_write_bytes\x18\a \x01(\x03R\x11shuffleWriteBytes\x122\n" +
 	"\x15shuffle_write_records\x18\b \x01(\x03R\x13shuffleWriteRecords\x12\x1f\n" +
 	"\vspill_bytes\x18\t \x01(\x03R\n" +
-	"spillBytes\"\x99\x01\n" +
+	"spillBytes\x12M\n" +
+	"\rstore_retries\x18\n" +
+	" \x03(\v2(.drover.v1.TaskMetrics.StoreRetriesEntryR\fstoreRetries\x1a?\n" +
+	"\x11StoreRetriesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x99\x01\n" +
 	"\fFetchFailure\x12\x1d\n" +
 	"\n" +
 	"shuffle_id\x18\x01 \x01(\x05R\tshuffleId\x12\x15\n" +
@@ -1798,7 +1815,7 @@ func file_drover_proto_rawDescGZIP() []byte {
 }
 
 var file_drover_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_drover_proto_goTypes = []any{
 	(TaskState)(0),             // 0: drover.v1.TaskState
 	(*ExecutorMessage)(nil),    // 1: drover.v1.ExecutorMessage
@@ -1824,6 +1841,7 @@ var file_drover_proto_goTypes = []any{
 	(*FetchBlocksRequest)(nil), // 21: drover.v1.FetchBlocksRequest
 	(*BlockID)(nil),            // 22: drover.v1.BlockID
 	nil,                        // 23: drover.v1.Registered.ConfEntry
+	nil,                        // 24: drover.v1.TaskMetrics.StoreRetriesEntry
 }
 var file_drover_proto_depIdxs = []int32{
 	3,  // 0: drover.v1.ExecutorMessage.register:type_name -> drover.v1.Register
@@ -1843,19 +1861,20 @@ var file_drover_proto_depIdxs = []int32{
 	0,  // 14: drover.v1.TaskStatus.state:type_name -> drover.v1.TaskState
 	13, // 15: drover.v1.TaskStatus.fetch_failure:type_name -> drover.v1.FetchFailure
 	12, // 16: drover.v1.TaskStatus.metrics:type_name -> drover.v1.TaskMetrics
-	11, // 17: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
-	22, // 18: drover.v1.FetchBlocksRequest.blocks:type_name -> drover.v1.BlockID
-	1,  // 19: drover.v1.Driver.Control:input_type -> drover.v1.ExecutorMessage
-	19, // 20: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
-	21, // 21: drover.v1.Executor.FetchBlocks:input_type -> drover.v1.FetchBlocksRequest
-	2,  // 22: drover.v1.Driver.Control:output_type -> drover.v1.DriverMessage
-	20, // 23: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
-	20, // 24: drover.v1.Executor.FetchBlocks:output_type -> drover.v1.Chunk
-	22, // [22:25] is the sub-list for method output_type
-	19, // [19:22] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	24, // 17: drover.v1.TaskMetrics.store_retries:type_name -> drover.v1.TaskMetrics.StoreRetriesEntry
+	11, // 18: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
+	22, // 19: drover.v1.FetchBlocksRequest.blocks:type_name -> drover.v1.BlockID
+	1,  // 20: drover.v1.Driver.Control:input_type -> drover.v1.ExecutorMessage
+	19, // 21: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
+	21, // 22: drover.v1.Executor.FetchBlocks:input_type -> drover.v1.FetchBlocksRequest
+	2,  // 23: drover.v1.Driver.Control:output_type -> drover.v1.DriverMessage
+	20, // 24: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
+	20, // 25: drover.v1.Executor.FetchBlocks:output_type -> drover.v1.Chunk
+	23, // [23:26] is the sub-list for method output_type
+	20, // [20:23] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_drover_proto_init() }
@@ -1884,7 +1903,7 @@ func file_drover_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_proto_rawDesc), len(file_drover_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
