@@ -363,6 +363,17 @@ func (d *Dataset[T]) saveToStore(out dataflow.Output, dir string) (err error) {
 		if rerr := store.RemovePrefix(cctx, u); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("removing the output of the failed job from %s: %w", u, rerr))
 		}
+		// An attempt the failure killed may still start an upload after
+		// this sweep; once the executors have stopped, none can.
+		if d.c.afterStop != nil {
+			d.c.afterStop.add(func(ctx context.Context) {
+				if n, err := store.AbortUploads(ctx, u); err != nil {
+					d.c.log.Warn("aborting the uploads of a failed job's attempts", "prefix", u.String(), "err", err)
+				} else if n > 0 {
+					d.c.log.Info("aborted the uploads of a failed job's attempts that outlived it", "prefix", u.String(), "uploads", n)
+				}
+			})
+		}
 	}()
 	out.Dir = u.String()
 	uploads := make([]objstore.Pending, d.parts)

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -63,6 +64,32 @@ type Context struct {
 	// tracking is spark.cleaner.referenceTracking: datasets the program
 	// dropped are forgotten, with their shuffles' files.
 	tracking bool
+	// afterStop runs once the executors are stopped.
+	afterStop *afterStop
+}
+
+// afterStop holds clean-ups that must wait until no executor runs a task:
+// a failed job's output prefix is swept again then, because an attempt the
+// failure killed may have started an upload after the first sweep.
+type afterStop struct {
+	mu  sync.Mutex
+	fns []func(context.Context)
+}
+
+func (a *afterStop) add(fn func(context.Context)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fns = append(a.fns, fn)
+}
+
+func (a *afterStop) run(ctx context.Context) {
+	a.mu.Lock()
+	fns := a.fns
+	a.fns = nil
+	a.mu.Unlock()
+	for _, fn := range fns {
+		fn(ctx)
+	}
 }
 
 // AppID is the application's id.
@@ -392,12 +419,14 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	}
 	sched.SetBackend(cluster.Backend())
 	start := time.Now()
+	sweeps := &afterStop{}
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := cluster.Stop(stopCtx); err != nil {
 			log.Warn("stopping the cluster manager", "err", err)
 		}
+		sweeps.run(stopCtx)
 	}()
 	if err := cluster.Start(ctx); err != nil {
 		return fmt.Errorf("starting %s: %w", m.Raw, err)
@@ -407,7 +436,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	}
 	log.Info("application started", "master", m.Raw, "name", config.AppName.Get(conf), "startup", time.Since(start).Round(time.Millisecond))
 	c := &Context{Context: ctx, appID: appID, conf: conf, args: args, log: log, sched: sched, graph: graph, cluster: cluster,
-		metrics: dm.Registry, events: bus, web: web, tracking: config.CleanerReferenceTracking.Get(conf)}
+		metrics: dm.Registry, events: bus, web: web, tracking: config.CleanerReferenceTracking.Get(conf), afterStop: sweeps}
 	if dyn != nil {
 		stop, err := startDynamicAllocation(ctx, *dyn, conf, sched, graph, cluster, dm.Dynalloc, bus, log)
 		if err != nil {

@@ -426,14 +426,16 @@ func TestQueuePerPodWaitsForAdmission(t *testing.T) {
 }
 
 // (b) Static allocation: the executors are one Kueue pod group, created in
-// batches (batch size 2 for 4 executors) and admitted only once the group
-// is whole: no pod is admitted before the fourth exists, none runs a task
-// before all are admitted.
+// batches (batch size 2 for 4 executors; the client's burst of 2 caps the
+// adaptive policy's first round, which would otherwise create all 4 at
+// once) and admitted only once the group is whole: no pod is admitted
+// before the fourth exists, none runs a task before all are admitted.
 func TestQueueGangAdmittedWhole(t *testing.T) {
 	env := queueEnv.Env(t)
 	ns := newQueueNamespace(t, env, 4)
 	g := watchGates(t, env, ns)
-	a, err := startQueueApp(t, env, ns, "gang", "spark.executor.instances=4", "spark.kubernetes.allocation.batch.size=2")
+	a, err := startQueueApp(t, env, ns, "gang", "spark.executor.instances=4", "spark.kubernetes.allocation.batch.size=2",
+		"drover.kubernetes.client.burst=2")
 	if err != nil {
 		t.Fatal(err)
 	}
