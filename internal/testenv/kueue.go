@@ -485,5 +485,35 @@ func (k *Kueue) CreateQueue(ctx context.Context, ns, name, cluster string, quota
 	if _, err := k.Dynamic.Resource(LocalQueueGVR).Namespace(ns).Create(ctx, lq, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating local queue %s/%s: %w", ns, name, err)
 	}
+	// A workload that reaches Kueue before its queues are in Kueue's cache
+	// is set aside as inadmissible and, on a loaded machine, was seen to
+	// wait past a test's deadline: callers get queues Kueue has taken in.
+	if err := k.waitActive(ctx, k.Dynamic.Resource(ClusterQueueGVR), cluster); err != nil {
+		return fmt.Errorf("cluster queue %s: %w", cluster, err)
+	}
+	if err := k.waitActive(ctx, k.Dynamic.Resource(LocalQueueGVR).Namespace(ns), name); err != nil {
+		return fmt.Errorf("local queue %s/%s: %w", ns, name, err)
+	}
 	return nil
+}
+
+// waitActive waits until the queue object's Active condition is True.
+func (k *Kueue) waitActive(ctx context.Context, c dynamic.ResourceInterface, name string) error {
+	for {
+		obj, err := c.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("waiting for it to be active: %w", err)
+		}
+		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Active" && m["status"] == "True" {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not active (conditions %v): %w", conds, context.Cause(ctx))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/drover-project/drover/internal/testenv"
 )
@@ -57,6 +58,13 @@ func TestKueue(t *testing.T) {
 	for {
 		p, err := env.Client.CoreV1().Pods(ns).Get(ctx, "first", metav1.GetOptions{})
 		if err != nil {
+			// What Kueue made of the pods, for the failure's reader.
+			if wls, lerr := env.Kueue.Dynamic.Resource(testenv.WorkloadGVR).Namespace(ns).List(context.Background(), metav1.ListOptions{}); lerr == nil {
+				for _, wl := range wls.Items {
+					conds, _, _ := unstructured.NestedSlice(wl.Object, "status", "conditions")
+					t.Logf("workload %s: %v", wl.GetName(), conds)
+				}
+			}
 			t.Fatal(err)
 		}
 		if p.Status.Phase == corev1.PodRunning {
