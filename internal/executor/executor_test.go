@@ -247,6 +247,10 @@ func TestStatusSizeBoundsTheEncoding(t *testing.T) {
 			FetchFailure: &pb.FetchFailure{ShuffleId: -1, MapId: -1, ExecutorId: big, Address: big, Message: big}},
 		"metrics": {TaskId: -1, Metrics: &pb.TaskMetrics{InputBytes: -1, InputRecords: -1, OutputBytes: -1, OutputRecords: -1,
 			ShuffleReadBytes: -1, ShuffleReadRecords: -1, ShuffleWriteBytes: -1, ShuffleWriteRecords: -1, SpillBytes: -1}},
+		"metrics and store retries": {TaskId: -1, State: pb.TaskState_TASK_STATE_FINISHED, DurationNanos: -1, Indirect: true, ResultSize: -1,
+			Metrics: &pb.TaskMetrics{InputBytes: -1, InputRecords: -1, OutputBytes: -1, OutputRecords: -1,
+				ShuffleReadBytes: -1, ShuffleReadRecords: -1, ShuffleWriteBytes: -1, ShuffleWriteRecords: -1, SpillBytes: -1,
+				StoreRetries: map[string]int64{"throttled": -1, "server": -1, "connection": -1}}},
 	} {
 		if got, want := statusSize(s), proto.Size(s); got < want {
 			t.Errorf("%s: statusSize = %d, under the encoded %d bytes", name, got, want)

@@ -66,10 +66,11 @@ func (o *outbox) closeAfterFlush() {
 }
 
 // statusSize bounds a status's encoded size from its variable-length
-// fields, without encoding it: 128 bytes covers every fixed field and the
-// metrics.
+// fields, without encoding it: 256 bytes covers every fixed field and the
+// metrics at their largest varints (about 140 bytes) and the store-retry
+// counts of its three reasons.
 func statusSize(s *pb.TaskStatus) int {
-	n := 128 + len(s.GetResult()) + len(s.GetError()) + len(s.GetStack())
+	n := 256 + len(s.GetResult()) + len(s.GetError()) + len(s.GetStack())
 	if ff := s.GetFetchFailure(); ff != nil {
 		n += len(ff.GetExecutorId()) + len(ff.GetAddress()) + len(ff.GetMessage())
 	}
