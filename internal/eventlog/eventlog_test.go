@@ -135,6 +135,129 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// A task that starts and ends between two flushes takes one line, and the
+// reader gives back both its events. The log's order may change among task
+// events, never across another event, a flush or a task's start and end.
+func TestTaskStartAndEndShareALine(t *testing.T) {
+	at := func(ms int) events.Header { return events.Header{Time: t0.Add(time.Duration(ms) * time.Millisecond)} }
+	start := func(id int64, ms int) *events.TaskStart {
+		return &events.TaskStart{Header: at(ms), TaskID: id, StageID: 2, StageAttempt: 1, Partition: int(id), Attempt: int(id % 2), Executor: 3}
+	}
+	end := func(id int64, ms int) *events.TaskEnd {
+		return &events.TaskEnd{Header: at(ms), TaskID: id, StageID: 2, StageAttempt: 1, Partition: int(id), Attempt: int(id % 2), Executor: 3,
+			State: events.TaskSuccess, Duration: time.Millisecond}
+	}
+	flush := events.Event(nil) // a Flush between two events
+	var many []events.Event
+	for i := range int64(2 * maxHeldStarts) { // more held than the bound, none ended
+		many = append(many, start(100+i, 0))
+	}
+	for i := range int64(2 * maxHeldStarts) {
+		many = append(many, end(100+i, 1))
+	}
+	for _, tc := range []struct {
+		name  string
+		evs   []events.Event
+		lines int
+	}{
+		{"merged", []events.Event{start(1, 0), start(2, 1), end(2, 2), end(1, 3)}, 2},
+		{"flush between", []events.Event{start(1, 0), flush, end(1, 1)}, 2},
+		{"other event between", []events.Event{start(1, 0), &events.ExecutorAdded{Header: at(1), Executor: 4}, end(1, 2)}, 3},
+		{"out of order", []events.Event{start(5, 0), start(4, 1), end(4, 2), end(5, 3)}, 4},
+		{"failed and retried", []events.Event{start(1, 0), &events.TaskEnd{Header: at(1), TaskID: 1, StageID: 2, StageAttempt: 1, Partition: 1,
+			Attempt: 1, Executor: 3, State: events.TaskFailed, Reason: "boom"}, start(2, 2), end(2, 3)}, 2},
+		{"beyond the bound", many, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w, err := Start(context.Background(), Options{Dir: dir, AppID: "drover-1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []events.Event
+			for _, e := range tc.evs {
+				if e == nil {
+					w.Flush()
+					continue
+				}
+				w.Handle(e)
+				want = append(want, e)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(filepath.Join(dir, "drover-1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(string(data), "\n"); tc.lines > 0 && n != tc.lines {
+				t.Errorf("%d lines, want %d:\n%s", n, tc.lines, data)
+			}
+			logs, err := List(context.Background(), dir, nil)
+			if err != nil || len(logs) != 1 {
+				t.Fatalf("List = %v, %v", logs, err)
+			}
+			got, st := replayAll(t, logs[0])
+			if st.Events != len(want) {
+				t.Errorf("stats %+v, want %d events", st, len(want))
+			}
+			checkSameHistory(t, tc.evs, got)
+		})
+	}
+}
+
+// checkSameHistory checks that got has the events of want (nil: a flush),
+// each task's start before its end, and that whatever came before a flush
+// or an event other than a task's still does.
+func checkSameHistory(t *testing.T, want, got []events.Event) {
+	t.Helper()
+	key := func(e events.Event) string { return fmt.Sprintf("%T %+v", e, e) }
+	pos := map[string]int{}
+	for i, e := range got {
+		pos[key(e)] = i
+	}
+	if len(pos) != len(got) {
+		t.Fatalf("events read back twice:\n%s", cmp.Diff(want, got))
+	}
+	var before []int // positions in got of the events before the last barrier
+	barrier := -1
+	for _, e := range want {
+		if e == nil {
+			for _, p := range before {
+				barrier = max(barrier, p)
+			}
+			continue
+		}
+		p, ok := pos[key(e)]
+		if !ok {
+			t.Fatalf("%s was not read back; got:\n%s", key(e), cmp.Diff(want, got))
+		}
+		if p < barrier {
+			t.Errorf("%s was read back before an event or flush that preceded it", key(e))
+		}
+		switch e := e.(type) {
+		case *events.TaskStart:
+		case *events.TaskEnd:
+			for q, g := range got {
+				if st, ok := g.(*events.TaskStart); ok && st.TaskID == e.TaskID && q > p {
+					t.Errorf("task %d ends before it starts", e.TaskID)
+				}
+			}
+		default:
+			for _, b := range before {
+				if b > p {
+					t.Errorf("%s was read back after an event that followed it", key(e))
+				}
+			}
+			barrier = max(barrier, p)
+		}
+		before = append(before, p)
+	}
+	if len(got) != len(pos) || len(got) != len(before) {
+		t.Errorf("%d events read back, want %d", len(got), len(before))
+	}
+}
+
 // A rolled log cuts its files at the maximum size of events, before
 // compression, and reads back whole.
 func TestRollingCutsFiles(t *testing.T) {

@@ -205,6 +205,12 @@ func replayStream(r io.Reader, last, compressed bool, fn func(events.Event), st 
 			e, uerr := events.Unmarshal(line)
 			switch {
 			case uerr == nil:
+				if end, ok := e.(*events.TaskEnd); ok {
+					if start := events.SplitTaskEnd(end); start != nil {
+						fn(start)
+						st.Events++
+					}
+				}
 				fn(e)
 				st.Events++
 			case !complete && last:

@@ -61,7 +61,7 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 		} else {
 			m := TaskMetrics{ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints()}
 			e = &TaskEnd{Header: Header{when()}, TaskID: ints(), StageID: small(), StageAttempt: small(), Partition: small(),
-				Attempt: small(), Executor: executorid.ID(ints()), State: str(), Reason: str(), FetchFailed: r.IntN(2) == 0,
+				Attempt: small(), Executor: executorid.ID(ints()), Launch: when(), State: str(), Reason: str(), FetchFailed: r.IntN(2) == 0,
 				Duration: time.Duration(ints()), Metrics: m}
 		}
 		want, wantErr := Marshal(e)

@@ -166,7 +166,9 @@ func (b *Bus) Publish(e Event) {
 		return
 	}
 	if h := e.header(); h.Time.IsZero() {
-		h.Time = b.clock.Now()
+		// Microseconds, not the clock's nanoseconds: finer is noise, and
+		// the event log compresses the digits dropped worst.
+		h.Time = b.clock.Now().Truncate(time.Microsecond)
 	}
 	for _, c := range *p {
 		c.push(e)

@@ -83,9 +83,9 @@ type TaskStart struct {
 	Header
 	TaskID       int64
 	StageID      int
-	StageAttempt int
+	StageAttempt int `json:",omitempty"`
 	Partition    int
-	Attempt      int
+	Attempt      int `json:",omitempty"`
 	Executor     executorid.ID
 }
 
@@ -101,10 +101,15 @@ type TaskEnd struct {
 	Header
 	TaskID       int64
 	StageID      int
-	StageAttempt int
+	StageAttempt int `json:",omitempty"`
 	Partition    int
-	Attempt      int
+	Attempt      int `json:",omitempty"`
 	Executor     executorid.ID
+	// Launch is set only in an event log, on the one line that records
+	// a task attempt whose start and end fell between two of the writer's
+	// flushes: it is the TaskStart's time, and a reader hands on that
+	// TaskStart before the TaskEnd (SplitTaskEnd).
+	Launch time.Time `json:",omitzero"`
 	// State is TaskSuccess, TaskFailed or TaskKilled.
 	State string
 	// Reason is why the attempt failed or was killed.
@@ -256,4 +261,17 @@ type TargetChanged struct {
 	Backlog int
 	// Reason is the policy's why ("backlog for 1s", "idle").
 	Reason string `json:",omitempty"`
+}
+
+// SplitTaskEnd returns the TaskStart of an event log's line that recorded
+// a task's start and end in one (e.Launch set), and clears e.Launch; nil
+// for a plain TaskEnd.
+func SplitTaskEnd(e *TaskEnd) *TaskStart {
+	if e.Launch.IsZero() {
+		return nil
+	}
+	s := &TaskStart{Header: Header{Time: e.Launch}, TaskID: e.TaskID, StageID: e.StageID, StageAttempt: e.StageAttempt,
+		Partition: e.Partition, Attempt: e.Attempt, Executor: e.Executor}
+	e.Launch = time.Time{}
+	return s
 }
