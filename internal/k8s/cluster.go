@@ -371,75 +371,92 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		c.stopping = true
 		c.mu.Unlock()
 		c.halt()
-		if err := c.backend.Stop(ctx); err != nil {
-			errs = append(errs, err)
-		}
+		// The pod watch and the lifecycle manager stop first: the
+		// executors' pods, deleted below, are no losses to report.
 		if c.cancel != nil {
 			c.cancel()
 		}
 		c.wg.Wait()
 		c.tracked.Wait()
-		if !config.KubernetesExecutorDeleteOnTermination.Get(c.conf) {
-			return
-		}
-		c.endGang(ctx)
-		// The deletes are independent: sent at once, the driver exits (and
-		// drover submit sees the application end) one round trip later
-		// instead of one per object.
+		// The executors are told to shut down and their pods deleted at
+		// once, as Spark does: the deletes do not wait for the executors
+		// to end their streams, which took as long as the deletes
+		// themselves in a small application's stop.
+		var deleted []error
 		var wg sync.WaitGroup
-		var mu sync.Mutex
-		failed := func(err error) {
-			if err != nil && !apierrors.IsNotFound(err) {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
+		if config.KubernetesExecutorDeleteOnTermination.Get(c.conf) {
+			wg.Go(func() { deleted = c.deleteExecutorObjects(ctx) })
 		}
-		wg.Go(func() {
-			err := c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
-				metav1.ListOptions{LabelSelector: c.selector.String()})
-			// Thousands of pods may take the API server longer than its request
-			// timeout: it answers 504, or resets the stream, and goes on
-			// deleting; asking again finishes the rest.
-			for attempt := 1; err != nil && deleteRetryable(err) && attempt < 10 && ctx.Err() == nil; attempt++ {
-				c.log.Info("deleting executor pods did not finish within the API server's request timeout; asking again", "err", err)
-				err = c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
-					metav1.ListOptions{LabelSelector: c.selector.String()})
-			}
-			if err != nil {
-				failed(fmt.Errorf("deleting executor pods: %w", err))
-			}
-		})
-		var podGroups []string
-		for _, obj := range c.created {
-			kind, name, _ := strings.Cut(obj, "/")
-			if kind == "podgroup" {
-				podGroups = append(podGroups, obj)
-				continue
-			}
-			wg.Go(func() {
-				var err error
-				switch kind {
-				case "configmap":
-					err = c.cs.CoreV1().ConfigMaps(c.ns).Delete(ctx, name, metav1.DeleteOptions{})
-				case "secret":
-					err = c.cs.CoreV1().Secrets(c.ns).Delete(ctx, name, metav1.DeleteOptions{})
-				}
-				if err != nil {
-					failed(fmt.Errorf("deleting %s: %w", obj, err))
-				}
-			})
+		if err := c.backend.Stop(ctx); err != nil {
+			errs = append(errs, err)
 		}
 		wg.Wait()
-		// A gang's PodGroup goes after its pods, as before.
-		for _, obj := range podGroups {
-			_, name, _ := strings.Cut(obj, "/")
-			if err := DeletePodGroup(ctx, c.cs, c.ns, name); err != nil {
-				failed(fmt.Errorf("deleting %s: %w", obj, err))
-			}
-		}
+		errs = append(errs, deleted...)
 	})
 	return errors.Join(errs...)
+}
+
+// deleteExecutorObjects deletes the executors' pods and what the driver
+// created for them, and returns what failed.
+func (c *Cluster) deleteExecutorObjects(ctx context.Context) []error {
+	c.endGang(ctx)
+	// The deletes are independent: sent at once, the driver exits (and
+	// drover submit sees the application end) one round trip later
+	// instead of one per object.
+	var errs []error
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	failed := func(err error) {
+		if err != nil && !apierrors.IsNotFound(err) {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	}
+	wg.Go(func() {
+		err := c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
+			metav1.ListOptions{LabelSelector: c.selector.String()})
+		// Thousands of pods may take the API server longer than its request
+		// timeout: it answers 504, or resets the stream, and goes on
+		// deleting; asking again finishes the rest.
+		for attempt := 1; err != nil && deleteRetryable(err) && attempt < 10 && ctx.Err() == nil; attempt++ {
+			c.log.Info("deleting executor pods did not finish within the API server's request timeout; asking again", "err", err)
+			err = c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
+				metav1.ListOptions{LabelSelector: c.selector.String()})
+		}
+		if err != nil {
+			failed(fmt.Errorf("deleting executor pods: %w", err))
+		}
+	})
+	var podGroups []string
+	for _, obj := range c.created {
+		kind, name, _ := strings.Cut(obj, "/")
+		if kind == "podgroup" {
+			podGroups = append(podGroups, obj)
+			continue
+		}
+		wg.Go(func() {
+			var err error
+			switch kind {
+			case "configmap":
+				err = c.cs.CoreV1().ConfigMaps(c.ns).Delete(ctx, name, metav1.DeleteOptions{})
+			case "secret":
+				err = c.cs.CoreV1().Secrets(c.ns).Delete(ctx, name, metav1.DeleteOptions{})
+			}
+			if err != nil {
+				failed(fmt.Errorf("deleting %s: %w", obj, err))
+			}
+		})
+	}
+	wg.Wait()
+	// A gang's PodGroup goes after its pods, as before.
+	for _, obj := range podGroups {
+		_, name, _ := strings.Cut(obj, "/")
+		if err := DeletePodGroup(ctx, c.cs, c.ns, name); err != nil {
+			failed(fmt.Errorf("deleting %s: %w", obj, err))
+		}
+	}
+	return errs
 }
 
 // credentials are the parts of the executors' rpc.Auth that travel to
