@@ -18,33 +18,42 @@ const DefaultCapacity = 10000
 // Bus delivers published events to its consumers, each in its own
 // goroutine and in publishing order. A nil *Bus drops every event, so
 // publishers need no check.
+//
+// The consumers share one queue: a publisher appends an event once, under
+// one lock, whatever the number of consumers, and each consumer keeps its
+// place in it. A consumer whose share of the queue reaches its capacity
+// loses its oldest event; the queue holds what the slowest consumer has
+// not taken, so it is bounded by the largest capacity.
 type Bus struct {
 	clock clock.PassiveClock
 	log   *slog.Logger
-	subs  atomic.Pointer[[]*Consumer]
-	mu    sync.Mutex // serializes Subscribe and Close
 	wg    sync.WaitGroup
+	// enabled is whether any consumer listens, read without the lock.
+	enabled atomic.Bool
+
+	mu     sync.Mutex
+	subs   []*Consumer
+	closed bool
+	// queue holds the events some consumer has not taken yet: queue[i] is
+	// the event numbered base+i, events being numbered from 0 in
+	// publishing order.
+	queue []Event
+	base  int64
 }
 
-// Consumer is one subscriber's queue. It is a slice that grows with what
-// it holds, not a channel, whose buffer of capacity events would be
-// allocated up front for every consumer: most of the time a consumer
-// holds a handful of events, and the event log's deep queue would cost
-// 1.6 MB of the driver's memory for nothing.
+// Consumer is one subscriber's place in the bus's queue.
 type Consumer struct {
+	bus     *Bus
 	name    string
-	max     int
+	max     int64
 	dropped atomic.Int64
-	log     *slog.Logger
-	// wake tells the consumer's goroutine that queue is no longer empty.
+	// wake tells the consumer's goroutine that the queue holds an event
+	// for it.
 	wake chan struct{}
 
-	// waiting counts the events queued or taken in a batch but not yet
-	// being handled, which max bounds, as a channel's capacity would.
-	waiting atomic.Int64
-
-	mu      sync.Mutex
-	queue   []Event // the events not yet taken
+	// next is the number of the first event the consumer has not taken;
+	// stopped is set by Close. Both are guarded by bus.mu.
+	next    int64
 	stopped bool
 }
 
@@ -70,34 +79,33 @@ func (b *Bus) Now() time.Time {
 
 // Subscribe starts delivering events published from now on to handle, in
 // one goroutine, through a queue of capacity events (DefaultCapacity when
-// 0). Events that find the queue full are dropped and counted.
+// 0). When the queue is full, its oldest event is dropped and counted.
 func (b *Bus) Subscribe(name string, capacity int, handle func(Event)) *Consumer {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
-	c := &Consumer{name: name, max: capacity, log: b.log, wake: make(chan struct{}, 1)}
+	c := &Consumer{bus: b, name: name, max: int64(capacity), wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var subs []*Consumer
-	if p := b.subs.Load(); p != nil {
-		subs = append(subs, *p...)
+	c.next = b.base + int64(len(b.queue))
+	c.stopped = b.closed
+	if !b.closed {
+		b.subs = append(b.subs, c)
+		b.enabled.Store(true)
 	}
-	subs = append(subs, c)
-	b.subs.Store(&subs)
 	b.wg.Go(func() { c.run(handle) })
+	c.signal() // a consumer subscribed after Close returns at once
 	return c
 }
 
-// run hands the queued events to handle, a batch at a time, until the
-// bus is closed and the queue drained.
+// run hands the events to handle, a batch at a time, until the bus is
+// closed and the consumer has taken every event.
 func (c *Consumer) run(handle func(Event)) {
 	var batch []Event
 	for range c.wake {
 		for {
-			c.mu.Lock()
-			batch, c.queue = c.queue, batch[:0]
-			stopped := c.stopped
-			c.mu.Unlock()
+			var stopped bool
+			batch, stopped = c.take(batch[:0])
 			if len(batch) == 0 {
 				if stopped {
 					return
@@ -105,7 +113,6 @@ func (c *Consumer) run(handle func(Event)) {
 				break
 			}
 			for _, e := range batch {
-				c.waiting.Add(-1)
 				handle(e)
 			}
 			clear(batch)
@@ -118,24 +125,36 @@ func (c *Consumer) run(handle func(Event)) {
 	}
 }
 
-// push queues e, or drops it when the queue is full.
-func (c *Consumer) push(e Event) {
-	c.mu.Lock()
-	if c.stopped {
-		c.mu.Unlock()
+// take appends the events the consumer has not taken to batch.
+func (c *Consumer) take(batch []Event) ([]Event, bool) {
+	b := c.bus
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	batch = append(batch, b.queue[c.next-b.base:]...)
+	c.next = b.base + int64(len(b.queue))
+	b.trimLocked()
+	return batch, c.stopped
+}
+
+// trimLocked lets go of the events every consumer has taken, once they are
+// half the queue or more: the rest moves to the front, at most as many
+// events as were let go, and the slice is kept for what comes next, unless
+// it is far larger than what it holds after a backlog.
+func (b *Bus) trimLocked() {
+	first := b.base + int64(len(b.queue))
+	for _, c := range b.subs {
+		first = min(first, c.next)
+	}
+	n := int(first - b.base)
+	if n == 0 || 2*n < len(b.queue) {
 		return
 	}
-	if c.waiting.Load() >= int64(c.max) {
-		c.mu.Unlock()
-		c.drop()
-		return
-	}
-	c.queue = append(c.queue, e)
-	c.waiting.Add(1)
-	first := len(c.queue) == 1
-	c.mu.Unlock()
-	if first {
-		c.signal()
+	m := copy(b.queue, b.queue[n:])
+	clear(b.queue[m:])
+	b.queue = b.queue[:m]
+	b.base = first
+	if cap(b.queue) > 4096 && 8*m < cap(b.queue) {
+		b.queue = slices.Clone(b.queue)
 	}
 }
 
@@ -149,20 +168,12 @@ func (c *Consumer) signal() {
 // Enabled reports whether any consumer listens, so a publisher on a hot
 // path can skip building an event nobody reads.
 func (b *Bus) Enabled() bool {
-	if b == nil {
-		return false
-	}
-	p := b.subs.Load()
-	return p != nil && len(*p) > 0
+	return b != nil && b.enabled.Load()
 }
 
 // Publish hands e to every consumer without waiting for any.
 func (b *Bus) Publish(e Event) {
-	if b == nil {
-		return
-	}
-	p := b.subs.Load()
-	if p == nil {
+	if !b.Enabled() {
 		return
 	}
 	if h := e.header(); h.Time.IsZero() {
@@ -170,30 +181,52 @@ func (b *Bus) Publish(e Event) {
 		// the event log compresses the digits dropped worst.
 		h.Time = b.clock.Now().Truncate(time.Microsecond)
 	}
-	for _, c := range *p {
-		c.push(e)
+	var warn []*Consumer
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	n := b.base + int64(len(b.queue))
+	b.queue = append(b.queue, e)
+	for _, c := range b.subs {
+		switch {
+		case c.next == n:
+			c.signal()
+		case n-c.next >= c.max:
+			c.next++
+			if d := c.dropped.Add(1); d == 1 || d%1000 == 0 {
+				warn = append(warn, c)
+			}
+		}
+	}
+	if len(warn) > 0 || len(b.queue)%1024 == 0 {
+		// Consumers that fall behind take nothing: the drops move them.
+		b.trimLocked()
+	}
+	b.mu.Unlock()
+	// As Spark, on the first loss and every 1,000th: a slow consumer is
+	// seen without flooding the log.
+	for _, c := range warn {
+		b.log.Warn("an event consumer falls behind: dropping its oldest events", "consumer", c.name, "dropped", c.dropped.Load())
 	}
 }
 
-// Close stops taking events, lets every consumer handle what its queue
-// holds, and returns once all have.
+// Close stops taking events, lets every consumer handle what it has not
+// taken yet, and returns once all have.
 func (b *Bus) Close() {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
-	p := b.subs.Swap(nil)
-	b.mu.Unlock()
-	if p != nil {
-		// A Publish that loaded the consumers just before the swap may
-		// still push: its event is dropped.
-		for _, c := range *p {
-			c.mu.Lock()
-			c.stopped = true
-			c.mu.Unlock()
-			c.signal()
-		}
+	b.closed = true
+	b.enabled.Store(false)
+	// The consumers stay in subs: what they have not taken stays queued.
+	for _, c := range b.subs {
+		c.stopped = true
+		c.signal()
 	}
+	b.mu.Unlock()
 	b.wg.Wait()
 }
 
@@ -203,10 +236,12 @@ func (b *Bus) Consumers() []*Consumer {
 	if b == nil {
 		return nil
 	}
-	if p := b.subs.Load(); p != nil {
-		return slices.Clone(*p)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil
 	}
-	return nil
+	return slices.Clone(b.subs)
 }
 
 // Name is the consumer's name.
@@ -214,11 +249,3 @@ func (c *Consumer) Name() string { return c.name }
 
 // Dropped is how many events the consumer lost because its queue was full.
 func (c *Consumer) Dropped() int64 { return c.dropped.Load() }
-
-// drop counts a lost event and warns on the first and every 1,000th loss,
-// as Spark does, so a slow consumer is seen without flooding the log.
-func (c *Consumer) drop() {
-	if n := c.dropped.Add(1); n == 1 || n%1000 == 0 {
-		c.log.Warn("an event consumer falls behind: dropping events", "consumer", c.name, "dropped", n)
-	}
-}

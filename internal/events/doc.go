@@ -4,8 +4,8 @@
 // progress, the UI's state store, the metrics and the event log consume
 // them.
 //
-// Publishing never blocks. Each consumer has its own bounded queue and
-// goroutine; a consumer that falls behind loses events, which are counted,
-// instead of slowing the scheduler. Events are plain values: a consumer
+// Publishing never blocks. The consumers share one queue, each with its own
+// place, bound and goroutine; a consumer that falls behind loses its oldest
+// events, which are counted, instead of slowing the scheduler. Events are plain values: a consumer
 // must not modify one, since every consumer sees the same value.
 package events
