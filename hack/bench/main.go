@@ -111,6 +111,16 @@ func (r *Report) ratio(name, of, to, target string, met func(float64) bool) {
 	r.Ratios = append(r.Ratios, x)
 }
 
+// measured adds a ratio a benchmark measured itself (as the median of
+// paired runs), recorded as figure of, with a target checked by met.
+func (r *Report) measured(name, of, target string, met func(float64) bool) {
+	a, ok := r.figure(of)
+	if !ok {
+		return
+	}
+	r.Ratios = append(r.Ratios, Ratio{Name: name, Of: of, Value: a.Value, Target: target, Met: met(a.Value)})
+}
+
 var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)
 
 // goBench runs a go test benchmark command and records its metrics as
@@ -440,8 +450,10 @@ func mainErr(compare bool, only string) error {
 		"BenchmarkSubmitToResult s-to-result", "BenchmarkSubmitToResult bare-pod-s-to-result", "≤ 3", func(v float64) bool { return v <= 3 })
 	r.ratio("allocation of 100 executors, adaptive / raw parallel creates", "N=100 BenchmarkAllocationAdaptive s/op",
 		"N=100 BenchmarkAllocationRawBaseline s/op", "≤ 1.15", func(v float64) bool { return v <= 1.15 })
-	r.ratio("no-op task throughput, web UI + metrics + event log on / off", "BenchmarkObservabilityOverhead on-tasks/s",
-		"BenchmarkObservabilityOverhead off-tasks/s", "≥ 0.97", func(v float64) bool { return v >= 0.97 })
+	// The median of twenty alternated pairs' ratios, which the benchmark
+	// reports: one burst of load from elsewhere moves a pair, not it.
+	r.measured("no-op task throughput, web UI + metrics + event log on / off (median of 20 pairs)",
+		"BenchmarkObservabilityOverhead on/off", "≥ 0.97", func(v float64) bool { return v >= 0.97 })
 	r.ratio("driver peak RSS over 100,000 tasks, web UI + metrics + event log on / off", "BenchmarkObservabilityDriverRSS on-MiB",
 		"BenchmarkObservabilityDriverRSS off-MiB", "≤ 1.10", func(v float64) bool { return v <= 1.10 })
 	r.ratio("allocation of 1,000 executors, web UI store + metrics + event log on / off", "observed BenchmarkAllocationAdaptive s/op",
