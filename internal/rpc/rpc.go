@@ -84,6 +84,10 @@ func (a Auth) WithTLS(b mtls.Bundle, log *slog.Logger) (Auth, error) {
 	if err != nil {
 		return Auth{}, err
 	}
+	// No client of the control transport resumes sessions (none keeps a
+	// session cache), so a ticket would be a driver's work per executor
+	// for nothing. Each connection's config is cloned from this one.
+	serverTLS.SessionTicketsDisabled = true
 	clientTLS, err := b.ClientConfig(nil)
 	if err != nil {
 		return Auth{}, err
