@@ -162,10 +162,10 @@ func (s *Server) forget(c *conn) {
 // a stream.
 func (s *Server) handshake(c *conn) (*ServerStream, bool) {
 	peer := c.nc.RemoteAddr().String()
-	ctx, cancel := context.WithTimeout(context.Background(), s.opts.HandshakeTimeout)
-	defer cancel()
+	// The socket's deadline bounds the handshake: a context with one
+	// would cost crypto/tls a goroutine per handshake to watch it.
 	_ = c.nc.SetDeadline(time.Now().Add(s.opts.HandshakeTimeout))
-	nc, err := s.auth.ServerHandshake(ctx, c.nc)
+	nc, err := s.auth.ServerHandshake(context.Background(), c.nc)
 	if err != nil {
 		// rpc logged the refusal. A drover client without TLS is told
 		// why in its own protocol: it stops instead of retrying.
