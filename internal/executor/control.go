@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -186,6 +187,10 @@ func (e *Executor) send(stream *ctl.ClientStream, stop <-chan struct{}) error {
 			return nil
 		case <-e.out.notify:
 		}
+		// Let the tasks that are about to finish report in this batch: a
+		// write is a system call, and one per status costs more than the
+		// short tasks themselves.
+		runtime.Gosched()
 		msgs, closing := e.out.take()
 		for _, m := range msgs {
 			if err := stream.Send(m); err != nil {
