@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -12,17 +13,18 @@ import (
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/objstore"
+	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/pb"
 )
 
 // register opens the control stream and waits for the driver's reply,
 // retrying until spark.network.timeout: a driver that is still starting is
 // not a failure. A SIGTERM (ctx) before registration ends the attempt.
-func (e *Executor) register(ctx, streamCtx context.Context, client pb.DriverClient, addr string) (pb.Driver_ControlClient, error) {
+func (e *Executor) register(ctx context.Context, addr string) (*ctl.ClientStream, error) {
 	deadline := e.opts.Clock.Now().Add(e.networkTimeout)
 	backoff := 50 * time.Millisecond
 	for {
-		stream, err := e.tryRegister(streamCtx, client, addr)
+		stream, err := e.tryRegister(deadline, addr)
 		if err == nil {
 			return stream, nil
 		}
@@ -43,11 +45,26 @@ func (e *Executor) register(ctx, streamCtx context.Context, client pb.DriverClie
 	}
 }
 
-func (e *Executor) tryRegister(ctx context.Context, client pb.DriverClient, addr string) (pb.Driver_ControlClient, error) {
-	stream, err := client.Control(ctx)
+// tryRegister is one attempt: connect, register, wait for the reply. The
+// attempt ends at the registration deadline (a second at least), so that a
+// driver that accepts the connection but never answers is not waited for
+// beyond it.
+func (e *Executor) tryRegister(deadline time.Time, addr string) (*ctl.ClientStream, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), max(deadline.Sub(e.opts.Clock.Now()), time.Second))
+	defer cancel()
+	stream, err := ctl.Dial(ctx, e.opts.DriverURL, e.opts.Auth, ctl.Options{WriteTimeout: e.networkTimeout})
 	if err != nil {
 		return nil, err
 	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = stream.Close()
+		}
+	}()
+	// The reply is awaited until the attempt ends.
+	stop := context.AfterFunc(ctx, func() { _ = stream.Close() })
+	defer stop()
 	err = stream.Send(&pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Register{Register: &pb.Register{
 		AppId:       e.opts.AppID,
 		ExecutorId:  e.opts.ExecutorID.String(),
@@ -63,10 +80,14 @@ func (e *Executor) tryRegister(ctx context.Context, client pb.DriverClient, addr
 	if err != nil {
 		return nil, err
 	}
+	if !stop() {
+		return nil, fmt.Errorf("no answer from the driver: %w", ctx.Err())
+	}
 	reg := msg.GetRegistered()
 	if reg == nil {
 		return nil, fmt.Errorf("driver answered registration with %T", msg.GetMsg())
 	}
+	ok = true
 	e.touch()
 	e.applyConf(reg.GetConf())
 	return stream, nil
@@ -105,7 +126,7 @@ func (e *Executor) applyConf(kv map[string]string) {
 	e.store.Store(objstore.New(objstore.ConfigFrom(c)))
 }
 
-func (e *Executor) receive(stream pb.Driver_ControlClient) error {
+func (e *Executor) receive(stream *ctl.ClientStream) error {
 	for {
 		msg, err := stream.Recv()
 		if err != nil {
@@ -159,13 +180,17 @@ func (e *Executor) removeShuffles(ids []int64) {
 	}()
 }
 
-func (e *Executor) send(stream pb.Driver_ControlClient, stop <-chan struct{}) error {
+func (e *Executor) send(stream *ctl.ClientStream, stop <-chan struct{}) error {
 	for {
 		select {
 		case <-stop:
 			return nil
 		case <-e.out.notify:
 		}
+		// Let the tasks that are about to finish report in this batch: a
+		// write is a system call, and one per status costs more than the
+		// short tasks themselves.
+		runtime.Gosched()
 		msgs, closing := e.out.take()
 		for _, m := range msgs {
 			if err := stream.Send(m); err != nil {

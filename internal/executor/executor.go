@@ -161,20 +161,13 @@ func (e *Executor) run(ctx context.Context) error {
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()
 
-	conn, err := grpc.NewClient(e.opts.DriverURL, rpc.DialOptions(e.opts.Auth)...)
-	if err != nil {
-		return fmt.Errorf("connecting to driver %s: %w", e.opts.DriverURL, err)
-	}
-	defer conn.Close()
-
-	// The stream outlives ctx: SIGTERM starts a graceful exit in which
-	// statuses must still reach the driver.
-	streamCtx, cancelStream := context.WithCancel(context.Background())
-	defer cancelStream()
-	stream, err := e.register(ctx, streamCtx, pb.NewDriverClient(conn), lis.Addr().String())
+	stream, err := e.register(ctx, lis.Addr().String())
 	if err != nil {
 		return err
 	}
+	// The stream outlives ctx: SIGTERM starts a graceful exit in which
+	// statuses must still reach the driver.
+	defer stream.Close()
 	e.log.Info("registered with driver", "driver", e.opts.DriverURL, "cores", e.opts.Cores)
 
 	ended := make(chan error, 3)
@@ -206,8 +199,8 @@ func (e *Executor) run(ctx context.Context) error {
 		return err
 	}
 	// The sender delivers the last statuses, then half-closes the stream;
-	// the driver ends it once it has read everything. Cancelling the stream
-	// before that could drop statuses still in gRPC's buffers.
+	// the driver ends it once it has read everything. Closing the
+	// connection before that could drop statuses it has not read yet.
 	e.out.closeAfterFlush()
 	select {
 	case <-received:

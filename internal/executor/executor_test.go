@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/pb"
 )
 
@@ -49,12 +51,11 @@ func TestRunTaskUnknownFunction(t *testing.T) {
 
 // silentDriver accepts registration and then never says anything again.
 type silentDriver struct {
-	pb.UnimplementedDriverServer
 	conf       map[string]string
 	heartbeats chan struct{}
 }
 
-func (d *silentDriver) Control(stream pb.Driver_ControlServer) error {
+func (d *silentDriver) Control(stream *ctl.ServerStream) error {
 	if _, err := stream.Recv(); err != nil {
 		return err
 	}
@@ -75,14 +76,13 @@ func (d *silentDriver) Control(stream pb.Driver_ControlServer) error {
 	}
 }
 
-func serve(t *testing.T, srv pb.DriverServer, auth rpc.Auth) string {
+func serve(t *testing.T, handler ctl.Handler, auth rpc.Auth) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := grpc.NewServer(rpc.ServerOptions(auth)...)
-	pb.RegisterDriverServer(s, srv)
+	s := ctl.NewServer(auth, ctl.Options{}, slog.New(slog.DiscardHandler), handler)
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(s.Stop)
 	return lis.Addr().String()
@@ -94,7 +94,7 @@ func TestExecutorExitsWhenDriverIsSilentForNetworkTimeout(t *testing.T) {
 		conf:       map[string]string{"spark.network.timeout": "30s", "spark.executor.heartbeatInterval": "10s"},
 		heartbeats: make(chan struct{}, 1),
 	}
-	url := serve(t, d, rpc.Auth{})
+	url := serve(t, d.Control, rpc.Auth{})
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(t.Context(), Options{DriverURL: url, AppID: "a", ExecutorID: 1, Clock: clk})

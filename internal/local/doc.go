@@ -1,5 +1,5 @@
 // Package local implements the two cluster managers that need no
 // Kubernetes: local[N], where tasks run as goroutines of the driver process,
 // and local-cluster[N,C,M], where N executor processes of the same binary
-// register with the driver over gRPC on loopback exactly as executor pods do.
+// register with the driver over loopback exactly as executor pods do.
 package local

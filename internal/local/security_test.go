@@ -26,6 +26,7 @@ import (
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/mtls"
 	"github.com/drover-project/drover/internal/rpc/pb"
 )
@@ -109,26 +110,28 @@ func TestIntrudersAreRefused(t *testing.T) {
 
 	other := tlsSecurity(t, "drover-other-app", slog.New(slog.DiscardHandler))
 	forged := tlsSecurity(t, testApp, slog.New(slog.DiscardHandler)) // names this app, another authority
-	intruders := map[string][]grpc.DialOption{
-		"plaintext":                      {grpc.WithTransportCredentials(insecure.NewCredentials())},
-		"TLS without a certificate":      {grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}))},
-		"another application's executor": rpc.DialOptions(other.Executors),
-		"a certificate naming this application from another authority": rpc.DialOptions(forged.Executors),
+	// Each intruder as a gRPC client (the executors' servers) and as a
+	// control-stream client (the driver): secure wraps a raw connection in
+	// its TLS, if any.
+	noTLS := func(_ context.Context, _ string, raw net.Conn) (net.Conn, error) { return raw, nil }
+	withAuth := func(a rpc.Auth) func(context.Context, string, net.Conn) (net.Conn, error) { return a.ClientHandshake }
+	intruders := map[string]struct {
+		grpc   []grpc.DialOption
+		secure func(ctx context.Context, addr string, raw net.Conn) (net.Conn, error)
+	}{
+		"plaintext": {[]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, noTLS},
+		"TLS without a certificate": {[]grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}))},
+			func(ctx context.Context, _ string, raw net.Conn) (net.Conn, error) {
+				c := tls.Client(raw, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13})
+				return c, c.HandshakeContext(ctx)
+			}},
+		"another application's executor":                               {rpc.DialOptions(other.Executors), withAuth(other.Executors)},
+		"a certificate naming this application from another authority": {rpc.DialOptions(forged.Executors), withAuth(forged.Executors)},
 	}
 	attacks := map[string]struct {
 		target string
 		try    func(ctx context.Context, conn *grpc.ClientConn) error
 	}{
-		"register as an executor": {target: tc.b.URL(), try: func(ctx context.Context, conn *grpc.ClientConn) error {
-			stream, err := pb.NewDriverClient(conn).Control(ctx)
-			if err != nil {
-				return err
-			}
-			_ = stream.Send(&pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Register{Register: &pb.Register{
-				AppId: testApp, ExecutorId: "9", Address: "127.0.0.1:1", Cores: 8}}})
-			_, err = stream.Recv()
-			return err
-		}},
 		"fetch a result": {target: executors[0].Address, try: func(ctx context.Context, conn *grpc.ClientConn) error {
 			stream, err := pb.NewExecutorClient(conn).FetchResult(ctx, &pb.FetchResultRequest{TaskId: 1})
 			if err != nil {
@@ -151,7 +154,7 @@ func TestIntrudersAreRefused(t *testing.T) {
 		for what, a := range attacks {
 			t.Run(who+"/"+what, func(t *testing.T) {
 				var rec dialRecorder
-				conn, err := grpc.NewClient(a.target, append(creds, grpc.WithContextDialer(rec.dial))...)
+				conn, err := grpc.NewClient(a.target, append(creds.grpc, grpc.WithContextDialer(rec.dial))...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -166,6 +169,24 @@ func TestIntrudersAreRefused(t *testing.T) {
 				waitForLine(t, func() string { return driverLog.String() + executorLogs(t, dir) }, rec.peers())
 			})
 		}
+		t.Run(who+"/register as an executor", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			var rec dialRecorder
+			raw, err := rec.dial(ctx, tc.b.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			err = registerOver(ctx, raw, tc.b.URL(), creds.secure)
+			if err == nil {
+				t.Fatal("registered")
+			}
+			if who == "plaintext" && status.Code(err) != codes.Unauthenticated {
+				t.Errorf("plaintext client: %v, want Unauthenticated (the driver requires TLS)", err)
+			}
+			waitForLine(t, driverLog.String, rec.peers())
+		})
 	}
 	if got := len(tc.b.Executors()); got != 2 {
 		t.Errorf("%d executors registered after the intrusions, want the 2 the cluster started", got)
@@ -213,15 +234,11 @@ func TestIntrudersAreRefused(t *testing.T) {
 
 	t.Run("a recorded registration replayed from another connection", func(t *testing.T) {
 		proxy := newRecordingProxy(t, tc.b.URL())
-		conn, err := grpc.NewClient(proxy.addr(), rpc.DialOptions(tlsSecurityOf(tc).Executors)...)
+		stream, err := ctl.Dial(t.Context(), proxy.addr(), tlsSecurityOf(tc).Executors, ctl.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer conn.Close()
-		stream, err := pb.NewDriverClient(conn).Control(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
+		defer stream.Close()
 		if err := stream.Send(&pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Register{Register: &pb.Register{
 			AppId: testApp, ExecutorId: "77", Address: "127.0.0.1:1", Cores: 1}}}); err != nil {
 			t.Fatal(err)
@@ -247,6 +264,33 @@ func TestIntrudersAreRefused(t *testing.T) {
 		}
 		_ = stream.CloseSend()
 	})
+}
+
+// registerOver secures raw, a connection to the driver at addr, with
+// secure and registers over it as an executor would; it returns why that
+// failed, nil if the driver answered Registered.
+func registerOver(ctx context.Context, raw net.Conn, addr string, secure func(context.Context, string, net.Conn) (net.Conn, error)) error {
+	nc, err := secure(ctx, addr, raw)
+	if err != nil {
+		return err
+	}
+	stream, err := ctl.NewClient(ctx, nc, rpc.Auth{}, ctl.Options{})
+	if err != nil {
+		return err
+	}
+	defer stream.Close()
+	if err := stream.Send(&pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Register{Register: &pb.Register{
+		AppId: testApp, ExecutorId: "9", Address: "127.0.0.1:1", Cores: 8}}}); err != nil {
+		return err
+	}
+	msg, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	if msg.GetRegistered() == nil {
+		return fmt.Errorf("the driver answered %v", msg)
+	}
+	return nil
 }
 
 // tlsSecurityOf is the executors' credentials the cluster tc was started

@@ -53,6 +53,10 @@ type tlsCreds struct {
 	bundle mtls.Bundle
 	server credentials.TransportCredentials
 	client credentials.TransportCredentials
+	// serverTLS and clientTLS are the same configurations for connections
+	// that are not gRPC's (the control transport, internal/rpc/ctl).
+	serverTLS, clientTLS *tls.Config
+	log                  *slog.Logger
 	// refused holds, by dialled address, why its last handshake was
 	// refused: gRPC reports such a failure as Unavailable, like a server
 	// that is not up yet, but retrying cannot fix it.
@@ -76,9 +80,22 @@ func (a Auth) WithTLS(b mtls.Bundle, log *slog.Logger) (Auth, error) {
 	if err != nil {
 		return Auth{}, err
 	}
+	serverTLS, err := b.ServerConfig(nil)
+	if err != nil {
+		return Auth{}, err
+	}
+	// No client of the control transport resumes sessions (none keeps a
+	// session cache), so a ticket would be a driver's work per executor
+	// for nothing. Each connection's config is cloned from this one.
+	serverTLS.SessionTicketsDisabled = true
+	clientTLS, err := b.ClientConfig(nil)
+	if err != nil {
+		return Auth{}, err
+	}
 	a.AppID = b.AppID
 	refused := &sync.Map{}
-	a.tls = &tlsCreds{bundle: b, server: loggedCreds{server, log, nil}, client: loggedCreds{client, log, refused}, refused: refused}
+	a.tls = &tlsCreds{bundle: b, server: loggedCreds{server, log, nil}, client: loggedCreds{client, log, refused}, refused: refused,
+		serverTLS: serverTLS, clientTLS: clientTLS, log: log}
 	return a, nil
 }
 

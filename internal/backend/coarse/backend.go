@@ -20,6 +20,7 @@ import (
 	"github.com/drover-project/drover/internal/backend"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
 )
@@ -146,7 +147,7 @@ type Backend struct {
 	log     *slog.Logger
 	cluster ClusterManager
 
-	server   *grpc.Server
+	server   *ctl.Server
 	listener net.Listener
 	revive   chan struct{}
 	stopCh   chan struct{}
@@ -176,8 +177,6 @@ type Backend struct {
 	capped     chan struct{}
 	stopped    bool
 	totalCores int
-
-	pb.UnimplementedDriverServer
 }
 
 var (
@@ -230,14 +229,15 @@ func New(sched *scheduler.Scheduler, cluster ClusterManager, opts Options) *Back
 
 // Start listens for executors.
 func (b *Backend) Start(ctx context.Context) error {
-	var lc net.ListenConfig
+	lc := net.ListenConfig{KeepAliveConfig: ctl.KeepAlive}
 	lis, err := lc.Listen(ctx, "tcp", net.JoinHostPort(b.opts.BindAddress, strconv.Itoa(b.opts.Port)))
 	if err != nil {
 		return fmt.Errorf("listening on spark.driver.bindAddress %s port %d: %w", b.opts.BindAddress, b.opts.Port, err)
 	}
 	b.listener = lis
-	b.server = grpc.NewServer(rpc.ServerOptions(b.opts.Auth)...)
-	pb.RegisterDriverServer(b.server, b)
+	// A write to an executor that stays blocked for spark.network.timeout
+	// means it is gone, as its silence for as long does.
+	b.server = ctl.NewServer(b.opts.Auth, ctl.Options{WriteTimeout: b.opts.NetworkTimeout}, b.log, b.Control)
 	b.wg.Add(3)
 	go func() { defer b.wg.Done(); _ = b.server.Serve(lis) }()
 	go func() { defer b.wg.Done(); b.reviveLoop() }()

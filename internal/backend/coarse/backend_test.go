@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -26,6 +25,7 @@ import (
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
 )
@@ -219,22 +219,16 @@ func TestAuthentication(t *testing.T) {
 
 // rawRegister opens a control stream and registers like an executor would,
 // so a test controls every message.
-func rawRegister(t *testing.T, url string, auth rpc.Auth, id string) (pb.Driver_ControlClient, error) {
+func rawRegister(t *testing.T, url string, auth rpc.Auth, id string) (*ctl.ClientStream, error) {
 	t.Helper()
-	conn, err := grpc.NewClient(url, rpc.DialOptions(auth)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	stream, err := pb.NewDriverClient(conn).Control(t.Context())
+	stream, err := ctl.Dial(t.Context(), url, auth, ctl.Options{})
 	if err != nil {
 		return nil, err
 	}
+	t.Cleanup(func() { _ = stream.Close() })
 	if err := stream.Send(&pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Register{Register: &pb.Register{
 		AppId: appID, ExecutorId: id, Address: "127.0.0.1:1", Cores: 1,
-	}}}); err != nil && !errors.Is(err, io.EOF) {
-		// io.EOF: the server ended the stream (a rejected secret); Recv
-		// returns its status.
+	}}}); err != nil {
 		return nil, err
 	}
 	msg, err := stream.Recv()

@@ -16,6 +16,7 @@ import (
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
 )
@@ -24,7 +25,7 @@ import (
 // the results fetched from it.
 
 // Control serves one executor's control stream.
-func (b *Backend) Control(stream pb.Driver_ControlServer) error {
+func (b *Backend) Control(stream *ctl.ServerStream) error {
 	first, err := stream.Recv()
 	if err != nil {
 		return err
@@ -107,7 +108,7 @@ func (b *Backend) register(reg *pb.Register) (*executorData, error) {
 	return ex, nil
 }
 
-func (b *Backend) receiveLoop(stream pb.Driver_ControlServer, ex *executorData) error {
+func (b *Backend) receiveLoop(stream *ctl.ServerStream, ex *executorData) error {
 	for {
 		msg, err := stream.Recv()
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
 )
@@ -18,7 +19,7 @@ import (
 // that arrive and, unless told to hold them, reports each task finished
 // (in the packed form of StatusBatch).
 type wireExecutor struct {
-	stream pb.Driver_ControlClient
+	stream *ctl.ClientStream
 
 	hold bool          // leave tasks running
 	done chan struct{} // closed when the stream ends

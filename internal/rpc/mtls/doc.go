@@ -1,7 +1,7 @@
 // Package mtls gives each drover application its own certificate authority
-// and the TLS 1.3 mutual-authentication configuration its gRPC connections
-// use: driver↔executor control stream, result fetch, and executor↔executor
-// shuffle fetch.
+// and the TLS 1.3 mutual-authentication configuration its connections use:
+// the driver↔executor control stream (rpc/ctl), result fetch, and
+// executor↔executor shuffle fetch (gRPC).
 //
 // Why a CA per application: a certificate then proves "I belong to this
 // application" and nothing more, so a process of one application cannot talk

@@ -1,0 +1,39 @@
+// Package ctl is the transport of the driver↔executor control stream: one
+// long-lived connection per executor carrying pb.ExecutorMessage up and
+// pb.DriverMessage down, as the gRPC stream Driver.Control did.
+//
+// Why not gRPC: a driver holds one of these per executor, idle most of the
+// time, and gRPC-go costs four goroutines (transport reader, writer,
+// keep-alive, stream handler) and an HTTP/2 transport per connection: about
+// 48 KiB per executor, most of the driver's memory at 10,000 executors, and
+// a goroutine hand-off per message. Here a connection costs the driver one
+// goroutine, which reads frames and runs the handler; writes are made by
+// whoever has a message to send, under the connection's write lock, so no
+// goroutine waits to write and no timer runs per connection.
+//
+// The wire, after the security handshake:
+//
+//   - the client sends the preamble "DRVCTL1\n";
+//   - then each side sends frames: a uvarint header n<<1 | control, then n
+//     bytes. A message frame (control 0) is one protobuf message; a control
+//     frame's first byte says what it is: hello (server → client, first
+//     frame, carrying the nonce the client must prove the secret for, if
+//     any), proof (client → server), end (the sender sends no more, as a
+//     gRPC half-close or an OK status) or error (server → client, the
+//     stream's gRPC status code and message). Frames are at most
+//     rpc.MaxMessageSize bytes.
+//
+// Security is rpc.Auth's: with TLS, the connection is TLS 1.3 with mutual
+// authentication by the application's certificates, refusals logged as for
+// gRPC connections; with a secret and no TLS, the client proves the secret
+// with an HMAC of the server's fresh nonce (so a recorded connection cannot
+// be replayed); otherwise the connection is plain. A client that does not
+// speak TLS to a TLS server is told so in plaintext (Unauthenticated), and a
+// TLS client of a plaintext server gets a TLS alert, so either side of a
+// mismatch fails at once with a clear error instead of retrying.
+//
+// Dead peers: TCP keep-alive probes (KeepAlive) close a connection whose
+// peer stopped answering, writes have a deadline, and the application's
+// heartbeats, as before, remove an executor not heard from for
+// spark.network.timeout.
+package ctl

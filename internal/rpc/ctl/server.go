@@ -1,0 +1,263 @@
+package ctl
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/pb"
+)
+
+// ServerStream is the driver's end of one executor's control stream.
+type ServerStream struct{ c *conn }
+
+// Recv returns the executor's next message; io.EOF once the executor
+// ended the stream (CloseSend), another error once the connection broke.
+// One goroutine at a time may call it: the handler's.
+func (s *ServerStream) Recv() (*pb.ExecutorMessage, error) {
+	m := new(pb.ExecutorMessage)
+	if err := s.c.recv(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Send writes m to the executor. It may be called from any goroutine, also
+// while another sends (they take turns) or after the handler returned
+// (then it fails).
+func (s *ServerStream) Send(m *pb.DriverMessage) error { return s.c.send(m) }
+
+// Context ends when the connection closes.
+func (s *ServerStream) Context() context.Context { return s.c.context() }
+
+// Peer is the executor's address.
+func (s *ServerStream) Peer() string { return s.c.nc.RemoteAddr().String() }
+
+// Handler serves one stream. Returning ends it: nil as an OK status (the
+// executor reads io.EOF), an error as its gRPC status (Unknown if it has
+// none), which the executor's Recv returns.
+type Handler func(*ServerStream) error
+
+// Server accepts control connections.
+type Server struct {
+	auth    rpc.Auth
+	opts    Options
+	log     *slog.Logger
+	handler Handler
+
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	lis   []net.Listener
+	conns map[*conn]struct{}
+	done  bool
+}
+
+// NewServer returns a server that authenticates connections with auth and
+// runs handler for each; log hears of refused connections that the TLS
+// handshake does not log itself (auth's logger does those).
+func NewServer(auth rpc.Auth, opts Options, log *slog.Logger, handler Handler) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Server{auth: auth, opts: opts.withDefaults(512), log: log, handler: handler, conns: map[*conn]struct{}{}}
+}
+
+// Serve accepts connections on lis until Stop or GracefulStop, and then
+// returns nil. Each connection gets one goroutine, which runs the handshake
+// and then the handler.
+func (s *Server) Serve(lis net.Listener) error {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		_ = lis.Close()
+		return nil
+	}
+	s.lis = append(s.lis, lis)
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	var backoff time.Duration
+	for {
+		nc, err := lis.Accept()
+		if err != nil {
+			s.mu.Lock()
+			done := s.done
+			s.mu.Unlock()
+			if done || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// Out of file descriptors, say: wait and try again, as
+			// net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.log.Warn("accepting a control connection", "err", err, "retry_in", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		c := newConn(nc, s.opts)
+		s.mu.Lock()
+		if s.done {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return nil
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serve(c)
+	}
+}
+
+// serve runs c's handshake, then hands the connection to a goroutine of
+// its own for the stream: the handshake (certificate verification, key
+// exchange) grows a goroutine's stack to several times what reading the
+// stream needs, and a stack shrinks only slowly, so the goroutine that
+// lives as long as the connection starts afresh. Only one of the two runs
+// at any time.
+func (s *Server) serve(c *conn) {
+	stream, ok := s.handshake(c)
+	if !ok {
+		s.forget(c)
+		return
+	}
+	go s.run(c, stream)
+}
+
+// run is the goroutine of an established connection: the handler, then
+// the end of the stream.
+func (s *Server) run(c *conn, stream *ServerStream) {
+	defer s.forget(c)
+	err := s.handler(stream)
+	if err == nil {
+		if c.write(controlFrame(kindEnd, nil), errEnded) == nil {
+			c.close()
+		}
+		return
+	}
+	if c.write(errorFrame(err), errEnded) == nil {
+		c.lingerClose(time.Second)
+	}
+}
+
+// forget closes c and drops it from the server's connections.
+func (s *Server) forget(c *conn) {
+	c.close()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// handshake secures and authenticates c, and reports whether it may carry
+// a stream.
+func (s *Server) handshake(c *conn) (*ServerStream, bool) {
+	peer := c.nc.RemoteAddr().String()
+	// The socket's deadline bounds the handshake: a context with one
+	// would cost crypto/tls a goroutine per handshake to watch it.
+	_ = c.nc.SetDeadline(time.Now().Add(s.opts.HandshakeTimeout))
+	nc, err := s.auth.ServerHandshake(context.Background(), c.nc)
+	if err != nil {
+		// rpc logged the refusal. A drover client without TLS is told
+		// why in its own protocol: it stops instead of retrying.
+		var header tls.RecordHeaderError
+		if errors.As(err, &header) && header.Conn != nil && string(header.RecordHeader[:]) == preamble[:len(header.RecordHeader)] {
+			if c.write(errorFrame(status.Error(codes.Unauthenticated, "the driver requires mutual TLS (spark.network.crypto.enabled) and this executor does not use it")), errEnded) == nil {
+				c.lingerClose(time.Second)
+			}
+		}
+		return nil, false
+	}
+	if nc != c.nc {
+		// TLS: the frames go through the TLS connection from now on.
+		c.mu.Lock()
+		c.nc = nc
+		c.mu.Unlock()
+	}
+	c.startReading()
+	var got [len(preamble)]byte
+	if _, err := io.ReadFull(c.r, got[:]); err != nil {
+		return nil, false
+	}
+	if string(got[:]) != preamble {
+		if got[0] == 0x16 { // a TLS handshake record
+			s.log.Warn(rpc.RefusedMessage, "peer", peer, "err", "a TLS client, and this driver does not use TLS (spark.network.crypto.enabled is off)")
+			// A fatal handshake_failure alert: the client stops at once.
+			_, _ = c.nc.Write([]byte{0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x28})
+		} else {
+			s.log.Warn(rpc.RefusedMessage, "peer", peer, "err", "not a drover control-stream client")
+		}
+		return nil, false
+	}
+	var nonce []byte
+	if s.auth.TokenRequired() {
+		nonce = make([]byte, 32)
+		_, _ = rand.Read(nonce)
+	}
+	if c.write(controlFrame(kindHello, nonce), nil) != nil {
+		return nil, false
+	}
+	if nonce != nil {
+		if err := s.checkProof(c, nonce); err != nil {
+			s.log.Warn(rpc.RefusedMessage, "peer", peer, "err", err)
+			if c.write(errorFrame(status.Error(codes.Unauthenticated, err.Error())), errEnded) == nil {
+				c.lingerClose(time.Second)
+			}
+			return nil, false
+		}
+	}
+	_ = c.nc.SetDeadline(time.Time{})
+	return &ServerStream{c: c}, true
+}
+
+// checkProof reads the client's proof of the secret for nonce.
+func (s *Server) checkProof(c *conn, nonce []byte) error {
+	control, p, err := c.next()
+	if err != nil {
+		return err
+	}
+	defer c.release()
+	if !control || len(p) == 0 || p[0] != kindProof {
+		return errors.New("missing or wrong application secret (spark.authenticate is on)")
+	}
+	return s.auth.CheckProof(nonce, p[1:])
+}
+
+// stop stops accepting, closes the connections too if hard, and waits for
+// every connection's goroutine.
+func (s *Server) stop(hard bool) {
+	s.mu.Lock()
+	s.done = true
+	for _, l := range s.lis {
+		_ = l.Close()
+	}
+	s.lis = nil
+	var conns []*conn
+	if hard {
+		for c := range s.conns {
+			conns = append(conns, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+	s.wg.Wait()
+}
+
+// GracefulStop stops accepting connections and waits for the handlers of
+// those open to return.
+func (s *Server) GracefulStop() { s.stop(false) }
+
+// Stop stops accepting connections, closes those open and waits for their
+// handlers to return.
+func (s *Server) Stop() { s.stop(true) }
