@@ -141,12 +141,12 @@ func (r *Report) goBench(ctx context.Context, timeout time.Duration, label strin
 			found = true
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w\n%s", cmdline, err, tail(out))
-	}
 	if os.Getenv("DROVER_BENCH_VERBOSE") != "" {
 		// The benchmarks' logs say more than their figures (a job's stages).
 		os.Stderr.Write(out)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w\n%s", cmdline, err, tail(out))
 	}
 	if !found {
 		return fmt.Errorf("%s printed no benchmark results\n%s", cmdline, tail(out))

@@ -179,7 +179,8 @@ func victimIDs(v []hostedExecutor) []executorid.ID {
 }
 
 // deletePods deletes the executors' pods at once (no grace period), from
-// 32 clients.
+// 32 clients. A delete the API server timed out (it does, loaded by 10,000
+// pods and their executors on two cores) is sent again.
 func deletePods(tb testing.TB, env *testenv.Env, ns string, execs []hostedExecutor) {
 	start := time.Now()
 	defer func() { tb.Logf("%d pods deleted in %s", len(execs), time.Since(start).Round(time.Millisecond)) }()
@@ -188,8 +189,19 @@ func deletePods(tb testing.TB, env *testenv.Env, ns string, execs []hostedExecut
 	for range 32 {
 		wg.Go(func() {
 			for pod := range work {
-				err := env.Client.CoreV1().Pods(ns).Delete(context.Background(), pod, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-				if err != nil && !apierrors.IsNotFound(err) {
+				var err error
+				for try := 0; try < 5; try++ {
+					err = env.Client.CoreV1().Pods(ns).Delete(context.Background(), pod, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+					if err == nil || apierrors.IsNotFound(err) {
+						err = nil
+						break
+					}
+					if !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) && !apierrors.IsTooManyRequests(err) {
+						break
+					}
+					time.Sleep(time.Second)
+				}
+				if err != nil {
 					tb.Errorf("deleting pod %s: %v", pod, err)
 				}
 			}
