@@ -156,6 +156,8 @@ type jobRun struct {
 	// map outputs that lived on them when the reduce stage started.
 	Removed     []executorid.ID
 	LostOutputs int
+	// Causes counts the removals by cause and message.
+	Causes map[string]int
 	// ReduceDoneAtLoss is how many reduce tasks had succeeded when the
 	// first executor was removed; FetchFailures counts reduce attempts
 	// that failed to fetch a block; StageAttempts the stages submitted.
@@ -287,6 +289,7 @@ func (t *jobTracker) handle(e events.Event) {
 			r.ReduceDoneAtLoss = t.done
 		}
 		r.Removed = append(r.Removed, e.Executor)
+		r.Causes[e.Cause+": "+e.Reason]++
 		r.RemovalSpan = e.Time.Sub(t.lostAt)
 		for _, ex := range t.atReduce {
 			if ex == e.Executor {
@@ -335,7 +338,7 @@ func runScaleJob(ctx context.Context, g *dag.Graph, bus *events.Bus, t *jobTrack
 		g.Forget(kept, nil)
 		g.Forget(src, nil)
 	}()
-	run := &jobRun{Sums: map[int64]int64{}}
+	run := &jobRun{Sums: map[int64]int64{}, Causes: map[string]int{}}
 	t.mu.Lock()
 	t.job, t.run, t.kinds, t.output, t.atReduce, t.done, t.reduce = id, run, map[int]bool{}, map[int]executorid.ID{}, nil, 0, onReduce
 	t.shuf = fmt.Sprintf("→ shuffle %d", sid)
@@ -424,6 +427,7 @@ func checkScaleJob(b testing.TB, p scaleJobParams, res *scaleJobResult, victims 
 		p.MapTasks, p.Reducers, c.Elapsed.Round(time.Millisecond), c.fromReduce().Round(time.Millisecond), l.Elapsed.Round(time.Millisecond), len(l.Removed), l.RemovalSpan.Round(time.Millisecond),
 		l.LossToEnd.Round(time.Millisecond), l.ReduceDoneAtLoss, p.Reducers, l.fromReduce().Round(time.Millisecond), l.LostOutputs, l.MapLaunches-p.MapTasks,
 		l.ReduceLaunches-p.Reducers, l.FetchFailures, l.StageAttempts)
+	b.Logf("removals with executors lost, by cause: %v", l.Causes)
 	b.Logf("stages without loss: %v", c.Stages)
 	b.Logf("stages with executors lost: %v", l.Stages)
 }
