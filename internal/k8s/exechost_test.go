@@ -81,6 +81,9 @@ type executorHosts struct {
 	victimIns   []io.WriteCloser
 	victims     []hostedExecutor
 	started     int
+	// stopped is set once the hosts were told to end: a pod that runs
+	// after the application ended (a replacement) gets no executor.
+	stopped bool
 }
 
 func startExecutorHosts(tb testing.TB, n int, p execHostParams, l hostLayout) *executorHosts {
@@ -123,6 +126,9 @@ func startExecutorHosts(tb testing.TB, n int, p execHostParams, l hostLayout) *e
 func (h *executorHosts) start(id executorid.ID, pod string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.stopped {
+		return
+	}
 	h.started++
 	in := h.ins[h.next%len(h.ins)]
 	if len(h.victimIns) > 0 && h.started <= h.n && h.started%h.layout.victimEvery == 0 {
@@ -157,6 +163,7 @@ func (h *executorHosts) killVictims() []hostedExecutor {
 func (h *executorHosts) stop() {
 	h.mu.Lock()
 	victims, victimIns := h.victimHosts, h.victimIns
+	h.stopped = true
 	h.mu.Unlock()
 	for i, cmd := range victims {
 		_ = victimIns[i].Close()
