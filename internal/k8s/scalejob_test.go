@@ -156,7 +156,7 @@ type jobRun struct {
 	// map outputs that lived on them when the reduce stage started.
 	Removed     []executorid.ID
 	LostOutputs int
-	// Causes counts the removals by cause and message.
+	// Causes counts the removals by cause.
 	Causes map[string]int
 	// ReduceDoneAtLoss is how many reduce tasks had succeeded when the
 	// first executor was removed; FetchFailures counts reduce attempts
@@ -289,7 +289,7 @@ func (t *jobTracker) handle(e events.Event) {
 			r.ReduceDoneAtLoss = t.done
 		}
 		r.Removed = append(r.Removed, e.Executor)
-		r.Causes[e.Cause+": "+e.Reason]++
+		r.Causes[e.Cause]++
 		r.RemovalSpan = e.Time.Sub(t.lostAt)
 		for _, ex := range t.atReduce {
 			if ex == e.Executor {
