@@ -6,6 +6,8 @@
 //	go run ./hack/bench -compare   # run again, print each figure against the committed one
 //	go run ./hack/bench -render    # rewrite docs/benchmarks.md from the JSON and docs/benchmarks-notes.md
 //
+// DROVER_BENCH_VERBOSE=1 prints each go benchmark's output as it ends.
+//
 // Each step is bounded in time; a step that cannot run here (no Dask, no
 // Kubernetes test binaries) is recorded as skipped with the reason.
 package main
@@ -148,6 +150,10 @@ func (r *Report) goBench(ctx context.Context, timeout time.Duration, label strin
 			r.Figures = append(r.Figures, Figure{Name: label + m[1] + " " + unit, Value: v, Unit: unit, Command: cmdline})
 			found = true
 		}
+	}
+	if os.Getenv("DROVER_BENCH_VERBOSE") != "" {
+		// The benchmarks' logs say more than their figures (a job's stages).
+		os.Stderr.Write(out)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w\n%s", cmdline, err, tail(out))
@@ -344,6 +350,16 @@ func mainErr(compare bool, only string) error {
 			return k8sBench(40*time.Minute, "N=10000 ", "./internal/k8s/", "^BenchmarkAllocation(Adaptive|RawBaseline)$", "1x",
 				"DROVER_SCALE_N=10000", "DROVER_SCALE_HOLD=0s")
 		}},
+		{"kubernetes job", func() error {
+			// 1,000 executors run a job of 10,000 tasks with a shuffle twice,
+			// the second time losing 100 of them in its reduce stage.
+			return k8sBench(20*time.Minute, "", "./internal/k8s/", "^BenchmarkScaleJob$", "1x")
+		}},
+		{"kubernetes job N=10000", func() error {
+			// 10,000 executors in 40 child processes of 250, a job of
+			// 100,000 tasks, 1,000 executors lost in its reduce stage.
+			return k8sBench(50*time.Minute, "N=10000 ", "./internal/k8s/", "^BenchmarkScaleJob$", "1x", "DROVER_SCALE_N=10000")
+		}},
 		{"kubernetes allocation without authentication", func() error {
 			// The cost of mutual TLS (the default) on registration: the same
 			// allocation with spark.authenticate=false, as before it.
@@ -440,6 +456,12 @@ func mainErr(compare bool, only string) error {
 		"N=5000 BenchmarkAllocationSpark s/op", "≤ 1/3", func(v float64) bool { return v <= 1.0/3 })
 	r.ratio("allocation of 10,000 executors, adaptive / raw parallel creates", "N=10000 BenchmarkAllocationAdaptive s/op",
 		"N=10000 BenchmarkAllocationRawBaseline s/op", "≤ 1.05", func(v float64) bool { return v <= 1.05 })
+	for _, label := range []string{"", "N=10000 "} {
+		r.ratio(fmt.Sprintf("%sjob with a shuffle, 10%% of executors lost in its reduce stage: map tasks run again / map outputs lost", label),
+			label+"BenchmarkScaleJob map-tasks-rerun", label+"BenchmarkScaleJob map-outputs-lost", "≤ 1", func(v float64) bool { return v <= 1 })
+		r.ratio(fmt.Sprintf("%sjob with a shuffle: time to result with 10%% of executors lost / without", label),
+			label+"BenchmarkScaleJob s-to-result", label+"BenchmarkScaleJob s-to-result-no-loss", "", nil)
+	}
 	r.slope("driver peak RSS per 1,000 executors (adaptive; least squares over N = 1,000, 5,000, 10,000)", "MiB/1000-executors",
 		"driver-peak-rss-MiB", map[float64]string{1: "", 5: "N=5000 ", 10: "N=10000 "})
 	r.ratio("driver CPU-seconds for 1,000 executors, adaptive / spark (batch 20)", "BenchmarkAllocationAdaptive driver-cpu-s",
@@ -551,7 +573,7 @@ type step struct {
 
 // scaleSteps run only when -only names them (make bench-scale): they would
 // take make bench past its 30 minutes.
-var scaleSteps = map[string]bool{"kubernetes allocation N=10000": true}
+var scaleSteps = map[string]bool{"kubernetes allocation N=10000": true, "kubernetes job N=10000": true}
 
 // selected reports whether -only picks the step named name: each
 // comma-separated entry picks the step it names exactly or, when no step

@@ -32,6 +32,7 @@ import (
 
 	"github.com/drover-project/drover/internal/appstate"
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/eventlog"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executor"
@@ -361,9 +362,10 @@ type scaleRun struct {
 	created                       []string
 	stderr                        string // the driver's log
 	peakPending                   int64
-	apiserver                     map[string]int // apiserver_request_total during the ramp-up
-	cpu                           time.Duration  // the driver process's CPU time over its life
-	peakRSS                       int64          // the driver process's peak resident set, bytes
+	apiserver                     map[string]int   // apiserver_request_total during the ramp-up
+	cpu                           time.Duration    // the driver process's CPU time over its life
+	peakRSS                       int64            // the driver process's peak resident set, bytes
+	victims                       []hostedExecutor // the executors killed in the job
 }
 
 func benchmarkAllocation(b *testing.B, policy string) {
@@ -411,6 +413,9 @@ type driverParams struct {
 	// LogInfo writes the driver's info log to its stderr (the fault tests
 	// read it); benchmarks keep the driver silent.
 	LogInfo bool
+	// Job, if set, is run once every executor registered, instead of the
+	// hold (BenchmarkScaleJob).
+	Job *scaleJobParams
 }
 
 // driverResult is what the driver process reports on its last line.
@@ -421,6 +426,7 @@ type driverResult struct {
 	ListsAfter int64          // LIST or WATCHLIST after Start returned
 	HoldWrites int            // writes while the application idled
 	Registered int
+	Job        *scaleJobResult
 }
 
 // driverMain is the driver process: it prints "url <driver URL>" once it
@@ -454,7 +460,14 @@ func driverMain(raw string) error {
 	if os.Getenv("DROVER_SCALE_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	sched := scheduler.New(scheduler.Options{MaxFailures: 4})
+	// The job's graph forgets the map outputs of lost executors.
+	var graph atomic.Pointer[dag.Graph]
+	schedOpts := scheduler.Options{MaxFailures: 4, ExecutorLost: func(id executorid.ID) {
+		if g := graph.Load(); g != nil {
+			g.ExecutorLost(id)
+		}
+	}}
+	sched := scheduler.New(schedOpts)
 	failed := make(chan error, 1)
 	app := master.App{ID: "drover-scale-" + p.Policy, Conf: conf, Scheduler: sched, Logger: log,
 		Master: master.URL{Kind: master.Kubernetes, APIServer: p.APIServer},
@@ -480,7 +493,15 @@ func driverMain(raw string) error {
 		}
 		defer closeObservers()
 		app.Events = bus
-		sched = scheduler.New(scheduler.Options{MaxFailures: 4, Events: bus})
+	}
+	// A job's figures come from the event stream.
+	if p.Job != nil && app.Events == nil {
+		app.Events = events.NewBus(nil, log)
+		defer app.Events.Close()
+	}
+	if app.Events != nil {
+		schedOpts.Events = app.Events
+		sched = scheduler.New(schedOpts)
 		app.Scheduler = sched
 	}
 	mc, err := newCluster(app)
@@ -504,7 +525,7 @@ func driverMain(raw string) error {
 		}()
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), driverTimeout(p.Job != nil))
 	defer cancel()
 	if err := cl.Start(ctx); err != nil {
 		return err
@@ -536,14 +557,37 @@ func driverMain(raw string) error {
 			runtime.NumGoroutine(), ms.HeapInuse>>20, ms.HeapSys>>20, ms.StackSys>>20, (ms.Sys-ms.HeapSys-ms.StackSys)>>20), 0o644)
 	}
 
-	// Idle: the watch is healthy, so nothing may list, and nothing writes.
-	atReady := counter.snapshot()
-	select {
-	case <-time.After(p.Hold):
-	case err := <-failed:
-		return fmt.Errorf("application failed while idle: %w", err)
+	if p.Job != nil {
+		// Each task's aggregation budget as drive() gives it on
+		// Kubernetes: the executor's memory fraction over its cores.
+		memory := int64(float64(config.ExecutorMemory.Get(conf))*config.MemoryFraction.Get(conf)) / int64(max(1, config.ExecutorCores.Get(conf)))
+		g := dag.New(sched, dag.Options{MaxStageAttempts: 4, MemoryBytes: memory, Logger: log,
+			MaxInFlight:    config.ReducerMaxSizeInFlight.Get(conf),
+			RemoveShuffles: func(ids []int) { cl.Backend().RemoveShuffles(ids) }})
+		graph.Store(g)
+		jobCtx, cancelJob := context.WithCancelCause(ctx)
+		go func() {
+			select {
+			case err := <-failed:
+				cancelJob(fmt.Errorf("application failed: %w", err))
+			case <-jobCtx.Done():
+			}
+		}()
+		r.Job, err = runScaleJobs(jobCtx, g, app.Events, *p.Job)
+		cancelJob(nil)
+		if err != nil {
+			return err
+		}
+	} else {
+		// Idle: the watch is healthy, so nothing may list, and nothing writes.
+		atReady := counter.snapshot()
+		select {
+		case <-time.After(p.Hold):
+		case err := <-failed:
+			return fmt.Errorf("application failed while idle: %w", err)
+		}
+		r.HoldWrites = writes(counter.snapshot()) - writes(atReady)
 	}
-	r.HoldWrites = writes(counter.snapshot()) - writes(atReady)
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer stopCancel()
 	if err := cl.Stop(stopCtx); err != nil {
@@ -557,6 +601,14 @@ func driverMain(raw string) error {
 	}
 	fmt.Printf("result %s\n", out)
 	return nil
+}
+
+// driverTimeout bounds a driver process: allocation, or allocation and a job.
+func driverTimeout(job bool) time.Duration {
+	if job {
+		return 45 * time.Minute
+	}
+	return 15 * time.Minute
 }
 
 func cpuTime(who int) time.Duration {
@@ -579,6 +631,10 @@ type allocation struct {
 	// relists allows the driver to list again (after an API server
 	// outage, its watch must).
 	relists bool
+	// job, if set, is run by the driver once every executor registered:
+	// the executors then run in child processes, every tenth in one of its
+	// own, killed (and their pods deleted) when the driver says "lose".
+	job *scaleJobParams
 }
 
 // allocationRun starts a driver process for policy and, for each of its
@@ -589,11 +645,11 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 	policy, n, hold := a.policy, a.n, a.hold
 	ns := env.NewNamespace(b)
 	params, err := json.Marshal(driverParams{Namespace: ns, Policy: policy, APIServer: env.URL,
-		Template: kwokTemplate(b), N: n, Hold: hold, LogInfo: a.fault != nil})
+		Template: kwokTemplate(b), N: n, Hold: hold, LogInfo: a.fault != nil, Job: a.job})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), driverTimeout(a.job != nil)+5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), driverEnv+"="+string(params), "KUBECONFIG="+env.Kubeconfig)
@@ -627,12 +683,16 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 			urlOnce.Do(func() {
 				url = <-driverURL
 				auth = executorAuth(b, env, ns, appID)
-				if n > executorsPerHost {
+				if n > executorsPerHost || a.job != nil {
 					hp := execHostParams{URL: url, AppID: appID, Secret: auth.Secret}
 					if bundle, ok := auth.TLS(); ok {
 						hp.TLS = bundle.Encode()
 					}
-					hosts.Store(startExecutorHosts(b, n, hp))
+					hl := hostLayout{perHost: executorsPerHost}
+					if a.job != nil {
+						hl = jobHostLayout(n, b.TempDir())
+					}
+					hosts.Store(startExecutorHosts(b, n, hp, hl))
 				}
 			})
 			if h := hosts.Load(); h != nil {
@@ -663,6 +723,7 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 		b.Fatalf("%s; the driver's output:\n%s", fmt.Sprintf(format, args...), tail(stderr.Bytes()))
 	}
 	var r scaleRun
+	var deletes sync.WaitGroup
 	faultDone := make(chan struct{})
 	if a.fault != nil {
 		go func() { defer close(faultDone); a.fault(watcher) }()
@@ -678,12 +739,22 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 			r.peakPending = watcher.peakPending.Load()
 			stopProgress()
 			r.apiserver = diffCounts(apiserverRequests(b, env, resources...), before)
+		case "lose":
+			// Abruptly: the executors' process is killed at once, then their
+			// pods are deleted, as a node that dies and is drained.
+			h := hosts.Load()
+			if h == nil {
+				failed("the driver asked for a loss without executor hosts")
+			}
+			r.victims = h.killVictims()
+			deletes.Go(func() { deletePods(b, env, ns, r.victims) })
 		case "result":
 			if err := json.Unmarshal([]byte(rest), &r.driverResult); err != nil {
 				failed("reading the driver's result: %v", err)
 			}
 		}
 	}
+	deletes.Wait()
 	if err := cmd.Wait(); err != nil {
 		failed("the driver process: %v", err)
 	}
@@ -734,7 +805,16 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 	}
 	r.created = slices.Sorted(maps.Keys(created))
 	r.podCreates = len(r.created)
-	if r.podCreates != n {
+	switch {
+	case a.job != nil:
+		// Lost executors are replaced while the target stays n; a
+		// replacement may still be unborn when the application ends.
+		if r.podCreates < n || r.podCreates > n+len(r.victims) {
+			b.Errorf("the driver created %d executor pods for %d executors and %d lost; want between %d and %d",
+				r.podCreates, n, len(r.victims), n, n+len(r.victims))
+		}
+		checkScaleJob(b, *a.job, r.Job, victimIDs(r.victims))
+	case r.podCreates != n:
 		b.Errorf("the driver created %d executor pods for %d executors (audit log and pod watch); want exactly %d", r.podCreates, n, n)
 	}
 	if r.HoldWrites > 0 {
