@@ -100,3 +100,70 @@ func TestOutputsLostBeforeTheStageAreComputedAgain(t *testing.T) {
 		}
 	}
 }
+
+// Executors lost together (10 % of a cluster) are reported over seconds:
+// each attempt of the stage that reads their outputs fails on one of them,
+// and each pass of the map stage finds more outputs gone. Neither counts
+// against spark.stage.maxConsecutiveAttempts (4 here): the job ends once
+// the outputs are computed again, whatever the number of such rounds.
+func TestManyExecutorsLostOneAfterAnother(t *testing.T) {
+	const rounds = 6 // more than MaxStageAttempts
+	for _, tc := range []struct {
+		name string
+		// lose is called in a map or result task on executor id; it
+		// returns the status the task reports, or nil for the usual one.
+		lose func(g *Graph, f *fakeBackend, task *dataflow.Task, st *dataflow.Stage, id executorid.ID) *scheduler.Status
+	}{
+		{"fetch failures from executors already reported lost", func(g *Graph, f *fakeBackend, task *dataflow.Task, st *dataflow.Stage, id executorid.ID) *scheduler.Status {
+			if st.Output.Kind == dataflow.WriteShuffle || id > rounds || task.Partition != 0 {
+				return nil
+			}
+			// The result task's fetch from the map outputs' executor
+			// fails, and that executor was reported lost before.
+			g.ExecutorLost(id)
+			f.mu.Lock()
+			f.executor = id + 1
+			f.mu.Unlock()
+			for sid := range task.Blocks {
+				s := fetchFailed(sid)
+				s.FetchFailed.ExecutorID = id
+				return &s
+			}
+			return nil
+		}},
+		{"map outputs lost as soon as computed", func(g *Graph, f *fakeBackend, task *dataflow.Task, st *dataflow.Stage, id executorid.ID) *scheduler.Status {
+			if st.Output.Kind != dataflow.WriteShuffle || id > rounds || task.Partition != 0 {
+				return nil
+			}
+			// The executor that ran map 0 is lost before its output is
+			// recorded: the map stage succeeded and its output is missing.
+			g.ExecutorLost(id)
+			f.mu.Lock()
+			f.executor = id + 1
+			f.mu.Unlock()
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var g *Graph
+			var f *fakeBackend
+			g, f, final := newGraph(t, 3, func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
+				id := f.executorID()
+				if s := tc.lose(g, f, task, st, id); s != nil {
+					return *s
+				}
+				if st.Output.Kind == dataflow.WriteShuffle {
+					return mapStatus(task, 0)
+				}
+				return scheduler.Status{State: scheduler.Finished, Result: []byte{byte(task.Partition)}}
+			})
+			got := collectFirstBytes(t, g, final, 0, 1)
+			if len(got) != 2 {
+				t.Errorf("results for %d partitions, want 2", len(got))
+			}
+			if id := f.executorID(); id != rounds+1 {
+				t.Errorf("the job ended on executor %d, want %d: every round lost one", id, rounds+1)
+			}
+		})
+	}
+}

@@ -92,6 +92,13 @@ func (g *Graph) ExecutorLost(id executorid.ID) {
 	}
 }
 
+// executorLost reports whether id was reported lost.
+func (g *Graph) executorLost(id executorid.ID) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.lost[id]
+}
+
 func (g *Graph) lostOutput(ff *scheduler.FetchFailedError) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

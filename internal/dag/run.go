@@ -108,6 +108,20 @@ func (g *Graph) Run(ctx context.Context, final int, out dataflow.Output, partiti
 			return err
 		}
 		g.lostOutput(ff)
+		if g.executorLost(ff.ExecutorID) {
+			// The block's executor was already reported lost: its outputs
+			// are inputs lost through no fault of this stage, as above. When
+			// many executors go at once, each attempt meets one of them (the
+			// attempt ends at its first fetch failure), and counting those
+			// would fail the job on the fourth while the rest are recomputed.
+			if lostInputs++; lostInputs > maxInputRecomputes*g.opts.MaxStageAttempts {
+				return fmt.Errorf("stage %d: map outputs lost with their executors %d times in a row; last: %w", st.ID, lostInputs, err)
+			}
+			g.log.Info("fetch failed from an executor that was lost; recomputing its map outputs", "stage", st.ID,
+				"shuffle", ff.ShuffleID, "executor", ff.ExecutorID)
+			attempt--
+			continue
+		}
 		if attempt+1 >= g.opts.MaxStageAttempts {
 			return fmt.Errorf("stage %d failed %d consecutive attempts; last: %w", st.ID, attempt+1, err)
 		}
@@ -170,13 +184,18 @@ func (g *Graph) computeShuffle(ctx context.Context, sid int) error {
 	g.mu.Unlock()
 	s.compute.Lock()
 	defer s.compute.Unlock()
-	for attempt := 0; ; attempt++ {
+	// A pass whose map stage succeeded and still left outputs missing lost
+	// them with their executors after they were computed: as lost inputs,
+	// it is bounded by maxInputRecomputes per allowed attempt, not by the
+	// attempts (a failed map stage returns its error at once). Executors
+	// lost together are reported over seconds, each pass finding more.
+	for pass := 0; ; pass++ {
 		missing := g.missing(s)
 		if len(missing) == 0 {
 			return nil
 		}
-		if attempt >= g.opts.MaxStageAttempts {
-			return fmt.Errorf("shuffle %d: map outputs keep getting lost (%d attempts)", sid, attempt)
+		if pass >= maxInputRecomputes*g.opts.MaxStageAttempts {
+			return fmt.Errorf("shuffle %d: map outputs keep getting lost (%d passes)", sid, pass)
 		}
 		// Map outputs are recorded as their tasks succeed (recordMapOutput).
 		err := g.Run(ctx, s.dep.Parent, dataflow.Output{Kind: dataflow.WriteShuffle, Shuffle: sid}, missing,
