@@ -22,6 +22,7 @@ import (
 
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/logging"
+	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/testenv"
 )
 
@@ -367,7 +368,7 @@ func TestChaosClientDriverSignals(t *testing.T) {
 			ns := env.NewNamespace(t)
 			job := newChaosJob(t)
 			spec, _ := json.Marshal(map[string]any{"Args": k8sArgs(env, ns, job.conf(executors, conf...)...), "Path": job.path})
-			var stderr syncBuffer
+			var stderr logtest.Buffer
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), envChaosDriver+"="+string(spec), "KUBECONFIG="+env.Kubeconfig)
 			cmd.Stderr = &stderr

@@ -1,11 +1,9 @@
 package drover
 
 import (
-	"bytes"
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/testenv"
 )
 
@@ -20,29 +19,11 @@ import (
 // driver run is bounded: a run that hangs fails the test instead of
 // waiting for the test binary's timeout.
 
-// syncBuffer is a bytes.Buffer safe to read while the driver writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // runDriverWithin runs a driver and fails t if it does not end within
 // timeout.
 func runDriverWithin(t *testing.T, timeout time.Duration, args []string, run func(*Context) error) (int, string) {
 	t.Helper()
-	var stderr syncBuffer
+	var stderr logtest.Buffer
 	done := make(chan int, 1)
 	start := time.Now()
 	go func() { done <- runDriver(args, &stderr, run) }()

@@ -24,30 +24,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/drover-project/drover/internal/executor"
+	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/mtls"
 	"github.com/drover-project/drover/internal/rpc/pb"
 )
-
-// lockedBuffer collects a logger's lines from several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // tlsSecurity is what master.NewSecurity makes with
 // spark.network.crypto.enabled: the driver's and the executors' mutual-TLS
@@ -102,7 +85,7 @@ func (d *dialRecorder) peers() []string {
 // refused side logs a line naming the peer, and the job's result is the
 // same as without them.
 func TestIntrudersAreRefused(t *testing.T) {
-	var driverLog lockedBuffer
+	var driverLog logtest.Buffer
 	log := slog.New(slog.NewTextHandler(&driverLog, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	dir := t.TempDir()
 	tc := startClusterWith(t, dir, 2, 1, 1, tlsSecurity(t, testApp, log), log)
@@ -207,7 +190,7 @@ func TestIntrudersAreRefused(t *testing.T) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), executor.Options{DriverURL: tc.b.URL(), AppID: "drover-other-app", ExecutorID: 5,
 			BindHost: "127.0.0.1", Cores: 1, LocalDir: t.TempDir(), Auth: other.Executors}.Env()...)
-		var stderr lockedBuffer
+		var stderr logtest.Buffer
 		cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -1,7 +1,6 @@
 package progress
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
@@ -40,29 +40,12 @@ func TestBar(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // runReporter steps a reporter through ticks of a fake clock, with the
 // stages each tick reports.
 func runReporter(t *testing.T, r *Reporter, ticks [][]scheduler.StageProgress, step time.Duration) string {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	var out syncBuffer
+	var out logtest.Buffer
 	var mu sync.Mutex
 	var current []scheduler.StageProgress
 	polled := make(chan struct{})

@@ -18,6 +18,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
@@ -79,29 +80,11 @@ type harness struct {
 	clk  *testingclock.FakeClock
 	a    *fakeApplier
 	m    *Manager
-	logs *lockedBuffer
-}
-
-// lockedBuffer collects the Manager's log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs *logtest.Buffer
 }
 
 func startManager(t *testing.T, o Options) *harness {
-	h := &harness{t: t, clk: testingclock.NewFakeClock(t0), a: &fakeApplier{}, logs: &lockedBuffer{}}
+	h := &harness{t: t, clk: testingclock.NewFakeClock(t0), a: &fakeApplier{}, logs: &logtest.Buffer{}}
 	h.m = New(o, h.a, h.clk, slog.New(slog.NewTextHandler(h.logs, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

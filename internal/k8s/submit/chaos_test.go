@@ -25,6 +25,7 @@ import (
 
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/k8s/podspec"
+	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/testenv"
 )
 
@@ -158,7 +159,7 @@ func driverCreates(t *testing.T, env *testenv.Env, ns, appID string) (stored, re
 // submission is drover submit running in the background.
 type submission struct {
 	cmd    *exec.Cmd
-	stderr syncBuffer
+	stderr logtest.Buffer
 	done   chan struct{}
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/submit"
+	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/testenv"
 	"github.com/drover-project/drover/internal/testenv/procnode"
 )
@@ -564,7 +565,7 @@ func TestChaosClientModeDriverKilled(t *testing.T) {
 	env := cluster.Env(t)
 	binaries(t)
 	ns := restrictedNamespace(t, env)
-	var out syncBuffer
+	var out logtest.Buffer
 	driver := exec.Command(filepath.Join(binDir, "sleepapp"), "--master", "k8s://"+env.URL,
 		"--conf", "spark.kubernetes.namespace="+ns,
 		"--conf", "spark.kubernetes.container.image=drover-test:latest",
@@ -674,22 +675,4 @@ func TestChaosClientModeDriverKilled(t *testing.T) {
 	if t.Failed() {
 		t.Logf("driver output:\n%s", out.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer that a process's output and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

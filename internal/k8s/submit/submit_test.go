@@ -1,12 +1,10 @@
 package submit
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
+	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/master"
 )
 
@@ -175,24 +174,6 @@ func pod(phase corev1.PodPhase, exit *int32, rv string) *corev1.Pod {
 	return p
 }
 
-// syncWriter is a bytes.Buffer safe for the watcher and the test.
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // TestWatcherSurvivesGone expires the first watch with 410 Gone while the
 // driver fails: the informer lists again and the outcome is not lost.
 func TestWatcherSurvivesGone(t *testing.T) {
@@ -211,7 +192,7 @@ func TestWatcherSurvivesGone(t *testing.T) {
 		}()
 		return true, w, nil
 	})
-	out := &syncWriter{}
+	out := &logtest.Buffer{}
 	clk := clocktesting.NewFakeClock(time.Now())
 	w := &Watcher{Client: cs, Namespace: "spark", Pod: "wc-driver", AppID: "app-1", Container: "spark-kubernetes-driver",
 		Interval: time.Second, Clock: clk, Out: out}
@@ -236,7 +217,7 @@ func TestWatcherSurvivesGone(t *testing.T) {
 // TestWatcherReports prints a status line on each tick of the clock.
 func TestWatcherReports(t *testing.T) {
 	cs := fake.NewClientset(pod(corev1.PodRunning, nil, "1"))
-	out := &syncWriter{}
+	out := &logtest.Buffer{}
 	clk := clocktesting.NewFakeClock(time.Now())
 	w := &Watcher{Client: cs, Namespace: "spark", Pod: "wc-driver", AppID: "app-1", Container: "spark-kubernetes-driver",
 		Interval: 5 * time.Second, Clock: clk, Out: out}
@@ -347,7 +328,7 @@ func TestWatcherShowsHeldExecutors(t *testing.T) {
 	driver := pod(corev1.PodRunning, nil, "1")
 	driver.Annotations = map[string]string{podspec.AnnotationExecutorsHeld: "4 held back by ResourceQuota pods3"}
 	cs := fake.NewClientset(executorPod("e1", corev1.PodRunning), executorPod("e2", corev1.PodRunning), driver)
-	out := &syncWriter{}
+	out := &logtest.Buffer{}
 	clk := clocktesting.NewFakeClock(time.Now())
 	w := &Watcher{Client: cs, Namespace: "spark", Pod: "wc-driver", AppID: "app-1", Container: "spark-kubernetes-driver",
 		Interval: 5 * time.Second, Clock: clk, Out: out}
@@ -417,7 +398,7 @@ func TestWatcherNamesDeletion(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			cs := fake.NewClientset(pod(corev1.PodRunning, nil, "1"))
-			out := &syncWriter{}
+			out := &logtest.Buffer{}
 			w := &Watcher{Client: cs, Namespace: "spark", Pod: "wc-driver", AppID: "app-1", Container: "spark-kubernetes-driver",
 				Interval: time.Second, Clock: clocktesting.NewFakeClock(time.Now()), Out: out}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/mtls"
 	"github.com/drover-project/drover/internal/rpc/pb"
@@ -31,25 +32,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const app = "drover-ctl-test"
 
-// logBuffer collects a logger's lines from several goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
+// logger writes text lines to b.
+func logger(b *logtest.Buffer) *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
 // tlsPair is a driver's and an executor's TLS credentials from one new
 // authority for appID, logging to log.
@@ -216,9 +200,9 @@ func TestHandlerErrorReachesTheClient(t *testing.T) {
 // handshake the client can tell from a driver that is not up, and the
 // refusing side logs the refusal naming the peer.
 func TestAuthentication(t *testing.T) {
-	var serverLog logBuffer
+	var serverLog logtest.Buffer
 	quiet := slog.New(slog.DiscardHandler)
-	driverTLS, executorTLS := tlsPair(t, app, serverLog.logger(), quiet)
+	driverTLS, executorTLS := tlsPair(t, app, logger(&serverLog), quiet)
 	_, otherApp := tlsPair(t, "drover-other-app", quiet, quiet)
 	secret := rpc.Auth{AppID: app, Secret: "s3cret"}
 	tests := map[string]struct {
@@ -241,7 +225,7 @@ func TestAuthentication(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			_, addr := serve(t, tc.server, Options{}, serverLog.logger(), echo)
+			_, addr := serve(t, tc.server, Options{}, logger(&serverLog), echo)
 			logged := len(serverLog.String())
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
@@ -565,8 +549,8 @@ func TestStop(t *testing.T) {
 // TestNotAClient: something else than a control client (an HTTP request)
 // is refused and logged.
 func TestNotAClient(t *testing.T) {
-	var log logBuffer
-	_, addr := serve(t, rpc.Auth{}, Options{}, log.logger(), echo)
+	var log logtest.Buffer
+	_, addr := serve(t, rpc.Auth{}, Options{}, logger(&log), echo)
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
