@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -285,23 +283,14 @@ type countingProxy struct {
 
 func newCountingProxy(tb testing.TB, target string) *countingProxy {
 	tb.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	p := &countingProxy{}
-	srv := httptest.NewServer(&httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(u)
-			// SigV4 signs the Host header: keep the one the client addressed.
-			r.Out.Host = r.In.Host
-		},
-		ModifyResponse: func(resp *http.Response) error {
-			p.requests.Add(1)
-			resp.Body = &countingBody{ReadCloser: resp.Body, n: &p.served}
-			return nil
-		},
-	})
+	proxy := testenv.SignedProxy(tb, target, nil)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		p.requests.Add(1)
+		resp.Body = &countingBody{ReadCloser: resp.Body, n: &p.served}
+		return nil
+	}
+	srv := httptest.NewServer(proxy)
 	tb.Cleanup(srv.Close)
 	p.URL = srv.URL
 	return p

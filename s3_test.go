@@ -9,8 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -599,14 +597,7 @@ func TestObjectStorageExecutorRetries(t *testing.T) {
 	for i := range 3 {
 		s3Put(t, srv, "books", fmt.Sprintf("in/book%d.txt", i), strings.Join(lines[i*1000:(i+1)*1000], "\n")+"\n")
 	}
-	target, err := url.Parse(srv.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(target)
-		r.Out.Host = r.In.Host // signed
-	}}
+	proxy := testenv.SignedProxy(t, srv.Endpoint, nil)
 	var mu sync.Mutex
 	throttled := map[string]bool{}
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

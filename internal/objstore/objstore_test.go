@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -411,14 +410,7 @@ func TestCompleteRetriedAfterSuccess(t *testing.T) {
 	srv, st := server(t)
 	ctx := context.Background()
 	defer objstore.SetMaxBackoff(time.Millisecond)()
-	target, err := url.Parse(srv.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(target)
-		r.Out.Host = r.In.Host // signed
-	}}
+	proxy := testenv.SignedProxy(t, srv.Endpoint, nil)
 	// forward says whether the next completion reaches the store.
 	var forward atomic.Bool
 	var completions atomic.Int32
@@ -474,7 +466,7 @@ func TestCompleteRetriedAfterSuccess(t *testing.T) {
 	// Another upload to the same key, never completed: the object there is
 	// not its.
 	other := stage("out/part-00000", "another attempt\n")
-	err = viaFront.Complete(ctx, other)
+	err := viaFront.Complete(ctx, other)
 	if err == nil || !strings.Contains(err.Error(), "completing the upload of s3://data/out/part-00000: NoSuchUpload") {
 		t.Errorf("NoSuchUpload for an upload whose object is not at its key: %v", err)
 	}
@@ -496,21 +488,15 @@ func TestReaderAtExpect(t *testing.T) {
 	ctx := context.Background()
 	body := strings.Repeat("0123456789", 20000)
 	put(t, srv, "p/file", body)
-	target, err := url.Parse(srv.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var ranges []string
-	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(target)
-		r.Out.Host = r.In.Host
+	proxy := testenv.SignedProxy(t, srv.Endpoint, func(r *httputil.ProxyRequest) {
 		if r.In.Method == http.MethodGet {
 			mu.Lock()
 			ranges = append(ranges, r.In.Header.Get("Range"))
 			mu.Unlock()
 		}
-	}}
+	})
 	front := httptest.NewServer(proxy)
 	defer front.Close()
 	st := objstore.New(objstore.Config{Endpoint: front.URL, PathStyle: true, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
@@ -547,10 +533,6 @@ func TestReaderAtExpect(t *testing.T) {
 func TestUnsignedPayloadOverHTTP(t *testing.T) {
 	srv, _ := server(t)
 	ctx := context.Background()
-	target, err := url.Parse(srv.Endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
 	type seen struct{ payloadHash, crc32, signedHeaders string }
 	for _, tc := range []struct {
 		name    string
@@ -573,9 +555,7 @@ func TestUnsignedPayloadOverHTTP(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
 			var parts []seen
-			proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-				r.SetURL(target)
-				r.Out.Host = r.In.Host
+			proxy := testenv.SignedProxy(t, srv.Endpoint, func(r *httputil.ProxyRequest) {
 				if r.In.Method != http.MethodPut || !r.In.URL.Query().Has("partNumber") {
 					return
 				}
@@ -587,7 +567,7 @@ func TestUnsignedPayloadOverHTTP(t *testing.T) {
 				if tc.tamper != nil {
 					tc.tamper(r.Out)
 				}
-			}}
+			})
 			front := httptest.NewServer(proxy)
 			defer front.Close()
 			st := objstore.New(objstore.Config{Endpoint: front.URL, PathStyle: true, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -214,4 +217,22 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// SignedProxy is a reverse proxy to an S3 endpoint for tests that watch or
+// change what a client sends: it keeps the Host the client addressed, which
+// SigV4 signs. rewrite, if not nil, runs on each request after that.
+func SignedProxy(tb testing.TB, endpoint string, rewrite func(*httputil.ProxyRequest)) *httputil.ReverseProxy {
+	tb.Helper()
+	target, err := url.Parse(endpoint)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+		if rewrite != nil {
+			rewrite(r)
+		}
+	}}
 }
