@@ -131,6 +131,14 @@ func rssDriverMain() int {
 		stop := profileHeapPeak(p)
 		defer stop()
 	}
+	if p := os.Getenv(envRSSCPUProfile); p != "" {
+		stop, err := profileCPU(p)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer stop()
+	}
 	code := Run(os.Args[1:], os.Stderr, func(ctx *Context) error {
 		_, err := RunPartitions(ctx, testNoop, inputs)
 		return err
@@ -150,14 +158,42 @@ func rssDriverMain() int {
 // BenchmarkObservabilityDriverRSS writes a heap profile taken when its
 // live heap peaked, to see where the memory goes:
 //
-//	DROVER_TEST_RSS_HEAPPROFILE=/tmp/heap.pb.gz go test -run '^$' -bench ObservabilityDriverRSS -benchtime 1x .
+//	DROVER_TEST_RSS_HEAPPROFILE=/tmp/heap go test -run '^$' -bench ObservabilityDriverRSS -benchtime 1x .
 const envRSSHeapProfile = "DROVER_TEST_RSS_HEAPPROFILE"
 
+// envRSSCPUProfile names a file where the driver of
+// BenchmarkObservabilityDriverRSS writes a CPU profile of its whole run, to
+// see what observability costs the task path:
+//
+//	DROVER_TEST_RSS_CPUPROFILE=/tmp/cpu go test -run '^$' -bench ObservabilityDriverRSS -benchtime 1x .
+//	go tool pprof -top -diff_base /tmp/cpu.off.pb.gz /tmp/cpu.on.pb.gz
+const envRSSCPUProfile = "DROVER_TEST_RSS_CPUPROFILE"
+
+// profileCPU writes a CPU profile to path.<on or off>.pb.gz until the
+// returned stop.
+func profileCPU(path string) (stop func(), err error) {
+	f, err := os.Create(profilePath(path))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// profilePath is path with the driver's observability, on or off, and the
+// profile's extension appended.
+func profilePath(path string) string {
+	return path + "." + map[bool]string{true: "on", false: "off"}[slices.Contains(os.Args, "spark.ui.enabled=true")] + ".pb.gz"
+}
+
 // profileHeapPeak watches the live heap and writes a heap profile to
-// path<on|off>.pb.gz (the driver's spark.ui.enabled) each time it grows by
+// path.<on or off>.pb.gz (the driver's spark.ui.enabled) each time it grows by
 // more than 1%, until the returned stop.
 func profileHeapPeak(path string) (stop func()) {
-	path += "." + map[bool]string{true: "on", false: "off"}[slices.Contains(os.Args, "spark.ui.enabled=true")]
+	path = profilePath(path)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {

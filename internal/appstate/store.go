@@ -65,6 +65,9 @@ type Store struct {
 
 	stages     map[StageKey]*stage
 	stageOrder []StageKey
+	// lastStage is the stage taskStage found last, nil when none is kept.
+	lastStage    *stage
+	lastStageKey StageKey
 
 	executors map[executorid.ID]*Executor
 	dead      []executorid.ID // in order of death
@@ -245,7 +248,7 @@ func (s *Store) stageSubmitted(e *events.StageSubmitted) {
 		Stage: Stage{ID: e.StageID, Attempt: e.Attempt, JobID: e.JobID, Name: e.Name, Status: StageActive, NumTasks: e.NumTasks,
 			ParentShuffles: slices.Clone(e.ParentShuffles), Submitted: e.Time, KilledTasksSummary: map[string]int{}},
 		running:  map[int64]runningTask{},
-		endedIDs: idSet{},
+		endedIDs: idSet{blocks: map[int64]*[64]uint64{}},
 		reasons:  map[int64]string{},
 		done:     make([]uint64, (max(e.NumTasks, 0)+63)/64),
 	}
@@ -260,11 +263,21 @@ func (s *Store) stageSubmitted(e *events.StageSubmitted) {
 	s.trimStages()
 }
 
+// taskStage is the stage of a task event, or nil. Task events come in runs
+// of one stage: the last one found is kept, for a map lookup less per
+// event.
+func (s *Store) taskStage(id, attempt int) *stage {
+	if k := (StageKey{id, attempt}); s.lastStage == nil || s.lastStageKey != k {
+		s.lastStage, s.lastStageKey = s.stages[k], k
+	}
+	return s.lastStage
+}
+
 func (s *Store) taskStart(e *events.TaskStart) {
 	x := s.executor(e.Executor)
 	x.ActiveTasks++
 	x.TotalTasks++
-	st := s.stages[StageKey{e.StageID, e.StageAttempt}]
+	st := s.taskStage(e.StageID, e.StageAttempt)
 	if st == nil {
 		return
 	}
@@ -300,7 +313,7 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 	default:
 		x.FailedTasks++
 	}
-	st := s.stages[StageKey{e.StageID, e.StageAttempt}]
+	st := s.taskStage(e.StageID, e.StageAttempt)
 	if st == nil {
 		return
 	}
@@ -413,6 +426,7 @@ func (s *Store) trimStages() {
 			return false
 		}
 		delete(s.stages, k)
+		s.lastStage = nil
 		return true
 	})
 }

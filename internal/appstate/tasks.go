@@ -287,20 +287,38 @@ func (d *taskReader) uvarint() uint64 {
 }
 
 // idSet is a set of task ids, as bitmaps of 4,096 ids: a stage's ids are
-// dense, so 100,000 of them take about 13 kB.
-type idSet map[int64]*[64]uint64
+// dense, so 100,000 of them take about 13 kB. The bitmap used last is
+// kept: ids come mostly in order.
+type idSet struct {
+	blocks   map[int64]*[64]uint64
+	lastKey  int64
+	lastBits *[64]uint64
+}
 
-func (s idSet) add(id int64) {
-	w := s[id>>12]
-	if w == nil {
-		w = new([64]uint64)
-		s[id>>12] = w
+func (s *idSet) bits(id int64, create bool) *[64]uint64 {
+	k := id >> 12
+	if s.lastBits != nil && s.lastKey == k {
+		return s.lastBits
 	}
+	w := s.blocks[k]
+	if w == nil {
+		if !create {
+			return nil
+		}
+		w = new([64]uint64)
+		s.blocks[k] = w
+	}
+	s.lastKey, s.lastBits = k, w
+	return w
+}
+
+func (s *idSet) add(id int64) {
+	w := s.bits(id, true)
 	w[id>>6&63] |= 1 << (id & 63)
 }
 
-func (s idSet) has(id int64) bool {
-	w := s[id>>12]
+func (s *idSet) has(id int64) bool {
+	w := s.bits(id, false)
 	return w != nil && w[id>>6&63]&(1<<(id&63)) != 0
 }
 

@@ -3,10 +3,12 @@
 //
 // A Writer is a consumer of the event bus: every event becomes one line of
 // JSON (events.Marshal), buffered, flushed every second and at the end, and
-// optionally compressed (zstd or gzip). The one exception: a task attempt
-// that starts and ends between two flushes, as most do, takes a single
-// TaskEnd line carrying its Launch time, and Replay hands on its TaskStart
-// before its TaskEnd. Files are named as Spark names them
+// optionally compressed (zstd or gzip). The exception is tasks: those that
+// start and end successfully between two flushes, as most do, become rows
+// of numbers in one TaskRows line per stage attempt (events.TaskRows), any
+// other that starts and ends between them takes one TaskEnd line carrying
+// its Launch time, and Replay hands on each one's TaskStart before its
+// TaskEnd. Files are named as Spark names them
 // in spark.eventLog.dir: one file <appId>[.codec] (.inprogress while the
 // application runs), or with spark.eventLog.rolling.enabled a directory
 // eventlog_v2_<appId> of files events_<n>_<appId>[.codec] cut at

@@ -135,8 +135,9 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// A task that starts and ends between two flushes takes one line, and the
-// reader gives back both its events. The log's order may change among task
+// Tasks that start and end successfully between two flushes take a row
+// each of a line per stage attempt, any other that does one line, and the
+// reader gives back both events of each. The log's order may change among task
 // events, never across another event, a flush or a task's start and end.
 func TestTaskStartAndEndShareALine(t *testing.T) {
 	at := func(ms int) events.Header { return events.Header{Time: t0.Add(time.Duration(ms) * time.Millisecond)} }
@@ -147,6 +148,11 @@ func TestTaskStartAndEndShareALine(t *testing.T) {
 		return &events.TaskEnd{Header: at(ms), TaskID: id, StageID: 2, StageAttempt: 1, Partition: int(id), Attempt: int(id % 2), Executor: 3,
 			State: events.TaskSuccess, Duration: time.Millisecond}
 	}
+	endAt := func(id int64, at time.Time) *events.TaskEnd {
+		e := end(id, 0)
+		e.Time = at
+		return e
+	}
 	flush := events.Event(nil) // a Flush between two events
 	var many []events.Event
 	for i := range int64(2 * maxHeldStarts) { // more held than the bound, none ended
@@ -155,12 +161,25 @@ func TestTaskStartAndEndShareALine(t *testing.T) {
 	for i := range int64(2 * maxHeldStarts) {
 		many = append(many, end(100+i, 1))
 	}
+	var full []events.Event // rows for two lines
+	for i := range int64(2 * events.MaxTaskRows) {
+		full = append(full, start(100+i, 0))
+	}
+	for i := range int64(2 * events.MaxTaskRows) {
+		full = append(full, end(100+i, 1))
+	}
 	for _, tc := range []struct {
 		name  string
 		evs   []events.Event
 		lines int
 	}{
-		{"merged", []events.Event{start(1, 0), start(2, 1), end(2, 2), end(1, 3)}, 2},
+		{"rows", []events.Event{start(1, 0), start(2, 1), end(2, 2), end(1, 3)}, 1},
+		{"rows of two stage attempts", []events.Event{start(1, 0), start(2, 1), end(2, 2), end(1, 3), &events.TaskStart{Header: at(4), TaskID: 3,
+			StageID: 2, StageAttempt: 2, Partition: 3, Attempt: 1, Executor: 3}, &events.TaskEnd{Header: at(5), TaskID: 3, StageID: 2, StageAttempt: 2, Partition: 3, Attempt: 1, Executor: 3,
+			State: events.TaskSuccess}}, 2},
+		{"a line of rows is bounded", full, 2},
+		{"a task's end not in UTC", []events.Event{start(1, 0), endAt(1, t0.In(time.FixedZone("", 3600)))}, 1},
+		{"a task's end in nanoseconds", []events.Event{start(1, 0), endAt(1, t0.Add(time.Nanosecond))}, 1},
 		{"flush between", []events.Event{start(1, 0), flush, end(1, 1)}, 2},
 		{"other event between", []events.Event{start(1, 0), &events.ExecutorAdded{Header: at(1), Executor: 4}, end(1, 2)}, 3},
 		{"out of order", []events.Event{start(5, 0), start(4, 1), end(4, 2), end(5, 3)}, 4},
@@ -261,7 +280,7 @@ func checkSameHistory(t *testing.T, want, got []events.Event) {
 // A rolled log cuts its files at the maximum size of events, before
 // compression, and reads back whole.
 func TestRollingCutsFiles(t *testing.T) {
-	evs := sample(500)
+	evs := sample(2000)
 	for _, codec := range []string{"", "zstd"} {
 		t.Run("codec="+codec, func(t *testing.T) {
 			dir := t.TempDir()
@@ -571,5 +590,32 @@ func TestFromConf(t *testing.T) {
 		if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Options{}, "Clock", "Logger", "Store")); diff != "" || enabled != tc.enabled {
 			t.Errorf("%v: enabled %v, options (-want +got):\n%s", tc.pairs, enabled, diff)
 		}
+	}
+}
+
+// BenchmarkWriteTask is the event log's cost per task, its start and end
+// (compressed as by default), as a driver's consumer pays it.
+func BenchmarkWriteTask(b *testing.B) {
+	w, err := Start(context.Background(), Options{Dir: b.TempDir(), AppID: "drover-1", Codec: "zstd"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	t := time.Now().Truncate(time.Microsecond)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		t = t.Add(3 * time.Microsecond)
+		id := int64(i)
+		w.Handle(&events.TaskStart{Header: events.Header{Time: t}, TaskID: id, StageID: 1, Partition: i, Executor: executorid.ID(1 + i%4)})
+		w.Handle(&events.TaskEnd{Header: events.Header{Time: t.Add(700 * time.Microsecond)}, TaskID: id, StageID: 1, Partition: i,
+			Executor: executorid.ID(1 + i%4), State: events.TaskSuccess, Duration: time.Duration(400 + i*7919%3000),
+			Metrics: events.TaskMetrics{ResultBytes: 1}})
+		if i%2000 == 0 {
+			w.Flush()
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
 	}
 }

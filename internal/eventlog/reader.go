@@ -201,6 +201,14 @@ func replayStream(r io.Reader, last, compressed bool, fn func(events.Event), st 
 			return err
 		}
 		complete := bytes.HasSuffix(line, []byte{'\n'})
+		if complete && events.IsTaskRows(line) {
+			k, err := events.DecodeTaskRows(line, fn)
+			if err != nil {
+				return fmt.Errorf("line %d: %w", n, err)
+			}
+			st.Events += k
+			continue
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			e, uerr := events.Unmarshal(line)
 			switch {

@@ -1,0 +1,157 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/drover-project/drover/internal/executorid"
+)
+
+// TaskRows collects task attempts of one stage attempt that started and
+// ended successfully into one event log line of rows of numbers:
+//
+//	{"Event":"TaskRows","Time":T,"StageID":s,"StageAttempt":a,"Rows":[[id,partition,executor,launch,run,duration,attempt,metrics…],…]}
+//
+// id, partition and launch are the TaskID, the partition and the
+// attempt's start less the previous row's (the first row's less 0, 0 and
+// T), launch and run (from the start to the end) in microseconds,
+// duration the executor's nanoseconds, and metrics TaskMetrics' fields in
+// their order; zeros at a row's end are left out. The differences keep the
+// numbers short and alike, which is what the compressor needs.
+// A row is about a tenth of the bytes of a TaskEnd line, and the event log
+// spends its time on bytes: formatting them and compressing them.
+type TaskRows struct {
+	line                []byte
+	n                   int
+	stage, stageAttempt int
+	// last is the previous row's TaskID, partition and start (Unix
+	// microseconds).
+	last [3]int64
+	row                 [rowFields]int64
+}
+
+// rowFields is the most numbers a row holds.
+const rowFields = 7 + 10
+
+// rowHead is the head of a TaskRows line, how a reader knows one.
+const rowHead = `{"Event":"TaskRows"`
+
+// MaxTaskRows bounds the rows of one line: tens of kilobytes.
+const MaxTaskRows = 1024
+
+// Rowable reports whether a task attempt that started at launch and ended
+// as e can be a row: a success, without a reason, at times in UTC in
+// whole microseconds (as the bus stamps them). Others take a line of
+// their own.
+func Rowable(e *TaskEnd, launch time.Time) bool {
+	return e.State == TaskSuccess && e.Reason == "" && !e.FetchFailed && rowTime(launch) && rowTime(e.Time)
+}
+
+func rowTime(t time.Time) bool {
+	_, off := t.Zone()
+	return off == 0 && t.Nanosecond()%1000 == 0 && plainTime(t)
+}
+
+// Len is the number of rows collected.
+func (r *TaskRows) Len() int { return r.n }
+
+// Size is the bytes of the line so far.
+func (r *TaskRows) Size() int64 {
+	if r.n == 0 {
+		return 0
+	}
+	return int64(len(r.line))
+}
+
+// Fits reports whether e can join the rows collected: the line is not
+// full and e belongs to their stage attempt.
+func (r *TaskRows) Fits(e *TaskEnd) bool {
+	return r.n == 0 || r.n < MaxTaskRows && e.StageID == r.stage && e.StageAttempt == r.stageAttempt
+}
+
+// Add collects e, which started at launch; Rowable(e, launch) and
+// r.Fits(e) must hold.
+func (r *TaskRows) Add(e *TaskEnd, launch time.Time) {
+	if r.n == 0 {
+		r.stage, r.stageAttempt = e.StageID, e.StageAttempt
+		r.last = [3]int64{0, 0, launch.UnixMicro()}
+		r.line = append(r.line[:0], rowHead...)
+		r.line = append(r.line, `,"Time":"`...)
+		r.line = appendTime(r.line, launch)
+		r.line = appendInt(r.line, `","StageID":`, int64(e.StageID))
+		r.line = appendInt(r.line, `,"StageAttempt":`, int64(e.StageAttempt))
+		r.line = append(r.line, `,"Rows":[`...)
+	} else {
+		r.line = append(r.line, ',')
+	}
+	m := &e.Metrics
+	us := launch.UnixMicro()
+	r.row = [rowFields]int64{e.TaskID - r.last[0], int64(e.Partition) - r.last[1], int64(e.Executor),
+		us - r.last[2], e.Time.UnixMicro() - us, int64(e.Duration), int64(e.Attempt),
+		m.ResultBytes, m.InputBytes, m.InputRecords, m.OutputBytes, m.OutputRecords,
+		m.ShuffleReadBytes, m.ShuffleReadRecords, m.ShuffleWriteBytes, m.ShuffleWriteRecords, m.SpillBytes}
+	r.last = [3]int64{e.TaskID, int64(e.Partition), us}
+	k := rowFields
+	for k > 3 && r.row[k-1] == 0 {
+		k--
+	}
+	r.line = append(r.line, '[')
+	for i, v := range r.row[:k] {
+		if i > 0 {
+			r.line = append(r.line, ',')
+		}
+		r.line = strconv.AppendInt(r.line, v, 10)
+	}
+	r.line = append(r.line, ']')
+	r.n++
+}
+
+// Take returns the line of the rows collected, valid until the next Add,
+// and starts a new one.
+func (r *TaskRows) Take() []byte {
+	r.n = 0
+	return append(r.line, "]}"...)
+}
+
+// IsTaskRows reports whether an event log line is a TaskRows line.
+func IsTaskRows(line []byte) bool { return bytes.HasPrefix(line, []byte(rowHead)) }
+
+// DecodeTaskRows hands on the TaskStart and TaskEnd of each row of a
+// TaskRows line, in the rows' order.
+func DecodeTaskRows(line []byte, fn func(Event)) (int, error) {
+	var v struct {
+		Time                  time.Time
+		StageID, StageAttempt int
+		Rows                  [][]int64
+	}
+	if err := json.Unmarshal(line, &v); err != nil {
+		return 0, fmt.Errorf("decoding TaskRows event: %w", err)
+	}
+	for i, row := range v.Rows {
+		if len(row) < 3 || len(row) > rowFields {
+			return 0, fmt.Errorf("decoding TaskRows event: row %d has %d numbers, want 3 to %d", i+1, len(row), rowFields)
+		}
+	}
+	// Unix microseconds, not Sub: times of years 0 to 9999 differ by more
+	// than a Duration holds.
+	id, partition, us := int64(0), int64(0), v.Time.UnixMicro()
+	for _, row := range v.Rows {
+		var f [rowFields]int64
+		copy(f[:], row)
+		id, partition, us = id+f[0], partition+f[1], us+f[3]
+		launch := time.UnixMicro(us).UTC()
+		s := &TaskStart{Header: Header{Time: launch}, TaskID: id, StageID: v.StageID, StageAttempt: v.StageAttempt,
+			Partition: int(partition), Attempt: int(f[6]), Executor: executorid.ID(f[2])}
+		fn(s)
+		fn(&TaskEnd{Header: Header{Time: time.UnixMicro(launch.UnixMicro() + f[4]).UTC()}, TaskID: id,
+			StageID: v.StageID, StageAttempt: v.StageAttempt, Partition: s.Partition, Attempt: s.Attempt,
+			Executor: s.Executor, State: TaskSuccess, Duration: time.Duration(f[5]),
+			Metrics: TaskMetrics{ResultBytes: f[7], InputBytes: f[8], InputRecords: f[9], OutputBytes: f[10],
+				OutputRecords: f[11], ShuffleReadBytes: f[12], ShuffleReadRecords: f[13], ShuffleWriteBytes: f[14],
+				ShuffleWriteRecords: f[15], SpillBytes: f[16]}})
+	}
+	return 2 * len(v.Rows), nil
+}
