@@ -30,7 +30,7 @@ type TaskRows struct {
 	// last is the previous row's TaskID, partition and start (Unix
 	// microseconds).
 	last [3]int64
-	row                 [rowFields]int64
+	row  [rowFields]int64
 }
 
 // rowFields is the most numbers a row holds.
