@@ -12,6 +12,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/seqmap"
 )
 
 // Options bounds what a Store remembers.
@@ -91,7 +92,7 @@ type stage struct {
 	// running are the attempts not ended; ended the remembered others,
 	// packed, and endedIDs every attempt that ended, remembered or not,
 	// so that a second end of one is not counted again.
-	running  map[int64]runningTask
+	running  seqmap.Map[runningTask]
 	ended    taskLog
 	endedIDs idSet
 	// reasons are the remembered failed or killed attempts' reasons.
@@ -247,7 +248,6 @@ func (s *Store) stageSubmitted(e *events.StageSubmitted) {
 	s.stages[k] = &stage{
 		Stage: Stage{ID: e.StageID, Attempt: e.Attempt, JobID: e.JobID, Name: e.Name, Status: StageActive, NumTasks: e.NumTasks,
 			ParentShuffles: slices.Clone(e.ParentShuffles), Submitted: e.Time, KilledTasksSummary: map[string]int{}},
-		running:  map[int64]runningTask{},
 		endedIDs: idSet{blocks: map[int64]*[64]uint64{}},
 		reasons:  map[int64]string{},
 		done:     make([]uint64, (max(e.NumTasks, 0)+63)/64),
@@ -289,8 +289,8 @@ func (s *Store) taskStart(e *events.TaskStart) {
 		j.ActiveTasks++
 	}
 	if !st.known(e.TaskID) {
-		st.running[e.TaskID] = runningTask{partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
-			launched: unixNano(e.Time)}
+		st.running.Put(e.TaskID, runningTask{partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
+			launched: unixNano(e.Time)})
 		s.trimTasks(st)
 	}
 }
@@ -322,11 +322,10 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 		j = &Job{KilledTasksSummary: map[string]int{}} // counts go nowhere
 	}
 	var t taskRec
-	rt, ok := st.running[e.TaskID]
+	rt, ok := st.running.Take(e.TaskID)
 	switch {
 	case ok:
 		t = rt.rec(e.TaskID)
-		delete(st.running, e.TaskID)
 	case st.endedIDs.has(e.TaskID):
 		return // a duplicate end
 	default:

@@ -3,7 +3,6 @@ package appstate
 import (
 	"cmp"
 	"encoding/binary"
-	"maps"
 	"math/bits"
 	"slices"
 	"time"
@@ -46,15 +45,14 @@ type taskRec struct {
 	metrics            events.TaskMetrics
 }
 
-// runningTask is an attempt not ended: small, as a map holds values over
-// 128 bytes apart, each its own allocation.
+// runningTask is an attempt not ended, kept small.
 type runningTask struct {
 	executor           executorid.ID
 	launched           int64
 	partition, attempt int32
 }
 
-func (t runningTask) rec(id int64) taskRec {
+func (t *runningTask) rec(id int64) taskRec {
 	return taskRec{id: id, executor: t.executor, launched: t.launched, partition: t.partition, attempt: t.attempt,
 		status: statusRunning}
 }
@@ -323,11 +321,11 @@ func (s *idSet) has(id int64) bool {
 }
 
 // remembered is how many attempts st remembers.
-func (st *stage) remembered() int { return len(st.running) + st.ended.n }
+func (st *stage) remembered() int { return st.running.Len() + st.ended.n }
 
 // known reports whether attempt id is running or ended, remembered or not.
 func (st *stage) known(id int64) bool {
-	_, ok := st.running[id]
+	_, ok := st.running.Get(id)
 	return ok || st.endedIDs.has(id)
 }
 
@@ -354,8 +352,8 @@ func (st *stage) each(withMetrics bool, f func(r *taskRec) bool) {
 		}
 	}
 	// In id order: StageTasks counts on the same order in both passes.
-	for _, id := range slices.Sorted(maps.Keys(st.running)) {
-		r := st.running[id].rec(id)
+	for id, t := range st.running.All() {
+		r := t.rec(id)
 		if !f(&r) {
 			return
 		}

@@ -609,7 +609,7 @@ func BenchmarkWriteTask(b *testing.B) {
 		id := int64(i)
 		w.Handle(&events.TaskStart{Header: events.Header{Time: t}, TaskID: id, StageID: 1, Partition: i, Executor: executorid.ID(1 + i%4)})
 		w.Handle(&events.TaskEnd{Header: events.Header{Time: t.Add(700 * time.Microsecond)}, TaskID: id, StageID: 1, Partition: i,
-			Executor: executorid.ID(1 + i%4), State: events.TaskSuccess, Duration: time.Duration(400 + i*7919%3000),
+			Executor: executorid.ID(1 + i%4), State: events.TaskSuccess, Duration: time.Duration(i*7919%3000) * time.Microsecond,
 			Metrics: events.TaskMetrics{ResultBytes: 1}})
 		if i%2000 == 0 {
 			w.Flush()

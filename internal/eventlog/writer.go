@@ -2,13 +2,11 @@ package eventlog
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"path"
-	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/objstore"
+	"github.com/drover-project/drover/internal/seqmap"
 )
 
 // DefaultFlushInterval is how often a Writer writes out the events it
@@ -310,12 +309,12 @@ func (w *Writer) writeRows() {
 
 // writeStarts writes the held task starts.
 func (w *Writer) writeStarts() {
-	for _, s := range w.starts.held {
-		if s.start != nil && w.err == nil {
-			w.write(s.start)
+	for _, s := range w.starts.held.All() {
+		if w.err == nil {
+			w.write(s)
 		}
 	}
-	w.starts.reset()
+	w.starts.held.Clear()
 }
 
 // write appends e's line.
@@ -351,59 +350,33 @@ func (w *Writer) writeLine(line []byte, err error) {
 // kilobytes, whatever the flush interval.
 const maxHeldStarts = 4096
 
-// pendingStarts are task starts not written yet, in increasing TaskID
-// order (the order the scheduler numbers and publishes them in), so an end
-// finds its start by binary search.
+// pendingStarts are task starts not written yet, by TaskID, held in the
+// order the scheduler numbers and publishes them in. They are held as
+// copies: the bus's events die young, which the collector prefers.
 type pendingStarts struct {
-	held []heldStart
-	// taken counts the entries whose task ended.
-	taken int
+	held seqmap.Map[events.TaskStart]
 }
 
-type heldStart struct {
-	id    int64
-	start *events.TaskStart // nil once its task ended
-}
-
-// hold keeps s, unless it would break the order or the bound.
+// hold keeps a copy of s, unless it would break the order or the bound.
 func (p *pendingStarts) hold(s *events.TaskStart) bool {
-	if n := len(p.held); n > 0 && p.held[n-1].id >= s.TaskID {
+	if last, ok := p.held.Last(); ok && last >= s.TaskID {
 		return false
 	}
-	if len(p.held) == maxHeldStarts {
-		p.compact()
-		if len(p.held) > maxHeldStarts/2 {
+	if p.held.Slots() >= maxHeldStarts {
+		p.held.Compact()
+		if p.held.Slots() > maxHeldStarts/2 {
 			return false
 		}
 	}
-	p.held = append(p.held, heldStart{id: s.TaskID, start: s})
+	p.held.Put(s.TaskID, *s)
 	return true
 }
 
 // take returns the held start of task id, which is no longer held, or nil.
+// The start is valid until the next call of hold.
 func (p *pendingStarts) take(id int64) *events.TaskStart {
-	i, ok := slices.BinarySearchFunc(p.held, id, func(h heldStart, id int64) int { return cmp.Compare(h.id, id) })
-	if !ok || p.held[i].start == nil {
-		return nil
-	}
-	s := p.held[i].start
-	p.held[i].start = nil
-	p.taken++
-	if p.taken == len(p.held) {
-		p.reset()
-	}
+	s, _ := p.held.Take(id)
 	return s
-}
-
-// compact drops the entries of ended tasks.
-func (p *pendingStarts) compact() {
-	p.held = slices.DeleteFunc(p.held, func(h heldStart) bool { return h.start == nil })
-	p.taken = 0
-}
-
-func (p *pendingStarts) reset() {
-	clear(p.held)
-	p.held, p.taken = p.held[:0], 0
 }
 
 // roll closes the current file of a rolled log and starts the next.

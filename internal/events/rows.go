@@ -15,11 +15,11 @@ import (
 //
 //	{"Event":"TaskRows","Time":T,"StageID":s,"StageAttempt":a,"Rows":[[id,partition,executor,launch,run,duration,attempt,metrics…],…]}
 //
-// id, partition and launch are the TaskID, the partition and the
-// attempt's start less the previous row's (the first row's less 0, 0 and
-// T), launch and run (from the start to the end) in microseconds,
-// duration the executor's nanoseconds, and metrics TaskMetrics' fields in
-// their order; zeros at a row's end are left out. The differences keep the
+// id, partition, launch and run are the TaskID, the partition, the
+// attempt's start and its time from start to end less the previous row's
+// (the first row's less 0, 0, T and 0), launch, run and duration (the
+// executor's) in microseconds, and metrics TaskMetrics' fields in their
+// order; zeros at a row's end are left out. The differences keep the
 // numbers short and alike, which is what the compressor needs.
 // A row is about a tenth of the bytes of a TaskEnd line, and the event log
 // spends its time on bytes: formatting them and compressing them.
@@ -27,9 +27,9 @@ type TaskRows struct {
 	line                []byte
 	n                   int
 	stage, stageAttempt int
-	// last is the previous row's TaskID, partition and start (Unix
-	// microseconds).
-	last [3]int64
+	// last is the previous row's TaskID, partition, start (Unix
+	// microseconds) and run.
+	last [4]int64
 	row  [rowFields]int64
 }
 
@@ -44,15 +44,26 @@ const MaxTaskRows = 1024
 
 // Rowable reports whether a task attempt that started at launch and ended
 // as e can be a row: a success, without a reason, at times in UTC in
-// whole microseconds (as the bus stamps them). Others take a line of
-// their own.
+// whole microseconds (as the bus stamps them), and a duration in whole
+// microseconds (as the scheduler gives it). Others take a line of their
+// own.
 func Rowable(e *TaskEnd, launch time.Time) bool {
-	return e.State == TaskSuccess && e.Reason == "" && !e.FetchFailed && rowTime(launch) && rowTime(e.Time)
+	return e.State == TaskSuccess && e.Reason == "" && !e.FetchFailed && e.Duration%time.Microsecond == 0 &&
+		rowTime(launch) && rowTime(e.Time)
 }
 
 func rowTime(t time.Time) bool {
+	return t.Nanosecond()%1000 == 0 && plainTime(t) && utc(t)
+}
+
+// utc reports whether t's zone is UTC's offset; the zone is looked up only
+// for a location other than UTC.
+func utc(t time.Time) bool {
+	if t.Location() == time.UTC {
+		return true
+	}
 	_, off := t.Zone()
-	return off == 0 && t.Nanosecond()%1000 == 0 && plainTime(t)
+	return off == 0
 }
 
 // Len is the number of rows collected.
@@ -77,7 +88,7 @@ func (r *TaskRows) Fits(e *TaskEnd) bool {
 func (r *TaskRows) Add(e *TaskEnd, launch time.Time) {
 	if r.n == 0 {
 		r.stage, r.stageAttempt = e.StageID, e.StageAttempt
-		r.last = [3]int64{0, 0, launch.UnixMicro()}
+		r.last = [4]int64{0, 0, launch.UnixMicro(), 0}
 		r.line = append(r.line[:0], rowHead...)
 		r.line = append(r.line, `,"Time":"`...)
 		r.line = appendTime(r.line, launch)
@@ -89,11 +100,12 @@ func (r *TaskRows) Add(e *TaskEnd, launch time.Time) {
 	}
 	m := &e.Metrics
 	us := launch.UnixMicro()
+	run := e.Time.UnixMicro() - us
 	r.row = [rowFields]int64{e.TaskID - r.last[0], int64(e.Partition) - r.last[1], int64(e.Executor),
-		us - r.last[2], e.Time.UnixMicro() - us, int64(e.Duration), int64(e.Attempt),
+		us - r.last[2], run - r.last[3], e.Duration.Microseconds(), int64(e.Attempt),
 		m.ResultBytes, m.InputBytes, m.InputRecords, m.OutputBytes, m.OutputRecords,
 		m.ShuffleReadBytes, m.ShuffleReadRecords, m.ShuffleWriteBytes, m.ShuffleWriteRecords, m.SpillBytes}
-	r.last = [3]int64{e.TaskID, int64(e.Partition), us}
+	r.last = [4]int64{e.TaskID, int64(e.Partition), us, run}
 	k := rowFields
 	for k > 3 && r.row[k-1] == 0 {
 		k--
@@ -103,7 +115,11 @@ func (r *TaskRows) Add(e *TaskEnd, launch time.Time) {
 		if i > 0 {
 			r.line = append(r.line, ',')
 		}
-		r.line = strconv.AppendInt(r.line, v, 10)
+		if v >= 0 && v < 10 { // most are
+			r.line = append(r.line, byte('0'+v))
+		} else {
+			r.line = strconv.AppendInt(r.line, v, 10)
+		}
 	}
 	r.line = append(r.line, ']')
 	r.n++
@@ -137,18 +153,18 @@ func DecodeTaskRows(line []byte, fn func(Event)) (int, error) {
 	}
 	// Unix microseconds, not Sub: times of years 0 to 9999 differ by more
 	// than a Duration holds.
-	id, partition, us := int64(0), int64(0), v.Time.UnixMicro()
+	id, partition, us, run := int64(0), int64(0), v.Time.UnixMicro(), int64(0)
 	for _, row := range v.Rows {
 		var f [rowFields]int64
 		copy(f[:], row)
-		id, partition, us = id+f[0], partition+f[1], us+f[3]
+		id, partition, us, run = id+f[0], partition+f[1], us+f[3], run+f[4]
 		launch := time.UnixMicro(us).UTC()
 		s := &TaskStart{Header: Header{Time: launch}, TaskID: id, StageID: v.StageID, StageAttempt: v.StageAttempt,
 			Partition: int(partition), Attempt: int(f[6]), Executor: executorid.ID(f[2])}
 		fn(s)
-		fn(&TaskEnd{Header: Header{Time: time.UnixMicro(launch.UnixMicro() + f[4]).UTC()}, TaskID: id,
+		fn(&TaskEnd{Header: Header{Time: time.UnixMicro(us + run).UTC()}, TaskID: id,
 			StageID: v.StageID, StageAttempt: v.StageAttempt, Partition: s.Partition, Attempt: s.Attempt,
-			Executor: s.Executor, State: TaskSuccess, Duration: time.Duration(f[5]),
+			Executor: s.Executor, State: TaskSuccess, Duration: time.Duration(f[5]) * time.Microsecond,
 			Metrics: TaskMetrics{ResultBytes: f[7], InputBytes: f[8], InputRecords: f[9], OutputBytes: f[10],
 				OutputRecords: f[11], ShuffleReadBytes: f[12], ShuffleReadRecords: f[13], ShuffleWriteBytes: f[14],
 				ShuffleWriteRecords: f[15], SpillBytes: f[16]}})

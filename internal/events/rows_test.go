@@ -48,7 +48,7 @@ func TestTaskRowsRoundTrip(t *testing.T) {
 			s := &TaskStart{Header: Header{launch}, TaskID: ints(), StageID: stage, StageAttempt: attempt,
 				Partition: int(r.Int32()), Attempt: r.IntN(4), Executor: executorid.ID(ints())}
 			e := &TaskEnd{Header: Header{end}, TaskID: s.TaskID, StageID: stage, StageAttempt: attempt, Partition: s.Partition,
-				Attempt: s.Attempt, Executor: s.Executor, State: TaskSuccess, Duration: time.Duration(ints()), Metrics: m}
+				Attempt: s.Attempt, Executor: s.Executor, State: TaskSuccess, Duration: time.Duration(ints()/1000) * time.Microsecond, Metrics: m}
 			if !Rowable(e, launch) || !rows.Fits(e) {
 				t.Fatalf("%+v is not rowable", e)
 			}
@@ -86,6 +86,7 @@ func TestTaskRowsTakeOnlyWhatFits(t *testing.T) {
 		{"killed", end(TaskKilled, "", at, 0), false},
 		{"fetch failed", &TaskEnd{Header: Header{at}, State: TaskSuccess, FetchFailed: true}, false},
 		{"nanoseconds", end(TaskSuccess, "", at.Add(time.Nanosecond), 0), false},
+		{"a duration in nanoseconds", &TaskEnd{Header: Header{at}, State: TaskSuccess, Duration: 1500}, false},
 		{"another zone", end(TaskSuccess, "", at.In(time.FixedZone("", 3600)), 0), false},
 		{"year 10000", end(TaskSuccess, "", time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), 0), false},
 	} {
