@@ -478,7 +478,7 @@ func startEventLog(ctx context.Context, conf *config.Conf, appID string, bus *ev
 	}
 	// A deeper queue than the others': the log is the consumer that must
 	// not lose events, and its writes may wait on an object store.
-	bus.Subscribe("eventlog", 10*events.DefaultCapacity, w.Handle)
+	bus.SubscribeBatches("eventlog", 10*events.DefaultCapacity, w.HandleAll)
 	log.Info("writing the event log", "path", w.Path())
 	return w
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,6 +151,13 @@ func rssDriverMain() int {
 			return 1
 		}
 		fmt.Printf("peak-rss-kib %d\n", kib)
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
+			// The driver's own CPU, its executors' left out: what
+			// observability adds shows here first.
+			cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			fmt.Fprintf(os.Stderr, "driver-cpu-ms %d\n", cpu.Milliseconds())
+		}
 	}
 	return code
 }

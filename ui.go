@@ -48,7 +48,7 @@ func startUI(conf *config.Conf, bus *events.Bus, log *slog.Logger) *webUI {
 	w := &webUI{store: appstate.New(appstate.OptionsFromConf(conf)), log: log}
 	w.ui = ui.New(w.store, ui.Options{Version: droverVersion(), Logger: log})
 	var broken atomic.Bool
-	bus.Subscribe("ui", 0, func(e events.Event) {
+	bus.SubscribeBatches("ui", 0, func(evs []events.Event) {
 		// A bug in the store must not take the driver down with it.
 		defer func() {
 			if r := recover(); r != nil && broken.CompareAndSwap(false, true) {
@@ -56,7 +56,7 @@ func startUI(conf *config.Conf, bus *events.Bus, log *slog.Logger) *webUI {
 			}
 		}()
 		if !broken.Load() {
-			w.store.Handle(e)
+			w.store.HandleAll(evs)
 		}
 	})
 	w.srv = ui.Serve(ln, w.ui, log)

@@ -69,6 +69,8 @@ type Store struct {
 	// lastStage is the stage taskStage found last, nil when none is kept.
 	lastStage    *stage
 	lastStageKey StageKey
+	// lastJob is the job taskJob found last, nil when none is kept.
+	lastJob *Job
 
 	executors map[executorid.ID]*Executor
 	dead      []executorid.ID // in order of death
@@ -131,11 +133,37 @@ func New(opts Options) *Store {
 	}
 }
 
-// Handle folds one event in; it is a consumer for events.Bus.Subscribe,
-// and what a history server calls for each event of a log.
+// Handle folds one event in; it is what a history server calls for each
+// event of a log.
 func (s *Store) Handle(e events.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.handleLocked(e)
+}
+
+// handleChunk is how many events HandleAll folds in under one hold of the
+// store's lock: readers wait for no more than that.
+const handleChunk = 256
+
+// HandleAll folds events in, in order; it is a consumer for
+// events.Bus.SubscribeBatches.
+func (s *Store) HandleAll(evs []events.Event) {
+	for len(evs) > 0 {
+		n := min(len(evs), handleChunk)
+		s.handleChunk(evs[:n])
+		evs = evs[n:]
+	}
+}
+
+func (s *Store) handleChunk(evs []events.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock() // a panic, which the UI's consumer recovers, must not leave the store locked
+	for _, e := range evs {
+		s.handleLocked(e)
+	}
+}
+
+func (s *Store) handleLocked(e events.Event) {
 	switch e := e.(type) {
 	case *events.AppStart:
 		s.app = App{ID: e.AppID, Name: e.Name, Master: e.Master, User: e.User, DeployMode: e.DeployMode,
@@ -273,6 +301,14 @@ func (s *Store) taskStage(id, attempt int) *stage {
 	return s.lastStage
 }
 
+// taskJob is job id, or nil; as taskStage, it keeps the last one found.
+func (s *Store) taskJob(id int64) *Job {
+	if s.lastJob == nil || s.lastJob.ID != id {
+		s.lastJob = s.jobs[id]
+	}
+	return s.lastJob
+}
+
 func (s *Store) taskStart(e *events.TaskStart) {
 	x := s.executor(e.Executor)
 	x.ActiveTasks++
@@ -285,7 +321,7 @@ func (s *Store) taskStart(e *events.TaskStart) {
 	if st.FirstTaskLaunched.IsZero() {
 		st.FirstTaskLaunched = e.Time
 	}
-	if j := s.jobs[st.JobID]; j != nil {
+	if j := s.taskJob(st.JobID); j != nil {
 		j.ActiveTasks++
 	}
 	if !st.known(e.TaskID) {
@@ -317,7 +353,7 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 	if st == nil {
 		return
 	}
-	j := s.jobs[st.JobID]
+	j := s.taskJob(st.JobID)
 	if j == nil {
 		j = &Job{KilledTasksSummary: map[string]int{}} // counts go nowhere
 	}
@@ -414,6 +450,7 @@ func (s *Store) trimJobs() {
 			return false
 		}
 		delete(s.jobs, id)
+		s.lastJob = nil
 		return true
 	})
 }

@@ -262,6 +262,20 @@ func (w *Writer) closeFile() error {
 func (w *Writer) Handle(e events.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.handleLocked(e)
+}
+
+// HandleAll appends evs, in order, as Handle does each; it is a consumer
+// for events.Bus.SubscribeBatches.
+func (w *Writer) HandleAll(evs []events.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range evs {
+		w.handleLocked(e)
+	}
+}
+
+func (w *Writer) handleLocked(e events.Event) {
 	if w.err != nil || w.done {
 		return
 	}

@@ -81,6 +81,18 @@ func (b *Bus) Now() time.Time {
 // one goroutine, through a queue of capacity events (DefaultCapacity when
 // 0). When the queue is full, its oldest event is dropped and counted.
 func (b *Bus) Subscribe(name string, capacity int, handle func(Event)) *Consumer {
+	return b.SubscribeBatches(name, capacity, func(batch []Event) {
+		for _, e := range batch {
+			handle(e)
+		}
+	})
+}
+
+// SubscribeBatches is Subscribe for a consumer that takes the events a
+// batch at a time, as many as were queued for it, in order: one lock or
+// one recover per batch, not per event, on the task path. handle must
+// not keep batch.
+func (b *Bus) SubscribeBatches(name string, capacity int, handle func([]Event)) *Consumer {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
@@ -100,7 +112,7 @@ func (b *Bus) Subscribe(name string, capacity int, handle func(Event)) *Consumer
 
 // run hands the events to handle, a batch at a time, until the bus is
 // closed and the consumer has taken every event.
-func (c *Consumer) run(handle func(Event)) {
+func (c *Consumer) run(handle func([]Event)) {
 	var batch []Event
 	for range c.wake {
 		for {
@@ -112,9 +124,7 @@ func (c *Consumer) run(handle func(Event)) {
 				}
 				break
 			}
-			for _, e := range batch {
-				handle(e)
-			}
+			handle(batch)
 			clear(batch)
 			// A backlog's large slice is let go once the consumer caught
 			// up, rather than kept for good.
@@ -173,13 +183,28 @@ func (b *Bus) Enabled() bool {
 
 // Publish hands e to every consumer without waiting for any.
 func (b *Bus) Publish(e Event) {
-	if !b.Enabled() {
+	b.PublishAll([]Event{e})
+}
+
+// PublishAll hands evs, in order, to every consumer without waiting for
+// any: one append under the bus's lock for the lot, which is what a
+// publisher of many events (the task scheduler) wants. Events without a
+// time get the same one.
+func (b *Bus) PublishAll(evs []Event) {
+	if !b.Enabled() || len(evs) == 0 {
 		return
 	}
-	if h := e.header(); h.Time.IsZero() {
-		// Microseconds, not the clock's nanoseconds: finer is noise, and
-		// the event log compresses the digits dropped worst.
-		h.Time = b.clock.Now().Truncate(time.Microsecond)
+	var now time.Time
+	for _, e := range evs {
+		if h := e.header(); h.Time.IsZero() {
+			if now.IsZero() {
+				// Microseconds, not the clock's nanoseconds: finer is
+				// noise, and the event log compresses the digits
+				// dropped worst.
+				now = b.clock.Now().Truncate(time.Microsecond)
+			}
+			h.Time = now
+		}
 	}
 	var warn []*Consumer
 	b.mu.Lock()
@@ -187,26 +212,27 @@ func (b *Bus) Publish(e Event) {
 		b.mu.Unlock()
 		return
 	}
-	n := b.base + int64(len(b.queue))
-	b.queue = append(b.queue, e)
+	first := b.base + int64(len(b.queue))
+	b.queue = append(b.queue, evs...)
+	end := first + int64(len(evs))
 	for _, c := range b.subs {
-		switch {
-		case c.next == n:
+		if c.next == first {
 			c.signal()
-		case n-c.next >= c.max:
-			c.next++
-			if d := c.dropped.Add(1); d == 1 || d%1000 == 0 {
+		}
+		if over := end - c.next - c.max; over > 0 {
+			c.next += over
+			// As Spark, on the first loss and every 1,000th: a slow
+			// consumer is seen without flooding the log.
+			if d := c.dropped.Add(over); d == over || d/1000 != (d-over)/1000 {
 				warn = append(warn, c)
 			}
 		}
 	}
-	if len(warn) > 0 || len(b.queue)%1024 == 0 {
+	if len(warn) > 0 || end/1024 != first/1024 {
 		// Consumers that fall behind take nothing: the drops move them.
 		b.trimLocked()
 	}
 	b.mu.Unlock()
-	// As Spark, on the first loss and every 1,000th: a slow consumer is
-	// seen without flooding the log.
 	for _, c := range warn {
 		b.log.Warn("an event consumer falls behind: dropping its oldest events", "consumer", c.name, "dropped", c.dropped.Load())
 	}

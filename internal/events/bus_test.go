@@ -193,3 +193,67 @@ func TestMarshalRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Events published in batches reach every consumer in order, a batch
+// consumer takes them as they queued up, a stalled one keeps the newest
+// and counts the rest, and events without a time share the batch's.
+func TestPublishAllAndBatchConsumers(t *testing.T) {
+	b := NewBus(nil, nil)
+	var mu sync.Mutex
+	var got []int64
+	var batches int
+	b.SubscribeBatches("batches", 0, func(evs []Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		batches++
+		for _, e := range evs {
+			got = append(got, e.(*JobStart).JobID)
+		}
+	})
+	release, started := make(chan struct{}), make(chan struct{})
+	var stalled []int64
+	b.Subscribe("stalled", 10, func(e Event) {
+		if len(stalled) == 0 {
+			close(started)
+			<-release
+		}
+		stalled = append(stalled, e.(*JobStart).JobID)
+	})
+	b.Publish(&JobStart{JobID: 0})
+	<-started
+	var want []int64
+	next := int64(1)
+	for size := range 30 { // 435 events in batches of 0 to 29
+		var evs []Event
+		for range size {
+			evs = append(evs, &JobStart{JobID: next})
+			next++
+		}
+		b.PublishAll(evs)
+		if size > 1 && !TimeOf(evs[0]).Equal(TimeOf(evs[size-1])) {
+			t.Errorf("a batch's events were stamped %v and %v", TimeOf(evs[0]), TimeOf(evs[size-1]))
+		}
+	}
+	for i := range next {
+		want = append(want, i)
+	}
+	consumers := b.Consumers()
+	close(release)
+	b.Close()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("batch consumer's events (-want +got):\n%s", diff)
+	}
+	if batches >= len(want) {
+		t.Errorf("%d batches for %d events: not batched", batches, len(want))
+	}
+	wantStalled := []int64{0}
+	for i := next - 10; i < next; i++ {
+		wantStalled = append(wantStalled, i)
+	}
+	if diff := cmp.Diff(wantStalled, stalled); diff != "" {
+		t.Errorf("stalled consumer's events (-want +got):\n%s", diff)
+	}
+	if d := consumers[1].Dropped(); d != next-1-10 {
+		t.Errorf("the stalled consumer dropped %d events, want %d", d, next-1-10)
+	}
+}

@@ -19,8 +19,10 @@ import (
 // attempt's start and its time from start to end less the previous row's
 // (the first row's less 0, 0, T and 0), launch, run and duration (the
 // executor's) in microseconds, and metrics TaskMetrics' fields in their
-// order; zeros at a row's end are left out. The differences keep the
-// numbers short and alike, which is what the compressor needs.
+// order; zeros at a row's end are left out. A number in place of a row
+// repeats the row before it that many times. The differences keep the
+// numbers short and alike, so that rows repeat, and a run of them is a
+// few bytes: bytes are what the compressor spends its time on.
 // A row is about a tenth of the bytes of a TaskEnd line, and the event log
 // spends its time on bytes: formatting them and compressing them.
 type TaskRows struct {
@@ -30,7 +32,11 @@ type TaskRows struct {
 	// last is the previous row's TaskID, partition, start (Unix
 	// microseconds) and run.
 	last [4]int64
-	row  [rowFields]int64
+	// row is the last row written, its first k numbers; repeats counts
+	// the rows like it collected since.
+	row     [rowFields]int64
+	k       int
+	repeats int
 }
 
 // rowFields is the most numbers a row holds.
@@ -95,23 +101,32 @@ func (r *TaskRows) Add(e *TaskEnd, launch time.Time) {
 		r.line = appendInt(r.line, `","StageID":`, int64(e.StageID))
 		r.line = appendInt(r.line, `,"StageAttempt":`, int64(e.StageAttempt))
 		r.line = append(r.line, `,"Rows":[`...)
-	} else {
-		r.line = append(r.line, ',')
+		r.k = 0 // no row to repeat
 	}
 	m := &e.Metrics
 	us := launch.UnixMicro()
 	run := e.Time.UnixMicro() - us
-	r.row = [rowFields]int64{e.TaskID - r.last[0], int64(e.Partition) - r.last[1], int64(e.Executor),
+	row := [rowFields]int64{e.TaskID - r.last[0], int64(e.Partition) - r.last[1], int64(e.Executor),
 		us - r.last[2], run - r.last[3], e.Duration.Microseconds(), int64(e.Attempt),
 		m.ResultBytes, m.InputBytes, m.InputRecords, m.OutputBytes, m.OutputRecords,
 		m.ShuffleReadBytes, m.ShuffleReadRecords, m.ShuffleWriteBytes, m.ShuffleWriteRecords, m.SpillBytes}
 	r.last = [4]int64{e.TaskID, int64(e.Partition), us, run}
-	k := rowFields
-	for k > 3 && r.row[k-1] == 0 {
-		k--
+	r.n++
+	if r.k > 0 && row == r.row {
+		r.repeats++
+		return
+	}
+	r.writeRepeats()
+	if r.n > 1 {
+		r.line = append(r.line, ',')
+	}
+	r.row = row
+	r.k = rowFields
+	for r.k > 3 && r.row[r.k-1] == 0 {
+		r.k--
 	}
 	r.line = append(r.line, '[')
-	for i, v := range r.row[:k] {
+	for i, v := range r.row[:r.k] {
 		if i > 0 {
 			r.line = append(r.line, ',')
 		}
@@ -122,12 +137,21 @@ func (r *TaskRows) Add(e *TaskEnd, launch time.Time) {
 		}
 	}
 	r.line = append(r.line, ']')
-	r.n++
+}
+
+// writeRepeats writes the number of rows like the last one written, if
+// any.
+func (r *TaskRows) writeRepeats() {
+	if r.repeats > 0 {
+		r.line = strconv.AppendInt(append(r.line, ','), int64(r.repeats), 10)
+		r.repeats = 0
+	}
 }
 
 // Take returns the line of the rows collected, valid until the next Add,
 // and starts a new one.
 func (r *TaskRows) Take() []byte {
+	r.writeRepeats()
 	r.n = 0
 	return append(r.line, "]}"...)
 }
@@ -141,33 +165,59 @@ func DecodeTaskRows(line []byte, fn func(Event)) (int, error) {
 	var v struct {
 		Time                  time.Time
 		StageID, StageAttempt int
-		Rows                  [][]int64
+		Rows                  []json.RawMessage
 	}
 	if err := json.Unmarshal(line, &v); err != nil {
 		return 0, fmt.Errorf("decoding TaskRows event: %w", err)
 	}
-	for i, row := range v.Rows {
+	// Every row is read before any is handed on: a bad line hands on
+	// nothing.
+	type run struct {
+		f [rowFields]int64
+		n int
+	}
+	var runs []run
+	for i, raw := range v.Rows {
+		if len(raw) > 0 && raw[0] != '[' {
+			var n int
+			if err := json.Unmarshal(raw, &n); err != nil || n < 1 || len(runs) == 0 {
+				return 0, fmt.Errorf("decoding TaskRows event: item %d is %.20s, want a row, or a count of repeats after one", i+1, raw)
+			}
+			runs[len(runs)-1].n += n
+			continue
+		}
+		var row []int64
+		if err := json.Unmarshal(raw, &row); err != nil {
+			return 0, fmt.Errorf("decoding TaskRows event: row %d: %w", i+1, err)
+		}
 		if len(row) < 3 || len(row) > rowFields {
 			return 0, fmt.Errorf("decoding TaskRows event: row %d has %d numbers, want 3 to %d", i+1, len(row), rowFields)
 		}
+		var r run
+		copy(r.f[:], row)
+		r.n = 1
+		runs = append(runs, r)
 	}
 	// Unix microseconds, not Sub: times of years 0 to 9999 differ by more
 	// than a Duration holds.
-	id, partition, us, run := int64(0), int64(0), v.Time.UnixMicro(), int64(0)
-	for _, row := range v.Rows {
-		var f [rowFields]int64
-		copy(f[:], row)
-		id, partition, us, run = id+f[0], partition+f[1], us+f[3], run+f[4]
-		launch := time.UnixMicro(us).UTC()
-		s := &TaskStart{Header: Header{Time: launch}, TaskID: id, StageID: v.StageID, StageAttempt: v.StageAttempt,
-			Partition: int(partition), Attempt: int(f[6]), Executor: executorid.ID(f[2])}
-		fn(s)
-		fn(&TaskEnd{Header: Header{Time: time.UnixMicro(us + run).UTC()}, TaskID: id,
-			StageID: v.StageID, StageAttempt: v.StageAttempt, Partition: s.Partition, Attempt: s.Attempt,
-			Executor: s.Executor, State: TaskSuccess, Duration: time.Duration(f[5]) * time.Microsecond,
-			Metrics: TaskMetrics{ResultBytes: f[7], InputBytes: f[8], InputRecords: f[9], OutputBytes: f[10],
-				OutputRecords: f[11], ShuffleReadBytes: f[12], ShuffleReadRecords: f[13], ShuffleWriteBytes: f[14],
-				ShuffleWriteRecords: f[15], SpillBytes: f[16]}})
+	id, partition, us, runTime := int64(0), int64(0), v.Time.UnixMicro(), int64(0)
+	count := 0
+	for _, r := range runs {
+		f := &r.f
+		for range r.n {
+			id, partition, us, runTime = id+f[0], partition+f[1], us+f[3], runTime+f[4]
+			launch := time.UnixMicro(us).UTC()
+			s := &TaskStart{Header: Header{Time: launch}, TaskID: id, StageID: v.StageID, StageAttempt: v.StageAttempt,
+				Partition: int(partition), Attempt: int(f[6]), Executor: executorid.ID(f[2])}
+			fn(s)
+			fn(&TaskEnd{Header: Header{Time: time.UnixMicro(us + runTime).UTC()}, TaskID: id,
+				StageID: v.StageID, StageAttempt: v.StageAttempt, Partition: s.Partition, Attempt: s.Attempt,
+				Executor: s.Executor, State: TaskSuccess, Duration: time.Duration(f[5]) * time.Microsecond,
+				Metrics: TaskMetrics{ResultBytes: f[7], InputBytes: f[8], InputRecords: f[9], OutputBytes: f[10],
+					OutputRecords: f[11], ShuffleReadBytes: f[12], ShuffleReadRecords: f[13], ShuffleWriteBytes: f[14],
+					ShuffleWriteRecords: f[15], SpillBytes: f[16]}})
+			count += 2
+		}
 	}
-	return 2 * len(v.Rows), nil
+	return count, nil
 }

@@ -2,6 +2,7 @@ package events
 
 import (
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 // TestTaskRowsRoundTrip encodes random successful task attempts as rows
 // and decodes them back: the same starts and ends, in the rows' order.
 func TestTaskRowsRoundTrip(t *testing.T) {
+	repeat := regexp.MustCompile(`\],[0-9]`)
 	r := rand.New(rand.NewPCG(3, 4))
 	ints := func() int64 {
 		switch r.IntN(4) {
@@ -39,7 +41,11 @@ func TestTaskRowsRoundTrip(t *testing.T) {
 	for line := range 50 {
 		stage, attempt := r.IntN(100), r.IntN(3)
 		var want []Event
-		for range 1 + r.IntN(MaxTaskRows) {
+		// Every other line is of tasks alike, as a busy stage's are: runs
+		// of rows repeat.
+		alike := line%2 == 1
+		base, id := when(), ints()
+		for i := range 1 + r.IntN(MaxTaskRows) {
 			launch, end := when(), when()
 			m := TaskMetrics{ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints()}
 			if r.IntN(2) == 0 {
@@ -47,8 +53,18 @@ func TestTaskRowsRoundTrip(t *testing.T) {
 			}
 			s := &TaskStart{Header: Header{launch}, TaskID: ints(), StageID: stage, StageAttempt: attempt,
 				Partition: int(r.Int32()), Attempt: r.IntN(4), Executor: executorid.ID(ints())}
+			if alike && r.IntN(8) > 0 {
+				id++
+				launch, end = base, base.Add(time.Millisecond)
+				m = TaskMetrics{ResultBytes: 1}
+				s = &TaskStart{Header: Header{launch}, TaskID: id, StageID: stage, StageAttempt: attempt,
+					Partition: i, Executor: 3}
+			}
 			e := &TaskEnd{Header: Header{end}, TaskID: s.TaskID, StageID: stage, StageAttempt: attempt, Partition: s.Partition,
 				Attempt: s.Attempt, Executor: s.Executor, State: TaskSuccess, Duration: time.Duration(ints()/1000) * time.Microsecond, Metrics: m}
+			if alike && s.TaskID == id {
+				e.Duration = time.Millisecond
+			}
 			if !Rowable(e, launch) || !rows.Fits(e) {
 				t.Fatalf("%+v is not rowable", e)
 			}
@@ -58,6 +74,9 @@ func TestTaskRowsRoundTrip(t *testing.T) {
 		data := rows.Take()
 		if !IsTaskRows(data) || strings.Contains(string(data), "\n") {
 			t.Fatalf("line %d: not one TaskRows line: %.200s", line, data)
+		}
+		if alike && len(want) > 20 && !repeat.Match(data) {
+			t.Fatalf("line %d: rows alike and no run of them: %.300s", line, data)
 		}
 		var got []Event
 		n, err := DecodeTaskRows(data, func(e Event) { got = append(got, e) })
@@ -113,6 +132,9 @@ func TestDecodeTaskRowsRejectsBadRows(t *testing.T) {
 		`{"Event":"TaskRows","Time":"2026-11-26T03:00:00Z","StageID":1,"Rows":[[1,2,3],[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18]]}`,
 		`{"Event":"TaskRows","Time":"2026-11-26T03:00:00Z","StageID":1,"Rows":[["a",2,3]]}`,
 		`{"Event":"TaskRows","Time":"2026-11-26T03:00:00Z","StageID":1,"Rows":[[1,2,3]`,
+		`{"Event":"TaskRows","Time":"2026-11-26T03:00:00Z","StageID":1,"Rows":[3,[1,2,3]]}`,
+		`{"Event":"TaskRows","Time":"2026-11-26T03:00:00Z","StageID":1,"Rows":[[1,2,3],0]}`,
+		`{"Event":"TaskRows","Time":"2026-11-26T03:00:00Z","StageID":1,"Rows":[[1,2,3],"x"]}`,
 	} {
 		called := false
 		if _, err := DecodeTaskRows([]byte(line), func(Event) { called = true }); err == nil || called {

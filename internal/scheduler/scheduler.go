@@ -73,6 +73,47 @@ type Scheduler struct {
 	active     []*TaskSet
 	running    map[int64]*attempt
 	byExecutor map[executorid.ID]map[int64]struct{}
+	// emitted are the events of the code holding mu, published together
+	// as it lets go (unlock), so that they keep their order and cost the
+	// bus one append; starts and ends are their allocations, a slab at a
+	// time.
+	emitted []events.Event
+	starts  slab[events.TaskStart]
+	ends    slab[events.TaskEnd]
+}
+
+// emitLocked queues e for the bus until mu is let go.
+func (s *Scheduler) emitLocked(e events.Event) {
+	s.emitted = append(s.emitted, e)
+}
+
+// unlock publishes the events emitted while mu was held, then lets go of
+// it: still under mu, so events of two sections never swap.
+func (s *Scheduler) unlock() {
+	s.publishLocked()
+	s.mu.Unlock()
+}
+
+// publishLocked publishes the events emitted so far.
+func (s *Scheduler) publishLocked() {
+	if len(s.emitted) > 0 {
+		s.opts.Events.PublishAll(s.emitted)
+		clear(s.emitted)
+		s.emitted = s.emitted[:0]
+	}
+}
+
+// slab hands out values of T allocated a few dozen at a time: one
+// allocation, not one per task event.
+type slab[T any] struct{ free []T }
+
+func (b *slab[T]) next() *T {
+	if len(b.free) == 0 {
+		b.free = make([]T, 64)
+	}
+	v := &b.free[0]
+	b.free = b.free[1:]
+	return v
 }
 
 // attempt is a launched task attempt.
@@ -216,7 +257,7 @@ func (s *Scheduler) Run(ctx context.Context, spec TaskSetSpec) error {
 func (s *Scheduler) Cancel(ts *TaskSet, err error) {
 	s.mu.Lock()
 	kills := s.abortLocked(ts, err)
-	s.mu.Unlock()
+	s.unlock()
 	s.kill(kills, "job cancelled")
 }
 
@@ -224,7 +265,7 @@ func (s *Scheduler) Cancel(ts *TaskSet, err error) {
 // round-robin across the offers.
 func (s *Scheduler) ResourceOffers(offers []Offer) []TaskDescription {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if len(s.active) == 0 {
 		return nil
 	}
@@ -286,8 +327,10 @@ func (s *Scheduler) launchLocked(ts *TaskSet, index int, executor executorid.ID)
 	tasks[tid] = struct{}{}
 	t := ts.spec.Tasks[index]
 	if s.opts.Events.Enabled() {
-		s.opts.Events.Publish(&events.TaskStart{TaskID: tid, StageID: ts.spec.StageID, StageAttempt: ts.spec.StageAttempt,
-			Partition: t.Partition, Attempt: ts.failures[index], Executor: executor})
+		e := s.starts.next()
+		*e = events.TaskStart{TaskID: tid, StageID: ts.spec.StageID, StageAttempt: ts.spec.StageAttempt,
+			Partition: t.Partition, Attempt: ts.failures[index], Executor: executor}
+		s.emitLocked(e)
 	}
 	return TaskDescription{
 		TaskID:       tid,

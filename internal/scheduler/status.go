@@ -32,7 +32,7 @@ func (s *Scheduler) CanFetchResult(taskID, size int64) bool {
 	s.mu.Lock()
 	a := s.running[taskID]
 	if a == nil || a.set.finished {
-		s.mu.Unlock()
+		s.unlock()
 		return false
 	}
 	ts := a.set
@@ -47,7 +47,7 @@ func (s *Scheduler) CanFetchResult(taskID, size int64) bool {
 		a.fetching = size
 		ts.fetchingBytes += size
 	}
-	s.mu.Unlock()
+	s.unlock()
 	s.kill(kills, "task set aborted")
 	return fits
 }
@@ -114,7 +114,7 @@ func (s *Scheduler) StatusUpdates(statuses []Status) {
 			revive = true
 		}
 	}
-	s.mu.Unlock()
+	s.unlock()
 	s.kill(kills, "task set aborted")
 	if revive {
 		s.backend.ReviveOffers()
@@ -170,7 +170,7 @@ func (s *Scheduler) ExecutorLost(executor executorid.ID, reason LossReason) {
 		a.set.retry = append(a.set.retry, a.index)
 		revive = true
 	}
-	s.mu.Unlock()
+	s.unlock()
 	if len(tids) > 0 {
 		s.log.Info("executor lost", "executor", executor, "reason", reason.String(),
 			"resubmitted", len(tids), "counted_as_failure", reason.CausedByApp)
@@ -216,13 +216,15 @@ func (s *Scheduler) finishLocked(ts *TaskSet, err error) {
 	if err != nil {
 		end.Err = err.Error()
 	}
-	s.opts.Events.Publish(end)
+	s.emitLocked(end)
 	for i, a := range s.active {
 		if a == ts {
 			s.active = append(s.active[:i], s.active[i+1:]...)
 			break
 		}
 	}
+	// Whoever waits for the task set hears of its end after its events.
+	s.publishLocked()
 	close(ts.done)
 }
 
@@ -239,7 +241,8 @@ func (s *Scheduler) taskEnded(tid int64, a *attempt, st *Status) {
 	if !s.opts.Events.Enabled() {
 		return
 	}
-	e := &events.TaskEnd{TaskID: tid, StageID: a.set.spec.StageID, StageAttempt: a.set.spec.StageAttempt,
+	e := s.ends.next()
+	*e = events.TaskEnd{TaskID: tid, StageID: a.set.spec.StageID, StageAttempt: a.set.spec.StageAttempt,
 		Partition: a.set.spec.Tasks[a.index].Partition, Attempt: a.number, Executor: a.executor,
 		Duration: st.Duration.Truncate(time.Microsecond), Metrics: st.Metrics, FetchFailed: st.FetchFailed != nil}
 	e.Metrics.ResultBytes = int64(len(st.Result))
@@ -254,5 +257,5 @@ func (s *Scheduler) taskEnded(tid int64, a *attempt, st *Status) {
 			e.Reason = st.FetchFailed.Error()
 		}
 	}
-	s.opts.Events.Publish(e)
+	s.emitLocked(e)
 }

@@ -120,8 +120,12 @@ func (m *Map[V]) Clear() {
 
 // find is the index of key's entry, if held.
 func (m *Map[V]) find(key int64) (int, bool) {
+	n := len(m.entries)
+	if n == 0 || key > m.entries[n-1].key {
+		return 0, false // a key not put yet, as a new task's
+	}
 	i := m.next
-	if i >= len(m.entries) || m.entries[i].key != key {
+	if i >= n || m.entries[i].key != key {
 		var found bool
 		if i, found = m.search(key); !found {
 			return 0, false
