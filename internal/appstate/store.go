@@ -69,8 +69,10 @@ type Store struct {
 	// lastStage is the stage taskStage found last, nil when none is kept.
 	lastStage    *stage
 	lastStageKey StageKey
-	// lastJob is the job taskJob found last, nil when none is kept.
-	lastJob *Job
+	// lastJob is the job taskJob found last, nil when none is kept;
+	// lastExecutor the executor executor found last.
+	lastJob      *Job
+	lastExecutor *Executor
 
 	executors map[executorid.ID]*Executor
 	dead      []executorid.ID // in order of death
@@ -412,11 +414,15 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 
 // executor returns id's record, created when new.
 func (s *Store) executor(id executorid.ID) *Executor {
+	if x := s.lastExecutor; x != nil && x.ID == id {
+		return x // launches come in runs on one executor
+	}
 	x := s.executors[id]
 	if x == nil {
 		x = &Executor{ID: id}
 		s.executors[id] = x
 	}
+	s.lastExecutor = x
 	return x
 }
 
@@ -429,6 +435,7 @@ func (s *Store) markDead(x *Executor, at time.Time) {
 	if n := len(s.dead) - s.opts.RetainedDeadExecutors; n > 0 {
 		for _, id := range s.dead[:n] {
 			delete(s.executors, id)
+			s.lastExecutor = nil
 		}
 		s.dead = slices.Delete(s.dead, 0, n)
 	}

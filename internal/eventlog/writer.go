@@ -325,7 +325,7 @@ func (w *Writer) writeRows() {
 func (w *Writer) writeStarts() {
 	for _, s := range w.starts.held.All() {
 		if w.err == nil {
-			w.write(s)
+			w.write(*s)
 		}
 	}
 	w.starts.held.Clear()
@@ -365,10 +365,9 @@ func (w *Writer) writeLine(line []byte, err error) {
 const maxHeldStarts = 4096
 
 // pendingStarts are task starts not written yet, by TaskID, held in the
-// order the scheduler numbers and publishes them in. They are held as
-// copies: the bus's events die young, which the collector prefers.
+// order the scheduler numbers and publishes them in.
 type pendingStarts struct {
-	held seqmap.Map[events.TaskStart]
+	held seqmap.Map[*events.TaskStart]
 }
 
 // hold keeps a copy of s, unless it would break the order or the bound.
@@ -382,15 +381,16 @@ func (p *pendingStarts) hold(s *events.TaskStart) bool {
 			return false
 		}
 	}
-	p.held.Put(s.TaskID, *s)
+	p.held.Put(s.TaskID, s)
 	return true
 }
 
 // take returns the held start of task id, which is no longer held, or nil.
-// The start is valid until the next call of hold.
 func (p *pendingStarts) take(id int64) *events.TaskStart {
-	s, _ := p.held.Take(id)
-	return s
+	if s, ok := p.held.Take(id); ok {
+		return *s
+	}
+	return nil
 }
 
 // roll closes the current file of a rolled log and starts the next.
