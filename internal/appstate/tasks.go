@@ -491,17 +491,19 @@ func (st *stage) distribution(qs []float64) Distribution {
 // those as zigzag varints. A task that only sends a result of a few kB
 // takes 3 bytes instead of 80.
 func packMetrics(dst []byte, m *events.TaskMetrics) []byte {
-	fs := metricFields(m)
+	// Values, not metricFields' pointers: this runs for every task.
+	vs := [10]int64{m.ResultBytes, m.InputBytes, m.InputRecords, m.OutputBytes, m.OutputRecords,
+		m.ShuffleReadBytes, m.ShuffleReadRecords, m.ShuffleWriteBytes, m.ShuffleWriteRecords, m.SpillBytes}
 	var mask uint64
-	for i, f := range fs {
-		if *f != 0 {
+	for i, v := range vs {
+		if v != 0 {
 			mask |= 1 << i
 		}
 	}
 	dst = binary.AppendUvarint(dst, mask)
-	for _, f := range fs {
-		if *f != 0 {
-			dst = binary.AppendVarint(dst, *f)
+	for _, v := range vs {
+		if v != 0 {
+			dst = binary.AppendVarint(dst, v)
 		}
 	}
 	return dst
