@@ -371,7 +371,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		mo.LocalCores = m.Threads
 	}
 	dm := metrics.NewDriver(mo, config.DynamicAllocationEnabled.Get(conf) && m.Kind != master.Local)
-	bus.Subscribe("metrics", 0, dm.Events.Handle)
+	bus.SubscribeBatches("metrics", 0, consumerLinger, dm.Events.HandleAll)
 	web := startUI(conf, bus, log)
 	defer web.stop()
 	metricsHandler := metrics.Handler(dm.Registry)
@@ -478,7 +478,7 @@ func startEventLog(ctx context.Context, conf *config.Conf, appID string, bus *ev
 	}
 	// A deeper queue than the others': the log is the consumer that must
 	// not lose events, and its writes may wait on an object store.
-	bus.SubscribeBatches("eventlog", 10*events.DefaultCapacity, w.HandleAll)
+	bus.SubscribeBatches("eventlog", 10*events.DefaultCapacity, consumerLinger, w.HandleAll)
 	log.Info("writing the event log", "path", w.Path())
 	return w
 }

@@ -29,6 +29,13 @@ type webUI struct {
 	log   *slog.Logger
 }
 
+// consumerLinger is how late the driver's pages, metrics and event log may
+// see an event: they take the stream a batch at a time, waking a few
+// hundred times a second at the scheduler's pace instead of once or twice
+// per task, which the tasks' own throughput pays for when the cores are
+// busy.
+const consumerLinger = 2 * time.Millisecond
+
 // startUI serves the web UI on spark.ui.port when spark.ui.enabled, its
 // store subscribed to bus; call it before AppStart is published. It never
 // fails the application: a UI that cannot start is logged and left out.
@@ -48,7 +55,7 @@ func startUI(conf *config.Conf, bus *events.Bus, log *slog.Logger) *webUI {
 	w := &webUI{store: appstate.New(appstate.OptionsFromConf(conf)), log: log}
 	w.ui = ui.New(w.store, ui.Options{Version: droverVersion(), Logger: log})
 	var broken atomic.Bool
-	bus.SubscribeBatches("ui", 0, func(evs []events.Event) {
+	bus.SubscribeBatches("ui", 0, consumerLinger, func(evs []events.Event) {
 		// A bug in the store must not take the driver down with it.
 		defer func() {
 			if r := recover(); r != nil && broken.CompareAndSwap(false, true) {

@@ -41,11 +41,16 @@ type Bus struct {
 	base  int64
 }
 
+// lingerBelow is the batch under which a lingering consumer waits before
+// it takes the next: a larger one says events come fast enough already.
+const lingerBelow = 256
+
 // Consumer is one subscriber's place in the bus's queue.
 type Consumer struct {
 	bus     *Bus
 	name    string
 	max     int64
+	linger  time.Duration
 	dropped atomic.Int64
 	// wake tells the consumer's goroutine that the queue holds an event
 	// for it.
@@ -81,7 +86,7 @@ func (b *Bus) Now() time.Time {
 // one goroutine, through a queue of capacity events (DefaultCapacity when
 // 0). When the queue is full, its oldest event is dropped and counted.
 func (b *Bus) Subscribe(name string, capacity int, handle func(Event)) *Consumer {
-	return b.SubscribeBatches(name, capacity, func(batch []Event) {
+	return b.SubscribeBatches(name, capacity, 0, func(batch []Event) {
 		for _, e := range batch {
 			handle(e)
 		}
@@ -92,11 +97,17 @@ func (b *Bus) Subscribe(name string, capacity int, handle func(Event)) *Consumer
 // batch at a time, as many as were queued for it, in order: one lock or
 // one recover per batch, not per event, on the task path. handle must
 // not keep batch.
-func (b *Bus) SubscribeBatches(name string, capacity int, handle func([]Event)) *Consumer {
+//
+// A consumer that can be late by linger (a page, a log flushed every
+// second) waits that long after a small batch before it takes the next:
+// at the scheduler's pace it then wakes a few hundred times a second, not
+// once or twice per task, and its batches grow. Its capacity must hold
+// what is published meanwhile.
+func (b *Bus) SubscribeBatches(name string, capacity int, linger time.Duration, handle func([]Event)) *Consumer {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
-	c := &Consumer{bus: b, name: name, max: int64(capacity), wake: make(chan struct{}, 1)}
+	c := &Consumer{bus: b, name: name, max: int64(capacity), linger: linger, wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	c.next = b.base + int64(len(b.queue))
@@ -125,6 +136,9 @@ func (c *Consumer) run(handle func([]Event)) {
 				break
 			}
 			handle(batch)
+			if c.linger > 0 && len(batch) < lingerBelow && !stopped {
+				time.Sleep(c.linger)
+			}
 			clear(batch)
 			// A backlog's large slice is let go once the consumer caught
 			// up, rather than kept for good.

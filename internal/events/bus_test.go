@@ -202,7 +202,7 @@ func TestPublishAllAndBatchConsumers(t *testing.T) {
 	var mu sync.Mutex
 	var got []int64
 	var batches int
-	b.SubscribeBatches("batches", 0, func(evs []Event) {
+	b.SubscribeBatches("batches", 0, time.Millisecond, func(evs []Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		batches++
@@ -255,5 +255,37 @@ func TestPublishAllAndBatchConsumers(t *testing.T) {
 	}
 	if d := consumers[1].Dropped(); d != next-1-10 {
 		t.Errorf("the stalled consumer dropped %d events, want %d", d, next-1-10)
+	}
+}
+
+// A lingering consumer takes a stream published an event at a time in
+// batches, and still gets every event, in order, by Close.
+func TestLingeringConsumerTakesBatches(t *testing.T) {
+	b := NewBus(nil, nil)
+	var got []int64
+	var batches int
+	b.SubscribeBatches("lingering", 0, 5*time.Millisecond, func(evs []Event) {
+		batches++
+		for _, e := range evs {
+			got = append(got, e.(*JobStart).JobID)
+		}
+	})
+	const n = 200
+	for i := range int64(n) {
+		b.Publish(&JobStart{JobID: i})
+		time.Sleep(100 * time.Microsecond) // a publisher slower than the consumer
+	}
+	b.Close()
+	if len(got) != n {
+		t.Fatalf("%d events handled, want %d", len(got), n)
+	}
+	for i, id := range got {
+		if id != int64(i) {
+			t.Fatalf("event %d is job %d", i, id)
+		}
+	}
+	// Without the linger the consumer wakes for nearly every event.
+	if batches > n/4 {
+		t.Errorf("%d batches for %d events published one at a time", batches, n)
 	}
 }

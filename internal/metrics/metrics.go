@@ -212,7 +212,15 @@ func New(r prometheus.Registerer, o Options) *Metrics {
 	return m
 }
 
-// Handle folds one event into the metrics; it is the bus consumer.
+// HandleAll folds events into the metrics, in order; it is the bus
+// consumer (events.Bus.SubscribeBatches).
+func (m *Metrics) HandleAll(evs []events.Event) {
+	for _, e := range evs {
+		m.Handle(e)
+	}
+}
+
+// Handle folds one event into the metrics.
 func (m *Metrics) Handle(e events.Event) {
 	switch e := e.(type) {
 	case *events.TaskStart:
