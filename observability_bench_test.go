@@ -31,47 +31,67 @@ func observabilityConf(on bool, dir string) []string {
 
 // BenchmarkObservabilityOverhead is what the web UI, the metrics and the
 // event log cost the task path: drivers on local-cluster[4,1,512] run a
-// job of 20,000 no-op tasks, in turn with everything on and everything
+// job of 100,000 no-op tasks, in turn with everything on and everything
 // off (which goes first alternates, so both see the same machine load).
-// It reports each one's tasks/s over all iterations, and on/off (1 is no
-// cost) as the median of the iterations' ratios: a burst of load from
-// elsewhere moves one pair, not the figure.
+// Each driver is its own process, as BenchmarkObservabilityDriverRSS's:
+// one driver's garbage, and its collector's work, never falls into
+// another's job, and a job long enough to hold many collections measures
+// them, not where one happened to fall. It reports each one's tasks/s over
+// all iterations, and on/off (1 is no cost) as the median of the
+// iterations' ratios: a burst of load from elsewhere moves one pair, not
+// the figure.
 //
 //	go test -run '^$' -bench ObservabilityOverhead -benchtime 20x .
 func BenchmarkObservabilityOverhead(b *testing.B) {
-	const tasks = 20_000
-	inputs := make([]int, tasks)
 	var took [2]time.Duration // off, on
 	var ratios []float64
 	for i := 0; b.Loop(); i++ {
 		var pair [2]time.Duration
 		for j := range 2 {
 			on := (i+j)%2 == 1
-			var stderr bytes.Buffer
-			var d time.Duration
-			args := append([]string{"--master", "local-cluster[4,1,512]"}, observabilityConf(on, b.TempDir())...)
-			code := runDriver(args, &stderr, func(ctx *Context) error {
-				start := time.Now()
-				_, err := RunPartitions(ctx, testNoop, inputs)
-				d = time.Since(start)
-				if on && ctx.UIWebURL() == "" {
-					return fmt.Errorf("the UI is not served")
-				}
-				return err
-			})
-			if code != 0 {
-				b.Fatalf("exit code %d:\n%s", code, stderr.String())
-			}
+			d := runObservabilityDriver(b, on, b.TempDir()).job
 			took[boolIndex(on)] += d
 			pair[boolIndex(on)] = d
 		}
 		ratios = append(ratios, pair[0].Seconds()/pair[1].Seconds())
 	}
-	off := float64(tasks*b.N) / took[0].Seconds()
-	on := float64(tasks*b.N) / took[1].Seconds()
+	off := float64(rssTasks*b.N) / took[0].Seconds()
+	on := float64(rssTasks*b.N) / took[1].Seconds()
 	b.ReportMetric(off, "off-tasks/s")
 	b.ReportMetric(on, "on-tasks/s")
 	b.ReportMetric(median(ratios), "on/off")
+}
+
+// observabilityRun is what one driver process of the observability
+// benchmarks measured.
+type observabilityRun struct {
+	job     time.Duration // the job's run time, from its start to its result
+	peakKiB int64         // the process's peak resident set
+}
+
+// runObservabilityDriver runs this test binary as a driver of rssTasks
+// no-op tasks (rssDriverMain) with the UI, metrics and event log (into
+// dir) on or off.
+func runObservabilityDriver(b *testing.B, on bool, dir string) observabilityRun {
+	b.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(self, append([]string{"--master", "local-cluster[4,1,512]"}, observabilityConf(on, dir)...)...)
+	cmd.Env = append(os.Environ(), envRSSDriver+"=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("driver (on=%v): %v\n%s", on, err, stderr.String())
+	}
+	var r observabilityRun
+	var ns int64
+	if _, err := fmt.Sscanf(strings.TrimSpace(stdout.String()), "peak-rss-kib %d\njob-ns %d", &r.peakKiB, &ns); err != nil {
+		b.Fatalf("driver output %q: %v", stdout.String(), err)
+	}
+	r.job = time.Duration(ns)
+	return r
 }
 
 // median is the middle of xs, or the mean of the two middle ones.
@@ -92,10 +112,11 @@ func boolIndex(b bool) int {
 }
 
 // envRSSDriver makes the test binary a driver that runs 100,000 no-op
-// tasks and prints its own peak RSS (VmHWM) at the end.
+// tasks and prints its own peak RSS (VmHWM) and the job's run time at the
+// end: the driver process of the observability benchmarks.
 const envRSSDriver = "DROVER_TEST_RSS_DRIVER"
 
-// rssTasks is the size of the job of BenchmarkObservabilityDriverRSS.
+// rssTasks is the size of the job of the observability benchmarks.
 const rssTasks = 100_000
 
 // checkHistoryHasEveryTask replays the event log in dir into the store a
@@ -123,7 +144,7 @@ func checkHistoryHasEveryTask(b *testing.B, dir string, tasks int) {
 	}
 }
 
-// rssDriverMain is the driver process of BenchmarkObservabilityDriverRSS:
+// rssDriverMain is the driver process of the observability benchmarks:
 // its arguments are drover's flags.
 func rssDriverMain() int {
 	inputs := make([]int, rssTasks)
@@ -140,8 +161,14 @@ func rssDriverMain() int {
 		}
 		defer stop()
 	}
+	var job time.Duration
 	code := Run(os.Args[1:], os.Stderr, func(ctx *Context) error {
+		start := time.Now()
 		_, err := RunPartitions(ctx, testNoop, inputs)
+		job = time.Since(start)
+		if err == nil && slices.Contains(os.Args, "spark.ui.enabled=true") && ctx.UIWebURL() == "" {
+			return fmt.Errorf("the UI is not served")
+		}
 		return err
 	})
 	if code == 0 {
@@ -150,7 +177,7 @@ func rssDriverMain() int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		fmt.Printf("peak-rss-kib %d\n", kib)
+		fmt.Printf("peak-rss-kib %d\njob-ns %d\n", kib, job.Nanoseconds())
 		var ru syscall.Rusage
 		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 			// The driver's own CPU, its executors' left out: what
@@ -255,27 +282,13 @@ func peakRSSKiB() (int64, error) {
 //
 //	go test -run '^$' -bench ObservabilityDriverRSS -benchtime 2x .
 func BenchmarkObservabilityDriverRSS(b *testing.B) {
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
 	var peak [2]int64 // the largest of the runs, off and on
 	for i := 0; b.Loop(); i++ {
 		for j := range 2 {
 			on := (i+j)%2 == 1
 			dir := b.TempDir()
-			cmd := exec.Command(self, append([]string{"--master", "local-cluster[4,1,512]"}, observabilityConf(on, dir)...)...)
-			cmd.Env = append(os.Environ(), envRSSDriver+"=1")
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Run(); err != nil {
-				b.Fatalf("driver (on=%v): %v\n%s", on, err, stderr.String())
-			}
-			var kib int64
-			if _, err := fmt.Sscanf(strings.TrimSpace(stdout.String()), "peak-rss-kib %d", &kib); err != nil {
-				b.Fatalf("driver output %q: %v", stdout.String(), err)
-			}
-			peak[boolIndex(on)] = max(peak[boolIndex(on)], kib)
+			r := runObservabilityDriver(b, on, dir)
+			peak[boolIndex(on)] = max(peak[boolIndex(on)], r.peakKiB)
 			if on {
 				checkHistoryHasEveryTask(b, dir, rssTasks)
 			}

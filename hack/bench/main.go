@@ -313,8 +313,9 @@ func mainErr(compare bool, only string) error {
 		}},
 		{"observability", func() error {
 			// The web UI, metrics and event log on and off, in turn (twenty
-			// pairs of 20,000 no-op tasks: a 3 % target needs more than two);
-			// and the driver's peak RSS and the event log of a 100,000-task job.
+			// pairs of driver processes of 100,000 no-op tasks: a 3 % target
+			// needs more than two); and the driver's peak RSS and the event
+			// log of a 100,000-task job.
 			if err := r.goBench(ctx, 15*time.Minute, "", nil, "test", "-run", "^$", "-bench", "ObservabilityOverhead",
 				"-benchtime", "20x", "-timeout", "15m", "."); err != nil {
 				return err
