@@ -15,17 +15,7 @@ import (
 // JSON escapes and odd times included.
 func TestAppendJSONIsMarshal(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	ints := func() int64 {
-		switch r.IntN(4) {
-		case 0:
-			return 0
-		case 1:
-			return r.Int64N(100)
-		case 2:
-			return -r.Int64()
-		}
-		return r.Int64()
-	}
+	ints := randInts(r)
 	strs := []string{"", "SUCCESS", "FAILED", "boom", "line\nstack\tat x", `quote " and \ backslash`, "<html> & co",
 		"héllo wörld", "\u2028\u2029", "bad \xff utf-8", "\x00\x1f", "emoji 🚀"}
 	str := func() string {
@@ -80,6 +70,22 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 	got, err := AppendJSON([]byte("prefix"), e)
 	if err != nil || string(got) != "prefix"+string(want) {
 		t.Errorf("AppendJSON(JobEnd) = %s, %v; want prefix%s", got, err, want)
+	}
+}
+
+// randInts returns a source of int64s for encoders' tests: zeros, small
+// ones, and any, negative ones included.
+func randInts(r *rand.Rand) func() int64 {
+	return func() int64 {
+		switch r.IntN(4) {
+		case 0:
+			return 0
+		case 1:
+			return r.Int64N(100)
+		case 2:
+			return -r.Int64()
+		}
+		return r.Int64()
 	}
 }
 

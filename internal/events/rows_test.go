@@ -17,17 +17,7 @@ import (
 func TestTaskRowsRoundTrip(t *testing.T) {
 	repeat := regexp.MustCompile(`\],[0-9]`)
 	r := rand.New(rand.NewPCG(3, 4))
-	ints := func() int64 {
-		switch r.IntN(4) {
-		case 0:
-			return 0
-		case 1:
-			return r.Int64N(100)
-		case 2:
-			return -r.Int64()
-		}
-		return r.Int64()
-	}
+	ints := randInts(r)
 	when := func() time.Time {
 		switch r.IntN(4) {
 		case 0:
