@@ -214,8 +214,9 @@ func (b *Bus) PublishAll(evs []Event) {
 			if now.IsZero() {
 				// Microseconds, not the clock's nanoseconds: finer is
 				// noise, and the event log compresses the digits
-				// dropped worst.
-				now = b.clock.Now().Truncate(time.Microsecond)
+				// dropped worst. In UTC, which consumers check for
+				// without a zone lookup (pages show local time).
+				now = b.clock.Now().Truncate(time.Microsecond).UTC()
 			}
 			h.Time = now
 		}

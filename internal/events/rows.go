@@ -59,17 +59,16 @@ func Rowable(e *TaskEnd, launch time.Time) bool {
 }
 
 func rowTime(t time.Time) bool {
-	return t.Nanosecond()%1000 == 0 && plainTime(t) && utc(t)
-}
-
-// utc reports whether t's zone is UTC's offset; the zone is looked up only
-// for a location other than UTC.
-func utc(t time.Time) bool {
-	if t.Location() == time.UTC {
-		return true
+	if t.Nanosecond()%1000 != 0 {
+		return false
 	}
-	_, off := t.Zone()
-	return off == 0
+	if t.Location() != time.UTC { // the bus stamps UTC: no zone lookup
+		if _, off := t.Zone(); off != 0 {
+			return false
+		}
+	}
+	s := t.Unix()
+	return s >= firstPlainSecond && s < endPlainSecond
 }
 
 // Len is the number of rows collected.
