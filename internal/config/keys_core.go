@@ -207,6 +207,13 @@ var (
 	ReducerMaxSizeInFlight = Bytes("spark.reducer.maxSizeInFlight", "48m", KiB,
 		"Largest amount of map output a reduce task fetches at once.")
 
+	ShuffleMaxPeerConnections = Int("drover.shuffle.maxPeerConnections", 256,
+		"Most connections an executor keeps open to other executors for shuffle fetches, one per peer. Past it "+
+			"the least recently used connection no fetch is using is closed, and when all are in use a fetch from "+
+			"a new peer waits for one to be released. Connections unused for spark.network.timeout are closed too, "+
+			"so an executor of a job with thousands of executors does not keep a socket to every one.",
+		AtLeast(1))
+
 	RPCMessageMaxSize = Bytes("spark.rpc.message.maxSize", "128m", MiB,
 		"Largest task the driver sends (its function's input, serialized): a larger one fails its job at once, "+
 			"naming the task's size, instead of breaking the executor's connection. Launches are batched up to this "+

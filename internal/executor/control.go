@@ -111,6 +111,7 @@ func isPermanent(err error) bool {
 // environment.
 var ConfKeys = append([]string{
 	config.NetworkTimeout.Key(), config.ExecutorHeartbeatInterval.Key(), config.TaskMaxDirectResultSize.Key(),
+	config.ShuffleMaxPeerConnections.Key(),
 }, objstore.ExecutorKeys...)
 
 // applyConf adopts the driver's timeouts and object-store settings, as
@@ -123,6 +124,9 @@ func (e *Executor) applyConf(kv map[string]string) {
 	e.networkTimeout = config.NetworkTimeout.Get(c)
 	e.heartbeatInterval = config.ExecutorHeartbeatInterval.Get(c)
 	e.maxDirectResult = config.TaskMaxDirectResultSize.Get(c)
+	if e.shuffles != nil {
+		e.shuffles.SetPeerLimits(config.ShuffleMaxPeerConnections.Get(c), e.networkTimeout)
+	}
 	e.store.Store(objstore.New(objstore.ConfigFrom(c)))
 }
 

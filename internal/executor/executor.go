@@ -149,7 +149,7 @@ func (e *Executor) run(ctx context.Context) error {
 		return fmt.Errorf("listening for result fetches: %w", err)
 	}
 	shuffles, err := shuffle.NewManager(shuffle.ManagerOptions{Dir: e.opts.LocalDir, ExecutorID: e.opts.ExecutorID,
-		Address: lis.Addr().String(), Auth: e.opts.Auth, Logger: e.log})
+		Address: lis.Addr().String(), Auth: e.opts.Auth, Logger: e.log, PeerIdleTimeout: e.opts.NetworkTimeout, Clock: e.opts.Clock})
 	if err != nil {
 		lis.Close()
 		return err

@@ -26,6 +26,12 @@
 // block larger than the whole budget is still fetched, alone. Any failure to
 // obtain a block is a *FetchFailedError naming the map output and the
 // executor, which the DAG scheduler turns into a resubmission of the map stage.
+// Connections to other executors, one per peer, are cached up to
+// drover.shuffle.maxPeerConnections: unused ones are closed least recently
+// used first when a new peer needs room, or after spark.network.timeout
+// unused; one in use is never closed under its fetch, and a fetch that finds
+// all in use waits for a release. An executor of a job with thousands of
+// executors thus holds a bounded number of sockets, not one per executor.
 //
 // Sorting. The Sorter buffers records up to a memory budget, then sorts them
 // by key and spills them to a run file. Groups merges the runs with a heap and

@@ -205,16 +205,21 @@ func (m *Manager) fetchRemote(ctx context.Context, shuffleID, reduceID int, r *f
 		fail(errors.New("executor has no block server address"))
 		return
 	}
-	conn, err := m.conn(r.address)
+	pc, err := m.peers.acquire(ctx, r.address)
 	if err != nil {
 		fail(err)
 		return
 	}
+	defer m.peers.release(pc)
+	// The stream ends before the connection is released: an unused
+	// connection may be closed at once.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	req := &pb.FetchBlocksRequest{ShuffleId: int32(shuffleID), ReduceId: int32(reduceID), Blocks: make([]*pb.BlockID, len(r.blocks))}
 	for i, b := range r.blocks {
 		req.Blocks[i] = &pb.BlockID{MapId: int32(b.MapID), TaskId: b.TaskID}
 	}
-	stream, err := pb.NewExecutorClient(conn).FetchBlocks(ctx, req)
+	stream, err := pb.NewExecutorClient(pc.cc).FetchBlocks(ctx, req)
 	if err != nil {
 		fail(err)
 		return

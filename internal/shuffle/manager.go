@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+	"time"
 
 	"google.golang.org/grpc"
+	"k8s.io/utils/clock"
 
+	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/rpc"
 )
@@ -30,6 +32,13 @@ type ManagerOptions struct {
 	// from other executors.
 	Auth   rpc.Auth
 	Logger *slog.Logger
+	// MaxPeerConnections bounds the client connections to other executors
+	// kept open (drover.shuffle.maxPeerConnections when ≤ 0), and
+	// PeerIdleTimeout closes those unused that long (spark.network.timeout
+	// when ≤ 0).
+	MaxPeerConnections int
+	PeerIdleTimeout    time.Duration
+	Clock              clock.PassiveClock
 }
 
 // Manager owns one executor's shuffle files: it writes map outputs, serves
@@ -39,10 +48,10 @@ type Manager struct {
 	dir  string
 	log  *slog.Logger
 
-	mu     sync.Mutex
-	conns  map[string]*grpc.ClientConn
-	closed bool
+	peers *peerConns
 
+	// dialOptions (tests) are added to the peer connections' options.
+	dialOptions []grpc.DialOption
 	// fetchObserve, when set (tests), is called with the bytes fetched and
 	// not yet consumed every time that amount grows.
 	fetchObserve func(int64)
@@ -65,7 +74,35 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{opts: opts, dir: dir, log: log, conns: map[string]*grpc.ClientConn{}}, nil
+	if opts.MaxPeerConnections <= 0 {
+		opts.MaxPeerConnections = config.ShuffleMaxPeerConnections.Get(config.New())
+	}
+	if opts.PeerIdleTimeout <= 0 {
+		opts.PeerIdleTimeout = config.NetworkTimeout.Get(config.New())
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	m := &Manager{opts: opts, dir: dir, log: log}
+	m.peers = &peerConns{clock: opts.Clock, limit: opts.MaxPeerConnections, idleTimeout: opts.PeerIdleTimeout,
+		dial: m.dial, peers: map[string]*peerConn{}}
+	return m, nil
+}
+
+// SetPeerLimits changes the bound on peer connections and their idle
+// timeout (an executor learns them from the driver after it started its
+// manager). Values ≤ 0 leave a setting as it is; connections over a lowered
+// bound are closed as they become unused and new peers need room.
+func (m *Manager) SetPeerLimits(maxConns int, idleTimeout time.Duration) {
+	p := m.peers
+	p.mu.Lock()
+	if maxConns > 0 {
+		p.limit = maxConns
+	}
+	if idleTimeout > 0 {
+		p.idleTimeout = idleTimeout
+	}
+	p.mu.Unlock()
 }
 
 // Dir returns the manager's own directory.
@@ -80,16 +117,9 @@ func (m *Manager) Address() string { return m.opts.Address }
 // Close closes the cached client connections and removes the directory with
 // all map outputs. It is safe to call more than once.
 func (m *Manager) Close() error {
-	m.mu.Lock()
-	conns := m.conns
-	m.conns = map[string]*grpc.ClientConn{}
-	m.closed = true
-	m.mu.Unlock()
 	var errs []error
-	for _, c := range conns {
-		if err := c.Close(); err != nil {
-			errs = append(errs, err)
-		}
+	if err := m.peers.closeAllPeers(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := os.RemoveAll(m.dir); err != nil {
 		errs = append(errs, fmt.Errorf("shuffle: remove local dir: %w", err))
@@ -139,22 +169,12 @@ func shufflePrefix(name string) (string, bool) {
 	return name[:len("shuffle_")+i+1], true
 }
 
-// conn returns the cached client connection to address.
-func (m *Manager) conn(address string) (*grpc.ClientConn, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, errors.New("shuffle manager is closed")
-	}
-	if c, ok := m.conns[address]; ok {
-		return c, nil
-	}
-	c, err := grpc.NewClient(address, rpc.DialOptions(m.opts.Auth)...)
-	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", address, err)
-	}
-	m.conns[address] = c
-	return c, nil
+// dial creates the client connection to a peer. gRPC's own idleness also
+// drops the transport of a connection unused for the idle timeout, so one the
+// sweep has not reached yet holds no socket. Called with m.peers.mu held.
+func (m *Manager) dial(address string) (*grpc.ClientConn, error) {
+	opts := append(rpc.DialOptions(m.opts.Auth), grpc.WithIdleTimeout(m.peers.idleTimeout))
+	return grpc.NewClient(address, append(opts, m.dialOptions...)...)
 }
 
 func (m *Manager) outputBase(shuffleID, mapID int, taskID int64) string {

@@ -1,6 +1,7 @@
 package shuffle
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/connectivity"
 )
 
 func newTestManager(t testing.TB, id executorid.ID, addr string) *Manager {
@@ -196,7 +198,8 @@ func TestManagerClose(t *testing.T) {
 		t.Errorf("two managers share %s", m.Dir())
 	}
 	writeMap(t, m, 0, 0, 0, 3, 100, 50, rand.New(rand.NewPCG(1, 1)))
-	if _, err := m.conn("127.0.0.1:1"); err != nil {
+	pc, err := m.peers.acquire(t.Context(), "127.0.0.1:1")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Close(); err != nil {
@@ -208,8 +211,12 @@ func TestManagerClose(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Errorf("second close: %v", err)
 	}
-	if _, err := m.conn("127.0.0.1:1"); err == nil {
-		t.Error("conn after close: no error")
+	if st := pc.cc.GetState(); st != connectivity.Shutdown {
+		t.Errorf("connection in use after close: %v, want %v", st, connectivity.Shutdown)
+	}
+	m.peers.release(pc)
+	if _, err := m.peers.acquire(t.Context(), "127.0.0.1:1"); !errors.Is(err, errManagerClosed) {
+		t.Errorf("acquire after close: %v, want %v", err, errManagerClosed)
 	}
 }
 
