@@ -158,9 +158,17 @@ const (
 
 // add appends r.
 func (l *taskLog) add(r *taskRec) {
+	k := len(l.chunks) - 1
+	if k >= 0 && cap(l.chunks[k].b)-len(l.chunks[k].b) >= maxRecord {
+		// Room for any record: encoded in place, not copied.
+		l.chunks[k].b = appendRecord(l.chunks[k].b, r, &l.last)
+		l.chunks[k].n++
+		l.n++
+		l.last = *r
+		return
+	}
 	var buf [maxRecord]byte
 	b := appendRecord(buf[:0], r, &l.last)
-	k := len(l.chunks) - 1
 	if k < 0 || cap(l.chunks[k].b)-len(l.chunks[k].b) < len(b) {
 		size := minChunk
 		if k >= 0 {
