@@ -134,6 +134,13 @@ func (p *peerConns) release(pc *peerConn) {
 	p.closeAll(victims, len(victims))
 }
 
+// maxConns is the most connections the cache keeps open.
+func (p *peerConns) maxConns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.limit
+}
+
 // open returns the number of connections open or closing, for tests.
 func (p *peerConns) open() int {
 	p.mu.Lock()

@@ -372,3 +372,40 @@ func TestSetPeerLimitsLowersTheBound(t *testing.T) {
 		t.Errorf("idle timeout %v after SetPeerLimits(1, 0), want the default 2m0s kept", got)
 	}
 }
+
+// A fetch from more peers than the manager keeps connections to has no
+// more requests in flight than that: the others are not started, rather
+// than each waiting in a goroutine for a connection.
+func TestFetchRequestsBoundedByConnections(t *testing.T) {
+	const peers, limit = 8, 2
+	var execs []*testExecutor
+	for i := range peers {
+		execs = append(execs, startExecutorServer(t, executorid.ID(10+i), rpc.Auth{}, true))
+	}
+	refs, _ := shuffleFixture(t, execs, peers, 1, 20, 0)
+	m, err := NewManager(ManagerOptions{Dir: t.TempDir(), ExecutorID: 1000, MaxPeerConnections: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Fetch(ctx, 5, 0, refs, 0, func(int, []byte) error { return nil }) }()
+	// The servers stall: the first requests hold their connections.
+	deadline := time.Now().Add(10 * time.Second)
+	for m.peers.open() < limit && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // time for more to start, were they allowed
+	m.peers.mu.Lock()
+	open, waiting := len(m.peers.peers), m.peers.waiters.Len()
+	m.peers.mu.Unlock()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Fetch = %v, want context.Canceled", err)
+	}
+	if open != limit || waiting != 0 {
+		t.Errorf("with %d peers stalled and %d connections: %d open, %d requests waiting for one; want %d and 0",
+			peers, limit, open, waiting, limit)
+	}
+}

@@ -49,9 +49,13 @@ type fetchRequest struct {
 	address    string
 	blocks     []BlockRef
 	size       int64
+	// left is how many of its blocks Fetch's caller has not had yet
+	// (Fetch's goroutine only).
+	left int
 }
 
 type fetchResult struct {
+	req   *fetchRequest
 	mapID int
 	data  []byte
 	size  int64
@@ -65,7 +69,10 @@ type fetchResult struct {
 // the others are streamed from their executors, grouped per executor into
 // requests of at most maxInFlight/5 bytes, several at once, but never more
 // than maxInFlight (DefaultMaxInFlight when ≤ 0) bytes fetched and not yet
-// consumed by fn; a block larger than maxInFlight is fetched alone.
+// consumed by fn; a block larger than maxInFlight is fetched alone. Nor are
+// more requests in flight than the manager keeps peer connections: more
+// would only wait for one, a goroutine each (thousands for a reducer of
+// tiny blocks on thousands of executors).
 //
 // Any failure to obtain a block is returned as a *FetchFailedError; fn's
 // error is returned as is, and a cancelled ctx returns ctx.Err(). Fetch
@@ -98,11 +105,17 @@ func (m *Manager) Fetch(ctx context.Context, shuffleID, reduceID int, blocks []B
 	results := make(chan fetchResult, len(remote)+len(reqs))
 	var unconsumed atomic.Int64
 	var reserved int64
+	// inFlight counts the requests launched whose blocks fn has not all
+	// had yet: launch runs after each block consumed, so the one that
+	// completes a request launches the next.
+	inFlight, maxReqs := 0, m.peers.maxConns()
 	next := 0
 	launch := func() {
-		for next < len(reqs) && (reserved == 0 || reserved+reqs[next].size <= maxInFlight) {
+		for next < len(reqs) && (reserved == 0 || reserved+reqs[next].size <= maxInFlight) && inFlight < maxReqs {
 			r := &reqs[next]
 			reserved += r.size
+			r.left = len(r.blocks)
+			inFlight++
 			next++
 			wg.Add(1)
 			go func() {
@@ -145,6 +158,9 @@ func (m *Manager) Fetch(ctx context.Context, shuffleID, reduceID int, blocks []B
 		err := fn(r.mapID, r.data)
 		unconsumed.Add(-int64(len(r.data)))
 		reserved -= r.size
+		if r.req.left--; r.req.left == 0 {
+			inFlight--
+		}
 		if err != nil {
 			return err
 		}
@@ -199,7 +215,7 @@ func (m *Manager) fetchRemote(ctx context.Context, shuffleID, reduceID int, r *f
 	cur := 0
 	fail := func(err error) {
 		b := r.blocks[min(cur, len(r.blocks)-1)]
-		results <- fetchResult{err: &FetchFailedError{ShuffleID: shuffleID, MapID: b.MapID, ExecutorID: r.executorID, Address: r.address, Err: err}}
+		results <- fetchResult{req: r, err: &FetchFailedError{ShuffleID: shuffleID, MapID: b.MapID, ExecutorID: r.executorID, Address: r.address, Err: err}}
 	}
 	if r.address == "" {
 		fail(errors.New("executor has no block server address"))
@@ -262,7 +278,7 @@ func (m *Manager) fetchRemote(ctx context.Context, shuffleID, reduceID int, r *f
 			m.fetchObserve(n)
 		}
 		if int64(len(buf)) == b.Size {
-			results <- fetchResult{mapID: b.MapID, data: buf, size: b.Size}
+			results <- fetchResult{req: r, mapID: b.MapID, data: buf, size: b.Size}
 			cur++
 			buf = nil
 		}
