@@ -3,13 +3,16 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/drover-project/drover/internal/executorid"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/executorid"
 )
 
 type fakeBackend struct {
@@ -406,4 +409,42 @@ func repeatDuration(n int, d time.Duration) []time.Duration {
 		out[i] = d
 	}
 	return out
+}
+
+// The scheduler publishes what one call emitted together, in order: a
+// round's task starts, then a status batch's task ends in the batch's
+// order and the stage's end, and what the task set's waiter publishes
+// when it wakes (the job's end) comes after them.
+func TestEventsPublishedInOrder(t *testing.T) {
+	bus := events.NewBus(nil, nil)
+	var got []string
+	bus.Subscribe("test", 0, func(e events.Event) {
+		switch e := e.(type) {
+		case *events.TaskStart:
+			got = append(got, fmt.Sprintf("start %d", e.TaskID))
+		case *events.TaskEnd:
+			got = append(got, fmt.Sprintf("end %d %s", e.TaskID, e.State))
+		default:
+			got = append(got, events.Name(e))
+		}
+	})
+	s := New(Options{MaxFailures: 2, CPUsPerTask: 1, Events: bus})
+	s.SetBackend(&fakeBackend{})
+	ts := s.Submit(specOf(3, nil))
+	ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 3}})
+	waited := make(chan struct{})
+	go func() {
+		<-ts.Done()
+		bus.Publish(&events.JobEnd{JobID: 1})
+		close(waited)
+	}()
+	s.StatusUpdates([]Status{{TaskID: ds[1].TaskID, State: Finished}, {TaskID: ds[0].TaskID, State: Finished},
+		{TaskID: ds[2].TaskID, State: Finished}})
+	<-waited
+	bus.Close()
+	want := []string{"StageSubmitted", "start 1", "start 2", "start 3",
+		"end 2 SUCCESS", "end 1 SUCCESS", "end 3 SUCCESS", "StageCompleted", "JobEnd"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
 }
