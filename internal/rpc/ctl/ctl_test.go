@@ -279,8 +279,7 @@ func rawClient(t *testing.T, addr string) net.Conn {
 	if _, err := nc.Write([]byte(preamble)); err != nil {
 		t.Fatal(err)
 	}
-	c := newConn(nc, Options{}.withDefaults(64))
-	c.startReading()
+	c := newConn(nc, Options{}.withDefaults())
 	control, p, err := c.next()
 	if err != nil || !control || p[0] != kindHello {
 		t.Fatalf("hello: %v %v %v", control, p, err)
@@ -307,7 +306,7 @@ func recvErrs(t *testing.T, opts Options) (string, <-chan error, <-chan int) {
 }
 
 func frame(m *pb.ExecutorMessage) []byte {
-	c := &conn{opts: Options{}.withDefaults(64)}
+	c := &conn{opts: Options{}.withDefaults()}
 	var w bytes.Buffer
 	c.nc = fakeWriter{&w}
 	if err := c.send(m); err != nil {
@@ -613,5 +612,59 @@ func TestHandshakeTimeout(t *testing.T) {
 	case <-reached:
 		t.Error("the handler ran for a connection that did not authenticate")
 	default:
+	}
+}
+
+// chunkedConn is a net.Conn that reads b at most chunk bytes a call.
+type chunkedConn struct {
+	fakeWriter
+	b     []byte
+	chunk int
+}
+
+func (c *chunkedConn) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), c.chunk)], c.b)
+	c.b = c.b[n:]
+	return n, nil
+}
+
+// TestReaderBuffers: frames of every size class, however the reads split
+// them, come out whole, and a connection between frames holds no buffer but
+// its tiny one (an idle executor's connection costs the driver no more).
+func TestReaderBuffers(t *testing.T) {
+	sizes := []int{0, 1, tinySize - 2, tinySize, tinySize + 1, 600, 16 << 10, pooledSize - 3, pooledSize, pooledSize + 1, 200 << 10, 5}
+	var stream []byte
+	for i, n := range sizes {
+		p := bytes.Repeat([]byte{byte(i + 1)}, n)
+		stream = binary.AppendUvarint(stream, uint64(n)<<1)
+		stream = append(stream, p...)
+	}
+	for _, chunk := range []int{1, 7, tinySize, 1000, 1 << 30} {
+		c := newConn(&chunkedConn{b: stream, chunk: chunk}, Options{}.withDefaults())
+		var got []int
+		for range sizes {
+			control, p, err := c.next()
+			if err != nil {
+				t.Fatalf("chunks of %d: frame %d: %v", chunk, len(got), err)
+			}
+			if control || !bytes.Equal(p, bytes.Repeat([]byte{byte(len(got) + 1)}, len(p))) {
+				t.Fatalf("chunks of %d: frame %d of %d bytes is not the one sent", chunk, len(got), len(p))
+			}
+			got = append(got, len(p))
+			c.release()
+			if c.w == c.r && (c.pooled != nil || len(c.buf) != tinySize) {
+				t.Fatalf("chunks of %d: after frame %d, nothing unread, the connection holds a %d-byte buffer (pooled: %t)",
+					chunk, len(got), len(c.buf), c.pooled != nil)
+			}
+		}
+		if diff := cmp.Diff(sizes, got); diff != "" {
+			t.Errorf("chunks of %d: frame sizes (-sent +read):\n%s", chunk, diff)
+		}
+		if _, _, err := c.next(); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("chunks of %d: after the last frame: %v, want io.ErrUnexpectedEOF", chunk, err)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -69,7 +68,7 @@ func NewServer(auth rpc.Auth, opts Options, log *slog.Logger, handler Handler) *
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{auth: auth, opts: opts.withDefaults(512), log: log, handler: handler, conns: map[*conn]struct{}{}}
+	return &Server{auth: auth, opts: opts.withDefaults(), log: log, handler: handler, conns: map[*conn]struct{}{}}
 }
 
 // Serve accepts connections on lis until Stop or GracefulStop, and then
@@ -183,12 +182,12 @@ func (s *Server) handshake(c *conn) (*ServerStream, bool) {
 		c.nc = nc
 		c.mu.Unlock()
 	}
-	c.startReading()
-	var got [len(preamble)]byte
-	if _, err := io.ReadFull(c.r, got[:]); err != nil {
+	if err := c.fill(len(preamble)); err != nil {
 		return nil, false
 	}
-	if string(got[:]) != preamble {
+	got := c.buf[c.r : c.r+len(preamble)]
+	c.r += len(preamble)
+	if string(got) != preamble {
 		if got[0] == 0x16 { // a TLS handshake record
 			s.log.Warn(rpc.RefusedMessage, "peer", peer, "err", "a TLS client, and this driver does not use TLS (spark.network.crypto.enabled is off)")
 			// A fatal handshake_failure alert: the client stops at once.
