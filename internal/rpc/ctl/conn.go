@@ -2,12 +2,15 @@ package ctl
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -92,6 +95,9 @@ type conn struct {
 	r, w    int
 	discard int // bytes of the last frame still in buf[r:w]
 	rerr    error
+	// raw is the socket, on a server where recv waits for data on it
+	// without reading (recvShallow); nil otherwise.
+	raw syscall.RawConn
 
 	wmu  sync.Mutex
 	werr error // sticky: the stream was ended or a write failed
@@ -153,16 +159,16 @@ func (c *conn) putPooled() {
 var errBadHeader = status.Error(codes.Internal, "ctl: malformed frame header")
 
 // next reads the next frame and returns its payload, valid until release.
+// A read that fails with a timeout leaves what it read buffered, so that
+// the next call resumes the frame.
 func (c *conn) next() (control bool, payload []byte, err error) {
 	var h uint64
+	var k int
 	for need := 1; ; {
 		if err := c.fill(need); err != nil {
 			return false, nil, c.readErr(err)
 		}
-		v, k := binary.Uvarint(c.buf[c.r:c.w])
-		if k > 0 {
-			h = v
-			c.r += k
+		if h, k = binary.Uvarint(c.buf[c.r:c.w]); k > 0 {
 			break
 		}
 		if k < 0 || c.w-c.r >= binary.MaxVarintLen64 {
@@ -174,11 +180,11 @@ func (c *conn) next() (control bool, payload []byte, err error) {
 	if n > uint64(c.opts.MaxFrame) {
 		return false, nil, errFrameTooLarge(n, c.opts.MaxFrame)
 	}
-	if err := c.fill(int(n)); err != nil {
+	if err := c.fill(k + int(n)); err != nil {
 		return false, nil, c.readErr(err)
 	}
-	c.discard = int(n)
-	return control, c.buf[c.r : c.r+int(n)], nil
+	c.discard = k + int(n)
+	return control, c.buf[c.r+k : c.r+k+int(n)], nil
 }
 
 // release consumes what next returned. Once what was read fits tiny
@@ -199,6 +205,11 @@ func (c *conn) release() {
 // frames, without the peer's end frame is not a clean end of the stream:
 // io.EOF is kept for that.
 func (c *conn) readErr(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// recvShallow's look at what is buffered, which found no whole
+		// frame: no need to say more.
+		return err
+	}
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
@@ -212,7 +223,12 @@ func (c *conn) recv(m proto.Message) error {
 	if c.rerr != nil {
 		return c.rerr
 	}
-	err := c.recvFrame(m)
+	var err error
+	if c.raw != nil {
+		err = c.recvShallow(m)
+	} else {
+		err = c.recvFrame(m)
+	}
 	if err != nil {
 		c.rerr = err
 		if !errors.Is(err, io.EOF) {
@@ -220,6 +236,60 @@ func (c *conn) recv(m proto.Message) error {
 		}
 	}
 	return err
+}
+
+// recvShallow is recvFrame for a driver's connection, whose goroutine
+// waits for the executor's next message most of its life. A goroutine's
+// stack grows to what its deepest call needed and never shrinks back below
+// 4 KiB, and reading a TLS record and decoding a message need more than a
+// new goroutine's 2 KiB: so they run on goroutines of their own
+// (OffStack), and this one waits for the socket to be readable without
+// reading it. First, what is already buffered, here or inside TLS, is read
+// without waiting (a read deadline in the past reads nothing from the
+// socket); only when that is not a whole frame does it wait.
+func (c *conn) recvShallow(m proto.Message) error {
+	var err error
+	OffStack(func() {
+		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+		err = c.recvFrame(m)
+		_ = c.nc.SetReadDeadline(time.Time{})
+	})
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	if err := waitReadable(c.raw); err != nil {
+		return c.readErr(err)
+	}
+	OffStack(func() { err = c.recvFrame(m) })
+	return err
+}
+
+// OffStack runs f on a new goroutine and waits for it: what a long-lived
+// goroutine that mostly waits does to keep its stack small (see
+// recvShallow), for about a microsecond a call.
+func OffStack(f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	<-done
+}
+
+// rawConn is nc's socket, if recvShallow can wait on it.
+func rawConn(nc net.Conn) syscall.RawConn {
+	if t, ok := nc.(*tls.Conn); ok {
+		nc = t.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok || !canWaitReadable {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return raw
 }
 
 func (c *conn) recvFrame(m proto.Message) error {

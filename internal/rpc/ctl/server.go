@@ -215,6 +215,7 @@ func (s *Server) handshake(c *conn) (*ServerStream, bool) {
 		}
 	}
 	_ = c.nc.SetDeadline(time.Time{})
+	c.raw = rawConn(c.nc)
 	return &ServerStream{c: c}, true
 }
 
