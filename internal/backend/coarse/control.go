@@ -106,8 +106,7 @@ func (b *Backend) register(reg *pb.Register) (*executorData, error) {
 			TotalCores: int(reg.GetCores()),
 			FreeCores:  int(reg.GetCores()),
 		},
-		out:   newOutbox(b.opts.MaxLaunchBytes),
-		plans: map[int64]bool{},
+		out: newOutbox(b.opts.MaxLaunchBytes),
 	}
 	ex.registeredAt = b.opts.Clock.Now()
 	ex.lastSeen.Store(ex.registeredAt.UnixNano())

@@ -257,6 +257,7 @@ func (c *conn) recvShallow(m proto.Message) error {
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		return err
 	}
+	err = nil // not kept while waiting, maybe for minutes
 	if err := waitReadable(c.raw); err != nil {
 		return c.readErr(err)
 	}
