@@ -31,9 +31,9 @@ func (b *Backend) Control(stream *ctl.ServerStream) error {
 		return err
 	}
 	// The work runs off this goroutine's stack, which stays small while
-	// it waits for the executor (ctl.OffStack).
+	// it waits for the executor (ctl.ServerStream.OffStack).
 	var ex *executorData
-	ctl.OffStack(func() { ex, err = b.start(stream, first) })
+	stream.OffStack(func() { ex, err = b.start(stream, first) })
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (b *Backend) receiveLoop(stream *ctl.ServerStream, ex *executorData) error 
 			return err
 		}
 		ex.lastSeen.Store(b.opts.Clock.Now().UnixNano())
-		ctl.OffStack(func() { b.handle(ex, msg) })
+		stream.OffStack(func() { b.handle(ex, msg) })
 	}
 }
 

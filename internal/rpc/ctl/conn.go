@@ -96,8 +96,10 @@ type conn struct {
 	discard int // bytes of the last frame still in buf[r:w]
 	rerr    error
 	// raw is the socket, on a server where recv waits for data on it
-	// without reading (recvShallow); nil otherwise.
-	raw syscall.RawConn
+	// without reading (recvShallow), on the server's workers; nil
+	// otherwise.
+	raw     syscall.RawConn
+	workers *workers
 
 	wmu  sync.Mutex
 	werr error // sticky: the stream was ended or a write failed
@@ -242,14 +244,14 @@ func (c *conn) recv(m proto.Message) error {
 // waits for the executor's next message most of its life. A goroutine's
 // stack grows to what its deepest call needed and never shrinks back below
 // 4 KiB, and reading a TLS record and decoding a message need more than a
-// new goroutine's 2 KiB: so they run on goroutines of their own
-// (OffStack), and this one waits for the socket to be readable without
+// new goroutine's 2 KiB: so they run on the server's workers, and this
+// one waits for the socket to be readable without
 // reading it. First, what is already buffered, here or inside TLS, is read
 // without waiting (a read deadline in the past reads nothing from the
 // socket); only when that is not a whole frame does it wait.
 func (c *conn) recvShallow(m proto.Message) error {
 	var err error
-	OffStack(func() {
+	c.workers.do(func() {
 		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
 		err = c.recvFrame(m)
 		_ = c.nc.SetReadDeadline(time.Time{})
@@ -261,20 +263,8 @@ func (c *conn) recvShallow(m proto.Message) error {
 	if err := waitReadable(c.raw); err != nil {
 		return c.readErr(err)
 	}
-	OffStack(func() { err = c.recvFrame(m) })
+	c.workers.do(func() { err = c.recvFrame(m) })
 	return err
-}
-
-// OffStack runs f on a new goroutine and waits for it: what a long-lived
-// goroutine that mostly waits does to keep its stack small (see
-// recvShallow), for about a microsecond a call.
-func OffStack(f func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f()
-	}()
-	<-done
 }
 
 // rawConn is nc's socket, if recvShallow can wait on it.

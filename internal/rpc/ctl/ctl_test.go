@@ -786,7 +786,7 @@ func TestIdleStack(t *testing.T) {
 			if err != nil {
 				return nil
 			}
-			OffStack(func() { err = s.Send(launch(m.GetHeartbeat().GetUnixNano(), 2000)) })
+			s.OffStack(func() { err = s.Send(launch(m.GetHeartbeat().GetUnixNano(), 2000)) })
 			if err != nil {
 				return err
 			}

@@ -12,7 +12,8 @@
 // to write and no timer runs per connection. On Linux that goroutine keeps
 // a new goroutine's 2 KiB stack: it waits for the socket to be readable
 // without reading it, and reading, decrypting and decoding a frame run on
-// short-lived goroutines (OffStack), as the handler's work should.
+// the server's worker goroutines (ServerStream.OffStack), as the handler's
+// work should.
 //
 // The wire, after the security handshake:
 //

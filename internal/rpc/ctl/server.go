@@ -36,6 +36,15 @@ func (s *ServerStream) Recv() (*pb.ExecutorMessage, error) {
 // (then it fails).
 func (s *ServerStream) Send(m *pb.DriverMessage) error { return s.c.send(m) }
 
+// OffStack runs f on another goroutine and waits for it. The stream's
+// goroutine, the handler's, waits for the executor's next message most of
+// its life, and a goroutine's stack never shrinks back below the 4 KiB or
+// more that deep calls grew it to: a handler that does its work through
+// OffStack keeps a new goroutine's 2 KiB (on Linux, where Recv waits that
+// way too). f runs on one of the server's goroutines that ran such work
+// before (whose stacks are grown already), or a new one if none is free.
+func (s *ServerStream) OffStack(f func()) { s.c.workers.do(f) }
+
 // Context ends when the connection closes.
 func (s *ServerStream) Context() context.Context { return s.c.context() }
 
@@ -59,6 +68,8 @@ type Server struct {
 	lis   []net.Listener
 	conns map[*conn]struct{}
 	done  bool
+
+	workers workers
 }
 
 // NewServer returns a server that authenticates connections with auth and
@@ -113,7 +124,8 @@ func (s *Server) Serve(lis net.Listener) error {
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go s.serve(c)
+		c.workers = &s.workers
+		s.workers.run(func() { s.serve(c) })
 	}
 }
 
@@ -252,6 +264,8 @@ func (s *Server) stop(hard bool) {
 		c.close()
 	}
 	s.wg.Wait()
+	// Every piece of work ran for a connection, within s.wg.
+	s.workers.stop()
 }
 
 // GracefulStop stops accepting connections and waits for the handlers of
