@@ -46,6 +46,7 @@ func BenchmarkDriverPerExecutor(b *testing.B) {
 		b.ReportMetric(r.cpu.Seconds(), "driver-cpu-s-to-registered")
 		b.ReportMetric(r.elapsed.Seconds(), "s-to-registered")
 		b.ReportMetric(float64(r.peakRSS)/(1<<20), "peak-rss-MiB")
+		b.ReportMetric(float64(r.peakRSSStopped)/(1<<20), "peak-rss-with-stop-MiB")
 	}
 }
 
@@ -53,6 +54,7 @@ type perExecutor struct {
 	heap, stack, goroutines float64
 	cpu, elapsed            time.Duration
 	peakRSS                 int64 // the test process's, so the driver's with a small floor
+	peakRSSStopped          int64 // the same once the backend stopped
 }
 
 // connChildEnv tells the test binary to run the executors of
@@ -159,8 +161,13 @@ func driverPerExecutor(b *testing.B, n int) perExecutor {
 			f.Close()
 		}
 	}
-	b.Logf("%d executors registered in %s; driver CPU %.2f s; per executor: heap %.1f KiB, stacks %.1f KiB, %.2f goroutines; peak RSS %d MiB",
-		n, r.elapsed.Round(time.Millisecond), r.cpu.Seconds(), r.heap/float64(n)/1024, r.stack/float64(n)/1024, r.goroutines/float64(n), r.peakRSS>>20)
+	// The stop: every executor told to shut down, every stream ended.
+	if err := be.Stop(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	r.peakRSSStopped = peakRSS()
+	b.Logf("%d executors registered in %s; driver CPU %.2f s; per executor: heap %.1f KiB, stacks %.1f KiB, %.2f goroutines; peak RSS %d MiB, %d MiB with the stop",
+		n, r.elapsed.Round(time.Millisecond), r.cpu.Seconds(), r.heap/float64(n)/1024, r.stack/float64(n)/1024, r.goroutines/float64(n), r.peakRSS>>20, r.peakRSSStopped>>20)
 	return r
 }
 
