@@ -245,10 +245,10 @@ func (c *conn) recv(m proto.Message) error {
 // stack grows to what its deepest call needed and never shrinks back below
 // 4 KiB, and reading a TLS record and decoding a message need more than a
 // new goroutine's 2 KiB: so they run on the server's workers, and this
-// one waits for the socket to be readable without
-// reading it. First, what is already buffered, here or inside TLS, is read
-// without waiting (a read deadline in the past reads nothing from the
-// socket); only when that is not a whole frame does it wait.
+// goroutine waits for the socket to be readable without reading it. First,
+// what is already buffered, here or inside TLS, is read without waiting (a
+// read deadline in the past reads nothing from the socket); only when that
+// is not a whole frame does it wait.
 func (c *conn) recvShallow(m proto.Message) error {
 	var err error
 	c.workers.do(func() {

@@ -83,8 +83,8 @@ func NewServer(auth rpc.Auth, opts Options, log *slog.Logger, handler Handler) *
 }
 
 // Serve accepts connections on lis until Stop or GracefulStop, and then
-// returns nil. Each connection gets one goroutine, which runs the handshake
-// and then the handler.
+// returns nil. Each connection's handshake runs on one of the server's
+// workers, and then its handler on a goroutine of its own.
 func (s *Server) Serve(lis net.Listener) error {
 	s.mu.Lock()
 	if s.done {
@@ -129,12 +129,11 @@ func (s *Server) Serve(lis net.Listener) error {
 	}
 }
 
-// serve runs c's handshake, then hands the connection to a goroutine of
-// its own for the stream: the handshake (certificate verification, key
-// exchange) grows a goroutine's stack to several times what reading the
-// stream needs, and a stack shrinks only slowly, so the goroutine that
-// lives as long as the connection starts afresh. Only one of the two runs
-// at any time.
+// serve runs c's handshake (on a worker), then hands the connection to a
+// goroutine of its own for the stream: the handshake (certificate
+// verification, key exchange) grows a goroutine's stack to several times
+// what waiting for the stream needs, and a stack shrinks only slowly, so
+// the goroutine that lives as long as the connection starts afresh.
 func (s *Server) serve(c *conn) {
 	stream, ok := s.handshake(c)
 	if !ok {
