@@ -377,9 +377,10 @@ func benchmarkAllocation(b *testing.B, policy string) {
 		runs = append(runs, allocationRun(b, env, allocation{policy: policy, n: n, hold: hold}))
 	}
 	var total, cpuReady, cpu time.Duration
-	var peak, lists, rss int64
+	var peak, lists, rss, rssReady int64
 	var w int
 	for _, r := range runs {
+		rssReady = max(rssReady, r.PeakRSSToReady)
 		total += r.Elapsed
 		cpuReady += r.CPUToReady
 		cpu += r.cpu
@@ -397,6 +398,7 @@ func benchmarkAllocation(b *testing.B, policy string) {
 	b.ReportMetric(cpuReady.Seconds()/k, "driver-cpu-s-to-registered")
 	b.ReportMetric(cpu.Seconds()/k, "driver-cpu-s")
 	b.ReportMetric(float64(rss)/(1<<20), "driver-peak-rss-MiB")
+	b.ReportMetric(float64(rssReady)/(1<<20), "driver-peak-rss-to-registered-MiB")
 	b.ReportMetric(float64(runs[len(runs)-1].podCreates), "pod-creates")
 }
 
@@ -420,13 +422,17 @@ type driverParams struct {
 
 // driverResult is what the driver process reports on its last line.
 type driverResult struct {
-	Elapsed    time.Duration  // from Start until every executor registered
-	CPUToReady time.Duration  // the process's CPU time until then, start-up included
-	Driver     map[string]int // the driver's requests over its life, by verb
-	ListsAfter int64          // LIST or WATCHLIST after Start returned
-	HoldWrites int            // writes while the application idled
-	Registered int
-	Job        *scaleJobResult
+	Elapsed    time.Duration // from Start until every executor registered
+	CPUToReady time.Duration // the process's CPU time until then, start-up included
+	// PeakRSSToReady is the process's peak resident set until then, in
+	// bytes: the peak over its life (scaleRun.peakRSS) includes the stop,
+	// when every executor's pod is deleted and its connection closed.
+	PeakRSSToReady int64
+	Driver         map[string]int // the driver's requests over its life, by verb
+	ListsAfter     int64          // LIST or WATCHLIST after Start returned
+	HoldWrites     int            // writes while the application idled
+	Registered     int
+	Job            *scaleJobResult
 }
 
 // driverMain is the driver process: it prints "url <driver URL>" once it
@@ -542,7 +548,7 @@ func driverMain(raw string) error {
 	case err := <-failed:
 		return fmt.Errorf("application failed: %w", err)
 	}
-	r := driverResult{Elapsed: time.Since(start), CPUToReady: cpuTime(syscall.RUSAGE_SELF),
+	r := driverResult{Elapsed: time.Since(start), CPUToReady: cpuTime(syscall.RUSAGE_SELF), PeakRSSToReady: peakRSS(),
 		Registered: len(cl.backend.Executors())}
 	fmt.Println("ready")
 	if prof := os.Getenv("DROVER_SCALE_PROFILE"); prof != "" {
@@ -609,6 +615,15 @@ func driverTimeout(job bool) time.Duration {
 		return 45 * time.Minute
 	}
 	return 15 * time.Minute
+}
+
+// peakRSS is the process's peak resident set so far, in bytes.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss << 10 // Linux reports kilobytes
 }
 
 func cpuTime(who int) time.Duration {
@@ -821,9 +836,9 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 		b.Errorf("the driver wrote %d times while the application idled", r.HoldWrites)
 	}
 	b.Logf("%s: %d executors registered in %s; peak pending pods %d; driver requests over the application's life (counting transport): %s "+
-		"= %.3f writes per executor; LIST after start: %d; writes while idle for %s: %d; driver CPU %.2f s until registered, %.2f s over its life; peak RSS %d MiB",
+		"= %.3f writes per executor; LIST after start: %d; writes while idle for %s: %d; driver CPU %.2f s until registered, %.2f s over its life; peak RSS %d MiB until registered, %d MiB over its life",
 		policy, n, r.Elapsed.Round(10*time.Millisecond), r.peakPending, formatCounts(r.Driver),
-		float64(writes(r.Driver))/float64(n), r.ListsAfter, hold, r.HoldWrites, r.CPUToReady.Seconds(), r.cpu.Seconds(), r.peakRSS>>20)
+		float64(writes(r.Driver))/float64(n), r.ListsAfter, hold, r.HoldWrites, r.CPUToReady.Seconds(), r.cpu.Seconds(), r.PeakRSSToReady>>20, r.peakRSS>>20)
 	b.Logf("%s: apiserver_request_total during the ramp-up, all clients: %s", policy, formatCounts(r.apiserver))
 	return r
 }

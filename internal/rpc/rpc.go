@@ -86,7 +86,8 @@ func (a Auth) WithTLS(b mtls.Bundle, log *slog.Logger) (Auth, error) {
 	}
 	// No client of the control transport resumes sessions (none keeps a
 	// session cache), so a ticket would be a driver's work per executor
-	// for nothing. Each connection's config is cloned from this one.
+	// for nothing. Connections share this config: it makes no copy per
+	// connection (ServerConfig with no onRefuse).
 	serverTLS.SessionTicketsDisabled = true
 	clientTLS, err := b.ClientConfig(nil)
 	if err != nil {

@@ -134,7 +134,7 @@ type executorData struct {
 	decommissioning bool
 	disabled        bool
 	// plans are the task sets whose plan the executor was sent and has
-	// not been told to forget.
+	// not been told to forget; nil until the first launch.
 	plans        map[int64]bool
 	registeredAt time.Time
 	fetchConn    *grpc.ClientConn

@@ -30,25 +30,13 @@ func (b *Backend) Control(stream *ctl.ServerStream) error {
 	if err != nil {
 		return err
 	}
-	reg := first.GetRegister()
-	if reg == nil {
-		return status.Error(codes.InvalidArgument, "the first message on the control stream must be Register")
-	}
-	ex, err := b.register(reg)
+	// The work runs off this goroutine's stack, which stays small while
+	// it waits for the executor (ctl.ServerStream.OffStack).
+	var ex *executorData
+	stream.OffStack(func() { ex, err = b.start(stream, first) })
 	if err != nil {
-		b.log.Warn("executor registration refused", "executor", reg.GetExecutorId(), "err", err)
 		return err
 	}
-	if err := stream.Send(&pb.DriverMessage{Msg: &pb.DriverMessage_Registered{Registered: &pb.Registered{Conf: b.opts.Conf}}}); err != nil {
-		b.disconnected(ex, err)
-		return err
-	}
-	b.log.Info("executor registered", "executor", ex.ID, "address", ex.Address, "cores", ex.TotalCores, "pod", ex.PodName)
-	b.changed()
-
-	ex.out.start(stream.Send)
-	b.makeOffers(ex.ID)
-
 	recvErr := b.receiveLoop(stream, ex)
 	// The stream must not be sent on once this handler returned: let the
 	// sender finish what it has, for a second at most.
@@ -59,6 +47,30 @@ func (b *Backend) Control(stream *ctl.ServerStream) error {
 	}
 	b.disconnected(ex, recvErr)
 	return nil
+}
+
+// start registers the executor of the stream whose first message is first
+// and makes it its first offers.
+func (b *Backend) start(stream *ctl.ServerStream, first *pb.ExecutorMessage) (*executorData, error) {
+	reg := first.GetRegister()
+	if reg == nil {
+		return nil, status.Error(codes.InvalidArgument, "the first message on the control stream must be Register")
+	}
+	ex, err := b.register(reg)
+	if err != nil {
+		b.log.Warn("executor registration refused", "executor", reg.GetExecutorId(), "err", err)
+		return nil, err
+	}
+	if err := stream.Send(&pb.DriverMessage{Msg: &pb.DriverMessage_Registered{Registered: &pb.Registered{Conf: b.opts.Conf}}}); err != nil {
+		b.disconnected(ex, err)
+		return nil, err
+	}
+	b.log.Info("executor registered", "executor", ex.ID, "address", ex.Address, "cores", ex.TotalCores, "pod", ex.PodName)
+	b.changed()
+
+	ex.out.start(stream.Send)
+	b.makeOffers(ex.ID)
+	return ex, nil
 }
 
 func (b *Backend) register(reg *pb.Register) (*executorData, error) {
@@ -94,8 +106,7 @@ func (b *Backend) register(reg *pb.Register) (*executorData, error) {
 			TotalCores: int(reg.GetCores()),
 			FreeCores:  int(reg.GetCores()),
 		},
-		out:   newOutbox(b.opts.MaxLaunchBytes),
-		plans: map[int64]bool{},
+		out: newOutbox(b.opts.MaxLaunchBytes),
 	}
 	ex.registeredAt = b.opts.Clock.Now()
 	ex.lastSeen.Store(ex.registeredAt.UnixNano())
@@ -118,20 +129,25 @@ func (b *Backend) receiveLoop(stream *ctl.ServerStream, ex *executorData) error 
 			return err
 		}
 		ex.lastSeen.Store(b.opts.Clock.Now().UnixNano())
-		switch m := msg.GetMsg().(type) {
-		case *pb.ExecutorMessage_Status:
-			b.statusUpdate(ex, m.Status)
-		case *pb.ExecutorMessage_Heartbeat:
-			b.mu.Lock()
-			known := b.executors[ex.ID] == ex
-			b.mu.Unlock()
-			ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_HeartbeatAck{HeartbeatAck: &pb.HeartbeatAck{Reregister: !known}}})
-		case *pb.ExecutorMessage_Decommission:
-			b.log.Info("executor decommissioning", "executor", ex.ID, "reason", m.Decommission.GetReason())
-			b.mu.Lock()
-			ex.decommissioning = true
-			b.mu.Unlock()
-		}
+		stream.OffStack(func() { b.handle(ex, msg) })
+	}
+}
+
+// handle acts on one message of the executor's stream.
+func (b *Backend) handle(ex *executorData, msg *pb.ExecutorMessage) {
+	switch m := msg.GetMsg().(type) {
+	case *pb.ExecutorMessage_Status:
+		b.statusUpdate(ex, m.Status)
+	case *pb.ExecutorMessage_Heartbeat:
+		b.mu.Lock()
+		known := b.executors[ex.ID] == ex
+		b.mu.Unlock()
+		ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_HeartbeatAck{HeartbeatAck: &pb.HeartbeatAck{Reregister: !known}}})
+	case *pb.ExecutorMessage_Decommission:
+		b.log.Info("executor decommissioning", "executor", ex.ID, "reason", m.Decommission.GetReason())
+		b.mu.Lock()
+		ex.decommissioning = true
+		b.mu.Unlock()
 	}
 }
 

@@ -100,6 +100,9 @@ func (b *Backend) makeOffers(id executorid.ID) {
 		bt.bytes += size
 		lb := bt.all[len(bt.all)-1]
 		if newPlan {
+			if ex.plans == nil {
+				ex.plans = map[int64]bool{}
+			}
 			ex.plans[t.TaskSetID] = true
 			lb.Plans = append(lb.Plans, &pb.StagePlan{
 				TaskSet:      t.TaskSetID,

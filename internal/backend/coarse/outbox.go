@@ -26,13 +26,15 @@ type outbox struct {
 	// failed (the stream is gone: later messages are dropped).
 	sending, failed bool
 	closed          bool
-	// flushed is closed once the outbox is closed and no sender runs.
+	// flushed is closed once the outbox is closed and no sender runs;
+	// close makes it, so that an open outbox (a registered executor's)
+	// holds no channel.
 	flushed   chan struct{}
 	isFlushed bool
 }
 
 func newOutbox(maxLaunch int64) *outbox {
-	return &outbox{flushed: make(chan struct{}), maxLaunch: maxLaunch}
+	return &outbox{maxLaunch: maxLaunch}
 }
 
 // launchBytes is the plans and task payloads a launch carries.
@@ -133,6 +135,7 @@ func (o *outbox) close() {
 		return
 	}
 	o.closed = true
+	o.flushed = make(chan struct{})
 	o.checkFlushed()
 }
 

@@ -45,12 +45,16 @@ func BenchmarkDriverPerExecutor(b *testing.B) {
 		b.ReportMetric(r.goroutines/float64(n), "goroutines/executor")
 		b.ReportMetric(r.cpu.Seconds(), "driver-cpu-s-to-registered")
 		b.ReportMetric(r.elapsed.Seconds(), "s-to-registered")
+		b.ReportMetric(float64(r.peakRSS)/(1<<20), "peak-rss-MiB")
+		b.ReportMetric(float64(r.peakRSSStopped)/(1<<20), "peak-rss-with-stop-MiB")
 	}
 }
 
 type perExecutor struct {
 	heap, stack, goroutines float64
 	cpu, elapsed            time.Duration
+	peakRSS                 int64 // the test process's, so the driver's with a small floor
+	peakRSSStopped          int64 // the same once the backend stopped
 }
 
 // connChildEnv tells the test binary to run the executors of
@@ -137,7 +141,7 @@ func driverPerExecutor(b *testing.B, n int) perExecutor {
 	if err := be.WaitReady(ctx); err != nil {
 		b.Fatal(err)
 	}
-	r := perExecutor{elapsed: time.Since(start), cpu: processCPU() - cpuBefore}
+	r := perExecutor{elapsed: time.Since(start), cpu: processCPU() - cpuBefore, peakRSS: peakRSS()}
 	if got := len(be.Executors()); got < n {
 		b.Fatalf("%d of %d executors registered", got, n)
 	}
@@ -157,9 +161,23 @@ func driverPerExecutor(b *testing.B, n int) perExecutor {
 			f.Close()
 		}
 	}
-	b.Logf("%d executors registered in %s; driver CPU %.2f s; per executor: heap %.1f KiB, stacks %.1f KiB, %.2f goroutines",
-		n, r.elapsed.Round(time.Millisecond), r.cpu.Seconds(), r.heap/float64(n)/1024, r.stack/float64(n)/1024, r.goroutines/float64(n))
+	// The stop: every executor told to shut down, every stream ended.
+	if err := be.Stop(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	r.peakRSSStopped = peakRSS()
+	b.Logf("%d executors registered in %s; driver CPU %.2f s; per executor: heap %.1f KiB, stacks %.1f KiB, %.2f goroutines; peak RSS %d MiB, %d MiB with the stop",
+		n, r.elapsed.Round(time.Millisecond), r.cpu.Seconds(), r.heap/float64(n)/1024, r.stack/float64(n)/1024, r.goroutines/float64(n), r.peakRSS>>20, r.peakRSSStopped>>20)
 	return r
+}
+
+// peakRSS is the process's peak resident set so far, in bytes.
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Maxrss << 10 // Linux reports kilobytes
 }
 
 func processCPU() time.Duration {

@@ -1,6 +1,7 @@
 package podsource
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -119,5 +120,35 @@ func TestCompactKeepsWhatTheDriverReads(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCompactSharesLimits: pods whose containers have equal limits share
+// one map of them (an application's executors all do), which says what
+// each pod's does; different limits stay apart.
+func TestCompactSharesLimits(t *testing.T) {
+	pod := func(memory string) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "executor",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+				corev1.ResourceMemory: resource.MustParse(memory), corev1.ResourceCPU: resource.MustParse("2")}}}}}}
+	}
+	limits := func(p *corev1.Pod) corev1.ResourceList { return Compact(p).Spec.Containers[0].Resources.Limits }
+	a, b, c := limits(pod("1408Mi")), limits(pod("1408Mi")), limits(pod("2Gi"))
+	same := func(x, y corev1.ResourceList) bool {
+		return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	}
+	if !same(a, b) {
+		t.Error("two pods with the same limits keep a map each")
+	}
+	if same(a, c) {
+		t.Error("pods with different limits share a map")
+	}
+	for _, tc := range []struct {
+		got  corev1.ResourceList
+		want string
+	}{{a, "1408Mi"}, {b, "1408Mi"}, {c, "2Gi"}} {
+		if diff := cmp.Diff(tc.want, tc.got.Memory().String()); diff != "" {
+			t.Errorf("memory limit (-want +got):\n%s", diff)
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -288,10 +290,45 @@ func Compact(p *corev1.Pod) *corev1.Pod {
 	if len(p.Spec.Containers) > 0 {
 		c.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
 		for i, ct := range p.Spec.Containers {
-			c.Spec.Containers[i] = corev1.Container{Name: ct.Name, Resources: corev1.ResourceRequirements{Limits: ct.Resources.Limits}}
+			c.Spec.Containers[i] = corev1.Container{Name: ct.Name, Resources: corev1.ResourceRequirements{Limits: sharedLimits(ct.Resources.Limits)}}
 		}
 	}
 	return c
+}
+
+// limits holds one copy of each distinct set of container limits seen,
+// up to maxLimits of them: an application's executors all have the same,
+// and a ResourceList is a map of about a kilobyte, a fifth of a compact
+// pod. The maps are shared between pods, so no reader may change them.
+var limits = struct {
+	sync.Mutex
+	m map[string]corev1.ResourceList
+}{m: map[string]corev1.ResourceList{}}
+
+// maxLimits bounds limits, in case pods of many shapes pass by: the
+// pods past it keep their own maps.
+const maxLimits = 64
+
+// sharedLimits returns the map in limits equal to rl, or rl.
+func sharedLimits(rl corev1.ResourceList) corev1.ResourceList {
+	if len(rl) == 0 {
+		return rl
+	}
+	parts := make([]string, 0, len(rl))
+	for name, q := range rl {
+		parts = append(parts, string(name)+"="+q.String())
+	}
+	slices.Sort(parts)
+	key := strings.Join(parts, ",")
+	limits.Lock()
+	defer limits.Unlock()
+	if m, ok := limits.m[key]; ok {
+		return m
+	}
+	if len(limits.m) < maxLimits {
+		limits.m[key] = rl
+	}
+	return rl
 }
 
 // compactStatuses keeps the containers' names and states, where their

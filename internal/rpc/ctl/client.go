@@ -24,7 +24,7 @@ type ClientStream struct{ c *conn }
 // client's secret, or its lack of TLS, answers with an Unauthenticated
 // status.
 func Dial(ctx context.Context, addr string, auth rpc.Auth, opts Options) (*ClientStream, error) {
-	opts = opts.withDefaults(4 << 10)
+	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.HandshakeTimeout)
 	defer cancel()
 	d := net.Dialer{KeepAliveConfig: KeepAlive}
@@ -44,12 +44,11 @@ func Dial(ctx context.Context, addr string, auth rpc.Auth, opts Options) (*Clien
 // secured, or not): the preamble, and the proof of auth's secret if the
 // server asks for one. ctx bounds the handshake.
 func NewClient(ctx context.Context, nc net.Conn, auth rpc.Auth, opts Options) (*ClientStream, error) {
-	return newClient(ctx, nc, auth, opts.withDefaults(4<<10))
+	return newClient(ctx, nc, auth, opts.withDefaults())
 }
 
 func newClient(ctx context.Context, nc net.Conn, auth rpc.Auth, opts Options) (*ClientStream, error) {
 	c := newConn(nc, opts)
-	c.startReading()
 	deadline := time.Now().Add(opts.HandshakeTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d

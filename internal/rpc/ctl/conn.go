@@ -1,14 +1,16 @@
 package ctl
 
 import (
-	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -48,14 +50,9 @@ type Options struct {
 	// MaxFrame is the largest frame read or written (rpc.MaxMessageSize
 	// when 0).
 	MaxFrame int
-	// ReadBuffer is the size of the connection's read buffer (512 bytes on
-	// a server, which holds one connection per executor, 4 KiB on a
-	// client). Larger frames are read into a pooled or, past 64 KiB, a
-	// fresh buffer that is dropped after the message is decoded.
-	ReadBuffer int
 }
 
-func (o Options) withDefaults(readBuffer int) Options {
+func (o Options) withDefaults() Options {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 2 * time.Minute
 	}
@@ -65,30 +62,44 @@ func (o Options) withDefaults(readBuffer int) Options {
 	if o.MaxFrame <= 0 {
 		o.MaxFrame = rpc.MaxMessageSize
 	}
-	if o.ReadBuffer <= 0 {
-		o.ReadBuffer = readBuffer
-	}
 	return o
 }
 
-// pooledSize is the size of the pooled buffers frames too large for the
-// read buffer are read into, and the largest write buffer kept for reuse.
+// pooledSize is the size of the pooled buffers that frames are read into
+// and written from, and the largest write buffer kept for reuse.
 const pooledSize = 64 << 10
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, pooledSize); return &b }}
+
+// tinySize is the read buffer every connection holds: a connection waits
+// for its next frame reading into it, so that an idle connection (most of a
+// driver's, most of the time) holds no larger buffer. It is more than a
+// frame header (at most binary.MaxVarintLen64 bytes), and holds a small
+// frame, such as a heartbeat, whole.
+const tinySize = 32
 
 // conn is one framed connection. One goroutine at a time reads (recv);
 // any number write (send), one at a time under wmu.
 type conn struct {
 	nc   net.Conn
-	r    *bufio.Reader
 	opts Options
 
-	// Reader's state. rerr is sticky: once the stream ended or broke,
-	// every later recv returns it.
+	// Reader's state: the bytes read and not yet consumed are buf[r:w].
+	// buf is tiny while they fit, a pooled buffer (pooled) while a frame
+	// larger than tiny is read and while what was read with it is not
+	// consumed, or a buffer of its own for a frame over pooledSize. rerr is
+	// sticky: once the stream ended or broke, every later recv returns it.
+	tiny    [tinySize]byte
+	buf     []byte
+	pooled  *[]byte
+	r, w    int
+	discard int // bytes of the last frame still in buf[r:w]
 	rerr    error
-	discard int     // bytes of the last frame still in r
-	big     *[]byte // the last frame's pooled buffer, if any
+	// raw is the socket, on a server where recv waits for data on it
+	// without reading (recvShallow), on the server's workers; nil
+	// otherwise.
+	raw     syscall.RawConn
+	workers *workers
 
 	wmu  sync.Mutex
 	werr error // sticky: the stream was ended or a write failed
@@ -100,59 +111,95 @@ type conn struct {
 }
 
 func newConn(nc net.Conn, opts Options) *conn {
-	return &conn{nc: nc, opts: opts}
+	c := &conn{nc: nc, opts: opts}
+	c.buf = c.tiny[:]
+	return c
 }
-
-// startReading gives c its read buffer, once the connection that frames
-// are read from (the TLS one, with TLS) is known.
-func (c *conn) startReading() { c.r = bufio.NewReaderSize(c.nc, c.opts.ReadBuffer) }
 
 // errFrameTooLarge is the status of a frame over MaxFrame.
 func errFrameTooLarge(n uint64, limit int) error {
 	return status.Errorf(codes.ResourceExhausted, "ctl: a frame of %d bytes is over the %d-byte limit", n, limit)
 }
 
+// fill reads until buf[r:w] holds at least n bytes, moving them to a
+// larger buffer first if they could not fit.
+func (c *conn) fill(n int) error {
+	if c.w-c.r >= n {
+		return nil
+	}
+	if c.r+n > len(c.buf) {
+		to := c.buf // room enough once moved to the front
+		if n > len(c.buf) {
+			if n <= pooledSize {
+				// Only tiny is smaller than a pooled buffer.
+				c.pooled = bufPool.Get().(*[]byte)
+				to = (*c.pooled)[:pooledSize]
+			} else {
+				// The frame's size, so that no byte past it is read:
+				// the frame is consumed whole and the buffer dropped.
+				to = make([]byte, n)
+			}
+		}
+		m := copy(to, c.buf[c.r:c.w])
+		if c.pooled != nil && len(to) > pooledSize {
+			c.putPooled()
+		}
+		c.buf, c.r, c.w = to, 0, m
+	}
+	k, err := io.ReadAtLeast(c.nc, c.buf[c.w:], c.r+n-c.w)
+	c.w += k
+	return err
+}
+
+// putPooled gives the pooled buffer back.
+func (c *conn) putPooled() {
+	bufPool.Put(c.pooled)
+	c.pooled = nil
+}
+
+// errBadHeader is the error of a frame header that is no uvarint.
+var errBadHeader = status.Error(codes.Internal, "ctl: malformed frame header")
+
 // next reads the next frame and returns its payload, valid until release.
+// A read that fails with a timeout leaves what it read buffered, so that
+// the next call resumes the frame.
 func (c *conn) next() (control bool, payload []byte, err error) {
-	h, err := binary.ReadUvarint(c.r)
-	if err != nil {
-		return false, nil, c.readErr(err)
+	var h uint64
+	var k int
+	for need := 1; ; {
+		if err := c.fill(need); err != nil {
+			return false, nil, c.readErr(err)
+		}
+		if h, k = binary.Uvarint(c.buf[c.r:c.w]); k > 0 {
+			break
+		}
+		if k < 0 || c.w-c.r >= binary.MaxVarintLen64 {
+			return false, nil, errBadHeader
+		}
+		need = c.w - c.r + 1
 	}
 	n, control := h>>1, h&1 == 1
 	if n > uint64(c.opts.MaxFrame) {
 		return false, nil, errFrameTooLarge(n, c.opts.MaxFrame)
 	}
-	if int(n) <= c.r.Size() {
-		p, err := c.r.Peek(int(n))
-		if err != nil {
-			return false, nil, c.readErr(err)
-		}
-		c.discard = int(n)
-		return control, p, nil
-	}
-	var p []byte
-	if n <= pooledSize {
-		c.big = bufPool.Get().(*[]byte)
-		p = (*c.big)[:n]
-	} else {
-		p = make([]byte, n)
-	}
-	if _, err := io.ReadFull(c.r, p); err != nil {
-		c.release()
+	if err := c.fill(k + int(n)); err != nil {
 		return false, nil, c.readErr(err)
 	}
-	return control, p, nil
+	c.discard = k + int(n)
+	return control, c.buf[c.r+k : c.r+k+int(n)], nil
 }
 
-// release gives back what next's payload used.
+// release consumes what next returned. Once what was read fits tiny
+// again, a larger buffer is given back or dropped.
 func (c *conn) release() {
-	if c.discard > 0 {
-		_, _ = c.r.Discard(c.discard)
-		c.discard = 0
-	}
-	if c.big != nil {
-		bufPool.Put(c.big)
-		c.big = nil
+	c.r += c.discard
+	c.discard = 0
+	if len(c.buf) > tinySize && c.w-c.r <= tinySize {
+		m := copy(c.tiny[:], c.buf[c.r:c.w])
+		if c.pooled != nil {
+			c.putPooled()
+		}
+		c.buf, c.r, c.w = c.tiny[:], 0, m
 	}
 }
 
@@ -160,6 +207,11 @@ func (c *conn) release() {
 // frames, without the peer's end frame is not a clean end of the stream:
 // io.EOF is kept for that.
 func (c *conn) readErr(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// recvShallow's look at what is buffered, which found no whole
+		// frame: no need to say more.
+		return err
+	}
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
@@ -173,7 +225,12 @@ func (c *conn) recv(m proto.Message) error {
 	if c.rerr != nil {
 		return c.rerr
 	}
-	err := c.recvFrame(m)
+	var err error
+	if c.raw != nil {
+		err = c.recvShallow(m)
+	} else {
+		err = c.recvFrame(m)
+	}
 	if err != nil {
 		c.rerr = err
 		if !errors.Is(err, io.EOF) {
@@ -181,6 +238,49 @@ func (c *conn) recv(m proto.Message) error {
 		}
 	}
 	return err
+}
+
+// recvShallow is recvFrame for a driver's connection, whose goroutine
+// waits for the executor's next message most of its life. A goroutine's
+// stack grows to what its deepest call needed and never shrinks back below
+// 4 KiB, and reading a TLS record and decoding a message need more than a
+// new goroutine's 2 KiB: so they run on the server's workers, and this
+// goroutine waits for the socket to be readable without reading it. First,
+// what is already buffered, here or inside TLS, is read without waiting (a
+// read deadline in the past reads nothing from the socket); only when that
+// is not a whole frame does it wait.
+func (c *conn) recvShallow(m proto.Message) error {
+	var err error
+	c.workers.do(func() {
+		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+		err = c.recvFrame(m)
+		_ = c.nc.SetReadDeadline(time.Time{})
+	})
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return err
+	}
+	err = nil // not kept while waiting, maybe for minutes
+	if err := waitReadable(c.raw); err != nil {
+		return c.readErr(err)
+	}
+	c.workers.do(func() { err = c.recvFrame(m) })
+	return err
+}
+
+// rawConn is nc's socket, if recvShallow can wait on it.
+func rawConn(nc net.Conn) syscall.RawConn {
+	if t, ok := nc.(*tls.Conn); ok {
+		nc = t.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok || !canWaitReadable {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return raw
 }
 
 func (c *conn) recvFrame(m proto.Message) error {

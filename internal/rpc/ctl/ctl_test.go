@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -279,8 +280,7 @@ func rawClient(t *testing.T, addr string) net.Conn {
 	if _, err := nc.Write([]byte(preamble)); err != nil {
 		t.Fatal(err)
 	}
-	c := newConn(nc, Options{}.withDefaults(64))
-	c.startReading()
+	c := newConn(nc, Options{}.withDefaults())
 	control, p, err := c.next()
 	if err != nil || !control || p[0] != kindHello {
 		t.Fatalf("hello: %v %v %v", control, p, err)
@@ -307,7 +307,7 @@ func recvErrs(t *testing.T, opts Options) (string, <-chan error, <-chan int) {
 }
 
 func frame(m *pb.ExecutorMessage) []byte {
-	c := &conn{opts: Options{}.withDefaults(64)}
+	c := &conn{opts: Options{}.withDefaults()}
 	var w bytes.Buffer
 	c.nc = fakeWriter{&w}
 	if err := c.send(m); err != nil {
@@ -613,5 +613,244 @@ func TestHandshakeTimeout(t *testing.T) {
 	case <-reached:
 		t.Error("the handler ran for a connection that did not authenticate")
 	default:
+	}
+}
+
+// chunkedConn is a net.Conn that reads b at most chunk bytes a call.
+type chunkedConn struct {
+	fakeWriter
+	b     []byte
+	chunk int
+}
+
+func (c *chunkedConn) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), c.chunk)], c.b)
+	c.b = c.b[n:]
+	return n, nil
+}
+
+// TestReaderBuffers: frames of every size class, however the reads split
+// them, come out whole, and a connection between frames holds no buffer but
+// its tiny one (an idle executor's connection costs the driver no more).
+func TestReaderBuffers(t *testing.T) {
+	sizes := []int{0, 1, tinySize - 2, tinySize, tinySize + 1, 600, 16 << 10, pooledSize - 3, pooledSize, pooledSize + 1, 200 << 10, 5}
+	var stream []byte
+	for i, n := range sizes {
+		p := bytes.Repeat([]byte{byte(i + 1)}, n)
+		stream = binary.AppendUvarint(stream, uint64(n)<<1)
+		stream = append(stream, p...)
+	}
+	for _, chunk := range []int{1, 7, tinySize, 1000, 1 << 30} {
+		c := newConn(&chunkedConn{b: stream, chunk: chunk}, Options{}.withDefaults())
+		var got []int
+		for range sizes {
+			control, p, err := c.next()
+			if err != nil {
+				t.Fatalf("chunks of %d: frame %d: %v", chunk, len(got), err)
+			}
+			if control || !bytes.Equal(p, bytes.Repeat([]byte{byte(len(got) + 1)}, len(p))) {
+				t.Fatalf("chunks of %d: frame %d of %d bytes is not the one sent", chunk, len(got), len(p))
+			}
+			got = append(got, len(p))
+			c.release()
+			if c.w == c.r && (c.pooled != nil || len(c.buf) != tinySize) {
+				t.Fatalf("chunks of %d: after frame %d, nothing unread, the connection holds a %d-byte buffer (pooled: %t)",
+					chunk, len(got), len(c.buf), c.pooled != nil)
+			}
+		}
+		if diff := cmp.Diff(sizes, got); diff != "" {
+			t.Errorf("chunks of %d: frame sizes (-sent +read):\n%s", chunk, diff)
+		}
+		if _, _, err := c.next(); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("chunks of %d: after the last frame: %v, want io.ErrUnexpectedEOF", chunk, err)
+		}
+	}
+}
+
+// heldConn is a client's TCP connection whose writes wait in a buffer
+// while hold is set, and go out in one write at flush.
+type heldConn struct {
+	net.Conn
+	hold bool
+	buf  []byte
+}
+
+func (h *heldConn) Write(p []byte) (int, error) {
+	if h.hold {
+		h.buf = append(h.buf, p...)
+		return len(p), nil
+	}
+	return h.Conn.Write(p)
+}
+
+func (h *heldConn) flush() error {
+	h.hold = false
+	_, err := h.Conn.Write(h.buf)
+	h.buf = nil
+	return err
+}
+
+// TestBufferedFrames: frames that reach the driver together are all read,
+// however they are buffered when the socket has nothing more to read: in
+// the driver's read buffer (one TCP write, no TLS), inside TLS as the rest
+// of a decrypted record (several frames in one record), or inside TLS as
+// records not yet decrypted (several records in one TCP write). The driver
+// waits for its socket to be readable only after it read what those
+// buffers hold, or its handler would hang.
+func TestBufferedFrames(t *testing.T) {
+	quiet := slog.New(slog.DiscardHandler)
+	driverTLS, executorTLS := tlsPair(t, app, quiet, quiet)
+	const frames = 5
+	for _, tc := range []struct {
+		name      string
+		auths     [2]rpc.Auth
+		oneRecord bool // all frames in one TLS write
+	}{
+		{"plain", [2]rpc.Auth{}, false},
+		{"TLS, one record", [2]rpc.Auth{driverTLS, executorTLS}, true},
+		{"TLS, a record each", [2]rpc.Auth{driverTLS, executorTLS}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, addr := serve(t, tc.auths[0], Options{}, nil, echo)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			tcp, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held := &heldConn{Conn: tcp}
+			nc, err := tc.auths[1].ClientHandshake(ctx, addr, held)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := NewClient(ctx, nc, tc.auths[1], Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			held.hold = true
+			if tc.oneRecord {
+				var b []byte
+				for i := range frames {
+					b = append(b, frame(heartbeat(int64(i+1), i))...)
+				}
+				if _, err := nc.Write(b); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				for i := range frames {
+					if err := c.Send(heartbeat(int64(i+1), i)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := held.flush(); err != nil {
+				t.Fatal(err)
+			}
+			// A handler stuck waiting for more would never answer: the
+			// deadline ends Recv.
+			_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+			var got []int64
+			for range frames {
+				m, err := c.Recv()
+				if err != nil {
+					t.Fatalf("after %d replies: %v", len(got), err)
+				}
+				got = append(got, m.GetLaunch().GetTasks()[0].GetTaskId())
+			}
+			if diff := cmp.Diff([]int64{1, 2, 3, 4, 5}, got); diff != "" {
+				t.Errorf("replies to the tasks (-sent +answered):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestIdleStack: a driver's goroutine waiting for its executor's next
+// message keeps a new goroutine's stack, however deep the TLS handshake,
+// reading the last message and handling it (off its stack) went: an
+// executor costs the driver 2 KiB of stack, not 4 or 8.
+func TestIdleStack(t *testing.T) {
+	if raceEnabled {
+		// The race detector's instrumentation makes every frame larger.
+		t.Skip("stack sizes are not those of a normal build under -race")
+	}
+	const n = 200
+	quiet := slog.New(slog.DiscardHandler)
+	driverTLS, executorTLS := tlsPair(t, app, quiet, quiet)
+	_, addr := serve(t, driverTLS, Options{}, nil, func(s *ServerStream) error {
+		for {
+			m, err := s.Recv()
+			if err != nil {
+				return nil
+			}
+			s.OffStack(func() { err = s.Send(launch(m.GetHeartbeat().GetUnixNano(), 2000)) })
+			if err != nil {
+				return err
+			}
+		}
+	})
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		c := dial(t, addr, executorTLS, Options{})
+		for j := range 3 {
+			if err := c.Send(heartbeat(int64(i), 100*j)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Recv(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if per := float64(after.StackInuse-before.StackInuse) / n / 1024; per > 2.5 {
+		t.Errorf("%.1f KiB of stack per connection waiting for its next message, want 2", per)
+	}
+}
+
+// BenchmarkPingPong is one heartbeat up and one launch down on a mutual TLS
+// stream: the per-message cost of the driver's side (with its reads off
+// the handler's stack) and the executor's.
+func BenchmarkPingPong(b *testing.B) {
+	quiet := slog.New(slog.DiscardHandler)
+	ca, err := mtls.NewAuthority(app, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var auths [2]rpc.Auth
+	for i, role := range []string{mtls.RoleDriver, mtls.RoleExecutor} {
+		bundle, err := ca.Issue(role)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if auths[i], err = (rpc.Auth{}).WithTLS(bundle, quiet); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := NewServer(auths[0], Options{}, quiet, echo)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(lis) }()
+	defer func() { s.Stop(); <-done }()
+	c, err := Dial(b.Context(), lis.Addr().String(), auths[1], Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for b.Loop() {
+		if err := c.Send(heartbeat(1, 4)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Recv(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -7,9 +7,13 @@
 // keep-alive, stream handler) and an HTTP/2 transport per connection: about
 // 48 KiB per executor, most of the driver's memory at 10,000 executors, and
 // a goroutine hand-off per message. Here a connection costs the driver one
-// goroutine, which reads frames and runs the handler; writes are made by
-// whoever has a message to send, under the connection's write lock, so no
-// goroutine waits to write and no timer runs per connection.
+// goroutine, which runs the handler; writes are made by whoever has a
+// message to send, under the connection's write lock, so no goroutine waits
+// to write and no timer runs per connection. On Linux that goroutine keeps
+// a new goroutine's 2 KiB stack: it waits for the socket to be readable
+// without reading it, and reading, decrypting and decoding a frame run on
+// the server's worker goroutines (ServerStream.OffStack), as the handler's
+// work should.
 //
 // The wire, after the security handshake:
 //

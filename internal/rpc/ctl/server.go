@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -37,6 +36,15 @@ func (s *ServerStream) Recv() (*pb.ExecutorMessage, error) {
 // (then it fails).
 func (s *ServerStream) Send(m *pb.DriverMessage) error { return s.c.send(m) }
 
+// OffStack runs f on another goroutine and waits for it. The stream's
+// goroutine, the handler's, waits for the executor's next message most of
+// its life, and a goroutine's stack never shrinks back below the 4 KiB or
+// more that deep calls grew it to: a handler that does its work through
+// OffStack keeps a new goroutine's 2 KiB (on Linux, where Recv waits that
+// way too). f runs on one of the server's goroutines that ran such work
+// before (whose stacks are grown already), or a new one if none is free.
+func (s *ServerStream) OffStack(f func()) { s.c.workers.do(f) }
+
 // Context ends when the connection closes.
 func (s *ServerStream) Context() context.Context { return s.c.context() }
 
@@ -60,6 +68,8 @@ type Server struct {
 	lis   []net.Listener
 	conns map[*conn]struct{}
 	done  bool
+
+	workers workers
 }
 
 // NewServer returns a server that authenticates connections with auth and
@@ -69,12 +79,12 @@ func NewServer(auth rpc.Auth, opts Options, log *slog.Logger, handler Handler) *
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{auth: auth, opts: opts.withDefaults(512), log: log, handler: handler, conns: map[*conn]struct{}{}}
+	return &Server{auth: auth, opts: opts.withDefaults(), log: log, handler: handler, conns: map[*conn]struct{}{}}
 }
 
 // Serve accepts connections on lis until Stop or GracefulStop, and then
-// returns nil. Each connection gets one goroutine, which runs the handshake
-// and then the handler.
+// returns nil. Each connection's handshake runs on one of the server's
+// workers, and then its handler on a goroutine of its own.
 func (s *Server) Serve(lis net.Listener) error {
 	s.mu.Lock()
 	if s.done {
@@ -114,16 +124,16 @@ func (s *Server) Serve(lis net.Listener) error {
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go s.serve(c)
+		c.workers = &s.workers
+		s.workers.run(func() { s.serve(c) })
 	}
 }
 
-// serve runs c's handshake, then hands the connection to a goroutine of
-// its own for the stream: the handshake (certificate verification, key
-// exchange) grows a goroutine's stack to several times what reading the
-// stream needs, and a stack shrinks only slowly, so the goroutine that
-// lives as long as the connection starts afresh. Only one of the two runs
-// at any time.
+// serve runs c's handshake (on a worker), then hands the connection to a
+// goroutine of its own for the stream: the handshake (certificate
+// verification, key exchange) grows a goroutine's stack to several times
+// what waiting for the stream needs, and a stack shrinks only slowly, so
+// the goroutine that lives as long as the connection starts afresh.
 func (s *Server) serve(c *conn) {
 	stream, ok := s.handshake(c)
 	if !ok {
@@ -183,12 +193,12 @@ func (s *Server) handshake(c *conn) (*ServerStream, bool) {
 		c.nc = nc
 		c.mu.Unlock()
 	}
-	c.startReading()
-	var got [len(preamble)]byte
-	if _, err := io.ReadFull(c.r, got[:]); err != nil {
+	if err := c.fill(len(preamble)); err != nil {
 		return nil, false
 	}
-	if string(got[:]) != preamble {
+	got := c.buf[c.r : c.r+len(preamble)]
+	c.r += len(preamble)
+	if string(got) != preamble {
 		if got[0] == 0x16 { // a TLS handshake record
 			s.log.Warn(rpc.RefusedMessage, "peer", peer, "err", "a TLS client, and this driver does not use TLS (spark.network.crypto.enabled is off)")
 			// A fatal handshake_failure alert: the client stops at once.
@@ -216,6 +226,7 @@ func (s *Server) handshake(c *conn) (*ServerStream, bool) {
 		}
 	}
 	_ = c.nc.SetDeadline(time.Time{})
+	c.raw = rawConn(c.nc)
 	return &ServerStream{c: c}, true
 }
 
@@ -252,6 +263,8 @@ func (s *Server) stop(hard bool) {
 		c.close()
 	}
 	s.wg.Wait()
+	// Every piece of work ran for a connection, within s.wg.
+	s.workers.stop()
 }
 
 // GracefulStop stops accepting connections and waits for the handlers of

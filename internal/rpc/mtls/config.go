@@ -27,10 +27,10 @@ var errNoClientCert = errors.New("mtls: no client certificate: the peer does not
 // presenting a certificate of this application without its key is refused
 // but not reported.
 //
-// Each connection's config is a copy of the returned config, made by
-// GetConfigForClient, which is where the client's address is known: change
-// the returned config itself, not a copy of it (gRPC's own additions are
-// applied to each copy).
+// With onRefuse, each connection's config is a copy of the returned config,
+// made by GetConfigForClient, which is where the client's address is known:
+// change the returned config itself, not a copy of it (gRPC's own additions
+// are applied to each copy).
 func (b Bundle) ServerConfig(onRefuse func(remote string, err error)) (*tls.Config, error) {
 	m, err := b.load()
 	if err != nil {
@@ -50,6 +50,11 @@ func (b Bundle) ServerConfig(onRefuse func(remote string, err error)) (*tls.Conf
 		// Backstop in case GetConfigForClient is removed from a copy: the
 		// check still runs, with the address unknown.
 		VerifyConnection: m.verifyFunc("", onRefuse, verifyClient),
+	}
+	if onRefuse == nil {
+		// Nothing to report, so no copy per connection: a server of
+		// thousands of executors would keep one for each.
+		return cfg, nil
 	}
 	cfg.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 		remote := ""
