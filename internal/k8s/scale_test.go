@@ -66,7 +66,8 @@ import (
 // apiPollingInterval) to check that no LIST runs while the watch is
 // healthy. DROVER_SCALE_CONF adds driver configuration for experiments
 // ("key=value,key=value"); DROVER_SCALE_LOG=1 with -v prints the driver's
-// debug log; DROVER_SCALE_PROFILE=/path/prefix writes the driver's CPU
+// debug log; DROVER_SCALE_TRACE=1 timestamps requests, pods and executors
+// (scaleTrace); DROVER_SCALE_PROFILE=/path/prefix writes the driver's CPU
 // profile and, once all executors registered, its heap profile and memory
 // summary (prefix.policy.cpu, prefix.policy.heap, prefix.policy.mem). DROVER_SCALE_STAGES=general gives pods kwok's realistic start
 // latency (1 s + up to 5 s) instead of "fast". Without the Kubernetes
@@ -150,7 +151,36 @@ func (r *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Lock()
 	r.n[verb]++
 	r.mu.Unlock()
+	if scaleTrace {
+		t0 := time.Now()
+		resp, err := r.next.RoundTrip(req)
+		trace(t0, time.Now(), "driver", verb+" "+req.URL.Path)
+		return resp, err
+	}
 	return r.next.RoundTrip(req)
+}
+
+// scaleTrace is DROVER_SCALE_TRACE: trace writes, to stderr, one line per
+// driver request (sent past client-go's rate limiter, and answered), per
+// pod seen Running and per simulated executor started, and the start of
+// each timed run, for a breakdown of where a run's time goes:
+//
+//	TRACE <start, Unix µs> <end, Unix µs, or 0> <what> <detail>
+//
+// Driver lines come from the driver process: run with -v and
+// DROVER_SCALE_LOG=1, whose debug log adds the allocator's rounds and
+// the registrations.
+var scaleTrace = os.Getenv("DROVER_SCALE_TRACE") != ""
+
+func trace(start, end time.Time, what, detail string) {
+	if !scaleTrace {
+		return
+	}
+	var e int64
+	if !end.IsZero() {
+		e = end.UnixMicro()
+	}
+	fmt.Fprintf(os.Stderr, "TRACE %d %d %s %s\n", start.UnixMicro(), e, what, detail)
 }
 
 func (r *requestCounter) snapshot() map[string]int {
@@ -292,6 +322,7 @@ func watchPods(b testing.TB, env *testenv.Env, ns string, onRunning func(*corev1
 			w.peakPending.Store(int64(pending))
 		}
 		if isRunning && (!known || !wasRunning) {
+			trace(time.Now(), time.Time{}, "running", p.Name)
 			w.running.Add(1)
 			if onRunning != nil {
 				onRunning(p)
@@ -531,6 +562,7 @@ func driverMain(raw string) error {
 		}()
 	}
 	start := time.Now()
+	trace(start, time.Time{}, "start", "driver")
 	ctx, cancel := context.WithTimeout(context.Background(), driverTimeout(p.Job != nil))
 	defer cancel()
 	if err := cl.Start(ctx); err != nil {
@@ -714,6 +746,7 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 				h.start(mustExecutorID(b, p), p.Name)
 				return
 			}
+			trace(time.Now(), time.Time{}, "execstart", p.Name)
 			_ = executor.Run(execCtx, executor.Options{
 				DriverURL: url, AppID: appID, ExecutorID: mustExecutorID(b, p),
 				PodName: p.Name, Cores: 1, Auth: auth, Logger: slog.New(slog.DiscardHandler),
@@ -884,6 +917,7 @@ func rawRun(b *testing.B, env *testenv.Env, n int) (time.Duration, int64) {
 	defer stopProgress()
 	before := apiserverRequests(b, env, "pods")
 	start := time.Now()
+	trace(start, time.Time{}, "start", "raw")
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range 16 {

@@ -53,6 +53,7 @@ type Allocator struct {
 	target     int
 	snap       snapshot.Snapshot
 	haveSnap   bool
+	haveTarget bool
 	seen       map[executorid.ID]bool
 	registered map[executorid.ID]bool
 	creates    []CreateResult
@@ -90,8 +91,8 @@ func (a *Allocator) PublishTo(bus *events.Bus) { a.events = bus }
 // SetTarget sets the number of executors the application wants.
 func (a *Allocator) SetTarget(n int) {
 	a.mu.Lock()
-	changed := a.target != n
-	a.target = n
+	changed := a.target != n || !a.haveTarget
+	a.target, a.haveTarget = n, true
 	a.mu.Unlock()
 	if changed {
 		a.wake()
@@ -105,7 +106,10 @@ func (a *Allocator) SetTarget(n int) {
 // never taken as gone before the snapshot that holds it (podsource.Take
 // gives both under one lock). No round runs before the first snapshot, so
 // feed the synced state first: an empty cache must not look like an empty
-// cluster.
+// cluster. Nor does one run before the first SetTarget: a round on the
+// zero target would decide nothing worth its time (or delete pods as
+// excess), and it would hold the first real round back by the least gap
+// between rounds.
 func (a *Allocator) OnSnapshot(s snapshot.Snapshot, touched map[executorid.ID]bool) {
 	a.mu.Lock()
 	a.snap, a.haveSnap = s, true
@@ -212,7 +216,7 @@ func (a *Allocator) Run(ctx context.Context) error {
 func (a *Allocator) round(ctx context.Context) (Plan, bool) {
 	start := a.clock.Now()
 	a.mu.Lock()
-	if !a.haveSnap {
+	if !a.haveSnap || !a.haveTarget {
 		a.mu.Unlock()
 		return Plan{}, false
 	}

@@ -190,6 +190,25 @@ func TestLoopRounds(t *testing.T) {
 	})
 }
 
+// TestLoopFirstRoundOnTarget: the synced snapshot alone runs no round, so
+// the first target is served at once, not after the least gap between
+// rounds that a round on the zero target would have started.
+func TestLoopFirstRoundOnTarget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := startLoop(t, adaptiveOptions(10, 10), &fakePods{})
+		l.snap()
+		l.step(10 * time.Millisecond)
+		l.a.SetTarget(4)
+		synctest.Wait()
+		if diff := cmp.Diff(ids(1, 4), l.created()); diff != "" {
+			t.Fatalf("first round on the target, with no clock step (-want +got):\n%s", diff)
+		}
+		if err := l.stop(); err != nil {
+			t.Errorf("Run() = %v, want nil after cancel", err)
+		}
+	})
+}
+
 // TestLoopTouched: pods the source reports as changed meet their
 // creation's expectation even when no snapshot ever contains them (they
 // appeared and vanished in between), so a spark round is not blocked on
