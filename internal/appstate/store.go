@@ -208,8 +208,12 @@ func (s *Store) handleLocked(e events.Event) {
 		}
 	case *events.TaskStart:
 		s.taskStart(e)
+		s.touched(e.Time) // the hot path: no call through the interface
+		return
 	case *events.TaskEnd:
 		s.taskEnd(e)
+		s.touched(e.Time)
+		return
 	case *events.ExecutorAdded:
 		x := s.executor(e.Executor)
 		x.HostPort, x.Cores, x.Added, x.State = e.Address, e.Cores, e.Time, ExecutorActive
@@ -257,8 +261,13 @@ func (s *Store) handleLocked(e events.Event) {
 		s.alloc.DynamicTarget, s.alloc.Backlog = e.Target, e.Backlog
 		s.targets.add(*e)
 	}
-	if h := events.TimeOf(e); h.After(s.app.LastUpdated) {
-		s.app.LastUpdated = h
+	s.touched(events.TimeOf(e))
+}
+
+// touched records that the application changed at t.
+func (s *Store) touched(t time.Time) {
+	if t.After(s.app.LastUpdated) {
+		s.app.LastUpdated = t
 	}
 }
 

@@ -319,12 +319,18 @@ func (s *idSet) bits(id int64, create bool) *[64]uint64 {
 }
 
 func (s *idSet) add(id int64) {
-	w := s.bits(id, true)
+	w := s.lastBits
+	if w == nil || s.lastKey != id>>12 { // the bitmap used last, without a call
+		w = s.bits(id, true)
+	}
 	w[id>>6&63] |= 1 << (id & 63)
 }
 
 func (s *idSet) has(id int64) bool {
-	w := s.bits(id, false)
+	w := s.lastBits
+	if w == nil || s.lastKey != id>>12 {
+		w = s.bits(id, false)
+	}
 	return w != nil && w[id>>6&63]&(1<<(id&63)) != 0
 }
 
