@@ -30,8 +30,8 @@ func (m *Map[V]) Len() int { return m.live }
 // holds until the next compaction.
 func (m *Map[V]) Slots() int { return len(m.entries) }
 
-// Last is the largest key ever put since the last compaction that emptied
-// the map, removed or not, and whether there is one.
+// Last is the largest key of the entries, removed ones included until a
+// compaction drops them or the map empties, and whether there is one.
 func (m *Map[V]) Last() (int64, bool) {
 	if len(m.entries) == 0 {
 		return 0, false
