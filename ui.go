@@ -30,11 +30,12 @@ type webUI struct {
 }
 
 // consumerLinger is how late the driver's pages, metrics and event log may
-// see an event: they take the stream a batch at a time, waking a few
-// hundred times a second at the scheduler's pace instead of once or twice
-// per task, which the tasks' own throughput pays for when the cores are
-// busy.
-const consumerLinger = 2 * time.Millisecond
+// see an event (Spark's live UI updates every 100 ms): they take the
+// stream a batch at a time, gathered over this long or until a quarter of
+// their queue is full, waking tens of times a second at the scheduler's
+// pace instead of once or twice per task; each wake costs the process
+// tens of microseconds, which the tasks pay for when the cores are busy.
+const consumerLinger = 10 * time.Millisecond
 
 // startUI serves the web UI on spark.ui.port when spark.ui.enabled, its
 // store subscribed to bus; call it before AppStart is published. It never

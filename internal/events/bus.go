@@ -41,19 +41,24 @@ type Bus struct {
 	base  int64
 }
 
-// lingerBelow is the batch under which a lingering consumer waits before
-// it takes the next: a larger one says events come fast enough already.
-const lingerBelow = 256
+// maxGather bounds the batch a lingering consumer gathers before it wakes
+// without waiting out its linger: a quarter of its queue, at most this
+// many events (a few hundred kilobytes of them, still in cache).
+const maxGather = 4096
 
 // Consumer is one subscriber's place in the bus's queue.
 type Consumer struct {
-	bus     *Bus
-	name    string
-	max     int64
-	linger  time.Duration
+	bus    *Bus
+	name   string
+	max    int64
+	linger time.Duration
+	// gather is the batch a lingering consumer wakes for before its
+	// linger is out.
+	gather  int64
 	dropped atomic.Int64
 	// wake tells the consumer's goroutine that the queue holds an event
-	// for it.
+	// for it after it had taken them all, or, lingering, that its batch
+	// is gathered.
 	wake chan struct{}
 
 	// next is the number of the first event the consumer has not taken;
@@ -99,15 +104,18 @@ func (b *Bus) Subscribe(name string, capacity int, handle func(Event)) *Consumer
 // not keep batch.
 //
 // A consumer that can be late by linger (a page, a log flushed every
-// second) waits that long after a small batch before it takes the next:
-// at the scheduler's pace it then wakes a few hundred times a second, not
-// once or twice per task, and its batches grow. Its capacity must hold
-// what is published meanwhile.
+// second) gathers events for up to that long after the first it has not
+// taken, or until a quarter of its capacity (at most maxGather) are
+// queued, whichever comes first: at the scheduler's pace it then wakes
+// tens of times a second rather than once or twice per task, each wake
+// costing the process tens of microseconds, and it never comes near
+// losing events to a burst.
 func (b *Bus) SubscribeBatches(name string, capacity int, linger time.Duration, handle func([]Event)) *Consumer {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
-	c := &Consumer{bus: b, name: name, max: int64(capacity), linger: linger, wake: make(chan struct{}, 1)}
+	c := &Consumer{bus: b, name: name, max: int64(capacity), linger: linger, gather: max(1, min(int64(capacity)/4, maxGather)),
+		wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	c.next = b.base + int64(len(b.queue))
@@ -125,28 +133,60 @@ func (b *Bus) SubscribeBatches(name string, capacity int, linger time.Duration, 
 // closed and the consumer has taken every event.
 func (c *Consumer) run(handle func([]Event)) {
 	var batch []Event
-	for range c.wake {
-		for {
-			var stopped bool
-			batch, stopped = c.take(batch[:0])
-			if len(batch) == 0 {
-				if stopped {
-					return
-				}
-				break
+	var t *time.Timer
+	for {
+		queued, stopped := c.queued()
+		if queued == 0 {
+			if stopped {
+				return
 			}
-			handle(batch)
-			if c.linger > 0 && len(batch) < lingerBelow && !stopped {
-				time.Sleep(c.linger)
+			<-c.wake // the first event, or Close
+			continue
+		}
+		if c.linger > 0 && !stopped && queued < c.gather {
+			if t == nil {
+				t = time.NewTimer(c.linger)
+			} else {
+				t.Reset(c.linger)
 			}
-			clear(batch)
-			// A backlog's large slice is let go once the consumer caught
-			// up, rather than kept for good.
-			if cap(batch) > 4096 {
-				batch = nil
-			}
+			c.wait(t)
+		}
+		batch, _ = c.take(batch[:0])
+		handle(batch)
+		clear(batch)
+		// A backlog's large slice is let go once the consumer caught
+		// up, rather than kept for good.
+		if cap(batch) > 2*maxGather {
+			batch = nil
 		}
 	}
+}
+
+// wait returns when the consumer's batch is gathered, the bus closes or
+// t fires.
+func (c *Consumer) wait(t *time.Timer) {
+	// A signal left from before this wait says nothing of now.
+	select {
+	case <-c.wake:
+	default:
+	}
+	if queued, stopped := c.queued(); queued >= c.gather || stopped {
+		return
+	}
+	select {
+	case <-c.wake:
+		t.Stop()
+	case <-t.C:
+	}
+}
+
+// queued is how many events the consumer has not taken, and whether the
+// bus is closed.
+func (c *Consumer) queued() (int64, bool) {
+	b := c.bus
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.base + int64(len(b.queue)) - c.next, c.stopped
 }
 
 // take appends the events the consumer has not taken to batch.
@@ -231,7 +271,9 @@ func (b *Bus) PublishAll(evs []Event) {
 	b.queue = append(b.queue, evs...)
 	end := first + int64(len(evs))
 	for _, c := range b.subs {
-		if c.next == first {
+		// Woken when it had taken everything (it waits for a first
+		// event), or when its batch is gathered (it waits for that).
+		if c.next == first || c.linger > 0 && first-c.next < c.gather && end-c.next >= c.gather {
 			c.signal()
 		}
 		if over := end - c.next - c.max; over > 0 {

@@ -289,3 +289,44 @@ func TestLingeringConsumerTakesBatches(t *testing.T) {
 		t.Errorf("%d batches for %d events published one at a time", batches, n)
 	}
 }
+
+// TestLingeringConsumerWakesForAGatheredBatch: a lingering consumer takes
+// what is queued once a quarter of its capacity is, without waiting out
+// its linger, and a lone event once its linger is out.
+func TestLingeringConsumerWakesForAGatheredBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		linger time.Duration
+		// publish events are published, the last after the consumer
+		// waits for more.
+		publish int
+		want    int // handled before Close
+	}{
+		{name: "below the batch, linger not out", linger: time.Hour, publish: 9, want: 0},
+		{name: "a gathered batch", linger: time.Hour, publish: 10, want: 10},
+		{name: "a lone event, linger out", linger: 5 * time.Millisecond, publish: 1, want: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := NewBus(nil, nil)
+			var handled atomic.Int64
+			b.SubscribeBatches("lingering", 40, tc.linger, func(evs []Event) { handled.Add(int64(len(evs))) })
+			for i := range int64(tc.publish) {
+				if i == int64(tc.publish)-1 {
+					time.Sleep(30 * time.Millisecond) // the consumer waits
+				}
+				b.Publish(&JobStart{JobID: i})
+			}
+			for deadline := time.Now().Add(10 * time.Second); handled.Load() < int64(tc.want) && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+			time.Sleep(30 * time.Millisecond) // nothing more is handled
+			if got := handled.Load(); got != int64(tc.want) {
+				t.Errorf("%d events handled before Close, want %d", got, tc.want)
+			}
+			b.Close()
+			if got := handled.Load(); got != int64(tc.publish) {
+				t.Errorf("%d events handled after Close, want %d", got, tc.publish)
+			}
+		})
+	}
+}

@@ -1,0 +1,98 @@
+package drover
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drover-project/drover/internal/appstate"
+	"github.com/drover-project/drover/internal/eventlog"
+	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/metrics"
+)
+
+// BenchmarkConsumersPerTask is the CPU the driver's event consumers spend
+// per no-op task, wired as the driver wires them ("off": the metrics
+// alone; "on": with the UI's store and the event log), fed as the
+// scheduler feeds them: starts and ends published a section at a time,
+// paced at 300,000 tasks a second. It reports the process's CPU (user +
+// kernel, the collector's included) per task, which the machine's load
+// moves far less than BenchmarkObservabilityOverhead's wall time: on
+// minus off is what observability costs a task.
+//
+//	go test -run '^$' -bench ConsumersPerTask -benchtime 300000x .
+func BenchmarkConsumersPerTask(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
+			bus := events.NewBus(nil, nil)
+			dm := metrics.NewDriver(metrics.Options{AppID: "drover-1", Bus: bus}, false)
+			consumers := []*events.Consumer{bus.SubscribeBatches("metrics", 0, consumerLinger, dm.Events.HandleAll)}
+			var w *eventlog.Writer
+			if on {
+				store := appstate.New(appstate.DefaultOptions())
+				consumers = append(consumers, bus.SubscribeBatches("ui", 0, consumerLinger, store.HandleAll))
+				var err error
+				w, err = eventlog.Start(context.Background(), eventlog.Options{Dir: b.TempDir(), AppID: "drover-1", Codec: "zstd"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				consumers = append(consumers, bus.SubscribeBatches("eventlog", 10*events.DefaultCapacity, consumerLinger, w.HandleAll))
+			}
+			bus.PublishAll([]events.Event{&events.AppStart{AppID: "drover-1"}, &events.JobStart{JobID: 1},
+				&events.StageSubmitted{JobID: 1, StageID: 0, NumTasks: b.N}})
+			for x := range 4 {
+				bus.Publish(&events.ExecutorAdded{Executor: executorid.ID(x + 1), Cores: 1})
+			}
+			cpu0 := processCPU()
+			start := time.Now()
+			const section, perSecond = 8, 300_000
+			var section1, section2 []events.Event
+			for i := 0; i < b.N; i += section {
+				n := min(section, b.N-i)
+				executor := executorid.ID(1 + i/section%4)
+				starts, ends := make([]events.TaskStart, n), make([]events.TaskEnd, n)
+				section1, section2 = section1[:0], section2[:0]
+				for j := range n {
+					id := i + j
+					starts[j] = events.TaskStart{TaskID: int64(id), Partition: id, Executor: executor}
+					section1 = append(section1, &starts[j])
+					ends[j] = events.TaskEnd{TaskID: int64(id), Partition: id, Executor: executor, State: events.TaskSuccess,
+						Duration: time.Duration(id%3) * time.Microsecond, Metrics: events.TaskMetrics{ResultBytes: 1}}
+					section2 = append(section2, &ends[j])
+				}
+				bus.PublishAll(section1)
+				bus.PublishAll(section2)
+				if i%256 == 0 {
+					if d := time.Until(start.Add(time.Duration(i) * time.Second / perSecond)); d > 0 {
+						time.Sleep(d)
+					}
+				}
+			}
+			bus.Publish(&events.StageCompleted{StageID: 0})
+			bus.Close()
+			if w != nil {
+				if err := w.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu := processCPU() - cpu0
+			for _, c := range consumers {
+				if c.Dropped() > 0 {
+					b.Fatalf("consumer %s dropped %d events: it did not keep up", c.Name(), c.Dropped())
+				}
+			}
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/task")
+		})
+	}
+}
+
+// processCPU is the CPU time this process has used, user and kernel.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
