@@ -16,8 +16,8 @@ import (
 // BenchmarkConsumersPerTask is the CPU the driver's event consumers spend
 // per no-op task, wired as the driver wires them ("off": the metrics
 // alone; "on": with the UI's store and the event log), fed as the
-// scheduler feeds them: starts and ends published a section at a time,
-// paced at 300,000 tasks a second. It reports the process's CPU (user +
+// scheduler feeds them no-op tasks: the ends, with their starts, of a
+// section at a time, paced at 300,000 tasks a second. It reports the process's CPU (user +
 // kernel, the collector's included) per task, which the machine's load
 // moves far less than BenchmarkObservabilityOverhead's wall time: on
 // minus off is what observability costs a task.
@@ -48,23 +48,24 @@ func BenchmarkConsumersPerTask(b *testing.B) {
 			cpu0 := processCPU()
 			start := time.Now()
 			const section, perSecond = 8, 300_000
-			var section1, section2 []events.Event
+			var ends []events.Event
+			launch := time.Now().Truncate(time.Microsecond).UTC()
 			for i := 0; i < b.N; i += section {
+				// As the scheduler publishes tasks that end within
+				// scheduler.StartDelay: one TaskEnd with its launch.
 				n := min(section, b.N-i)
 				executor := executorid.ID(1 + i/section%4)
-				starts, ends := make([]events.TaskStart, n), make([]events.TaskEnd, n)
-				section1, section2 = section1[:0], section2[:0]
+				slab := make([]events.TaskEnd, n)
+				ends = ends[:0]
 				for j := range n {
 					id := i + j
-					starts[j] = events.TaskStart{TaskID: int64(id), Partition: id, Executor: executor}
-					section1 = append(section1, &starts[j])
-					ends[j] = events.TaskEnd{TaskID: int64(id), Partition: id, Executor: executor, State: events.TaskSuccess,
-						Duration: time.Duration(id%3) * time.Microsecond, Metrics: events.TaskMetrics{ResultBytes: 1}}
-					section2 = append(section2, &ends[j])
+					slab[j] = events.TaskEnd{TaskID: int64(id), Partition: id, Executor: executor, State: events.TaskSuccess,
+						Launch: launch, Duration: time.Duration(id%3) * time.Microsecond, Metrics: events.TaskMetrics{ResultBytes: 1}}
+					ends = append(ends, &slab[j])
 				}
-				bus.PublishAll(section1)
-				bus.PublishAll(section2)
+				bus.PublishAll(ends)
 				if i%256 == 0 {
+					launch = time.Now().Truncate(time.Microsecond).UTC()
 					if d := time.Until(start.Add(time.Duration(i) * time.Second / perSecond)); d > 0 {
 						time.Sleep(d)
 					}

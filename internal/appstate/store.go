@@ -329,9 +329,7 @@ func (s *Store) taskStart(e *events.TaskStart) {
 		return
 	}
 	st.ActiveTasks++
-	if st.FirstTaskLaunched.IsZero() {
-		st.FirstTaskLaunched = e.Time
-	}
+	st.launched(e.Time)
 	if j := s.taskJob(st.JobID); j != nil {
 		j.ActiveTasks++
 	}
@@ -343,8 +341,13 @@ func (s *Store) taskStart(e *events.TaskStart) {
 }
 
 func (s *Store) taskEnd(e *events.TaskEnd) {
+	// With a Launch time, the attempt's start comes with its end: it was
+	// never counted as running.
+	combined := !e.Launch.IsZero()
 	x := s.executor(e.Executor)
-	if x.ActiveTasks > 0 {
+	if combined {
+		x.TotalTasks++
+	} else if x.ActiveTasks > 0 {
 		x.ActiveTasks--
 	}
 	x.TaskTime += e.Duration
@@ -369,12 +372,22 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 		j = &Job{KilledTasksSummary: map[string]int{}} // counts go nowhere
 	}
 	var t taskRec
-	rt, ok := st.running.Take(e.TaskID)
+	var rt *runningTask
+	ok := false
+	if !combined {
+		rt, ok = st.running.Take(e.TaskID)
+	}
 	switch {
 	case ok:
 		t = rt.rec(e.TaskID)
 	case st.endedIDs.has(e.TaskID):
 		return // a duplicate end
+	case combined:
+		st.launched(e.Launch)
+		t = taskRec{id: e.TaskID, partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
+			launched: unixNano(e.Launch)}
+		st.ActiveTasks++ // as its start would have
+		j.ActiveTasks++
 	default:
 		// Its start was dropped or forgotten: remember its end anyway.
 		t = taskRec{id: e.TaskID, partition: int32(e.Partition), attempt: int32(e.Attempt), executor: e.Executor,
@@ -419,6 +432,15 @@ func (s *Store) taskEnd(e *events.TaskEnd) {
 		}
 	}
 	s.trimTasks(st)
+}
+
+// launched notes a task attempt's launch at t: the scheduler may publish
+// the start of a long task after the ends, with their starts, of tasks
+// launched later.
+func (st *stage) launched(t time.Time) {
+	if st.FirstTaskLaunched.IsZero() || t.Before(st.FirstTaskLaunched) {
+		st.FirstTaskLaunched = t
+	}
 }
 
 // executor returns id's record, created when new.

@@ -452,26 +452,77 @@ func TestReplayedEventLog(t *testing.T) {
 		}
 		replayed.Handle(back)
 	}
-	type snapshot struct {
-		App        App
-		Conf       []Property
-		Jobs       []Job
-		Stages     []Stage
-		Stage      StageDetail
-		Executors  []Executor
-		Allocation Allocation
-	}
-	take := func(s *Store) snapshot {
-		st, _ := s.Stage(0, 0)
-		return snapshot{s.App(), s.Conf(), s.Jobs(), s.Stages(), st, s.Executors(), s.Allocation()}
-	}
-	want, got := take(live), take(replayed)
+	want, got := view(live), view(replayed)
 	if want.Stage.Tasks == nil || want.Allocation.Rounds != 1 || !want.App.Ended {
 		t.Fatalf("the live store missed events: %+v", want)
 	}
 	// JSON keeps instants, not Go's monotonic clock readings or zones.
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty(), cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 		t.Errorf("replayed store differs from the live one (-live +replayed):\n%s", diff)
+	}
+}
+
+// storeView is what a store shows of an application with one stage.
+type storeView struct {
+	App        App
+	Conf       []Property
+	Jobs       []Job
+	Stages     []Stage
+	Stage      StageDetail
+	Executors  []Executor
+	Allocation Allocation
+}
+
+func view(s *Store) storeView {
+	st, _ := s.Stage(0, 0)
+	return storeView{s.App(), s.Conf(), s.Jobs(), s.Stages(), st, s.Executors(), s.Allocation()}
+}
+
+// A TaskEnd with its Launch time (a start the scheduler did not publish
+// on its own) shows as its TaskStart and TaskEnd handed in apart would,
+// while the others run, and once all ended.
+func TestTaskEndWithItsStart(t *testing.T) {
+	head := []events.Event{appStart(), &events.ExecutorAdded{Executor: 1, Address: "10.0.0.5:7079", Cores: 2},
+		&events.ExecutorAdded{Executor: 2, Address: "10.0.0.6:7079", Cores: 2},
+		&events.JobStart{JobID: 1}, &events.StageSubmitted{JobID: 1, StageID: 0, NumTasks: 4}}
+	starts := []*events.TaskStart{start(1, 0, 0, 0, 1), start(2, 0, 1, 0, 2), start(3, 0, 2, 0, 1), start(4, 0, 3, 0, 2)}
+	ends := []*events.TaskEnd{
+		end(1, 0, 0, 0, 1, events.TaskSuccess, "", time.Second, events.TaskMetrics{ShuffleWriteBytes: 10}),
+		end(2, 0, 1, 0, 2, events.TaskFailed, "boom", time.Second, events.TaskMetrics{}),
+		end(3, 0, 2, 0, 1, events.TaskKilled, "stage cancelled", time.Second, events.TaskMetrics{}),
+		end(4, 0, 3, 0, 2, events.TaskSuccess, "", time.Second, events.TaskMetrics{ResultBytes: 3}),
+	}
+	for i := range starts {
+		starts[i].Time = sec(10 + i)
+		ends[i].Time = sec(20 + i)
+	}
+	apart, together := New(Options{}), New(Options{})
+	for i, e := range head {
+		setTime(e, sec(i))
+		apart.Handle(e)
+		together.Handle(e)
+	}
+	for _, s := range starts {
+		apart.Handle(s)
+	}
+	together.Handle(starts[3]) // task 4 runs on: its start came on its own
+	for i, e := range ends[:3] {
+		apart.Handle(e)
+		c := *e
+		c.Launch = starts[i].Time
+		together.Handle(&c)
+	}
+	equalTimes := cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })
+	if diff := cmp.Diff(view(apart), view(together), cmpopts.EquateEmpty(), equalTimes); diff != "" {
+		t.Errorf("while task 4 runs (-apart +together):\n%s", diff)
+	}
+	apart.Handle(ends[3])
+	together.Handle(ends[3])
+	if v := view(together); v.Stage.CompleteTasks != 2 || v.Stage.FailedTasks != 1 || v.Stage.KilledTasks != 1 || v.Stage.ActiveTasks != 0 {
+		t.Errorf("stage after all ended: %+v", v.Stage.Stage)
+	}
+	if diff := cmp.Diff(view(apart), view(together), cmpopts.EquateEmpty(), equalTimes); diff != "" {
+		t.Errorf("once all ended (-apart +together):\n%s", diff)
 	}
 }
 

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -626,5 +627,49 @@ func BenchmarkWriteTask(b *testing.B) {
 	}
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// The scheduler sends a task that ends soon after its launch as one
+// TaskEnd with its Launch time, never a TaskStart: the log makes it a row
+// as it does a start and end handed in apart, and gives both back.
+func TestTaskEndWithItsStart(t *testing.T) {
+	want, src := sample(300), sample(300)
+	var in []events.Event
+	for i, e := range src {
+		switch e := e.(type) {
+		case *events.TaskStart:
+			if e.TaskID%2 == 0 {
+				end := src[i+1].(*events.TaskEnd)
+				end.Launch = e.Time
+				in = append(in, end)
+				continue
+			}
+		case *events.TaskEnd:
+			if !e.Launch.IsZero() {
+				continue // sent with its start above
+			}
+		}
+		in = append(in, e)
+	}
+	dir := t.TempDir()
+	w := write(t, Options{Dir: dir, AppID: "drover-1"}, in)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "drover-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(raw, []byte(`{"Event":"TaskEnd"`)); n != 0 {
+		t.Errorf("%d TaskEnd lines, want every task in rows", n)
+	}
+	logs, err := List(context.Background(), dir, nil)
+	if err != nil || len(logs) != 1 {
+		t.Fatalf("List = %v, %v", logs, err)
+	}
+	got, _ := replayAll(t, logs[0])
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("replayed events (-want +got):\n%s", diff)
 	}
 }

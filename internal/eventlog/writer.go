@@ -287,15 +287,22 @@ func (w *Writer) handleLocked(e events.Event) {
 		// Out of order or too many held: write them, then this one.
 		w.writeStarts()
 	case *events.TaskEnd:
-		if s := w.starts.take(e.TaskID); s != nil {
-			if !events.Rowable(e, s.Time) {
-				w.writeLine(events.AppendTaskEnd(w.line[:0], e, s.Time))
+		// Its start came with it (Launch), or is held here.
+		launch := e.Launch
+		if launch.IsZero() {
+			if s := w.starts.take(e.TaskID); s != nil {
+				launch = s.Time
+			}
+		}
+		if !launch.IsZero() {
+			if !events.Rowable(e, launch) {
+				w.writeLine(events.AppendTaskEnd(w.line[:0], e, launch))
 				return
 			}
 			if !w.rows.Fits(e) {
 				w.writeRows()
 			}
-			w.rows.Add(e, s.Time)
+			w.rows.Add(e, launch)
 			if w.opts.Rolling && w.rows.Size() >= w.opts.MaxFileSize/4 {
 				// A rolled file's lines stay well under its size.
 				w.writeRows()

@@ -330,3 +330,21 @@ func TestLingeringConsumerWakesForAGatheredBatch(t *testing.T) {
 		})
 	}
 }
+
+func TestApart(t *testing.T) {
+	at := time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
+	end := &TaskEnd{Header: Header{Time: at.Add(time.Second)}, TaskID: 7, StageID: 2, Partition: 3, Executor: 4,
+		State: TaskSuccess, Launch: at}
+	got := Apart(end)
+	want := []Event{&TaskStart{Header: Header{Time: at}, TaskID: 7, StageID: 2, Partition: 3, Executor: 4},
+		&TaskEnd{Header: Header{Time: at.Add(time.Second)}, TaskID: 7, StageID: 2, Partition: 3, Executor: 4, State: TaskSuccess}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Apart (-want +got):\n%s", diff)
+	}
+	if end.Launch != at {
+		t.Error("Apart changed the event it was given")
+	}
+	if other := (&JobEnd{JobID: 1}); !cmp.Equal(Apart(other), []Event{other}) {
+		t.Error("Apart changed another event")
+	}
+}

@@ -105,10 +105,12 @@ type TaskEnd struct {
 	Partition    int
 	Attempt      int `json:",omitempty"`
 	Executor     executorid.ID
-	// Launch is set only in an event log, on the one line that records
-	// a task attempt whose start and end fell between two of the writer's
-	// flushes: it is the TaskStart's time, and a reader hands on that
-	// TaskStart before the TaskEnd (SplitTaskEnd).
+	// Launch is set when the attempt's TaskStart was not published on
+	// its own: the scheduler holds a start back for a moment and sends a
+	// task that ends by then as this one event, and an event log records
+	// an attempt whose start and end fell between two of its flushes on
+	// one line. It is the TaskStart's time: a consumer handles that
+	// TaskStart before the TaskEnd (SplitTaskEnd builds it).
 	Launch time.Time `json:",omitzero"`
 	// State is TaskSuccess, TaskFailed or TaskKilled.
 	State string
@@ -261,6 +263,18 @@ type TargetChanged struct {
 	Backlog int
 	// Reason is the policy's why ("backlog for 1s", "idle").
 	Reason string `json:",omitempty"`
+}
+
+// Apart returns what e stands for: a TaskEnd with its Launch time as its
+// TaskStart and a copy of it without (SplitTaskEnd), any other event
+// alone. It allocates; it is for consumers that count starts, not the
+// task path.
+func Apart(e Event) []Event {
+	if te, ok := e.(*TaskEnd); ok && !te.Launch.IsZero() {
+		c := *te
+		return []Event{SplitTaskEnd(&c), &c}
+	}
+	return []Event{e}
 }
 
 // SplitTaskEnd returns the TaskStart of an event log's line that recorded

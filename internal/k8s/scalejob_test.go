@@ -272,6 +272,13 @@ func (t *jobTracker) handle(e events.Event) {
 		if !ok {
 			return
 		}
+		if !e.Launch.IsZero() { // its start came with it
+			if isMap {
+				r.MapLaunches++
+			} else {
+				r.ReduceLaunches++
+			}
+		}
 		if !isMap && e.FetchFailed {
 			r.FetchFailures++
 		}

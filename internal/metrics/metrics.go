@@ -301,7 +301,11 @@ func (m *Metrics) taskEnd(e *events.TaskEnd) {
 	if s == nil {
 		return
 	}
-	s.active.Dec()
+	if e.Launch.IsZero() {
+		s.active.Dec()
+	} else {
+		s.total.Inc() // its start was not published on its own
+	}
 	switch state {
 	case taskSuccess:
 		s.completed.Inc()

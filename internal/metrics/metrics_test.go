@@ -371,3 +371,46 @@ func TestHandlerServesTextFormat(t *testing.T) {
 		}
 	}
 }
+
+// A TaskEnd with its Launch time (a start the scheduler did not publish
+// on its own) counts as its TaskStart and TaskEnd handed in apart do.
+func TestTaskEndWithItsStart(t *testing.T) {
+	evs := storyEvents()[:14]
+	ended := map[int64]bool{}
+	for _, e := range evs {
+		if e, ok := e.(*events.TaskEnd); ok {
+			ended[e.TaskID] = true
+		}
+	}
+	apart, _ := newTest(t, Options{})
+	together, _ := newTest(t, Options{})
+	launches := map[int64]*events.TaskStart{}
+	for _, e := range evs {
+		apart.Handle(e)
+		switch e := e.(type) {
+		case *events.TaskStart:
+			if ended[e.TaskID] {
+				launches[e.TaskID] = e
+				continue
+			}
+		case *events.TaskEnd:
+			c := *e
+			c.Launch = launches[e.TaskID].Time.Add(time.Microsecond) // any time
+			together.Handle(&c)
+			continue
+		}
+		together.Handle(e)
+	}
+	if len(launches) == 0 {
+		t.Fatal("the story has no task that ends")
+	}
+	for id, s := range apart.executors {
+		o := together.executors[id]
+		for name, c := range map[string][2]prometheus.Collector{"active": {s.active, o.active}, "total": {s.total, o.total},
+			"completed": {s.completed, o.completed}, "failed": {s.failed, o.failed}, "duration": {s.duration, o.duration}} {
+			if a, b := testutil.ToFloat64(c[0]), testutil.ToFloat64(c[1]); a != b {
+				t.Errorf("executor %v %s: %v with starts apart, %v with their ends", id, name, a, b)
+			}
+		}
+	}
+}

@@ -55,7 +55,9 @@ func (t *Tracker) Handle(e events.Event) {
 		}
 	case *events.TaskEnd:
 		if s := t.stages[stageKey{e.StageID, e.StageAttempt}]; s != nil {
-			s.progress.Running--
+			if e.Launch.IsZero() { // else its start was never counted
+				s.progress.Running--
+			}
 			if e.State == events.TaskSuccess && !s.done[e.Partition] {
 				s.done[e.Partition] = true
 				s.progress.Done++

@@ -2,6 +2,7 @@ package progress
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -35,10 +36,19 @@ func TestTrackerAgreesWithTheScheduler(t *testing.T) {
 	s.SetBackend(idleBackend{})
 	step := func(what string) {
 		t.Helper()
-		bus.Publish(&events.JobStart{}) // a barrier: every earlier event was handled
-		<-handled
-		if diff := cmp.Diff(s.Progress(), tr.Stages()); diff != "" {
-			t.Errorf("after %s (-scheduler +tracker):\n%s", what, diff)
+		// The scheduler holds a task's start back for a moment
+		// (scheduler.StartDelay): the bar agrees once it is out.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			bus.Publish(&events.JobStart{}) // a barrier: every earlier event was handled
+			<-handled
+			diff := cmp.Diff(s.Progress(), tr.Stages())
+			if diff == "" {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("after %s (-scheduler +tracker):\n%s", what, diff)
+				return
+			}
 		}
 	}
 	tasks := func(n int) []scheduler.TaskSpec {

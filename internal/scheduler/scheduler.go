@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 )
@@ -56,8 +58,20 @@ type Options struct {
 	ExecutorLost func(executor executorid.ID)
 	// Events, when set, hears of every stage attempt and task attempt.
 	Events *events.Bus
+	// Clock runs the timer that publishes the starts of tasks still
+	// running after StartDelay; the real clock when nil.
+	Clock  clock.WithDelayedExecution
 	Logger *slog.Logger
 }
+
+// StartDelay is how long a task's TaskStart is held back: a task that
+// ends sooner is published as one TaskEnd with its Launch time, one event
+// instead of two through every consumer of the bus (the UI's store, the
+// metrics, the event log), which the no-op tasks of a busy application
+// otherwise pay for twice. Pages and metrics see a start at most this
+// much later; the consumers already take the stream every few
+// milliseconds.
+const StartDelay = 10 * time.Millisecond
 
 // Scheduler assigns tasks of active task sets to resource offers, first in
 // first out across task sets.
@@ -80,6 +94,17 @@ type Scheduler struct {
 	emitted []events.Event
 	starts  slab[events.TaskStart]
 	ends    slab[events.TaskEnd]
+	// held are the attempts whose TaskStart is held back, in launch
+	// order; one that ended or whose start was published since is
+	// skipped. now is the time of the latest launch, which tells while
+	// tasks launch which held starts are due; timer publishes them when
+	// none launch.
+	held  []heldStart
+	now   time.Time
+	timer clock.Timer
+	// sectionTime is the launch time of the locked section's tasks, read
+	// once per section; zero until the first.
+	sectionTime time.Time
 }
 
 // emitLocked queues e for the bus until mu is let go.
@@ -91,11 +116,14 @@ func (s *Scheduler) emitLocked(e events.Event) {
 // it: still under mu, so events of two sections never swap.
 func (s *Scheduler) unlock() {
 	s.publishLocked()
+	s.sectionTime = time.Time{}
 	s.mu.Unlock()
 }
 
-// publishLocked publishes the events emitted so far.
+// publishLocked publishes the events emitted so far, after the held starts
+// that are due.
 func (s *Scheduler) publishLocked() {
+	s.releaseStartsLocked(s.now.Add(-StartDelay))
 	if len(s.emitted) > 0 {
 		s.opts.Events.PublishAll(s.emitted)
 		clear(s.emitted)
@@ -125,6 +153,9 @@ type attempt struct {
 	// fetching is the declared size of a result being fetched, reserved
 	// against spark.driver.maxResultSize (CanFetchResult).
 	fetching int64
+	// launched is when it launched while its TaskStart is held back;
+	// zero once published, alone or with its end.
+	launched time.Time
 }
 
 // New returns a scheduler; SetBackend must be called before tasks are
@@ -138,6 +169,9 @@ func New(opts Options) *Scheduler {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	return &Scheduler{
 		opts:       opts,
@@ -318,7 +352,8 @@ func (s *Scheduler) nextTaskLocked() (*TaskSet, int, bool) {
 func (s *Scheduler) launchLocked(ts *TaskSet, index int, executor executorid.ID) TaskDescription {
 	s.nextTaskID++
 	tid := s.nextTaskID
-	s.running[tid] = &attempt{set: ts, index: index, number: ts.failures[index], executor: executor}
+	a := &attempt{set: ts, index: index, number: ts.failures[index], executor: executor}
+	s.running[tid] = a
 	tasks := s.byExecutor[executor]
 	if tasks == nil {
 		tasks = map[int64]struct{}{}
@@ -327,10 +362,7 @@ func (s *Scheduler) launchLocked(ts *TaskSet, index int, executor executorid.ID)
 	tasks[tid] = struct{}{}
 	t := ts.spec.Tasks[index]
 	if s.opts.Events.Enabled() {
-		e := s.starts.next()
-		*e = events.TaskStart{TaskID: tid, StageID: ts.spec.StageID, StageAttempt: ts.spec.StageAttempt,
-			Partition: t.Partition, Attempt: ts.failures[index], Executor: executor}
-		s.emitLocked(e)
+		s.holdStartLocked(tid, a)
 	}
 	return TaskDescription{
 		TaskID:       tid,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
@@ -416,19 +417,20 @@ func repeatDuration(n int, d time.Duration) []time.Duration {
 // order and the stage's end, and what the task set's waiter publishes
 // when it wakes (the job's end) comes after them.
 func TestEventsPublishedInOrder(t *testing.T) {
-	bus := events.NewBus(nil, nil)
+	clk := clocktesting.NewFakeClock(time.Now()) // still: no start is released
+	bus := events.NewBus(clk, nil)
 	var got []string
 	bus.Subscribe("test", 0, func(e events.Event) {
 		switch e := e.(type) {
 		case *events.TaskStart:
 			got = append(got, fmt.Sprintf("start %d", e.TaskID))
 		case *events.TaskEnd:
-			got = append(got, fmt.Sprintf("end %d %s", e.TaskID, e.State))
+			got = append(got, fmt.Sprintf("end %d %s%s", e.TaskID, e.State, map[bool]string{true: " with its start"}[!e.Launch.IsZero()]))
 		default:
 			got = append(got, events.Name(e))
 		}
 	})
-	s := New(Options{MaxFailures: 2, CPUsPerTask: 1, Events: bus})
+	s := New(Options{MaxFailures: 2, CPUsPerTask: 1, Events: bus, Clock: clk})
 	s.SetBackend(&fakeBackend{})
 	ts := s.Submit(specOf(3, nil))
 	ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 3}})
@@ -442,9 +444,74 @@ func TestEventsPublishedInOrder(t *testing.T) {
 		{TaskID: ds[2].TaskID, State: Finished}})
 	<-waited
 	bus.Close()
-	want := []string{"StageSubmitted", "start 1", "start 2", "start 3",
-		"end 2 SUCCESS", "end 1 SUCCESS", "end 3 SUCCESS", "StageCompleted", "JobEnd"}
+	// The tasks end before StartDelay: each start comes with its end.
+	want := []string{"StageSubmitted", "end 2 SUCCESS with its start", "end 1 SUCCESS with its start",
+		"end 3 SUCCESS with its start", "StageCompleted", "JobEnd"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// A task's start is held back for StartDelay: a task that ends sooner is
+// published as one TaskEnd carrying its launch time; the start of one
+// still running then is published on its own, at its launch time, and its
+// end later without one.
+func TestStartsHeldBack(t *testing.T) {
+	launchedAt := time.Date(2026, 11, 26, 5, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(launchedAt)
+	bus := events.NewBus(clk, nil)
+	got := make(chan string, 16)
+	bus.Subscribe("test", 0, func(e events.Event) {
+		switch e := e.(type) {
+		case *events.TaskStart:
+			got <- fmt.Sprintf("start %d at %v", e.TaskID, e.Time.Sub(launchedAt))
+		case *events.TaskEnd:
+			if e.Launch.IsZero() {
+				got <- fmt.Sprintf("end %d", e.TaskID)
+			} else {
+				got <- fmt.Sprintf("end %d launched %v", e.TaskID, e.Launch.Sub(launchedAt))
+			}
+		}
+	})
+	defer bus.Close()
+	s := New(Options{MaxFailures: 2, CPUsPerTask: 1, Events: bus, Clock: clk})
+	s.SetBackend(&fakeBackend{})
+	s.Submit(specOf(3, nil))
+	ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 3}})
+	next := func() string {
+		t.Helper()
+		select {
+		case e := <-got:
+			return e
+		case <-time.After(10 * time.Second):
+			t.Fatal("no event")
+			return ""
+		}
+	}
+	expect := func(want ...string) {
+		t.Helper()
+		var events []string
+		for range want {
+			events = append(events, next())
+		}
+		if diff := cmp.Diff(want, events); diff != "" {
+			t.Errorf("events (-want +got):\n%s", diff)
+		}
+	}
+	clk.Step(StartDelay / 2)
+	s.StatusUpdates([]Status{{TaskID: ds[0].TaskID, State: Finished}})
+	expect("end 1 launched 0s")
+	clk.Step(StartDelay / 2) // the timer: the other two are due
+	expect("start 2 at 0s", "start 3 at 0s")
+	s.StatusUpdates([]Status{{TaskID: ds[1].TaskID, State: Failed, Err: "boom"}})
+	expect("end 2")
+	// The retry launches while task 3 runs on: its start is held again.
+	ds = s.ResourceOffers([]Offer{{ExecutorID: 2, Cores: 1}})
+	clk.Step(StartDelay)
+	expect(fmt.Sprintf("start %d at %v", ds[0].TaskID, StartDelay))
+	select {
+	case e := <-got:
+		t.Errorf("unexpected event %s", e)
+	case <-time.After(20 * time.Millisecond):
 	}
 }

@@ -244,7 +244,9 @@ func (s *Scheduler) taskEnded(tid int64, a *attempt, st *Status) {
 	e := s.ends.next()
 	*e = events.TaskEnd{TaskID: tid, StageID: a.set.spec.StageID, StageAttempt: a.set.spec.StageAttempt,
 		Partition: a.set.spec.Tasks[a.index].Partition, Attempt: a.number, Executor: a.executor,
-		Duration: st.Duration.Truncate(time.Microsecond), Metrics: st.Metrics, FetchFailed: st.FetchFailed != nil}
+		Duration: st.Duration.Truncate(time.Microsecond), Metrics: st.Metrics, FetchFailed: st.FetchFailed != nil,
+		Launch: a.launched} // its start, if still held, goes with it
+	a.launched = time.Time{}
 	e.Metrics.ResultBytes = int64(len(st.Result))
 	switch st.State {
 	case Finished:
