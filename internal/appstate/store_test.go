@@ -391,35 +391,44 @@ func TestCompletedIndicesCountEachPartitionOnce(t *testing.T) {
 	}
 }
 
-// BenchmarkTaskEvents measures a task's start and end through the store,
-// what the UI's consumer does per task at the scheduler's pace, for a
-// stage of 100,000 tasks (Spark's retention) launched a few at a time on
-// each executor. The events are the scheduler's to allocate: one pair is
-// reused.
+// BenchmarkTaskEvents measures a task through the store, what the UI's
+// consumer does per task at the scheduler's pace, for a stage of 100,000
+// tasks (Spark's retention) launched a few at a time on each executor:
+// "apart" a start and an end, "together" the one TaskEnd with its Launch
+// the scheduler sends for a task that ends within its StartDelay. The
+// events are the scheduler's to allocate: they are reused.
 func BenchmarkTaskEvents(b *testing.B) {
-	const tasks = 100_000
-	var s *Store
-	var start events.TaskStart
-	var end events.TaskEnd
-	b.ReportAllocs()
-	i := tasks
-	for b.Loop() {
-		if i == tasks {
-			b.StopTimer()
-			s = New(Options{})
-			s.Handle(appStart())
-			s.Handle(&events.JobStart{JobID: 1})
-			s.Handle(&events.StageSubmitted{JobID: 1, StageID: 0, NumTasks: tasks})
-			i = 0
-			b.StartTimer()
-		}
-		executor := executorid.ID(1 + i/8%4)
-		start = events.TaskStart{TaskID: int64(i), Partition: i, Executor: executor}
-		s.HandleAll([]events.Event{&start})
-		end = events.TaskEnd{TaskID: int64(i), Partition: i, Executor: executor, State: events.TaskSuccess,
-			Duration: time.Microsecond, Metrics: events.TaskMetrics{ResultBytes: 1}}
-		s.HandleAll([]events.Event{&end})
-		i++
+	for _, together := range []bool{false, true} {
+		b.Run(map[bool]string{false: "apart", true: "together"}[together], func(b *testing.B) {
+			const tasks = 100_000
+			var s *Store
+			var start events.TaskStart
+			var end events.TaskEnd
+			b.ReportAllocs()
+			i := tasks
+			for b.Loop() {
+				if i == tasks {
+					b.StopTimer()
+					s = New(Options{})
+					s.Handle(appStart())
+					s.Handle(&events.JobStart{JobID: 1})
+					s.Handle(&events.StageSubmitted{JobID: 1, StageID: 0, NumTasks: tasks})
+					i = 0
+					b.StartTimer()
+				}
+				executor := executorid.ID(1 + i/8%4)
+				end = events.TaskEnd{TaskID: int64(i), Partition: i, Executor: executor, State: events.TaskSuccess,
+					Duration: time.Microsecond, Metrics: events.TaskMetrics{ResultBytes: 1}}
+				if together {
+					end.Launch = t0
+				} else {
+					start = events.TaskStart{TaskID: int64(i), Partition: i, Executor: executor}
+					s.HandleAll([]events.Event{&start})
+				}
+				s.HandleAll([]events.Event{&end})
+				i++
+			}
+		})
 	}
 }
 

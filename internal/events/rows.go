@@ -111,7 +111,7 @@ func (r *TaskRows) Add(e *TaskEnd, launch time.Time) {
 		m.ShuffleReadBytes, m.ShuffleReadRecords, m.ShuffleWriteBytes, m.ShuffleWriteRecords, m.SpillBytes}
 	r.last = [4]int64{e.TaskID, int64(e.Partition), us, run}
 	r.n++
-	if r.k > 0 && row == r.row {
+	if r.k > 0 && sameRow(&row, &r.row) {
 		r.repeats++
 		return
 	}
@@ -136,6 +136,17 @@ func (r *TaskRows) Add(e *TaskEnd, launch time.Time) {
 		}
 	}
 	r.line = append(r.line, ']')
+}
+
+// sameRow is a == b, field by field: rows mostly differ in their first
+// few numbers, which a comparison of the whole arrays does not stop at.
+func sameRow(a, b *[rowFields]int64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // writeRepeats writes the number of rows like the last one written, if
