@@ -483,14 +483,35 @@ func deletePodCollection(ctx context.Context, cs kubernetes.Interface, ns, selec
 		// A fake clientset has no REST client.
 		return cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, listOpts)
 	}
-	body, err := rc.Delete().UseProtobufAsDefault().Namespace(ns).Resource("pods").
-		VersionedParams(&listOpts, scheme.ParameterCodec).Body(&metav1.DeleteOptions{}).Stream(ctx)
+	return drain(rc.Delete().UseProtobufAsDefault().Namespace(ns).Resource("pods").
+		VersionedParams(&listOpts, scheme.ParameterCodec).Body(&metav1.DeleteOptions{}).Stream(ctx))
+}
+
+// createPod creates pod. The API server answers with the pod it created,
+// which the typed client decodes: a full pod per executor created, the
+// driver's own garbage while it starts thousands, when the watch brings the
+// same pod anyway. The answer is read and dropped instead.
+func createPod(ctx context.Context, cs kubernetes.Interface, ns string, pod *corev1.Pod) error {
+	rc, ok := cs.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil {
+		// A fake clientset has no REST client.
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	}
+	// No options, so no query parameters (encoding empty ones costs a
+	// pass of reflection per pod).
+	return drain(rc.Post().UseProtobufAsDefault().Namespace(ns).Resource("pods").Body(pod).Stream(ctx))
+}
+
+// drain reads a successful answer's body in small pieces and drops it;
+// Stream has turned an unsuccessful one into its API status error.
+func drain(body io.ReadCloser, err error) error {
 	if err != nil {
 		return err
 	}
 	defer body.Close()
 	if _, err := io.Copy(io.Discard, body); err != nil {
-		return fmt.Errorf("reading the deleted pods: %w", err)
+		return fmt.Errorf("reading the API server's answer: %w", err)
 	}
 	return nil
 }
