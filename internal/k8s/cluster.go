@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/drover-project/drover/internal/backend"
@@ -414,15 +417,13 @@ func (c *Cluster) deleteExecutorObjects(ctx context.Context) []error {
 		}
 	}
 	wg.Go(func() {
-		err := c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
-			metav1.ListOptions{LabelSelector: c.selector.String()})
+		err := deletePodCollection(ctx, c.cs, c.ns, c.selector.String())
 		// Thousands of pods may take the API server longer than its request
 		// timeout: it answers 504, or resets the stream, and goes on
 		// deleting; asking again finishes the rest.
 		for attempt := 1; err != nil && deleteRetryable(err) && attempt < 10 && ctx.Err() == nil; attempt++ {
 			c.log.Info("deleting executor pods did not finish within the API server's request timeout; asking again", "err", err)
-			err = c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{},
-				metav1.ListOptions{LabelSelector: c.selector.String()})
+			err = deletePodCollection(ctx, c.cs, c.ns, c.selector.String())
 		}
 		if err != nil {
 			failed(fmt.Errorf("deleting executor pods: %w", err))
@@ -467,6 +468,52 @@ func credentials(a rpc.Auth) podspec.Credentials {
 		c.TLS = b.Encode()
 	}
 	return c
+}
+
+// deletePodCollection deletes the pods matching selector in one request.
+// The API server answers with every pod it deleted, which client-go's
+// typed DeleteCollection reads whole (a buffer grown by doubling) before
+// looking at the status: at 5,000 executors tens of megabytes, allocated
+// when the driver's heap is at its largest, which set its peak memory.
+// The answer is read in small pieces and dropped instead.
+func deletePodCollection(ctx context.Context, cs kubernetes.Interface, ns, selector string) error {
+	listOpts := metav1.ListOptions{LabelSelector: selector}
+	rc, ok := cs.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil {
+		// A fake clientset has no REST client.
+		return cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, listOpts)
+	}
+	return drain(rc.Delete().UseProtobufAsDefault().Namespace(ns).Resource("pods").
+		VersionedParams(&listOpts, scheme.ParameterCodec).Body(&metav1.DeleteOptions{}).Stream(ctx))
+}
+
+// createPod creates pod. The API server answers with the pod it created,
+// which the typed client decodes: a full pod per executor created, the
+// driver's own garbage while it starts thousands, when the watch brings the
+// same pod anyway. The answer is read and dropped instead.
+func createPod(ctx context.Context, cs kubernetes.Interface, ns string, pod *corev1.Pod) error {
+	rc, ok := cs.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil {
+		// A fake clientset has no REST client.
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	}
+	// No options, so no query parameters (encoding empty ones costs a
+	// pass of reflection per pod).
+	return drain(rc.Post().UseProtobufAsDefault().Namespace(ns).Resource("pods").Body(pod).Stream(ctx))
+}
+
+// drain reads a successful answer's body in small pieces and drops it;
+// Stream has turned an unsuccessful one into its API status error.
+func drain(body io.ReadCloser, err error) error {
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	if _, err := io.Copy(io.Discard, body); err != nil {
+		return fmt.Errorf("reading the API server's answer: %w", err)
+	}
+	return nil
 }
 
 // deleteRetryable reports a delete-collection error that asking again may

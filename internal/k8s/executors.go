@@ -186,7 +186,7 @@ func (p *podClient) CreateExecutorPod(ctx context.Context, id executorid.ID) err
 			return fmt.Errorf("creating claim %s of executor %d: %w", pvc.Name, id, err)
 		}
 	}
-	if _, err := c.cs.CoreV1().Pods(c.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if err := createPod(ctx, c.cs, c.ns, pod); err != nil {
 		return fmt.Errorf("creating executor pod %s: %w", pod.Name, err)
 	}
 	return nil

@@ -69,7 +69,8 @@ import (
 // debug log; DROVER_SCALE_TRACE=1 timestamps requests, pods and executors
 // (scaleTrace); DROVER_SCALE_PROFILE=/path/prefix writes the driver's CPU
 // profile and, once all executors registered, its heap profile and memory
-// summary (prefix.policy.cpu, prefix.policy.heap, prefix.policy.mem). DROVER_SCALE_STAGES=general gives pods kwok's realistic start
+// summary (prefix.policy.cpu, prefix.policy.heap, prefix.policy.mem), and after the stop
+// prefix.policy.stop.heap. DROVER_SCALE_STAGES=general gives pods kwok's realistic start
 // latency (1 s + up to 5 s) instead of "fast". Without the Kubernetes
 // test binaries they skip, unless CI=true.
 var scaleEnv = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true,
@@ -630,6 +631,16 @@ func driverMain(raw string) error {
 	defer stopCancel()
 	if err := cl.Stop(stopCtx); err != nil {
 		return fmt.Errorf("stop: %w", err)
+	}
+	if prof := os.Getenv("DROVER_SCALE_PROFILE"); prof != "" {
+		// Its allocations less the ready profile's are the stop's
+		// (go tool pprof -sample_index=alloc_space -base ...heap ...stop.heap);
+		// a profile shows the allocations up to the last collection.
+		runtime.GC()
+		if h, err := os.Create(prof + "." + p.Policy + ".stop.heap"); err == nil {
+			_ = pprof.WriteHeapProfile(h)
+			h.Close()
+		}
 	}
 	r.Driver = counter.snapshot()
 	r.ListsAfter = counter.lists.Load()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -269,31 +270,100 @@ func podOf(obj any) (*corev1.Pod, error) {
 // environment, mounts and probes, volumes, tolerations, affinity,
 // annotations, managed fields, owner references, addresses) is about
 // three quarters of its memory, which with thousands of executors is tens
-// of megabytes that nothing reads. The result shares what it keeps with p.
+// of megabytes that nothing reads. The result shares what it keeps with p,
+// and its containers, container statuses and conditions with other compact
+// pods of the same shape (see shared); the conditions lose their times and
+// generation, and a running container its start time, which nothing reads.
 func Compact(p *corev1.Pod) *corev1.Pod {
 	c := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
 			Labels: p.Labels, CreationTimestamp: p.CreationTimestamp, DeletionTimestamp: p.DeletionTimestamp,
 		},
-		Spec: corev1.PodSpec{
-			NodeName: p.Spec.NodeName, RestartPolicy: p.Spec.RestartPolicy,
-			SchedulingGates: p.Spec.SchedulingGates, Resources: p.Spec.Resources,
-		},
 		Status: corev1.PodStatus{
 			Phase: p.Status.Phase, Reason: p.Status.Reason, Message: p.Status.Message,
-			Conditions:            p.Status.Conditions,
+			Conditions:            compactConditions(p.Status.Conditions),
 			ContainerStatuses:     compactStatuses(p.Status.ContainerStatuses),
 			InitContainerStatuses: compactStatuses(p.Status.InitContainerStatuses),
 		},
-	}
-	if len(p.Spec.Containers) > 0 {
-		c.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
-		for i, ct := range p.Spec.Containers {
-			c.Spec.Containers[i] = corev1.Container{Name: ct.Name, Resources: corev1.ResourceRequirements{Limits: sharedLimits(ct.Resources.Limits)}}
-		}
+		Spec: corev1.PodSpec{
+			NodeName: p.Spec.NodeName, RestartPolicy: p.Spec.RestartPolicy,
+			SchedulingGates: p.Spec.SchedulingGates, Resources: p.Spec.Resources,
+			Containers: compactContainers(p.Spec.Containers),
+		},
 	}
 	return c
+}
+
+// shared holds one copy of each distinct container list, container
+// status list and condition list of compact pods, by a key of what they
+// hold: an application's executors mostly have the same (one container
+// with the same limits; running and ready; the same five conditions once
+// their times are dropped), a kilobyte and a half a pod kept once instead
+// of once per pod. No reader may change them. When a table reaches
+// maxShared entries it starts again, so pods of new shapes share too.
+var shared = struct {
+	sync.Mutex
+	containers map[string][]corev1.Container
+	statuses   map[string][]corev1.ContainerStatus
+	conditions map[string][]corev1.PodCondition
+}{containers: map[string][]corev1.Container{}, statuses: map[string][]corev1.ContainerStatus{},
+	conditions: map[string][]corev1.PodCondition{}}
+
+// maxShared bounds each table of shared.
+const maxShared = 256
+
+// share returns the value in m for key, after storing v there if there is
+// none; the caller holds shared's lock.
+func share[T any](m map[string]T, key string, v T) T {
+	if old, ok := m[key]; ok {
+		return old
+	}
+	if len(m) >= maxShared {
+		clear(m)
+	}
+	m[key] = v
+	return v
+}
+
+// compactContainers keeps the containers' names and limits.
+func compactContainers(in []corev1.Container) []corev1.Container {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(in))
+	var key strings.Builder
+	for i, ct := range in {
+		lim, lkey := sharedLimits(ct.Resources.Limits)
+		out[i] = corev1.Container{Name: ct.Name, Resources: corev1.ResourceRequirements{Limits: lim}}
+		key.WriteString(ct.Name)
+		key.WriteByte(0)
+		key.WriteString(lkey)
+		key.WriteByte(0)
+	}
+	shared.Lock()
+	defer shared.Unlock()
+	return share(shared.containers, key.String(), out)
+}
+
+// compactConditions keeps the conditions' types, statuses, reasons and
+// messages.
+func compactConditions(in []corev1.PodCondition) []corev1.PodCondition {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.PodCondition, len(in))
+	var key strings.Builder
+	for i, c := range in {
+		out[i] = corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}
+		for _, f := range []string{string(c.Type), string(c.Status), c.Reason, c.Message} {
+			key.WriteString(f)
+			key.WriteByte(0)
+		}
+	}
+	shared.Lock()
+	defer shared.Unlock()
+	return share(shared.conditions, key.String(), out)
 }
 
 // limits holds one copy of each distinct set of container limits seen,
@@ -309,10 +379,11 @@ var limits = struct {
 // pods past it keep their own maps.
 const maxLimits = 64
 
-// sharedLimits returns the map in limits equal to rl, or rl.
-func sharedLimits(rl corev1.ResourceList) corev1.ResourceList {
+// sharedLimits returns the map in limits equal to rl, or rl, and the key
+// that says what it holds.
+func sharedLimits(rl corev1.ResourceList) (corev1.ResourceList, string) {
 	if len(rl) == 0 {
-		return rl
+		return rl, ""
 	}
 	parts := make([]string, 0, len(rl))
 	for name, q := range rl {
@@ -323,26 +394,55 @@ func sharedLimits(rl corev1.ResourceList) corev1.ResourceList {
 	limits.Lock()
 	defer limits.Unlock()
 	if m, ok := limits.m[key]; ok {
-		return m
+		return m, key
 	}
 	if len(limits.m) < maxLimits {
 		limits.m[key] = rl
 	}
-	return rl
+	return rl, key
 }
 
+// running is the state of every running container in a compact pod: the
+// start time is not read.
+var running = &corev1.ContainerStateRunning{}
+
 // compactStatuses keeps the containers' names and states, where their
-// exit codes and waiting reasons are.
+// exit codes and waiting reasons are. Lists with an ended container (a
+// termination, its exit code and message) are the pod's own.
 func compactStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	if len(in) == 0 {
 		return nil
 	}
 	out := make([]corev1.ContainerStatus, len(in))
+	var key strings.Builder
+	own := false
 	for i, cs := range in {
-		out[i] = corev1.ContainerStatus{Name: cs.Name, State: cs.State, LastTerminationState: cs.LastTerminationState,
+		st := cs.State
+		if st.Running != nil {
+			st.Running = running
+		}
+		out[i] = corev1.ContainerStatus{Name: cs.Name, State: st, LastTerminationState: cs.LastTerminationState,
 			Ready: cs.Ready, RestartCount: cs.RestartCount, Started: cs.Started}
+		if st.Terminated != nil || cs.LastTerminationState != (corev1.ContainerState{}) {
+			own = true
+			continue
+		}
+		started := "-"
+		if cs.Started != nil {
+			started = strconv.FormatBool(*cs.Started)
+		}
+		fmt.Fprintf(&key, "%s\x00%t %s %d %t", cs.Name, cs.Ready, started, cs.RestartCount, st.Running != nil)
+		if w := st.Waiting; w != nil {
+			fmt.Fprintf(&key, "\x00%s\x00%s", w.Reason, w.Message)
+		}
+		key.WriteByte(0)
 	}
-	return out
+	if own {
+		return out
+	}
+	shared.Lock()
+	defer shared.Unlock()
+	return share(shared.statuses, key.String(), out)
 }
 
 // touch records a changed executor; the caller holds the lock.
