@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-project/drover/internal/config"
@@ -115,14 +114,14 @@ func (c *Cluster) pollLoop(ctx context.Context) {
 		pods := c.src.Pods()
 		for i := range list.Items {
 			if _, ok := c.src.Get(list.Items[i].Name); !ok {
-				pods = append(pods, &list.Items[i])
+				pods = append(pods, snapshot.NewPod(&list.Items[i]))
 			}
 		}
 		c.publish(pods, nil)
 	}
 }
 
-func (c *Cluster) publish(pods []*corev1.Pod, touched map[executorid.ID]bool) {
+func (c *Cluster) publish(pods []*snapshot.Pod, touched map[executorid.ID]bool) {
 	s := c.classifier.Snapshot(pods, c.clock.Now())
 	ids := slices.Collect(maps.Keys(c.backend.Registered()))
 	c.log.Debug("executor pod snapshot", "pods", len(s.Pods), "registered", len(ids))
@@ -146,7 +145,7 @@ func (c *Cluster) publishPlacements(s snapshot.Snapshot) {
 		c.placed = map[executorid.ID]placement{}
 	}
 	for id, ep := range s.Pods {
-		p := placement{ep.Pod.Spec.NodeName, string(ep.Pod.Status.Phase)}
+		p := placement{ep.Pod.NodeName, string(ep.Pod.Phase)}
 		if c.placed[id] == p {
 			continue
 		}

@@ -90,7 +90,7 @@ func (s *State) startRound(o Options) int {
 func (s *State) unbound(in Input) int {
 	n := 0
 	for id, ep := range in.Snapshot.Pods {
-		if ep.State.Waiting() && s.deleted[id] == nil && !in.Registered[id] && (ep.Pod == nil || ep.Pod.Spec.NodeName == "") {
+		if ep.State.Waiting() && s.deleted[id] == nil && !in.Registered[id] && (ep.Pod == nil || ep.Pod.NodeName == "") {
 			n++
 		}
 	}
@@ -112,7 +112,7 @@ func (s *State) admitted(in Input, gang bool) bool {
 		if gang && ep.State == snapshot.Gated {
 			continue
 		}
-		if ep.State.Waiting() && (ep.Pod == nil || ep.Pod.Spec.NodeName == "") {
+		if ep.State.Waiting() && (ep.Pod == nil || ep.Pod.NodeName == "") {
 			return false
 		}
 	}
@@ -120,11 +120,11 @@ func (s *State) admitted(in Input, gang bool) bool {
 }
 
 // unschedulable reports whether the scheduler found no node for the pod.
-func unschedulable(p *corev1.Pod) bool {
+func unschedulable(p *snapshot.Pod) bool {
 	if p == nil {
 		return false
 	}
-	for _, c := range p.Status.Conditions {
+	for _, c := range p.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			return true
 		}

@@ -291,7 +291,7 @@ func (s *State) count(in Input) (Counts, []snapshot.ExecutorPod) {
 			if ep.State == snapshot.Gated {
 				c.Gated++
 				if c.GatedBy == "" {
-					c.GatedBy = snapshot.Gate(ep.Pod)
+					c.GatedBy = ep.Pod.Gate()
 				}
 			}
 		}
@@ -348,10 +348,10 @@ func (s *State) trimExcess(in Input, o Options, c *Counts, pending []snapshot.Ex
 // idleTimedOut reports whether a pod is older than the idle timeout; a pod
 // without a creation time counts as old, as in Spark.
 func idleTimedOut(ep snapshot.ExecutorPod, now time.Time, idle time.Duration) bool {
-	if ep.Pod == nil || ep.Pod.CreationTimestamp.IsZero() {
+	if ep.Pod == nil || ep.Pod.Created.IsZero() {
 		return true
 	}
-	return now.Sub(ep.Pod.CreationTimestamp.Time) > idle
+	return now.Sub(ep.Pod.Created) > idle
 }
 
 // issue hands out up to n ids, freed ones first, and expects their pods

@@ -113,7 +113,7 @@ func TestGateNames(t *testing.T) {
 		}}, "scheduling gate example.com/quota"},
 	} {
 		ep := execPod(1, snapshot.Pending, append(tc.opts, func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending })...)
-		if got := snapshot.Gate(ep.Pod); got != tc.want {
+		if got := ep.Pod.Gate(); got != tc.want {
 			t.Errorf("Gate = %q, want %q", got, tc.want)
 		}
 		wantState := snapshot.Pending

@@ -42,7 +42,7 @@ func execPod(id executorid.ID, st snapshot.State, opts ...podOpt) snapshot.Execu
 	for _, o := range opts {
 		o(p)
 	}
-	return snapshot.ExecutorPod{ID: id, Pod: p, State: st}
+	return snapshot.ExecutorPod{ID: id, Pod: snapshot.NewPod(p), State: st}
 }
 
 func ids(from, to executorid.ID) []executorid.ID {

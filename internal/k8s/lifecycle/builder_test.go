@@ -141,9 +141,9 @@ func (b *podBuilder) obj() *corev1.Pod { return b.p }
 
 // snap classifies pods into a snapshot taken at at.
 func snap(at time.Time, pods ...*podBuilder) snapshot.Snapshot {
-	objs := make([]*corev1.Pod, len(pods))
+	objs := make([]*snapshot.Pod, len(pods))
 	for i, b := range pods {
-		objs[i] = b.obj()
+		objs[i] = snapshot.NewPod(b.obj())
 	}
 	return snapshot.New(objs, container, at)
 }

@@ -5,8 +5,6 @@ import (
 	"sort"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/scheduler"
@@ -96,7 +94,7 @@ func (d *decision) decide(id executorid.ID) {
 		return
 	}
 	p := ep.Pod
-	if p.DeletionTimestamp != nil {
+	if p.Deleting {
 		if _, ok := d.s.deleting[id]; !ok {
 			d.s.deleting[id] = d.snapshotTime()
 		}
@@ -115,7 +113,7 @@ func (d *decision) decide(id executorid.ID) {
 		case byDriver:
 			d.remove(id, killedReason(podRef(id, p), when))
 			d.cleanup(id, p, false)
-		case p.DeletionTimestamp != nil && !oomKilled(p):
+		case p.Deleting && !oomKilled(p):
 			// Deleting a running pod ends its containers with SIGTERM
 			// (or SIGKILL after the grace period): the deletion, not the
 			// executor, is the cause.
@@ -146,7 +144,7 @@ func (d *decision) snapshotTime() time.Time {
 // nil if it was never seen): it asked to, no snapshot taken before it asked
 // showed the pod being deleted, and the pod's status names no cause of the
 // cluster's.
-func (d *decision) byDriver(id executorid.ID, p *corev1.Pod) bool {
+func (d *decision) byDriver(id executorid.ID, p *snapshot.Pod) bool {
 	asked, ok := d.in.DeletedByDriver[id]
 	if !ok {
 		return false
@@ -210,7 +208,7 @@ func (d *decision) active(id executorid.ID, ep snapshot.ExecutorPod, killed bool
 		}
 		return
 	}
-	if ep.State == snapshot.Pending && p.DeletionTimestamp == nil {
+	if ep.State == snapshot.Pending && !p.Deleting {
 		if prob, ok := pendingProblem(p); ok {
 			d.pending(id, p, prob)
 			return
@@ -224,7 +222,7 @@ func (d *decision) active(id executorid.ID, ep snapshot.ExecutorPod, killed bool
 
 // pending handles a pod that is not starting: report it, and delete it
 // once the problem outlasts its grace period (unschedulable pods wait).
-func (d *decision) pending(id executorid.ID, p *corev1.Pod, prob problem) {
+func (d *decision) pending(id executorid.ID, p *snapshot.Pod, prob problem) {
 	t := d.track(id, prob)
 	grace := d.o.grace(prob.reason)
 	elapsed := d.now.Sub(t.since)
@@ -276,8 +274,8 @@ func (d *decision) remove(id executorid.ID, r scheduler.LossReason) {
 
 // cleanup deletes or labels the pod of a removed executor, unless it is
 // already being deleted. force deletes it whatever DeleteOnTermination says.
-func (d *decision) cleanup(id executorid.ID, p *corev1.Pod, force bool) {
-	if p.DeletionTimestamp != nil {
+func (d *decision) cleanup(id executorid.ID, p *snapshot.Pod, force bool) {
+	if p.Deleting {
 		return
 	}
 	var a Action = LabelInactive{ID: id, Name: p.Name}
@@ -292,11 +290,11 @@ func (d *decision) cleanup(id executorid.ID, p *corev1.Pod, force bool) {
 
 // retryCleanup asks again to delete or label the pod of a removed executor
 // when it is still there, unchanged, cleanupRetry after the last request.
-func (d *decision) retryCleanup(r *removal, p *corev1.Pod) {
+func (d *decision) retryCleanup(r *removal, p *snapshot.Pod) {
 	if r.cleanup == nil {
 		return
 	}
-	if p.DeletionTimestamp != nil || p.Labels[snapshot.LabelInactive] == "true" {
+	if p.Deleting || p.Inactive {
 		r.cleanup = nil
 		return
 	}
@@ -467,8 +465,8 @@ func (d *decision) output() []Action {
 }
 
 // oomKilled reports whether a container of the pod was OOM-killed.
-func oomKilled(p *corev1.Pod) bool {
-	for _, cs := range p.Status.ContainerStatuses {
+func oomKilled(p *snapshot.Pod) bool {
+	for _, cs := range p.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil && t.Reason == containerOOMKilled {
 			return true
 		}

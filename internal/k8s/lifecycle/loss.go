@@ -24,7 +24,7 @@ func (r registration) String() string {
 
 // podRef names an executor's pod: by name when it was seen, else by the
 // executor's id.
-func podRef(id executorid.ID, p *corev1.Pod) string {
+func podRef(id executorid.ID, p *snapshot.Pod) string {
 	if p == nil || p.Name == "" {
 		return fmt.Sprintf("pod of executor %d", id)
 	}
@@ -47,17 +47,17 @@ const maxTerminationMessage = 1024
 
 // executorContainer is the name of the executor's container: the
 // configured one, else the pod's first container.
-func executorContainer(p *corev1.Pod, name string) string {
-	if name != "" || len(p.Spec.Containers) == 0 {
+func executorContainer(p *snapshot.Pod, name string) string {
+	if name != "" || len(p.Containers) == 0 {
 		return name
 	}
-	return p.Spec.Containers[0].Name
+	return p.Containers[0].Name
 }
 
-func containerStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
-	for i := range p.Status.ContainerStatuses {
-		if p.Status.ContainerStatuses[i].Name == name {
-			return &p.Status.ContainerStatuses[i]
+func containerStatus(p *snapshot.Pod, name string) *corev1.ContainerStatus {
+	for i := range p.ContainerStatuses {
+		if p.ContainerStatuses[i].Name == name {
+			return &p.ContainerStatuses[i]
 		}
 	}
 	return nil
@@ -65,7 +65,7 @@ func containerStatus(p *corev1.Pod, name string) *corev1.ContainerStatus {
 
 // exitCode is the executor container's exit code, 0 when it has not
 // terminated.
-func exitCode(p *corev1.Pod, container string) int {
+func exitCode(p *snapshot.Pod, container string) int {
 	if cs := containerStatus(p, executorContainer(p, container)); cs != nil && cs.State.Terminated != nil {
 		return int(cs.State.Terminated.ExitCode)
 	}
@@ -74,20 +74,13 @@ func exitCode(p *corev1.Pod, container string) int {
 
 // memoryLimit is a container's memory limit as written in the pod spec (or
 // the pod-level limit), "" when it has none.
-func memoryLimit(p *corev1.Pod, container string) string {
-	for _, c := range p.Spec.Containers {
-		if c.Name == container {
-			if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
-				return q.String()
-			}
+func memoryLimit(p *snapshot.Pod, container string) string {
+	for _, c := range p.Containers {
+		if c.Name == container && c.MemoryLimit != "" {
+			return c.MemoryLimit
 		}
 	}
-	if r := p.Spec.Resources; r != nil {
-		if q, ok := r.Limits[corev1.ResourceMemory]; ok {
-			return q.String()
-		}
-	}
-	return ""
+	return p.MemoryLimit
 }
 
 // signalNames names the signals a container is commonly killed with.
@@ -151,7 +144,7 @@ var disruptionCauses = map[string]string{
 // queueEviction is the condition Kueue sets on a pod it stops (its
 // workload preempted or otherwise evicted) before deleting it, nil if the
 // pod has none that holds.
-func queueEviction(p *corev1.Pod) *corev1.PodCondition {
+func queueEviction(p *snapshot.Pod) *corev1.PodCondition {
 	if c := condition(p, conditionKueueTermination); c != nil && c.Status == corev1.ConditionTrue {
 		return c
 	}
@@ -161,8 +154,8 @@ func queueEviction(p *corev1.Pod) *corev1.PodCondition {
 // queueEvicted says who ended a pod Kueue stopped: "was preempted by queue
 // X" when its workload made room for another, else "was evicted by queue
 // X (reason)".
-func queueEvicted(p *corev1.Pod, c *corev1.PodCondition) (what, cause string) {
-	queue := p.Labels[snapshot.LabelKueueQueue]
+func queueEvicted(p *snapshot.Pod, c *corev1.PodCondition) (what, cause string) {
+	queue := p.Queue
 	if queue == "" {
 		queue = "(unnamed)"
 	}
@@ -175,7 +168,7 @@ func queueEvicted(p *corev1.Pod, c *corev1.PodCondition) (what, cause string) {
 
 // disruption is the pod's DisruptionTarget condition, nil if it has none
 // that holds.
-func disruption(p *corev1.Pod) *corev1.PodCondition {
+func disruption(p *snapshot.Pod) *corev1.PodCondition {
 	if c := condition(p, corev1.DisruptionTarget); c != nil && c.Status == corev1.ConditionTrue && c.Reason != "" {
 		return c
 	}
@@ -189,16 +182,16 @@ func disruption(p *corev1.Pod) *corev1.PodCondition {
 // request to delete the pod, which may come after them (an executor told
 // to leave by SIGTERM is dropped by the driver, which then deletes its
 // pod).
-func endedByCluster(p *corev1.Pod) bool {
-	return disruption(p) != nil || queueEviction(p) != nil || p.Status.Reason == podReasonEvicted ||
-		p.Status.Reason == podReasonNodeLost
+func endedByCluster(p *snapshot.Pod) bool {
+	return disruption(p) != nil || queueEviction(p) != nil || p.Reason == podReasonEvicted ||
+		p.Reason == podReasonNodeLost
 }
 
 // deletedReason is the loss of an executor whose pod someone other than
 // the driver deleted. It names who when the pod's status says so: the
 // kubelet's eviction, a DisruptionTarget condition, a lost node. The exit
 // code is the container's, if it ended.
-func deletedReason(p *corev1.Pod, container string, when registration) scheduler.LossReason {
+func deletedReason(p *snapshot.Pod, container string, when registration) scheduler.LossReason {
 	r := scheduler.LossReason{ExitCode: exitCode(p, container), Cause: scheduler.CauseDeleted}
 	what, detail := "was deleted by a user or the cluster (not the driver)", ""
 	c := disruption(p)
@@ -206,17 +199,17 @@ func deletedReason(p *corev1.Pod, container string, when registration) scheduler
 	case q != nil:
 		what, r.Cause = queueEvicted(p, q)
 		detail = q.Message
-	case p.Status.Reason == podReasonEvicted:
-		what, detail, r.Cause = "was evicted by the kubelet", p.Status.Message, scheduler.CauseEvicted
+	case p.Reason == podReasonEvicted:
+		what, detail, r.Cause = "was evicted by the kubelet", p.Message, scheduler.CauseEvicted
 	case c != nil:
 		if w, ok := disruptions[c.Reason]; ok {
-			what = strings.ReplaceAll(w, "{node}", p.Spec.NodeName)
+			what = strings.ReplaceAll(w, "{node}", p.NodeName)
 		}
 		if cause, ok := disruptionCauses[c.Reason]; ok {
 			r.Cause = cause
 		}
 		detail = c.Message
-	case p.Status.Reason == podReasonNodeLost:
+	case p.Reason == podReasonNodeLost:
 		lost, _ := nodeLost(p)
 		what, detail, r.Cause = "was lost with its node", lost.message, scheduler.CauseNodeLost
 	}
@@ -242,16 +235,16 @@ func missingReason(id executorid.ID, when registration) scheduler.LossReason {
 // A failed pod counts unless its node was lost; a succeeded one does not
 // (Spark's rule): the driver tells executors to exit, so a clean exit is
 // usually the end of an executor the backend had already removed.
-func endedReason(p *corev1.Pod, failed bool, container string, when registration) (scheduler.LossReason, bool) {
+func endedReason(p *snapshot.Pod, failed bool, container string, when registration) (scheduler.LossReason, bool) {
 	name := p.Name
 	exec := executorContainer(p, container)
 	r := scheduler.LossReason{ExitCode: exitCode(p, container), CausedByApp: true, Cause: scheduler.CauseExited}
-	switch p.Status.Reason {
+	switch p.Reason {
 	case podReasonEvicted:
 		// The kubelet evicts under node pressure. That is the node's doing,
 		// though the pod's own use often caused it, so it still counts.
 		r.CausedByApp, r.Cause = false, scheduler.CauseEvicted
-		r.Message = loss("pod "+name, "was evicted by the kubelet", when, p.Status.Message)
+		r.Message = loss("pod "+name, "was evicted by the kubelet", when, p.Message)
 		return r, true
 	case podReasonNodeLost:
 		lost, _ := nodeLost(p)
@@ -304,10 +297,10 @@ func endedReason(p *corev1.Pod, failed bool, container string, when registration
 			fmt.Fprintf(&b, "; termination message: %s", m)
 		}
 	}
-	if p.Status.Reason != "" || p.Status.Message != "" {
-		fmt.Fprintf(&b, "; pod status: %s", join(p.Status.Reason, p.Status.Message))
+	if p.Reason != "" || p.Message != "" {
+		fmt.Fprintf(&b, "; pod status: %s", join(p.Reason, p.Message))
 	}
-	for _, cs := range p.Status.ContainerStatuses {
+	for _, cs := range p.ContainerStatuses {
 		if primary != nil && cs.Name == primary.Name {
 			continue
 		}
@@ -323,8 +316,8 @@ func endedReason(p *corev1.Pod, failed bool, container string, when registration
 // was OOM-killed (the executor's first), else the executor's if it
 // terminated with an error, else the first that did, else the executor's if
 // it terminated at all.
-func primaryContainer(p *corev1.Pod, exec string) *corev1.ContainerStatus {
-	statuses := p.Status.ContainerStatuses
+func primaryContainer(p *snapshot.Pod, exec string) *corev1.ContainerStatus {
+	statuses := p.ContainerStatuses
 	var ordered []*corev1.ContainerStatus
 	if cs := containerStatus(p, exec); cs != nil {
 		ordered = append(ordered, cs)

@@ -133,7 +133,7 @@ func (m *Manager) KilledByDriver(ids ...executorid.ID) {
 		if _, ok := m.killed[id]; ok {
 			continue
 		}
-		if ep, ok := m.snap.Pods[id]; ok && ep.Pod != nil && (ep.Pod.DeletionTimestamp != nil || ep.State.Final()) {
+		if ep, ok := m.snap.Pods[id]; ok && ep.Pod != nil && (ep.Pod.Deleting || ep.State.Final()) {
 			continue
 		}
 		m.killed[id] = now

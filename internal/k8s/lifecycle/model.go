@@ -4,8 +4,6 @@ import (
 	"errors"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/scheduler"
@@ -182,7 +180,7 @@ type State struct {
 	removed map[executorid.ID]*removal
 	// seen is the pods of the previous snapshot, to name the cause when one
 	// vanishes.
-	seen map[executorid.ID]*corev1.Pod
+	seen map[executorid.ID]*snapshot.Pod
 	// registered holds the executors seen in Input.Registered, with when
 	// they were last registered or had a pod: the backend forgets an
 	// executor it removes, and its pod's end may come later. An entry is
@@ -239,7 +237,7 @@ func (s *State) ExecutorFailures() int { return len(s.failures) }
 func (s *State) init() {
 	if s.removed == nil {
 		s.removed = make(map[executorid.ID]*removal)
-		s.seen = make(map[executorid.ID]*corev1.Pod)
+		s.seen = make(map[executorid.ID]*snapshot.Pod)
 		s.registered = make(map[executorid.ID]time.Time)
 		s.deleting = make(map[executorid.ID]time.Time)
 		s.problems = make(map[executorid.ID]*tracked)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
 // Reason names a problem that keeps an executor pod from starting or
@@ -122,13 +124,13 @@ func (p problem) detail() string { return join(string(p.reason), p.message) }
 // pendingProblem reports why a pending pod is not starting, if the reason
 // is one drover acts on: the scheduler's Unschedulable condition first, then
 // init containers and containers in order.
-func pendingProblem(p *corev1.Pod) (problem, bool) {
-	for _, c := range p.Status.Conditions {
+func pendingProblem(p *snapshot.Pod) (problem, bool) {
+	for _, c := range p.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			return problem{reason: ReasonUnschedulable, message: strings.TrimSpace(c.Message)}, true
 		}
 	}
-	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+	for _, statuses := range [][]corev1.ContainerStatus{p.InitContainerStatuses, p.ContainerStatuses} {
 		for _, cs := range statuses {
 			if w := cs.State.Waiting; w != nil && startReasons[Reason(w.Reason)] {
 				return problem{reason: Reason(w.Reason), message: strings.TrimSpace(w.Message)}, true
@@ -142,14 +144,14 @@ func pendingProblem(p *corev1.Pod) (problem, bool) {
 // node lifecycle controller set the pod's status reason NodeLost, or marked
 // its Ready condition false or unknown itself (no reason, or a node reason,
 // while the kubelet last said the containers were ready).
-func nodeLost(p *corev1.Pod) (problem, bool) {
-	node := p.Spec.NodeName
+func nodeLost(p *snapshot.Pod) (problem, bool) {
+	node := p.NodeName
 	if node == "" {
 		return problem{}, false
 	}
 	msg := fmt.Sprintf("node %s stopped reporting to the control plane", node)
-	if p.Status.Reason == podReasonNodeLost {
-		if m := strings.TrimSpace(p.Status.Message); m != "" {
+	if p.Reason == podReasonNodeLost {
+		if m := strings.TrimSpace(p.Message); m != "" {
 			msg = m
 		}
 		return problem{reason: ReasonNodeLost, message: msg}, true
@@ -174,10 +176,10 @@ func nodeLost(p *corev1.Pod) (problem, bool) {
 	return problem{reason: ReasonNodeLost, message: msg}, true
 }
 
-func condition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == t {
-			return &p.Status.Conditions[i]
+func condition(p *snapshot.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Conditions {
+		if p.Conditions[i].Type == t {
+			return &p.Conditions[i]
 		}
 	}
 	return nil

@@ -4,22 +4,19 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/drover-project/drover/internal/executorid"
 )
 
 // Classifier takes snapshots like New, remembering each pod's entry from
 // the last one: a pod the cache has not replaced since (the same pointer:
-// cached pods are never changed in place) keeps its entry without its
-// labels being read again. With thousands of executors a driver takes a
-// snapshot of all of them every few hundred milliseconds, and reading and
-// parsing their labels was most of its cost. Safe for concurrent use.
+// cached pods are never changed in place) keeps its entry without being
+// classified again. With thousands of executors a driver takes a snapshot
+// of all of them every few hundred milliseconds. Safe for concurrent use.
 type Classifier struct {
 	container string
 
 	mu   sync.Mutex
-	last map[*corev1.Pod]entry
+	last map[*Pod]entry
 }
 
 // entry is a pod's classification; ok is false for a pod New skips.
@@ -36,11 +33,11 @@ func NewClassifier(container string) *Classifier {
 
 // Snapshot is New(pods, container, now), reusing the entries of pods seen
 // in the previous call.
-func (c *Classifier) Snapshot(pods []*corev1.Pod, now time.Time) Snapshot {
+func (c *Classifier) Snapshot(pods []*Pod, now time.Time) Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Snapshot{Pods: make(map[executorid.ID]ExecutorPod, len(pods)), Time: now}
-	next := make(map[*corev1.Pod]entry, len(pods))
+	next := make(map[*Pod]entry, len(pods))
 	for _, p := range pods {
 		e, seen := c.last[p]
 		if !seen {

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func pod(id string, phase corev1.PodPhase, labels ...string) *corev1.Pod {
+func pod(id string, phase corev1.PodPhase, labels ...string) *Pod {
 	l := map[string]string{}
 	if id != "" {
 		l[LabelExecutorID] = id
@@ -18,7 +18,7 @@ func pod(id string, phase corev1.PodPhase, labels ...string) *corev1.Pod {
 	for i := 0; i+1 < len(labels); i += 2 {
 		l[labels[i]] = labels[i+1]
 	}
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "exec-" + id, Labels: l}, Status: corev1.PodStatus{Phase: phase}}
+	return NewPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "exec-" + id, Labels: l}, Status: corev1.PodStatus{Phase: phase}})
 }
 
 // TestClassifierMatchesNew: through pods added, replaced (a new object, as
@@ -30,7 +30,7 @@ func TestClassifierMatchesNew(t *testing.T) {
 	p3Failed := pod("3", corev1.PodFailed)
 	p2Inactive := pod("2", corev1.PodRunning, LabelInactive, "true")
 	noID := pod("", corev1.PodRunning)
-	steps := [][]*corev1.Pod{
+	steps := [][]*Pod{
 		{p1, p2, p3, noID},
 		{p1, p2, p3, noID},        // nothing changed
 		{p1Running, p2, p3},       // p1 replaced
@@ -53,7 +53,7 @@ func TestClassifierMatchesNew(t *testing.T) {
 }
 
 func BenchmarkSnapshot(b *testing.B) {
-	pods := make([]*corev1.Pod, 5000)
+	pods := make([]*Pod, 5000)
 	for i := range pods {
 		pods[i] = pod(fmt.Sprint(i+1), corev1.PodRunning, LabelAppID, "app", LabelRole, RoleExecutor)
 	}

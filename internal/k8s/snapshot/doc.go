@@ -1,4 +1,4 @@
 // Package snapshot classifies executor pods into the states the allocator
-// and the lifecycle manager act on, and keeps the current set of the
-// application's executor pods, fed by one informer.
+// and the lifecycle manager act on. Pod is what the driver keeps of each
+// executor pod: the fields they read, a fifth of a trimmed corev1.Pod.
 package snapshot

@@ -66,7 +66,7 @@ func (s State) Waiting() bool { return s == Pending || s == Gated }
 // ExecutorPod is one executor's pod and its classified state.
 type ExecutorPod struct {
 	ID    executorid.ID
-	Pod   *corev1.Pod
+	Pod   *Pod
 	State State
 }
 
@@ -89,7 +89,7 @@ func (s Snapshot) IDs() []executorid.ID {
 
 // New classifies pods into a snapshot. Pods without a numeric executor id
 // label, or labelled inactive, are not executors the driver tracks.
-func New(pods []*corev1.Pod, container string, now time.Time) Snapshot {
+func New(pods []*Pod, container string, now time.Time) Snapshot {
 	s := Snapshot{Pods: make(map[executorid.ID]ExecutorPod, len(pods)), Time: now}
 	for _, p := range pods {
 		if e := classify(p, container); e.ok {
@@ -100,15 +100,11 @@ func New(pods []*corev1.Pod, container string, now time.Time) Snapshot {
 }
 
 // classify is New's entry for one pod.
-func classify(p *corev1.Pod, container string) entry {
-	if p.Labels[LabelInactive] == "true" {
+func classify(p *Pod, container string) entry {
+	if p.Inactive || !p.Executor {
 		return entry{}
 	}
-	id, ok := ExecutorID(p)
-	if !ok {
-		return entry{}
-	}
-	return entry{ep: ExecutorPod{ID: id, Pod: p, State: Classify(p, container)}, ok: true}
+	return entry{ep: ExecutorPod{ID: p.ID, Pod: p, State: Classify(p, container)}, ok: true}
 }
 
 // ExecutorID is the executor id a pod's label gives, or false for a pod
@@ -121,23 +117,23 @@ func ExecutorID(p *corev1.Pod) (executorid.ID, bool) {
 // Classify maps a pod to its executor state with Spark's rules: a pod being
 // deleted is Deleted unless it still runs, so a graceful termination keeps
 // the executor until its container ends.
-func Classify(p *corev1.Pod, container string) State {
-	phase := p.Status.Phase
-	if p.DeletionTimestamp != nil && phase != corev1.PodRunning {
+func Classify(p *Pod, container string) State {
+	phase := p.Phase
+	if p.Deleting && phase != corev1.PodRunning {
 		return Deleted
 	}
 	switch phase {
 	case corev1.PodPending:
-		if len(p.Spec.SchedulingGates) > 0 {
+		if len(p.SchedulingGates) > 0 {
 			return Gated
 		}
 		return Pending
 	case corev1.PodRunning:
 		// With restartPolicy Never, any container that ended with a
 		// non-zero code fails the executor (sidecars included).
-		for _, cs := range p.Status.ContainerStatuses {
+		for _, cs := range p.ContainerStatuses {
 			if t := cs.State.Terminated; t != nil {
-				if t.ExitCode != 0 && p.Spec.RestartPolicy == corev1.RestartPolicyNever {
+				if t.ExitCode != 0 && p.RestartPolicy == corev1.RestartPolicyNever {
 					return Failed
 				}
 				if cs.Name == container || container == "" {
@@ -167,15 +163,28 @@ const (
 // Gate names what holds a gated pod: "queue X" when Kueue gates it for its
 // queue, else its first scheduling gate; "" for a pod without gates.
 func Gate(p *corev1.Pod) string {
-	if p == nil || len(p.Spec.SchedulingGates) == 0 {
+	if p == nil {
 		return ""
 	}
-	for _, g := range p.Spec.SchedulingGates {
-		if g.Name == GateKueue {
-			if q := p.Labels[LabelKueueQueue]; q != "" {
-				return "queue " + q
-			}
+	return gate(p.Spec.SchedulingGates, p.Labels[LabelKueueQueue])
+}
+
+// Gate is Gate of the pod p was made from.
+func (p *Pod) Gate() string {
+	if p == nil {
+		return ""
+	}
+	return gate(p.SchedulingGates, p.Queue)
+}
+
+func gate(gates []corev1.PodSchedulingGate, queue string) string {
+	if len(gates) == 0 {
+		return ""
+	}
+	for _, g := range gates {
+		if g.Name == GateKueue && queue != "" {
+			return "queue " + queue
 		}
 	}
-	return "scheduling gate " + p.Spec.SchedulingGates[0].Name
+	return "scheduling gate " + gates[0].Name
 }

@@ -1,8 +1,7 @@
-package podsource
+package snapshot
 
 import (
 	"fmt"
-	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,21 +13,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
-// TestCompactKeepsWhatTheDriverReads: a compacted pod classifies as the
-// full one does and keeps every field the allocator and the lifecycle
-// read, while the bulk of a decoded pod (environment, volumes, mounts,
-// annotations, managed fields, images) is gone.
-func TestCompactKeepsWhatTheDriverReads(t *testing.T) {
+// TestNewPodKeepsWhatTheDriverReads: a Pod holds, for each field of a
+// decoded pod the driver reads, the same value, and classifies as the
+// driver's rules say.
+func TestNewPodKeepsWhatTheDriverReads(t *testing.T) {
 	full := func(mutate func(p *corev1.Pod)) *corev1.Pod {
 		now := metav1.Now()
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
-				Name: "app-exec-1", Namespace: ns, UID: "u1", ResourceVersion: "42", CreationTimestamp: now,
-				Labels:          map[string]string{snapshot.LabelExecutorID: "1", snapshot.LabelKueueQueue: "q"},
+				Name: "app-exec-1", Namespace: "spark", UID: "u1", ResourceVersion: "42", CreationTimestamp: now,
+				Labels:          map[string]string{LabelExecutorID: "1", LabelKueueQueue: "q"},
 				Annotations:     map[string]string{"a": "b"},
 				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "drover"}},
 				OwnerReferences: []metav1.OwnerReference{{Name: "driver"}},
@@ -58,121 +54,146 @@ func TestCompactKeepsWhatTheDriverReads(t *testing.T) {
 		}
 		return p
 	}
-	testCases := map[string]*corev1.Pod{
-		"running": full(nil),
-		"gated": full(func(p *corev1.Pod) {
+	testCases := map[string]struct {
+		pod   *corev1.Pod
+		state State
+	}{
+		"running": {full(nil), Running},
+		"gated": {full(func(p *corev1.Pod) {
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending}
-			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: snapshot.GateKueue}}
-		}),
-		"unschedulable": full(func(p *corev1.Pod) {
+			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: GateKueue}}
+		}), Gated},
+		"unschedulable": {full(func(p *corev1.Pod) {
 			p.Spec.NodeName = ""
 			p.Status = corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
 				Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes: Insufficient memory"}}}
-		}),
-		"image pull": full(func(p *corev1.Pod) {
+		}), Pending},
+		"image pull": {full(func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodPending
 			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "not found"}}
-		}),
-		"OOMKilled": full(func(p *corev1.Pod) {
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "init",
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}
+		}), Pending},
+		"OOMKilled": {full(func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodFailed
 			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}
-		}),
-		"exited in a running pod": full(func(p *corev1.Pod) {
+		}), Failed},
+		"exited in a running pod": {full(func(p *corev1.Pod) {
 			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "panic"}}
-		}),
-		"evicted": full(func(p *corev1.Pod) {
+		}), Failed},
+		"evicted": {full(func(p *corev1.Pod) {
 			p.Status = corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "low on memory"}
-		}),
-		"deleted": full(func(p *corev1.Pod) {
+		}), Failed},
+		"deleted": {full(func(p *corev1.Pod) {
 			ts := metav1.Now()
 			p.DeletionTimestamp = &ts
 			p.Status.Phase = corev1.PodPending
-		}),
+		}), Deleted},
+		"inactive, pod-level limit, no container limit": {full(func(p *corev1.Pod) {
+			p.Labels[LabelInactive] = "true"
+			p.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+			p.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("3Gi")}}
+		}), Running},
+		"driver":        {full(func(p *corev1.Pod) { p.Labels[LabelExecutorID] = "driver" }), Running},
+		"without an id": {full(func(p *corev1.Pod) { delete(p.Labels, LabelExecutorID) }), Running},
 	}
-	for name, p := range testCases {
+	// running is a state with the start time, which is not read, dropped.
+	running := func(st corev1.ContainerState) corev1.ContainerState {
+		if st.Running != nil {
+			st.Running = &corev1.ContainerStateRunning{}
+		}
+		return st
+	}
+	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			c := Compact(p)
-			if got, want := snapshot.Classify(c, "executor"), snapshot.Classify(p, "executor"); got != want {
-				t.Errorf("compact pod classifies as %s, the full one as %s", got, want)
+			p := tc.pod
+			id, ok := ExecutorID(p)
+			var podLimit string
+			if p.Spec.Resources != nil {
+				podLimit = p.Spec.Resources.Limits.Memory().String()
 			}
-			// What the driver reads, read from both.
-			read := func(p *corev1.Pod) map[string]any {
-				m := map[string]any{
-					"name": p.Name, "namespace": p.Namespace, "uid": p.UID, "rv": p.ResourceVersion, "labels": p.Labels,
-					"created": p.CreationTimestamp, "deleted": p.DeletionTimestamp, "node": p.Spec.NodeName,
-					"gates": p.Spec.SchedulingGates, "restart": p.Spec.RestartPolicy, "phase": p.Status.Phase,
-					"reason": p.Status.Reason, "message": p.Status.Message,
-				}
-				// Conditions without their times; nothing reads them.
-				for _, c := range p.Status.Conditions {
-					m["condition "+string(c.Type)] = []string{string(c.Status), c.Reason, c.Message}
-				}
-				for _, ct := range p.Spec.Containers {
-					m["limit "+ct.Name] = ct.Resources.Limits.Memory().String()
-				}
-				for _, cs := range p.Status.ContainerStatuses {
-					st := cs.State
-					if st.Running != nil {
-						st.Running = &corev1.ContainerStateRunning{} // its start time is not read
-					}
-					m["state "+cs.Name] = st
-				}
-				return m
+			want := map[string]any{
+				"name": p.Name, "rv": p.ResourceVersion, "id": id, "executor": ok,
+				"inactive": p.Labels[LabelInactive] == "true", "queue": p.Labels[LabelKueueQueue],
+				"created": p.CreationTimestamp.Time, "deleting": p.DeletionTimestamp != nil, "node": p.Spec.NodeName,
+				"gates": p.Spec.SchedulingGates, "restart": p.Spec.RestartPolicy, "pod limit": podLimit,
+				"phase": p.Status.Phase, "reason": p.Status.Reason, "message": p.Status.Message,
 			}
-			if diff := cmp.Diff(read(p), read(c)); diff != "" {
-				t.Errorf("what the driver reads (-full +compact):\n%s", diff)
+			for _, c := range p.Status.Conditions {
+				want["condition "+string(c.Type)] = []string{string(c.Status), c.Reason, c.Message}
 			}
-			ct := c.Spec.Containers[0]
-			dropped := map[string]bool{
-				"annotations": c.Annotations != nil, "managed fields": c.ManagedFields != nil, "owners": c.OwnerReferences != nil,
-				"volumes": c.Spec.Volumes != nil, "env": ct.Env != nil, "mounts": ct.VolumeMounts != nil, "image": ct.Image != "",
-				"args": ct.Args != nil, "requests": ct.Resources.Requests != nil, "pod IP": c.Status.PodIP != "",
-			}
-			for what, kept := range dropped {
-				if kept {
-					t.Errorf("the compact pod keeps its %s", what)
+			for _, ct := range p.Spec.Containers {
+				if q, ok := ct.Resources.Limits[corev1.ResourceMemory]; ok {
+					want["limit "+ct.Name] = q.String()
+				} else {
+					want["limit "+ct.Name] = ""
 				}
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				want["state "+cs.Name] = running(cs.State)
+			}
+			for _, cs := range p.Status.InitContainerStatuses {
+				want["init state "+cs.Name] = running(cs.State)
+			}
+
+			c := NewPod(p)
+			got := map[string]any{
+				"name": c.Name, "rv": c.ResourceVersion, "id": c.ID, "executor": c.Executor,
+				"inactive": c.Inactive, "queue": c.Queue,
+				"created": c.Created, "deleting": c.Deleting, "node": c.NodeName,
+				"gates": c.SchedulingGates, "restart": c.RestartPolicy, "pod limit": c.MemoryLimit,
+				"phase": c.Phase, "reason": c.Reason, "message": c.Message,
+			}
+			for _, cd := range c.Conditions {
+				got["condition "+string(cd.Type)] = []string{string(cd.Status), cd.Reason, cd.Message}
+			}
+			for _, ct := range c.Containers {
+				got["limit "+ct.Name] = ct.MemoryLimit
+			}
+			for _, cs := range c.ContainerStatuses {
+				got["state "+cs.Name] = cs.State
+			}
+			for _, cs := range c.InitContainerStatuses {
+				got["init state "+cs.Name] = cs.State
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("what the driver reads (-corev1.Pod +Pod):\n%s", diff)
+			}
+			if got := Classify(c, "executor"); got != tc.state {
+				t.Errorf("Classify = %s, want %s", got, tc.state)
 			}
 		})
 	}
 }
 
-// TestCompactSharesLimits: pods whose containers have equal limits share
-// one map of them (an application's executors all do), which says what
-// each pod's does; different limits stay apart.
-func TestCompactSharesLimits(t *testing.T) {
+// TestNewPodSharesContainers: pods whose containers have equal names and
+// memory limits (an application's executors all do) share one list of
+// them, which says what each pod's are; different limits stay apart.
+func TestNewPodSharesContainers(t *testing.T) {
 	pod := func(memory string) *corev1.Pod {
 		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "executor",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
 				corev1.ResourceMemory: resource.MustParse(memory), corev1.ResourceCPU: resource.MustParse("2")}}}}}}
 	}
-	limits := func(p *corev1.Pod) corev1.ResourceList { return Compact(p).Spec.Containers[0].Resources.Limits }
-	a, b, c := limits(pod("1408Mi")), limits(pod("1408Mi")), limits(pod("2Gi"))
-	same := func(x, y corev1.ResourceList) bool {
-		return reflect.ValueOf(x).UnsafePointer() == reflect.ValueOf(y).UnsafePointer()
+	a, b, c := NewPod(pod("1408Mi")).Containers, NewPod(pod("1408Mi")).Containers, NewPod(pod("2Gi")).Containers
+	if &a[0] != &b[0] {
+		t.Error("two pods with the same containers keep a list each")
 	}
-	if !same(a, b) {
-		t.Error("two pods with the same limits keep a map each")
+	if &a[0] == &c[0] {
+		t.Error("pods with different limits share a list")
 	}
-	if same(a, c) {
-		t.Error("pods with different limits share a map")
-	}
-	for _, tc := range []struct {
-		got  corev1.ResourceList
-		want string
-	}{{a, "1408Mi"}, {b, "1408Mi"}, {c, "2Gi"}} {
-		if diff := cmp.Diff(tc.want, tc.got.Memory().String()); diff != "" {
-			t.Errorf("memory limit (-want +got):\n%s", diff)
-		}
+	want := [][]Container{{{"executor", "1408Mi"}}, {{"executor", "1408Mi"}}, {{"executor", "2Gi"}}}
+	if diff := cmp.Diff(want, [][]Container{a, b, c}); diff != "" {
+		t.Errorf("containers (-want +got):\n%s", diff)
 	}
 }
 
-// TestCompactPodsShareTheirShape: the compact pods of running executors,
-// each decoded on its own as the watch decodes them, share their
-// containers, container statuses and conditions, and keep at most 2,300
-// bytes of heap each (about 1,900; 3,750 when each kept its own, its
-// conditions' times included).
-func TestCompactPodsShareTheirShape(t *testing.T) {
+// TestPodsShareTheirShape: the Pods of running executors, each decoded on
+// its own as the watch decodes them, share their containers, container
+// statuses and conditions, and keep at most 512 bytes of heap each (about
+// 370; 1,900 for the trimmed corev1.Pod cached before, 3,750 when that
+// kept its own conditions, times included).
+func TestPodsShareTheirShape(t *testing.T) {
 	const n = 2000
 	base := time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)
 	raw := make([][]byte, n)
@@ -191,13 +212,13 @@ func TestCompactPodsShareTheirShape(t *testing.T) {
 		return &p
 	}
 	// The tables start with this shape, whatever ran before.
-	Compact(decode(raw[0]))
+	NewPod(decode(raw[0]))
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	pods := make([]*corev1.Pod, n)
+	pods := make([]*Pod, n)
 	for i, b := range raw {
-		pods[i] = Compact(decode(b))
+		pods[i] = NewPod(decode(b))
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
@@ -206,37 +227,38 @@ func TestCompactPodsShareTheirShape(t *testing.T) {
 	runtime.KeepAlive(raw)
 
 	for _, p := range pods[1:] {
-		if &p.Spec.Containers[0] != &pods[0].Spec.Containers[0] || &p.Status.ContainerStatuses[0] != &pods[0].Status.ContainerStatuses[0] ||
-			&p.Status.Conditions[0] != &pods[0].Status.Conditions[0] {
+		if &p.Containers[0] != &pods[0].Containers[0] || &p.ContainerStatuses[0] != &pods[0].ContainerStatuses[0] ||
+			&p.Conditions[0] != &pods[0].Conditions[0] {
 			t.Fatalf("pod %s keeps its own containers, statuses or conditions", p.Name)
 		}
 	}
-	if perPod > 2300 {
-		t.Errorf("a compact running executor pod keeps %d bytes of heap, want at most 2300", perPod)
+	t.Logf("%d bytes of heap a pod", perPod)
+	if perPod > 512 {
+		t.Errorf("a running executor pod keeps %d bytes of heap, want at most 512", perPod)
 	}
 }
 
-// TestCompactSharesOnlyEqualShapes: pods share a part only when what the
+// TestPodsShareOnlyEqualShapes: pods share a part only when what the
 // driver reads of it is equal; an ended container's status stays the pod's
 // own.
-func TestCompactSharesOnlyEqualShapes(t *testing.T) {
+func TestPodsShareOnlyEqualShapes(t *testing.T) {
 	now := time.Now()
-	a := Compact(runningExecutorPod(1, now))
+	a := NewPod(runningExecutorPod(1, now))
 	waiting := runningExecutorPod(2, now)
 	waiting.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 	waiting.Status.Conditions[2].Status = corev1.ConditionFalse
-	b := Compact(waiting)
+	b := NewPod(waiting)
 	ended := runningExecutorPod(3, now)
 	ended.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}
-	c, d := Compact(ended), Compact(ended)
-	if &a.Status.ContainerStatuses[0] == &b.Status.ContainerStatuses[0] || &a.Status.Conditions[0] == &b.Status.Conditions[0] {
+	c, d := NewPod(ended), NewPod(ended)
+	if &a.ContainerStatuses[0] == &b.ContainerStatuses[0] || &a.Conditions[0] == &b.Conditions[0] {
 		t.Error("a running and a waiting pod share their statuses or conditions")
 	}
-	if &c.Status.ContainerStatuses[0] == &d.Status.ContainerStatuses[0] {
+	if &c.ContainerStatuses[0] == &d.ContainerStatuses[0] {
 		t.Error("two pods with an ended container share its status")
 	}
-	if diff := cmp.Diff(waiting.Status.ContainerStatuses[0].State, b.Status.ContainerStatuses[0].State); diff != "" {
-		t.Errorf("waiting state (-full +compact):\n%s", diff)
+	if diff := cmp.Diff(waiting.Status.ContainerStatuses[0].State, b.ContainerStatuses[0].State); diff != "" {
+		t.Errorf("waiting state (-corev1.Pod +Pod):\n%s", diff)
 	}
 }
 
@@ -257,10 +279,10 @@ func runningExecutorPod(id int, at time.Time) *corev1.Pod {
 	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: ns, UID: types.UID(fmt.Sprintf("0b9c7a52-8d1e-4f7a-9c3b-%012d", id)), ResourceVersion: strconv.Itoa(1000 + id),
+			Name: name, Namespace: "spark", UID: types.UID(fmt.Sprintf("0b9c7a52-8d1e-4f7a-9c3b-%012d", id)), ResourceVersion: strconv.Itoa(1000 + id),
 			CreationTimestamp: ts,
-			Labels: map[string]string{snapshot.LabelAppID: "drover-scale-adaptive", snapshot.LabelRole: snapshot.RoleExecutor,
-				snapshot.LabelExecutorID: strconv.Itoa(id), snapshot.LabelAppName: "scale", "spark-resource-profile-id": "0"},
+			Labels: map[string]string{LabelAppID: "drover-scale-adaptive", LabelRole: RoleExecutor,
+				LabelExecutorID: strconv.Itoa(id), LabelAppName: "scale", "spark-resource-profile-id": "0"},
 			Annotations: map[string]string{"drover.io/owner": "driver"},
 		},
 		Spec: corev1.PodSpec{
