@@ -257,3 +257,38 @@ func TestWatchOutageIsReportedAndRecovers(t *testing.T) {
 		t.Errorf("%d lines say the watch recovered, want 1:\n%s", n, log)
 	}
 }
+
+// TestFirstStreamedListTakesTheCache: until the first sync, a streamed
+// initial list (WatchList) asks for resource version "0", the API server's
+// cache as it is, instead of a consistent read that waits for the cache to
+// catch up with etcd; every other watch keeps the reflector's options.
+func TestFirstStreamedListTakesTheCache(t *testing.T) {
+	streamed := func(rv string) metav1.ListOptions {
+		return metav1.ListOptions{Watch: true, ResourceVersion: rv, SendInitialEvents: new(true),
+			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true}
+	}
+	withSelector := func(o metav1.ListOptions) metav1.ListOptions {
+		o.LabelSelector = selector.String()
+		return o
+	}
+	testCases := map[string]struct {
+		synced bool
+		in     metav1.ListOptions
+		want   metav1.ListOptions
+	}{
+		"first streamed list":                       {in: streamed(""), want: withSelector(streamed("0"))},
+		"streamed list from a version, before sync": {in: streamed("55"), want: withSelector(streamed("55"))},
+		"streamed list after sync (watch expired)":  {synced: true, in: streamed(""), want: withSelector(streamed(""))},
+		"watch after sync":                          {synced: true, in: metav1.ListOptions{Watch: true, ResourceVersion: "77"}, want: withSelector(metav1.ListOptions{Watch: true, ResourceVersion: "77"})},
+		"plain watch before sync":                   {in: metav1.ListOptions{Watch: true}, want: withSelector(metav1.ListOptions{Watch: true})},
+	}
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			s := New(fake.NewClientset(), Options{Namespace: ns, Selector: selector})
+			s.didSync = tc.synced
+			if diff := cmp.Diff(tc.want, (&listWatch{s}).watchOptions(tc.in)); diff != "" {
+				t.Errorf("watch options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
