@@ -2,19 +2,24 @@ package k8s
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/scheduler"
 )
@@ -22,49 +27,91 @@ import (
 // TestClusterWithInjectedClient builds the cluster manager from a fake
 // clientset: it creates exactly its target of executor pods, creates none
 // after Stop began, deletes what it made, and every goroutine it started
-// has ended when Stop returns. (The control-plane tests prove the rest.)
+// has ended when Stop returns. A few pods are deleted by name at once; many,
+// or pods the driver did not create (an earlier driver's, under the same
+// application id), with one delete-collection call. (The control-plane tests
+// prove the rest.)
 func TestClusterWithInjectedClient(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	cs := fake.NewClientset()
-	// The API server gives a new pod the Pending phase; the fake does not.
-	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if p, ok := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod); ok && p.Status.Phase == "" {
-			p.Status.Phase = corev1.PodPending
-		}
-		return false, nil, nil
-	})
-	c := startFakeCluster(t, cs, "spark.executor.instances=5")
-	deadline := time.Now().Add(10 * time.Second)
-	for creates(cs) < 5 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	const appID = "drover-0123456789abcdef"
+	// An earlier driver's executor pod under the same application id.
+	earlier := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "earlier-exec-7", Namespace: "spark",
+		Labels: map[string]string{snapshot.LabelAppID: appID, snapshot.LabelRole: snapshot.RoleExecutor,
+			snapshot.LabelExecutorID: "7"}}}
+	testCases := map[string]struct {
+		executors   int
+		existing    []runtime.Object
+		wantCreates int
+		// wantDeleted are the executor pods deleted by name (their ids);
+		// nil means one delete-collection call instead.
+		wantDeleted []string
+	}{
+		"a few, by name": {executors: 5, wantCreates: 5, wantDeleted: []string{"1", "2", "3", "4", "5"}},
+		"many, at once":  {executors: stopDeleteByName + 4, wantCreates: stopDeleteByName + 4},
+		// The earlier pod counts towards the target: one create.
+		"another driver's pod": {executors: 2, existing: []runtime.Object{earlier}, wantCreates: 1},
 	}
-	// The pods stay Pending (no node runs them): further rounds must not
-	// add any.
-	time.Sleep(300 * time.Millisecond)
-	if n := creates(cs); n != 5 {
-		t.Errorf("%d executor pod creates, want exactly 5", n)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Stop(ctx); err != nil {
-		t.Fatal(err)
-	}
-	after := len(cs.Actions())
-	time.Sleep(200 * time.Millisecond)
-	if n := len(cs.Actions()); n != after {
-		t.Errorf("%d API calls after Stop returned", n-after)
-	}
-	var deletedPods, deletedConf bool
-	for _, a := range cs.Actions() {
-		switch {
-		case a.GetVerb() == "delete-collection" && a.GetResource().Resource == "pods":
-			deletedPods = true
-		case a.GetVerb() == "delete" && a.GetResource().Resource == "configmaps":
-			deletedConf = true
-		}
-	}
-	if !deletedPods || !deletedConf {
-		t.Errorf("Stop deleted the executor pods: %v, the executor ConfigMap: %v; want both", deletedPods, deletedConf)
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			cs := fake.NewClientset(tc.existing...)
+			// The API server gives a new pod the Pending phase; the fake does not.
+			cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if p, ok := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod); ok && p.Status.Phase == "" {
+					p.Status.Phase = corev1.PodPending
+				}
+				return false, nil, nil
+			})
+			c := startFakeCluster(t, cs, fmt.Sprintf("spark.executor.instances=%d", tc.executors))
+			deadline := time.Now().Add(10 * time.Second)
+			for creates(cs) < tc.wantCreates && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			// The pods stay Pending (no node runs them): further rounds must not
+			// add any.
+			time.Sleep(300 * time.Millisecond)
+			if n := creates(cs); n != tc.wantCreates {
+				t.Errorf("%d executor pod creates, want exactly %d", n, tc.wantCreates)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := c.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			after := len(cs.Actions())
+			time.Sleep(200 * time.Millisecond)
+			if n := len(cs.Actions()); n != after {
+				t.Errorf("%d API calls after Stop returned", n-after)
+			}
+			var deleted []string
+			var collection, deletedConf bool
+			for _, a := range cs.Actions() {
+				switch {
+				case a.GetVerb() == "delete-collection" && a.GetResource().Resource == "pods":
+					collection = true
+				case a.GetVerb() == "delete" && a.GetResource().Resource == "pods":
+					name := a.(k8stesting.DeleteAction).GetName()
+					deleted = append(deleted, strings.TrimPrefix(name, c.execConf.PodNamePrefix+"-exec-"))
+				case a.GetVerb() == "delete" && a.GetResource().Resource == "configmaps":
+					deletedConf = true
+				}
+			}
+			// Numeric order: shorter ids first.
+			slices.SortFunc(deleted, func(a, b string) int {
+				if len(a) != len(b) {
+					return len(a) - len(b)
+				}
+				return strings.Compare(a, b)
+			})
+			if diff := cmp.Diff(tc.wantDeleted, deleted); diff != "" {
+				t.Errorf("executor pods deleted by name (-want +got):\n%s", diff)
+			}
+			if collection != (tc.wantDeleted == nil) {
+				t.Errorf("delete-collection of the executor pods: %v, want %v", collection, tc.wantDeleted == nil)
+			}
+			if !deletedConf {
+				t.Error("Stop did not delete the executor ConfigMap")
+			}
+		})
 	}
 }
 

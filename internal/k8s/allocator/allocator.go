@@ -150,6 +150,14 @@ func (a *Allocator) Issued(id executorid.ID) bool {
 	return a.state.Issued(id)
 }
 
+// LastIssued is the highest executor id handed out, 0 before the first:
+// every pod the allocator created has an id from 1 to it.
+func (a *Allocator) LastIssued() executorid.ID {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state.lastID
+}
+
 func (a *Allocator) wake() {
 	select {
 	case a.dirty <- struct{}{}:

@@ -19,6 +19,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -248,6 +249,25 @@ func TestClusterModeWordCount(t *testing.T) {
 	}
 	if !strings.Contains(string(logs), "application started") {
 		t.Errorf("the driver did not start its executors:\n%s", logs)
+	}
+	// The driver cleaned up after its executors before it exited, without
+	// garbage collection (its pod remains): their pods are deleted (they
+	// may still be in their grace period), their ConfigMap and Secret gone.
+	left := appObjects(t, env, ns, "spark-role=executor,spark-app-selector="+p.Labels["spark-app-selector"])
+	var undeleted []string
+	for _, obj := range left {
+		if name, ok := strings.CutPrefix(obj, "pod/"); ok {
+			ep, err := env.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+			if err == nil && ep.DeletionTimestamp != nil || apierrors.IsNotFound(err) {
+				continue
+			}
+		}
+		if !strings.HasPrefix(obj, "service/") {
+			undeleted = append(undeleted, obj)
+		}
+	}
+	if len(undeleted) > 0 {
+		t.Errorf("the driver exited leaving executor objects: %v", undeleted)
 	}
 }
 
