@@ -72,27 +72,18 @@ func (a Auth) WithTLS(b mtls.Bundle, log *slog.Logger) (Auth, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	server, err := b.ServerCredentials(nil)
+	// One parse and check of the bundle for the four configurations.
+	l, err := b.Load()
 	if err != nil {
 		return Auth{}, err
 	}
-	client, err := b.DialCredentials(nil)
-	if err != nil {
-		return Auth{}, err
-	}
-	serverTLS, err := b.ServerConfig(nil)
-	if err != nil {
-		return Auth{}, err
-	}
+	server, client, serverTLS := l.ServerCredentials(nil), l.DialCredentials(nil), l.ServerConfig(nil)
 	// No client of the control transport resumes sessions (none keeps a
 	// session cache), so a ticket would be a driver's work per executor
 	// for nothing. Connections share this config: it makes no copy per
 	// connection (ServerConfig with no onRefuse).
 	serverTLS.SessionTicketsDisabled = true
-	clientTLS, err := b.ClientConfig(nil)
-	if err != nil {
-		return Auth{}, err
-	}
+	clientTLS := l.ClientConfig(nil)
 	a.AppID = b.AppID
 	refused := &sync.Map{}
 	a.tls = &tlsCreds{bundle: b, server: loggedCreds{server, log, nil}, client: loggedCreds{client, log, refused}, refused: refused,
