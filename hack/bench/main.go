@@ -474,9 +474,9 @@ func mainErr(compare bool, only string) error {
 		"BenchmarkSubmitToResult s-to-result", "BenchmarkSubmitToResult bare-pod-s-to-result", "≤ 3", func(v float64) bool { return v <= 3 })
 	r.ratio("allocation of 100 executors, adaptive / raw parallel creates", "N=100 BenchmarkAllocationAdaptive s/op",
 		"N=100 BenchmarkAllocationRawBaseline s/op", "≤ 1.15", func(v float64) bool { return v <= 1.15 })
-	// The median of twenty alternated pairs' ratios, which the benchmark
+	// The median of forty alternated pairs' ratios, which the benchmark
 	// reports: one burst of load from elsewhere moves a pair, not it.
-	r.measured("no-op task throughput, web UI + metrics + event log on / off (median of 20 pairs)",
+	r.measured("no-op task throughput, web UI + metrics + event log on / off (median of 40 pairs)",
 		"BenchmarkObservabilityOverhead on/off", "≥ 0.97", func(v float64) bool { return v >= 0.97 })
 	r.ratio("driver peak RSS over 100,000 tasks, web UI + metrics + event log on / off", "BenchmarkObservabilityDriverRSS on-MiB",
 		"BenchmarkObservabilityDriverRSS off-MiB", "≤ 1.10", func(v float64) bool { return v <= 1.10 })
