@@ -1,7 +1,6 @@
 package k8s
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -48,20 +47,7 @@ func TestCreatePodDropsTheAnswer(t *testing.T) {
 						sent = p.Name
 					}
 				}
-				if tc.status != http.StatusCreated {
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(tc.status)
-					_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-						Status: metav1.StatusFailure, Code: int32(tc.status), Reason: tc.reason, Message: "test"})
-					return
-				}
-				w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
-				w.WriteHeader(http.StatusCreated)
-				for range answer / len(chunk) {
-					if _, err := w.Write(chunk); err != nil {
-						return
-					}
-				}
+				answerAPI(w, tc.status, http.StatusCreated, tc.reason, chunk, answer)
 			}))
 			defer srv.Close()
 			cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})

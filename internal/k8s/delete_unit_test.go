@@ -66,20 +66,7 @@ func TestDeletePodCollectionDropsTheAnswer(t *testing.T) {
 			var got struct{ method, path, selector string }
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				got.method, got.path, got.selector = r.Method, r.URL.Path, r.URL.Query().Get("labelSelector")
-				if tc.status != http.StatusOK {
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(tc.status)
-					_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-						Status: metav1.StatusFailure, Code: int32(tc.status), Reason: reasonFor(tc.status), Message: "test"})
-					return
-				}
-				w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
-				w.WriteHeader(http.StatusOK)
-				for range answer / len(chunk) {
-					if _, err := w.Write(chunk); err != nil {
-						return
-					}
-				}
+				answerAPI(w, tc.status, http.StatusOK, reasonFor(tc.status), chunk, answer)
 			}))
 			defer srv.Close()
 			cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1})
@@ -114,6 +101,25 @@ func TestDeletePodCollectionDropsTheAnswer(t *testing.T) {
 }
 
 // reasonFor is the API status reason the API server gives with code.
+// answerAPI writes a fake API server's answer: the Status of a failure
+// when status is not ok, else size bytes of chunk as a protobuf body.
+func answerAPI(w http.ResponseWriter, status, ok int, reason metav1.StatusReason, chunk []byte, size int) {
+	if status != ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+			Status: metav1.StatusFailure, Code: int32(status), Reason: reason, Message: "test"})
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
+	w.WriteHeader(ok)
+	for range size / len(chunk) {
+		if _, err := w.Write(chunk); err != nil {
+			return
+		}
+	}
+}
+
 func reasonFor(code int) metav1.StatusReason {
 	switch code {
 	case http.StatusGatewayTimeout:
