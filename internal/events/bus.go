@@ -151,7 +151,7 @@ func (c *Consumer) run(handle func([]Event)) {
 			}
 			c.wait(t)
 		}
-		batch, _ = c.take(batch[:0])
+		batch = c.take(batch[:0])
 		handle(batch)
 		clear(batch)
 		// A backlog's large slice is let go once the consumer caught
@@ -190,14 +190,14 @@ func (c *Consumer) queued() (int64, bool) {
 }
 
 // take appends the events the consumer has not taken to batch.
-func (c *Consumer) take(batch []Event) ([]Event, bool) {
+func (c *Consumer) take(batch []Event) []Event {
 	b := c.bus
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	batch = append(batch, b.queue[c.next-b.base:]...)
 	c.next = b.base + int64(len(b.queue))
 	b.trimLocked()
-	return batch, c.stopped
+	return batch
 }
 
 // trimLocked lets go of the events every consumer has taken, once they are

@@ -69,11 +69,8 @@ func (s *Scheduler) releaseDueStarts() {
 	s.mu.Lock()
 	s.timer = nil
 	s.now = s.opts.Events.Now().Truncate(time.Microsecond).UTC()
+	// What is left starts with a held start not yet due.
 	s.releaseStartsLocked(s.now.Add(-StartDelay))
-	for len(s.held) > 0 && s.held[0].a.launched.IsZero() {
-		s.held[0] = heldStart{}
-		s.held = s.held[1:]
-	}
 	if len(s.held) > 0 {
 		s.timer = s.opts.Clock.AfterFunc(s.held[0].a.launched.Add(StartDelay).Sub(s.now), s.timerFired)
 	}
