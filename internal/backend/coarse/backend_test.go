@@ -71,7 +71,7 @@ type harness struct {
 	b     *Backend
 }
 
-func startBackend(t *testing.T, opts Options) *harness {
+func startBackend(t testing.TB, opts Options) *harness {
 	t.Helper()
 	opts.AppID = appID
 	opts.Logger = quiet
@@ -219,7 +219,7 @@ func TestAuthentication(t *testing.T) {
 
 // rawRegister opens a control stream and registers like an executor would,
 // so a test controls every message.
-func rawRegister(t *testing.T, url string, auth rpc.Auth, id string) (*ctl.ClientStream, error) {
+func rawRegister(t testing.TB, url string, auth rpc.Auth, id string) (*ctl.ClientStream, error) {
 	t.Helper()
 	stream, err := ctl.Dial(t.Context(), url, auth, ctl.Options{})
 	if err != nil {

@@ -68,7 +68,7 @@ func (b *Backend) start(stream *ctl.ServerStream, first *pb.ExecutorMessage) (*e
 	b.log.Info("executor registered", "executor", ex.ID, "address", ex.Address, "cores", ex.TotalCores, "pod", ex.PodName)
 	b.changed()
 
-	ex.out.start(stream.Send)
+	ex.out.start(stream.Send, stream.Go)
 	b.makeOffers(ex.ID)
 	return ex, nil
 }

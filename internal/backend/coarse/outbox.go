@@ -21,7 +21,10 @@ type outbox struct {
 	tailBytes int64 // payload bytes of the last message, when a launch
 	maxLaunch int64
 	// send is the stream's, once start set it; nil before (messages wait).
-	send func(*pb.DriverMessage) error
+	// spawn runs a sender: the stream's pooled goroutines (see
+	// ctl.ServerStream.Go).
+	send  func(*pb.DriverMessage) error
+	spawn func(func())
 	// sending is set while a sender goroutine runs; failed once a send
 	// failed (the stream is gone: later messages are dropped).
 	sending, failed bool
@@ -75,11 +78,15 @@ func (o *outbox) add(m *pb.DriverMessage) {
 }
 
 // start sends the queued messages, and from now on every message added,
-// with send (the stream's; never called by two goroutines at once).
-func (o *outbox) start(send func(*pb.DriverMessage) error) {
+// with send (the stream's; never called by two goroutines at once), from
+// goroutines that spawn starts (nil: new ones).
+func (o *outbox) start(send func(*pb.DriverMessage) error, spawn func(func())) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.send = send
+	if spawn == nil {
+		spawn = func(f func()) { go f() }
+	}
+	o.send, o.spawn = send, spawn
 	o.kick()
 	o.checkFlushed()
 }
@@ -90,7 +97,7 @@ func (o *outbox) kick() {
 		return
 	}
 	o.sending = true
-	go o.drain()
+	o.spawn(o.drain)
 }
 
 // drain sends until the queue is empty, then ends.

@@ -93,7 +93,7 @@ func TestOutboxSendsInOrderWithoutIdleSender(t *testing.T) {
 				got = append(got, m.GetKill().GetTaskId())
 				mu.Unlock()
 				return nil
-			})
+			}, nil)
 			for range tc.after {
 				id++
 				o.add(kill(id))
