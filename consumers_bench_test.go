@@ -2,6 +2,7 @@ package drover
 
 import (
 	"context"
+	"log/slog"
 	"syscall"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 
 // BenchmarkConsumersPerTask is the CPU the driver's event consumers spend
 // per no-op task, wired as the driver wires them ("off": the metrics
-// alone; "on": with the UI's store and the event log), fed as the
+// alone; "on": with the UI's store beside them and the event log), fed as the
 // scheduler feeds them no-op tasks: the ends, with their starts, of a
 // section at a time, paced at 300,000 tasks a second. It reports the process's CPU (user +
 // kernel, the collector's included) per task, which the machine's load
@@ -28,11 +29,14 @@ func BenchmarkConsumersPerTask(b *testing.B) {
 		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
 			bus := events.NewBus(nil, nil)
 			dm := metrics.NewDriver(metrics.Options{AppID: "drover-1", Bus: bus}, false)
-			consumers := []*events.Consumer{bus.SubscribeBatches("metrics", 0, consumerLinger, dm.Events.HandleAll)}
+			var web *webUI
+			if on {
+				web = &webUI{store: appstate.New(appstate.DefaultOptions()), log: slog.New(slog.DiscardHandler)}
+				web.feed = web.store.HandleAll
+			}
+			consumers := []*events.Consumer{bus.SubscribeBatches(statusQueue, 0, consumerLinger, statusConsumer(dm.Events, web))}
 			var w *eventlog.Writer
 			if on {
-				store := appstate.New(appstate.DefaultOptions())
-				consumers = append(consumers, bus.SubscribeBatches("ui", 0, consumerLinger, store.HandleAll))
 				var err error
 				w, err = eventlog.Start(context.Background(), eventlog.Options{Dir: b.TempDir(), AppID: "drover-1", Codec: "zstd"})
 				if err != nil {

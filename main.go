@@ -371,9 +371,9 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 		mo.LocalCores = m.Threads
 	}
 	dm := metrics.NewDriver(mo, config.DynamicAllocationEnabled.Get(conf) && m.Kind != master.Local)
-	bus.SubscribeBatches("metrics", 0, consumerLinger, dm.Events.HandleAll)
-	web := startUI(conf, bus, log)
+	web := startUI(conf, log)
 	defer web.stop()
+	bus.SubscribeBatches(statusQueue, 0, consumerLinger, statusConsumer(dm.Events, web))
 	metricsHandler := metrics.Handler(dm.Registry)
 	web.Handle(metrics.Path, metricsHandler)
 	web.Handle(metrics.SparkExecutorsPath, metricsHandler)

@@ -15,6 +15,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/k8s"
+	"github.com/drover-project/drover/internal/metrics"
 	"github.com/drover-project/drover/internal/ui"
 )
 
@@ -27,6 +28,9 @@ type webUI struct {
 	srv   *ui.Server
 	url   string
 	log   *slog.Logger
+	// feed is the store's HandleAll; broken is set once it panicked.
+	feed   func([]events.Event)
+	broken atomic.Bool
 }
 
 // consumerLinger is how late the driver's pages, metrics and event log may
@@ -37,10 +41,11 @@ type webUI struct {
 // tens of microseconds, which the tasks pay for when the cores are busy.
 const consumerLinger = 10 * time.Millisecond
 
-// startUI serves the web UI on spark.ui.port when spark.ui.enabled, its
-// store subscribed to bus; call it before AppStart is published. It never
-// fails the application: a UI that cannot start is logged and left out.
-func startUI(conf *config.Conf, bus *events.Bus, log *slog.Logger) *webUI {
+// startUI serves the web UI on spark.ui.port when spark.ui.enabled; its
+// store takes the event stream through handle (see statusConsumer), which
+// must be subscribed before AppStart is published. It never fails the
+// application: a UI that cannot start is logged and left out.
+func startUI(conf *config.Conf, log *slog.Logger) *webUI {
 	if !config.UIEnabled.Get(conf) {
 		return nil
 	}
@@ -54,23 +59,56 @@ func startUI(conf *config.Conf, bus *events.Bus, log *slog.Logger) *webUI {
 		return nil
 	}
 	w := &webUI{store: appstate.New(appstate.OptionsFromConf(conf)), log: log}
+	w.feed = w.store.HandleAll
 	w.ui = ui.New(w.store, ui.Options{Version: droverVersion(), Logger: log})
-	var broken atomic.Bool
-	bus.SubscribeBatches("ui", 0, consumerLinger, func(evs []events.Event) {
-		// A bug in the store must not take the driver down with it.
-		defer func() {
-			if r := recover(); r != nil && broken.CompareAndSwap(false, true) {
-				log.Error("the web UI's state store failed; its pages stop updating", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			}
-		}()
-		if !broken.Load() {
-			w.store.HandleAll(evs)
-		}
-	})
 	w.srv = ui.Serve(ln, w.ui, log)
 	w.url = "http://" + net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	log.Info("Spark UI available at "+w.url, "url", w.url)
 	return w
+}
+
+// handle folds events into the pages' store. A bug in the store must not
+// take the driver down with it: after a panic the pages stop updating.
+func (w *webUI) handle(evs []events.Event) {
+	if w == nil || w.broken.Load() {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil && w.broken.CompareAndSwap(false, true) {
+			w.log.Error("the web UI's state store failed; its pages stop updating", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	w.feed(evs)
+}
+
+// statusQueue names the consumer of statusConsumer, as Spark names its
+// queue of status listeners (drover_events_dropped_total's label).
+const statusQueue = "appStatus"
+
+// statusChunk is how many events statusConsumer hands each of its
+// handlers in turn: the second reads them while the first left them in
+// the processor's cache.
+const statusChunk = 64
+
+// statusConsumer feeds the metrics and the web UI's store from one
+// consumer of the event stream, as Spark's appStatus queue holds its
+// status listeners: both only update memory, so neither can hold the
+// other up, and one goroutine waking once and reading each event while it
+// is in the cache for both costs the task path less than two (see
+// BenchmarkConsumersPerTask). The event log, which writes files or
+// uploads, keeps a consumer of its own.
+func statusConsumer(m *metrics.Metrics, web *webUI) func([]events.Event) {
+	if web == nil {
+		return m.HandleAll
+	}
+	return func(evs []events.Event) {
+		for len(evs) > 0 {
+			n := min(len(evs), statusChunk)
+			m.HandleAll(evs[:n])
+			web.handle(evs[:n])
+			evs = evs[n:]
+		}
+	}
 }
 
 // Handle mounts h on the UI's port, beside the pages (Prometheus' /metrics).
