@@ -137,7 +137,11 @@ type executorData struct {
 	// not been told to forget; nil until the first launch.
 	plans        map[int64]bool
 	registeredAt time.Time
-	fetchConn    *grpc.ClientConn
+	// acked is when the executor last heard from the driver in answer to
+	// a heartbeat (or registered); only the executor's handler, one
+	// message at a time, uses it.
+	acked     time.Time
+	fetchConn *grpc.ClientConn
 }
 
 // Backend is the coarse-grained scheduler backend.

@@ -551,3 +551,74 @@ func TestExecutorsAreSentOnlyWhatTheyRead(t *testing.T) {
 		t.Errorf("configuration sent to executors (-want +got):\n%s", diff)
 	}
 }
+
+// A known executor's heartbeats are answered once a quarter of
+// spark.network.timeout has passed since the last answer, enough for it
+// to know its driver lives; an unknown one's always, to re-register.
+func TestHeartbeatsAnsweredEachQuarterOfTheTimeout(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	h := startBackend(t, Options{Clock: clk, NetworkTimeout: 120 * time.Second, TimeoutInterval: time.Hour})
+	hb := &pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Heartbeat{Heartbeat: &pb.Heartbeat{}}}
+	send := func(s *ctl.ClientStream, n int) {
+		for range n {
+			if err := s.Send(hb); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// answers reads the stream to its end: the handler ends once it has
+	// read everything after CloseSend, and the driver closes the stream
+	// after sending what was queued.
+	answers := func(s *ctl.ClientStream) []bool {
+		if err := s.CloseSend(); err != nil {
+			t.Fatal(err)
+		}
+		var got []bool
+		for {
+			msg, err := s.Recv()
+			if err != nil {
+				return got
+			}
+			if a := msg.GetHeartbeatAck(); a != nil {
+				got = append(got, a.GetReregister())
+			}
+		}
+	}
+
+	known, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Heartbeats as it registered go unanswered; of those handled 30 s
+	// later (the fake clock is read as each is handled), the first alone.
+	send(known, 3)
+	clk.Step(30 * time.Second)
+	send(known, 3)
+	if diff := cmp.Diff([]bool{false}, answers(known)); diff != "" {
+		t.Errorf("answers to a known executor's heartbeats, by Reregister (-want +got):\n%s", diff)
+	}
+
+	forgotten, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.b.mu.Lock()
+	delete(h.b.executors, 2) // as after its expiry
+	h.b.mu.Unlock()
+	send(forgotten, 2)
+	if diff := cmp.Diff([]bool{true, true}, answers(forgotten)); diff != "" {
+		t.Errorf("answers to a forgotten executor's heartbeats, by Reregister (-want +got):\n%s", diff)
+	}
+}
+
+func TestAckDue(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		since time.Duration
+		want  bool
+	}{{0, false}, {10 * time.Second, false}, {29 * time.Second, false}, {30 * time.Second, true}, {5 * time.Minute, true}} {
+		if got := ackDue(t0, t0.Add(tc.since), 120*time.Second); got != tc.want {
+			t.Errorf("ackDue %s after the last answer, timeout 120s: %v, want %v", tc.since, got, tc.want)
+		}
+	}
+}

@@ -109,6 +109,7 @@ func (b *Backend) register(reg *pb.Register) (*executorData, error) {
 		out: newOutbox(b.opts.MaxLaunchBytes),
 	}
 	ex.registeredAt = b.opts.Clock.Now()
+	ex.acked = ex.registeredAt
 	ex.lastSeen.Store(ex.registeredAt.UnixNano())
 	b.executors[id] = ex
 	b.totalCores += ex.TotalCores
@@ -142,6 +143,11 @@ func (b *Backend) handle(ex *executorData, msg *pb.ExecutorMessage) {
 		b.mu.Lock()
 		known := b.executors[ex.ID] == ex
 		b.mu.Unlock()
+		now := b.opts.Clock.Now()
+		if known && !ackDue(ex.acked, now, b.opts.NetworkTimeout) {
+			return
+		}
+		ex.acked = now
 		ex.out.add(&pb.DriverMessage{Msg: &pb.DriverMessage_HeartbeatAck{HeartbeatAck: &pb.HeartbeatAck{Reregister: !known}}})
 	case *pb.ExecutorMessage_Decommission:
 		b.log.Info("executor decommissioning", "executor", ex.ID, "reason", m.Decommission.GetReason())
@@ -149,6 +155,16 @@ func (b *Backend) handle(ex *executorData, msg *pb.ExecutorMessage) {
 		ex.decommissioning = true
 		b.mu.Unlock()
 	}
+}
+
+// ackDue reports whether a heartbeat of a known executor is answered: an
+// executor gives up on a driver it has not heard from for
+// spark.network.timeout, so the driver answers once a quarter of that has
+// passed since its last answer, not every heartbeat (every 10 s by
+// default): each answer is a write, and thousands of idle executors
+// register and heartbeat while an application starts.
+func ackDue(last, now time.Time, networkTimeout time.Duration) bool {
+	return now.Sub(last) >= networkTimeout/4
 }
 
 func (b *Backend) statusUpdate(ex *executorData, batch *pb.StatusBatch) {
