@@ -3,7 +3,9 @@ package podsource
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -90,15 +92,20 @@ type podDecoder struct{ next runtime.Decoder }
 var protobufMagic = []byte("k8s\x00")
 
 func (d podDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
-	if raw, gvk, ok := unknown(data); ok && gvk.GroupVersion() == corev1.SchemeGroupVersion {
-		switch gvk.Kind {
-		case "Pod":
-			o, err := decodedObject(raw)
-			return o, &gvk, err
-		case "PodList":
-			l, err := decodeList(raw)
-			return l, &gvk, err
+	if raw, gvk, ok := unknown(data); ok {
+		if gvk.GroupVersion() == corev1.SchemeGroupVersion {
+			switch gvk.Kind {
+			case "Pod":
+				o, err := decodedObject(raw)
+				return o, &gvk, err
+			case "PodList":
+				l, err := decodeList(raw)
+				return l, &gvk, err
+			}
 		}
+		// A watch event's object is still in watchEvents' frame, which
+		// the standard decoder's answer (a runtime.Unknown) may hold.
+		data = bytes.Clone(data)
 	}
 	obj, gvk, err := d.next.Decode(data, defaults, into)
 	if err != nil {
@@ -231,11 +238,89 @@ func fields(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte,
 }
 
 // podSerializer is the clientset's serializers with podDecoder over each
-// decoder.
-type podSerializer struct{ runtime.NegotiatedSerializer }
+// decoder, and watchEvents reading protobuf watch streams.
+type podSerializer struct {
+	runtime.NegotiatedSerializer
+	infos []runtime.SerializerInfo
+}
+
+func newPodSerializer() podSerializer {
+	base := scheme.Codecs.WithoutConversion()
+	infos := slices.Clone(base.SupportedMediaTypes())
+	for i, info := range infos {
+		if info.MediaType == runtime.ContentTypeProtobuf && info.StreamSerializer != nil {
+			ss := *info.StreamSerializer
+			ss.Serializer = watchEvents{ss.Serializer}
+			infos[i].StreamSerializer = &ss
+		}
+	}
+	return podSerializer{NegotiatedSerializer: base, infos: infos}
+}
+
+func (s podSerializer) SupportedMediaTypes() []runtime.SerializerInfo { return s.infos }
 
 func (s podSerializer) DecoderToVersion(d runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
 	return podDecoder{next: s.NegotiatedSerializer.DecoderToVersion(d, gv)}
+}
+
+// watchEvents reads a protobuf watch stream's events as its standard
+// serializer does, except that an event's object stays in the frame
+// instead of being copied (a pod's few kilobytes, each event): client-go's
+// watch decoder decodes it, with podDecoder, which keeps none of it,
+// before it reads the next frame. Whatever else, or an event it does not
+// expect, is the standard serializer's.
+type watchEvents struct{ runtime.Serializer }
+
+// Field numbers of meta/v1 WatchEvent and runtime.RawExtension.
+const (
+	eventType, eventObject = 1, 2
+	rawExtensionRaw        = 1
+)
+
+func (s watchEvents) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	e, ok := into.(*metav1.WatchEvent)
+	if !ok {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	var typ, raw []byte
+	err := fields(data, func(num protowire.Number, wt protowire.Type, v []byte, _ uint64) error {
+		if wt != protowire.BytesType {
+			return errUnexpected
+		}
+		switch num {
+		case eventType:
+			typ = v
+		case eventObject:
+			return fields(v, func(num protowire.Number, wt protowire.Type, v []byte, _ uint64) error {
+				if num == rawExtensionRaw {
+					if wt != protowire.BytesType {
+						return errUnexpected
+					}
+					raw = v
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil || raw == nil {
+		return s.Serializer.Decode(data, defaults, into)
+	}
+	*e = metav1.WatchEvent{Type: eventTypeName(typ), Object: runtime.RawExtension{Raw: raw}}
+	return e, nil, nil
+}
+
+// errUnexpected is a field watchEvents leaves to the standard serializer.
+var errUnexpected = errors.New("unexpected field")
+
+// eventTypeName is the event type typ, without a copy for the known ones.
+func eventTypeName(typ []byte) string {
+	for _, t := range []watch.EventType{watch.Added, watch.Modified, watch.Deleted, watch.Bookmark, watch.Error} {
+		if string(typ) == string(t) {
+			return string(t)
+		}
+	}
+	return string(typ)
 }
 
 // podClient is a REST client for core/v1 like cs's, on the same HTTP
@@ -253,7 +338,7 @@ func podClient(cs kubernetes.Interface) (*rest.RESTClient, bool) {
 		AcceptContentTypes: runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON,
 		ContentType:        runtime.ContentTypeProtobuf,
 		GroupVersion:       corev1.SchemeGroupVersion,
-		Negotiator:         runtime.NewClientNegotiator(podSerializer{scheme.Codecs.WithoutConversion()}, corev1.SchemeGroupVersion),
+		Negotiator:         runtime.NewClientNegotiator(newPodSerializer(), corev1.SchemeGroupVersion),
 	}, rc.GetRateLimiter(), rc.Client)
 	if err != nil {
 		return nil, false
