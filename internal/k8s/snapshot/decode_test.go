@@ -1,10 +1,13 @@
 package snapshot
 
 import (
+	"bytes"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -150,6 +153,41 @@ func TestDecodePodIsNewPod(t *testing.T) {
 	}
 }
 
+// TestDecodePodMerges: fields that come again merge as the generated
+// decoder merges them, without the fallback: a second metadata adds a
+// label and renames the pod, a second spec adds a container whose memory
+// limit is a Quantity without its string ("0"), a second status adds a
+// condition and changes the phase.
+func TestDecodePodMerges(t *testing.T) {
+	b, err := runningExecutorPod(5, time.Now()).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := func(num protowire.Number, parts ...[]byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), bytes.Join(parts, nil))
+	}
+	str := func(num protowire.Number, s string) []byte { return msg(num, []byte(s)) }
+	b = append(b, msg(podMetadata, str(metaName, "renamed"), msg(metaLabels, str(entryKey, LabelInactive), str(entryValue, "true")))...)
+	b = append(b, msg(podSpec, msg(specContainers, str(containerName, "second"),
+		msg(containerResources, msg(resourcesLimits, str(entryKey, "memory"), msg(entryValue)))))...)
+	b = append(b, msg(podStatus, str(statusPhase, "Failed"), msg(statusConditions, str(conditionType, "Ready"), str(conditionStatus, "False")))...)
+	want, _, err := standard(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeFast(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Pod (-NewPod +decodeFast):\n%s", diff)
+	}
+	if !got.Inactive || got.Name != "renamed" || got.Phase != corev1.PodFailed || len(got.Containers) != 2 ||
+		got.Containers[1].MemoryLimit != "0" || len(got.Conditions) != 6 {
+		t.Errorf("the second messages did not merge: %+v", got)
+	}
+}
+
 // TestDecodePodFallsBack: an encoding the fast reader rejects, such as a
 // field number above protobuf's range, which the generated decoder
 // truncates, goes through the standard decoder, and one neither reads is
@@ -194,27 +232,49 @@ func TestDecodePodFallsBack(t *testing.T) {
 }
 
 // TestDecodedPodsShareTheirShape: decoded running executors share their
-// containers, statuses and conditions with the pods NewPod makes, as
-// TestPodsShareTheirShape asks of NewPod.
+// containers, statuses and conditions with the pods NewPod makes, and keep
+// at most 512 bytes of heap each, as TestPodsShareTheirShape asks of
+// NewPod.
 func TestDecodedPodsShareTheirShape(t *testing.T) {
+	const n = 2000
 	now := time.Now()
 	want := NewPod(runningExecutorPod(1, now))
-	for i := 2; i < 10; i++ {
-		b, err := runningExecutorPod(i, now).Marshal()
+	raw := make([][]byte, n)
+	for i := range raw {
+		b, err := runningExecutorPod(i+2, now).Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
+		raw[i] = b
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	pods := make([]*Pod, n)
+	for i, b := range raw {
 		p, err := DecodePod(b, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		pods[i] = p
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perPod := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / n
+	runtime.KeepAlive(pods)
+	runtime.KeepAlive(raw)
+	for _, p := range pods {
 		if &p.Containers[0] != &want.Containers[0] || &p.ContainerStatuses[0] != &want.ContainerStatuses[0] ||
 			&p.Conditions[0] != &want.Conditions[0] {
 			t.Fatalf("decoded pod %s keeps its own containers, statuses or conditions", p.Name)
 		}
 		if p.ContainerStatuses[0].State.Running != running {
-			t.Errorf("decoded pod %s keeps its container's start time", p.Name)
+			t.Fatalf("decoded pod %s keeps its container's start time", p.Name)
 		}
+	}
+	t.Logf("%d bytes of heap a decoded pod", perPod)
+	if perPod > 512 {
+		t.Errorf("a decoded running executor pod keeps %d bytes of heap, want at most 512", perPod)
 	}
 }
 
