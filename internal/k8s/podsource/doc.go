@@ -10,4 +10,9 @@
 // allocator that clears its expectations from that set can therefore never
 // see a pod's event before the pod (the cause of double creation that
 // Spark shares, SPARK-44609).
+//
+// With a real clientset the pods are listed and watched in protobuf and
+// decoded straight into snapshot.Pods (snapshot.DecodePod), never into a
+// corev1.Pod: a watched pod's managed fields, environment and probes, which
+// the driver does not read, cost more to decode than everything it does.
 package podsource

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/clock"
@@ -45,8 +46,11 @@ func DefaultBackoff() wait.Backoff {
 
 // Source keeps the executor pods of one application.
 type Source struct {
-	o     Options
-	cs    kubernetes.Interface
+	o  Options
+	cs kubernetes.Interface
+	// rc, when not nil, lists and watches the pods, decoding them with
+	// podDecoder; a fake clientset's typed client does otherwise.
+	rc    *rest.RESTClient
 	log   *slog.Logger
 	clock clock.Clock
 
@@ -90,14 +94,22 @@ func New(cs kubernetes.Interface, o Options) *Source {
 	if o.Selector == nil {
 		o.Selector = labels.Everything()
 	}
-	return &Source{o: o, cs: cs, log: o.Logger, clock: o.Clock,
+	s := &Source{o: o, cs: cs, log: o.Logger, clock: o.Clock,
 		changed: make(chan struct{}, 1), synced: make(chan struct{}),
 		pods: map[string]*snapshot.Pod{}, touched: map[executorid.ID]bool{}}
+	if rc, ok := podClient(cs); ok {
+		s.rc = rc
+	}
+	return s
 }
 
 // Run lists and watches the pods until ctx ends.
 func (s *Source) Run(ctx context.Context) {
-	r := cache.NewReflectorWithOptions(&listWatch{s}, &corev1.Pod{}, (*store)(s), cache.ReflectorOptions{
+	var expected runtime.Object = &corev1.Pod{}
+	if s.rc != nil {
+		expected = &podObject{}
+	}
+	r := cache.NewReflectorWithOptions(&listWatch{s}, expected, (*store)(s), cache.ReflectorOptions{
 		Name:    "executor pods",
 		Clock:   s.clock,
 		Backoff: s.o.Backoff,
@@ -209,7 +221,13 @@ func (l *listWatch) options(o metav1.ListOptions) metav1.ListOptions {
 }
 
 func (l *listWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	list, err := l.s.cs.CoreV1().Pods(l.s.o.Namespace).List(ctx, l.options(o))
+	var list runtime.Object
+	var err error
+	if l.s.rc != nil {
+		list, err = listPods(ctx, l.s.rc, l.s.o.Namespace, l.options(o))
+	} else {
+		list, err = l.s.cs.CoreV1().Pods(l.s.o.Namespace).List(ctx, l.options(o))
+	}
 	if err != nil {
 		l.s.failed(err)
 		return nil, err
@@ -219,7 +237,13 @@ func (l *listWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (
 }
 
 func (l *listWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	w, err := l.s.cs.CoreV1().Pods(l.s.o.Namespace).Watch(ctx, l.watchOptions(o))
+	var w watch.Interface
+	var err error
+	if l.s.rc != nil {
+		w, err = watchPods(ctx, l.s.rc, l.s.o.Namespace, l.watchOptions(o))
+	} else {
+		w, err = l.s.cs.CoreV1().Pods(l.s.o.Namespace).Watch(ctx, l.watchOptions(o))
+	}
 	if err != nil {
 		l.s.failed(err)
 		return nil, err
@@ -281,11 +305,13 @@ func podOf(obj any) (*snapshot.Pod, error) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, fmt.Errorf("executor pod store: unexpected object %T", obj)
+	switch o := obj.(type) {
+	case *podObject:
+		return o.pod, nil
+	case *corev1.Pod:
+		return snapshot.NewPod(o), nil
 	}
-	return snapshot.NewPod(p), nil
+	return nil, fmt.Errorf("executor pod store: unexpected object %T", obj)
 }
 
 // touch records a changed executor; the caller holds the lock.

@@ -2,12 +2,13 @@ package snapshot
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/drover-project/drover/internal/executorid"
 )
@@ -71,26 +72,49 @@ type Container struct {
 // and conditions with other pods of the same shape, and its node, phase,
 // restart policy and queue with other pods (see shared).
 func NewPod(p *corev1.Pod) *Pod {
-	id, ok := ExecutorID(p)
 	c := &Pod{
 		Name: p.Name, ResourceVersion: p.ResourceVersion,
-		ID: id, Executor: ok, Inactive: p.Labels[LabelInactive] == "true", Deleting: p.DeletionTimestamp != nil,
-		Created:  p.CreationTimestamp.Time,
-		NodeName: internString(p.Spec.NodeName), RestartPolicy: corev1.RestartPolicy(internString(string(p.Spec.RestartPolicy))),
+		Inactive: p.Labels[LabelInactive] == "true", Deleting: p.DeletionTimestamp != nil,
+		Queue: p.Labels[LabelKueueQueue], Created: p.CreationTimestamp.Time,
+		NodeName: p.Spec.NodeName, RestartPolicy: p.Spec.RestartPolicy,
 		SchedulingGates: p.Spec.SchedulingGates,
-		Containers:      compactContainers(p.Spec.Containers),
-		Phase:           corev1.PodPhase(internString(string(p.Status.Phase))),
-		Reason:          p.Status.Reason, Message: p.Status.Message,
-		Conditions:            compactConditions(p.Status.Conditions),
-		ContainerStatuses:     compactStatuses(p.Status.ContainerStatuses),
-		InitContainerStatuses: compactStatuses(p.Status.InitContainerStatuses),
+		Phase:           p.Status.Phase, Reason: p.Status.Reason, Message: p.Status.Message,
+		ContainerStatuses:     trimStatuses(p.Status.ContainerStatuses),
+		InitContainerStatuses: trimStatuses(p.Status.InitContainerStatuses),
 	}
-	if q := p.Labels[LabelKueueQueue]; q != "" {
-		c.Queue = internString(q)
+	c.ID, c.Executor = ExecutorID(p)
+	if n := len(p.Spec.Containers); n > 0 {
+		c.Containers = make([]Container, n)
+		for i, ct := range p.Spec.Containers {
+			c.Containers[i] = Container{Name: ct.Name, MemoryLimit: memoryLimit(ct.Resources.Limits)}
+		}
 	}
 	if r := p.Spec.Resources; r != nil {
 		c.MemoryLimit = memoryLimit(r.Limits)
 	}
+	if n := len(p.Status.Conditions); n > 0 {
+		c.Conditions = make([]corev1.PodCondition, n)
+		for i, cd := range p.Status.Conditions {
+			c.Conditions[i] = corev1.PodCondition{Type: cd.Type, Status: cd.Status, Reason: cd.Reason, Message: cd.Message}
+		}
+	}
+	return c.share(false)
+}
+
+// share finishes a Pod that NewPod or DecodePod filled in: its node, restart
+// policy, phase and queue become the shared strings, its containers,
+// conditions and container statuses the shared lists of their shape. Both
+// build Pods through it, so a decoded pod is what NewPod makes of it.
+// Scratch says c's lists are DecodePod's scratch, which c must not keep.
+func (c *Pod) share(scratch bool) *Pod {
+	c.NodeName = internString(c.NodeName)
+	c.RestartPolicy = corev1.RestartPolicy(internString(string(c.RestartPolicy)))
+	c.Phase = corev1.PodPhase(internString(string(c.Phase)))
+	c.Queue = internString(c.Queue)
+	c.Containers = shareContainers(c.Containers, scratch)
+	c.Conditions = shareConditions(c.Conditions, scratch)
+	c.ContainerStatuses = shareStatuses(c.ContainerStatuses, scratch)
+	c.InitContainerStatuses = shareStatuses(c.InitContainerStatuses, scratch)
 	return c
 }
 
@@ -124,8 +148,10 @@ var shared = struct {
 	statuses   map[string][]corev1.ContainerStatus
 	conditions map[string][]corev1.PodCondition
 	strings    map[string]string
+	// quantities are the canonical forms of quantities, by their text.
+	quantities map[string]string
 }{containers: map[string][]Container{}, statuses: map[string][]corev1.ContainerStatus{},
-	conditions: map[string][]corev1.PodCondition{}, strings: map[string]string{}}
+	conditions: map[string][]corev1.PodCondition{}, strings: map[string]string{}, quantities: map[string]string{}}
 
 // maxShared bounds each table of shared.
 const maxShared = 256
@@ -154,84 +180,149 @@ func internString(s string) string {
 	return share(shared.strings, s, s)
 }
 
-// compactContainers keeps the containers' names and memory limits.
-func compactContainers(in []corev1.Container) []Container {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]Container, len(in))
-	var key strings.Builder
-	for i, ct := range in {
-		out[i] = Container{Name: ct.Name, MemoryLimit: memoryLimit(ct.Resources.Limits)}
-		key.WriteString(out[i].Name)
-		key.WriteByte(0)
-		key.WriteString(out[i].MemoryLimit)
-		key.WriteByte(0)
+// internBytes is internString(string(b)), without making the string when
+// the shared copy exists.
+func internBytes(b []byte) string {
+	if len(b) == 0 {
+		return ""
 	}
 	shared.Lock()
 	defer shared.Unlock()
-	return share(shared.containers, key.String(), out)
+	if s, ok := shared.strings[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	return share(shared.strings, s, s)
 }
 
-// compactConditions keeps the conditions' types, statuses, reasons and
-// messages.
-func compactConditions(in []corev1.PodCondition) []corev1.PodCondition {
+// canonicalQuantity is the String of the quantity whose text is b, as the
+// standard decoder parses it: "1.5Gi" and "1536Mi" are both "1536Mi".
+// Pods mostly carry few distinct limits, so each is parsed once.
+func canonicalQuantity(b []byte) (string, error) {
+	shared.Lock()
+	s, ok := shared.quantities[string(b)]
+	shared.Unlock()
+	if ok {
+		return s, nil
+	}
+	q, err := resource.ParseQuantity(string(b))
+	if err != nil {
+		return "", fmt.Errorf("memory limit: %w", err)
+	}
+	s = q.String()
+	shared.Lock()
+	defer shared.Unlock()
+	return share(shared.quantities, string(b), s), nil
+}
+
+// shareList returns the list in m for key, after storing in there if
+// there is none: in itself when it is the Pod's own, a copy when it is
+// scratch (DecodePod's). The key is looked up without being made a string.
+func shareList[T any](m map[string][]T, key []byte, in []T, scratch bool) []T {
+	shared.Lock()
+	defer shared.Unlock()
+	if old, ok := m[string(key)]; ok {
+		return old
+	}
+	if scratch {
+		in = slices.Clone(in)
+	}
+	return share(m, string(key), in)
+}
+
+// keySize is the room on the stack for a list's key, enough for the usual
+// lists.
+const keySize = 256
+
+// shareContainers returns the shared list equal to in.
+func shareContainers(in []Container, scratch bool) []Container {
 	if len(in) == 0 {
 		return nil
 	}
-	out := make([]corev1.PodCondition, len(in))
-	var key strings.Builder
-	for i, c := range in {
-		out[i] = corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message}
-		for _, f := range []string{string(c.Type), string(c.Status), c.Reason, c.Message} {
-			key.WriteString(f)
-			key.WriteByte(0)
-		}
+	key := make([]byte, 0, keySize)
+	for _, ct := range in {
+		key = append(append(key, ct.Name...), 0)
+		key = append(append(key, ct.MemoryLimit...), 0)
 	}
-	shared.Lock()
-	defer shared.Unlock()
-	return share(shared.conditions, key.String(), out)
+	return shareList(shared.containers, key, in, scratch)
+}
+
+// shareConditions returns the shared list equal to in, conditions with
+// only their types, statuses, reasons and messages.
+func shareConditions(in []corev1.PodCondition, scratch bool) []corev1.PodCondition {
+	if len(in) == 0 {
+		return nil
+	}
+	key := make([]byte, 0, keySize)
+	for _, c := range in {
+		key = append(append(key, c.Type...), 0)
+		key = append(append(key, c.Status...), 0)
+		key = append(append(key, c.Reason...), 0)
+		key = append(append(key, c.Message...), 0)
+	}
+	return shareList(shared.conditions, key, in, scratch)
 }
 
 // running is the state of every running container in a Pod: the start
 // time is not read.
 var running = &corev1.ContainerStateRunning{}
 
-// compactStatuses keeps the containers' names and states, where their
-// exit codes and waiting reasons are. Lists with an ended container (a
-// termination, its exit code and message) are the pod's own.
-func compactStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+// trimStatuses keeps the containers' names and states, where their exit
+// codes and waiting reasons are, readiness, restart counts and last
+// terminations.
+func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	if len(in) == 0 {
 		return nil
 	}
 	out := make([]corev1.ContainerStatus, len(in))
-	var key strings.Builder
-	own := false
 	for i, cs := range in {
-		st := cs.State
-		if st.Running != nil {
-			st.Running = running
-		}
-		out[i] = corev1.ContainerStatus{Name: cs.Name, State: st, LastTerminationState: cs.LastTerminationState,
+		out[i] = corev1.ContainerStatus{Name: cs.Name, State: cs.State, LastTerminationState: cs.LastTerminationState,
 			Ready: cs.Ready, RestartCount: cs.RestartCount, Started: cs.Started}
-		if st.Terminated != nil || cs.LastTerminationState != (corev1.ContainerState{}) {
+	}
+	return out
+}
+
+// shareStatuses returns the shared list equal to in, trimmed statuses,
+// after dropping running containers' start times. Lists with an ended
+// container (a termination, its exit code and message) stay the pod's own.
+func shareStatuses(in []corev1.ContainerStatus, scratch bool) []corev1.ContainerStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	key := make([]byte, 0, keySize)
+	own := false
+	for i := range in {
+		cs := &in[i]
+		if cs.State.Running != nil {
+			cs.State.Running = running
+		}
+		if cs.State.Terminated != nil || cs.LastTerminationState != (corev1.ContainerState{}) {
 			own = true
 			continue
 		}
-		started := "-"
+		key = append(append(key, cs.Name...), 0)
+		key = strconv.AppendBool(key, cs.Ready)
+		key = append(key, ' ')
 		if cs.Started != nil {
-			started = strconv.FormatBool(*cs.Started)
+			key = strconv.AppendBool(key, *cs.Started)
+		} else {
+			key = append(key, '-')
 		}
-		fmt.Fprintf(&key, "%s\x00%t %s %d %t", cs.Name, cs.Ready, started, cs.RestartCount, st.Running != nil)
-		if w := st.Waiting; w != nil {
-			fmt.Fprintf(&key, "\x00%s\x00%s", w.Reason, w.Message)
+		key = append(key, ' ')
+		key = strconv.AppendInt(key, int64(cs.RestartCount), 10)
+		key = append(key, ' ')
+		key = strconv.AppendBool(key, cs.State.Running != nil)
+		if w := cs.State.Waiting; w != nil {
+			key = append(append(key, 0), w.Reason...)
+			key = append(append(key, 0), w.Message...)
 		}
-		key.WriteByte(0)
+		key = append(key, 0)
 	}
 	if own {
-		return out
+		if scratch {
+			return slices.Clone(in)
+		}
+		return in
 	}
-	shared.Lock()
-	defer shared.Unlock()
-	return share(shared.statuses, key.String(), out)
+	return shareList(shared.statuses, key, in, scratch)
 }

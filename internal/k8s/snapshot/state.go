@@ -110,7 +110,12 @@ func classify(p *Pod, container string) entry {
 // ExecutorID is the executor id a pod's label gives, or false for a pod
 // without one.
 func ExecutorID(p *corev1.Pod) (executorid.ID, bool) {
-	id, err := executorid.Parse(p.Labels[LabelExecutorID])
+	return executorIDOf(p.Labels[LabelExecutorID])
+}
+
+// executorIDOf is ExecutorID of a pod whose executor id label is label.
+func executorIDOf(label string) (executorid.ID, bool) {
+	id, err := executorid.Parse(label)
 	return id, err == nil && id != executorid.Driver
 }
 
