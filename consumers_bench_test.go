@@ -16,7 +16,7 @@ import (
 
 // BenchmarkConsumersPerTask is the CPU the driver's event consumers spend
 // per no-op task, wired as the driver wires them ("off": the metrics
-// alone; "on": with the UI's store beside them and the event log), fed as the
+// alone; "on": with the UI's store and the event log beside them), fed as the
 // scheduler feeds them no-op tasks: the ends, with their starts, of a
 // section at a time, paced at 300,000 tasks a second. It reports the process's CPU (user +
 // kernel, the collector's included) per task, which the machine's load
@@ -30,20 +30,18 @@ func BenchmarkConsumersPerTask(b *testing.B) {
 			bus := events.NewBus(nil, nil)
 			dm := metrics.NewDriver(metrics.Options{AppID: "drover-1", Bus: bus}, false)
 			var web *webUI
+			var w *eventlog.Writer
 			if on {
 				web = &webUI{store: appstate.New(appstate.DefaultOptions()), log: slog.New(slog.DiscardHandler)}
 				web.feed = web.store.HandleAll
-			}
-			consumers := []*events.Consumer{bus.SubscribeBatches(statusQueue, 0, consumerLinger, statusConsumer(dm.Events, web))}
-			var w *eventlog.Writer
-			if on {
 				var err error
 				w, err = eventlog.Start(context.Background(), eventlog.Options{Dir: b.TempDir(), AppID: "drover-1", Codec: "zstd"})
 				if err != nil {
 					b.Fatal(err)
 				}
-				consumers = append(consumers, bus.SubscribeBatches("eventlog", 10*events.DefaultCapacity, consumerLinger, w.HandleAll))
 			}
+			capacity, handle := statusConsumer(dm.Events, web, w)
+			consumer := bus.SubscribeBatches(statusQueue, capacity, consumerLinger, handle)
 			bus.PublishAll([]events.Event{&events.AppStart{AppID: "drover-1"}, &events.JobStart{JobID: 1},
 				&events.StageSubmitted{JobID: 1, StageID: 0, NumTasks: b.N}})
 			for x := range 4 {
@@ -83,10 +81,8 @@ func BenchmarkConsumersPerTask(b *testing.B) {
 				}
 			}
 			cpu := processCPU() - cpu0
-			for _, c := range consumers {
-				if c.Dropped() > 0 {
-					b.Fatalf("consumer %s dropped %d events: it did not keep up", c.Name(), c.Dropped())
-				}
+			if consumer.Dropped() > 0 {
+				b.Fatalf("the consumer dropped %d events: it did not keep up", consumer.Dropped())
 			}
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/task")
 		})

@@ -329,7 +329,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	// with AppStart. Closed last, after the cluster manager stopped, so
 	// the executors' removals reach the consumers.
 	bus := events.NewBus(clock.RealClock{}, log)
-	evlog := startEventLog(ctx, conf, appID, bus, log)
+	evlog := startEventLog(ctx, conf, appID, log)
 	defer func() {
 		bus.Close()
 		if evlog != nil {
@@ -373,7 +373,8 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	dm := metrics.NewDriver(mo, config.DynamicAllocationEnabled.Get(conf) && m.Kind != master.Local)
 	web := startUI(conf, log)
 	defer web.stop()
-	bus.SubscribeBatches(statusQueue, 0, consumerLinger, statusConsumer(dm.Events, web))
+	capacity, handle := statusConsumer(dm.Events, web, evlog)
+	bus.SubscribeBatches(statusQueue, capacity, consumerLinger, handle)
 	metricsHandler := metrics.Handler(dm.Registry)
 	web.Handle(metrics.Path, metricsHandler)
 	web.Handle(metrics.SparkExecutorsPath, metricsHandler)
@@ -459,10 +460,10 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	return err
 }
 
-// startEventLog subscribes the event log to bus when spark.eventLog.enabled.
-// A log that cannot be created is reported, and the application runs
-// without it, as it does when writing fails later.
-func startEventLog(ctx context.Context, conf *config.Conf, appID string, bus *events.Bus, log *slog.Logger) *eventlog.Writer {
+// startEventLog starts the event log when spark.eventLog.enabled; the
+// status consumer feeds it. A log that cannot be created is reported, and
+// the application runs without it, as it does when writing fails later.
+func startEventLog(ctx context.Context, conf *config.Conf, appID string, log *slog.Logger) *eventlog.Writer {
 	opts, enabled := eventlog.FromConf(conf, appID)
 	if !enabled {
 		return nil
@@ -476,9 +477,6 @@ func startEventLog(ctx context.Context, conf *config.Conf, appID string, bus *ev
 		log.Error("the application runs without its event log", "err", err)
 		return nil
 	}
-	// A deeper queue than the others': the log is the consumer that must
-	// not lose events, and its writes may wait on an object store.
-	bus.SubscribeBatches("eventlog", 10*events.DefaultCapacity, consumerLinger, w.HandleAll)
 	log.Info("writing the event log", "path", w.Path())
 	return w
 }

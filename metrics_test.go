@@ -81,7 +81,7 @@ func TestPrometheusScrapesTheDriver(t *testing.T) {
 				"sum(metrics_executor_activeTasks" + app + ")":      executors,
 				`spark_info{version!=""}`:                           1,
 				`drover_scheduler_running_tasks{job="drover"}`:      executors,
-				`drover_events_dropped_total{consumer="appStatus"}`: 0,
+				`drover_events_dropped_total{consumer="status"}`:    0,
 				`drover_executor_pods_created_total{result="ok"}`:   0, // no pods on local-cluster
 				`drover_tasks_finished_total{state="success"}`:      0,
 				`drover_scheduler_pending_tasks{job="drover"}`:      0,

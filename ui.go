@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-project/drover/internal/appstate"
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/eventlog"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/k8s"
 	"github.com/drover-project/drover/internal/metrics"
@@ -81,31 +82,42 @@ func (w *webUI) handle(evs []events.Event) {
 	w.feed(evs)
 }
 
-// statusQueue names the consumer of statusConsumer, as Spark names its
-// queue of status listeners (drover_events_dropped_total's label).
-const statusQueue = "appStatus"
+// statusQueue names the consumer of statusConsumer
+// (drover_events_dropped_total's label).
+const statusQueue = "status"
 
 // statusChunk is how many events statusConsumer hands each of its
-// handlers in turn: the second reads them while the first left them in
+// handlers in turn: the next reads them while the one before left them in
 // the processor's cache.
 const statusChunk = 64
 
-// statusConsumer feeds the metrics and the web UI's store from one
-// consumer of the event stream, as Spark's appStatus queue holds its
-// status listeners: both only update memory, so neither can hold the
-// other up, and one goroutine waking once and reading each event while it
-// is in the cache for both costs the task path less than two (see
-// BenchmarkConsumersPerTask). The event log, which writes files or
-// uploads, keeps a consumer of its own.
-func statusConsumer(m *metrics.Metrics, web *webUI) func([]events.Event) {
-	if web == nil {
-		return m.HandleAll
+// statusConsumer feeds the metrics, the web UI's store and the event log
+// (web and evlog nil when off) from one consumer of the event stream, of
+// capacity events. None of them waits for anything but memory (the event
+// log hands its bytes to a goroutine of its own, which writes them), so
+// none holds the others up; one goroutine waking once per batch and
+// reading each event for all three while it is in the cache costs the
+// task path less than one each (see BenchmarkConsumersPerTask). A store
+// that panics stops its pages only. The queue is the event log's when it
+// is on: deeper than the others', since the log must not lose events.
+func statusConsumer(m *metrics.Metrics, web *webUI, evlog *eventlog.Writer) (capacity int, handle func([]events.Event)) {
+	handlers := []func([]events.Event){m.HandleAll}
+	if web != nil {
+		handlers = append(handlers, web.handle)
 	}
-	return func(evs []events.Event) {
+	if evlog != nil {
+		capacity = 10 * events.DefaultCapacity
+		handlers = append(handlers, evlog.HandleAll)
+	}
+	if len(handlers) == 1 {
+		return capacity, m.HandleAll
+	}
+	return capacity, func(evs []events.Event) {
 		for len(evs) > 0 {
 			n := min(len(evs), statusChunk)
-			m.HandleAll(evs[:n])
-			web.handle(evs[:n])
+			for _, h := range handlers {
+				h(evs[:n])
+			}
 			evs = evs[n:]
 		}
 	}

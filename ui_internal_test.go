@@ -23,7 +23,7 @@ func TestStatusConsumerOutlivesABrokenStore(t *testing.T) {
 		fed += len(evs)
 		panic("store bug")
 	}
-	handle := statusConsumer(dm.Events, web)
+	_, handle := statusConsumer(dm.Events, web, nil)
 	for range 3 {
 		evs := make([]events.Event, statusChunk+1)
 		for i := range evs {

@@ -39,6 +39,7 @@ func TestLogsOnS3(t *testing.T) {
 	evs := sample(200)
 
 	rolled := write(t, Options{Dir: dir, AppID: "app-r", Codec: "zstd", Rolling: true, MaxFileSize: 8 << 10, Store: store}, evs)
+	rolled.Flush() // the files are written, and the first completed, in the background
 	running := keys()
 	if !slices.Contains(running, "eventlog_v2_app-r/appstatus_app-r.inprogress") || !slices.Contains(running, "eventlog_v2_app-r/events_1_app-r.zstd") {
 		t.Errorf("objects of the rolled log while it runs: %v, want its marker and its first files", running)

@@ -73,10 +73,12 @@ type Writer struct {
 	// the single file's name once complete.
 	dir, final string
 
-	mu    sync.Mutex
-	name  string // the file being written
-	file  io.WriteCloser
-	comp  compressor // nil without a codec
+	mu   sync.Mutex
+	name string // the file being written
+	// sink takes the bytes to the storage (see spool); comp compresses
+	// them into it, nil without a codec.
+	sink  *spool
+	comp  compressor
 	out   *bufio.Writer
 	size  int64  // bytes of events in the file, before compression
 	index int    // of the rolled log's current file
@@ -200,14 +202,27 @@ func (w *Writer) clear(name string) error {
 	return w.st.remove(w.ctx, name)
 }
 
-// open starts writing the file name.
+// open starts writing the log's first file, name: it is created here, so
+// that a log that cannot be written fails its application's start; the
+// files of a rolled log after it are created by the spool.
 func (w *Writer) open(name string) error {
 	f, err := w.st.create(w.ctx, name)
 	if err != nil {
 		return err
 	}
-	var dst io.Writer = f
+	w.sink = newSpool(f, name, func(name string) (io.WriteCloser, error) { return w.st.create(w.ctx, name) }, w.st.path)
+	if err := w.startFile(name); err != nil {
+		w.sink.abort()
+		return err
+	}
+	return nil
+}
+
+// startFile starts the events of the file name, which the spool writes.
+func (w *Writer) startFile(name string) error {
+	var dst io.Writer = w.sink
 	var comp compressor
+	var err error
 	switch w.opts.Codec {
 	case "zstd":
 		// The fastest level: the log must not cost the application a
@@ -216,37 +231,39 @@ func (w *Writer) open(name string) error {
 		// history at 256 KiB of the driver's memory, not 2 MiB as with a
 		// 1 MiB window: lines repeat within far less, and the log of
 		// 100,000 tasks grew by under 10 % (docs/benchmarks-notes.md).
-		comp, err = zstd.NewWriter(f, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+		comp, err = zstd.NewWriter(w.sink, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
 			zstd.WithWindowSize(zstdWindow), zstd.WithLowerEncoderMem(true))
 	case "gzip":
-		comp, err = gzip.NewWriterLevel(f, gzip.BestSpeed)
+		comp, err = gzip.NewWriterLevel(w.sink, gzip.BestSpeed)
 	}
 	if err != nil {
-		f.Close()
 		return err
 	}
 	if comp != nil {
 		dst = comp
 	}
-	w.name, w.file, w.comp, w.out, w.size = name, f, comp, bufio.NewWriterSize(dst, 64<<10), 0
+	w.name, w.comp, w.out, w.size = name, comp, bufio.NewWriterSize(dst, 64<<10), 0
 	return nil
 }
 
-// closeFile writes out and closes the current file.
-func (w *Writer) closeFile() error {
+// endFile hands the spool the rest of the current file's events.
+func (w *Writer) endFile() error {
 	err := w.out.Flush()
 	if w.comp != nil {
 		if cerr := w.comp.Close(); err == nil {
 			err = cerr
 		}
 	}
-	if cerr := w.file.Close(); err == nil {
-		err = cerr
+	return err
+}
+
+// closeFile writes out and closes the current file, the last, and waits
+// until the storage has it.
+func (w *Writer) closeFile() error {
+	if err := w.endFile(); err != nil {
+		return err
 	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", w.st.path(w.name), err)
-	}
-	return nil
+	return w.sink.finish()
 }
 
 // Handle appends e to the log.
@@ -360,7 +377,7 @@ func (w *Writer) writeLine(line []byte, err error) {
 	}
 	w.out.Write(line)
 	if err := w.out.WriteByte('\n'); err != nil { // bufio keeps the first write error
-		w.fail(fmt.Errorf("writing %s: %w", w.st.path(w.name), err))
+		w.fail(err) // the spool's, which names the file
 		return
 	}
 	w.size += n
@@ -400,13 +417,18 @@ func (p *pendingStarts) take(id int64) *events.TaskStart {
 	return nil
 }
 
-// roll closes the current file of a rolled log and starts the next.
+// roll ends the current file of a rolled log and starts the next; the
+// spool closes the one and creates the other.
 func (w *Writer) roll() error {
-	if err := w.closeFile(); err != nil {
+	if err := w.endFile(); err != nil {
 		return err
 	}
 	w.index++
-	return w.open(path.Join(w.dir, eventsName(w.opts.AppID, w.index, w.opts.Codec)))
+	next := path.Join(w.dir, eventsName(w.opts.AppID, w.index, w.opts.Codec))
+	if err := w.sink.next(next); err != nil {
+		return err
+	}
+	return w.startFile(next)
 }
 
 // fail stops the writing after its first error, which it logs: the
@@ -415,10 +437,8 @@ func (w *Writer) fail(err error) {
 	w.err = err
 	w.log.Error("the event log stopped: the application goes on without it", "path", w.Path(), "err", err)
 	// An object being uploaded is abandoned, not completed half written.
-	if a, ok := w.file.(interface{ Abort() }); ok {
-		a.Abort()
-	} else if w.file != nil {
-		w.file.Close()
+	if w.sink != nil {
+		w.sink.abort()
 	}
 }
 
@@ -437,16 +457,34 @@ func (w *Writer) flushLoop() {
 }
 
 // Flush writes out the buffered events, so readers of the log in progress
-// see them.
+// see them, and returns once the storage has them. It waits for the
+// storage without the writer's lock: events handed to the log meanwhile
+// do not wait.
 func (w *Writer) Flush() {
+	if w.flushLocked() {
+		w.sink.wait()
+	}
+}
+
+// flushLocked hands the spool the buffered events and reports whether
+// the log is still written.
+func (w *Writer) flushLocked() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil || w.done {
-		return
+		return false
 	}
 	w.writeHeld()
-	if !w.dirty || w.err != nil {
-		return
+	if w.err != nil {
+		return false
+	}
+	// The storage's failures show here even while no event comes.
+	if err := w.sink.failure(); err != nil {
+		w.fail(err)
+		return false
+	}
+	if !w.dirty {
+		return true
 	}
 	w.dirty = false
 	err := w.out.Flush()
@@ -454,8 +492,10 @@ func (w *Writer) Flush() {
 		err = w.comp.Flush()
 	}
 	if err != nil {
-		w.fail(fmt.Errorf("writing %s: %w", w.st.path(w.name), err))
+		w.fail(err) // the spool's, which names the file
+		return false
 	}
+	return true
 }
 
 // Close writes out the last events and marks the log complete: a single

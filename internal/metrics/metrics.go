@@ -365,7 +365,7 @@ func (m *Metrics) removeExecutor(id executorid.ID) bool {
 type droppedCollector struct{ bus *events.Bus }
 
 var droppedDesc = prometheus.NewDesc("drover_events_dropped_total",
-	"Events an event-stream consumer lost because its queue was full, by consumer (progress, appStatus: the metrics and the web UI, eventlog…).",
+	"Events an event-stream consumer lost because its queue was full, by consumer (progress; status: the metrics, the web UI and the event log).",
 	[]string{"consumer"}, nil)
 
 func (droppedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- droppedDesc }
