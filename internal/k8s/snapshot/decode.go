@@ -202,12 +202,7 @@ const (
 )
 
 func (r *podReader) pod(b []byte) error {
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	return eachField(b, func(f field) (err error) {
 		switch f.num {
 		case podMetadata:
 			err = with(f, r.metadata)
@@ -216,7 +211,20 @@ func (r *podReader) pod(b []byte) error {
 		case podStatus:
 			err = with(f, r.status)
 		}
+		return err
+	})
+}
+
+// eachField calls read with each field of the message b in turn, until
+// one fails.
+func eachField(b []byte, read func(f field) error) error {
+	for len(b) > 0 {
+		f, rest, err := next(b)
 		if err != nil {
+			return err
+		}
+		b = rest
+		if err := read(f); err != nil {
 			return err
 		}
 	}
@@ -233,12 +241,7 @@ func with(f field, read func([]byte) error) error {
 }
 
 func (r *podReader) metadata(b []byte) error {
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	return eachField(b, func(f field) (err error) {
 		switch f.num {
 		case metaName:
 			r.p.Name, err = f.str()
@@ -262,11 +265,8 @@ func (r *podReader) metadata(b []byte) error {
 		case metaAnnotations:
 			err = with(f, r.annotation)
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // label reads a labels map entry, keeping the labels the driver reads.
@@ -296,20 +296,17 @@ func (r *podReader) annotation(b []byte) error {
 // stringEntry reads a map<string, string> entry; a missing key or value is
 // "".
 func stringEntry(b []byte) (k, v []byte, err error) {
-	for len(b) > 0 {
-		var f field
-		if f, b, err = next(b); err != nil {
-			return nil, nil, err
-		}
+	err = eachField(b, func(f field) (err error) {
 		switch f.num {
 		case entryKey:
 			k, err = f.bytes()
 		case entryValue:
 			v, err = f.bytes()
 		}
-		if err != nil {
-			return nil, nil, err
-		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return k, v, nil
 }
@@ -321,32 +318,23 @@ func readTime(b []byte) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	var secs uint64
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return time.Time{}, err
-		}
-		b = rest
+	err := eachField(b, func(f field) (err error) {
 		switch f.num {
 		case timeSeconds:
 			secs, err = f.varint()
 		case timeNanos:
 			_, err = f.varint()
 		}
-		if err != nil {
-			return time.Time{}, err
-		}
+		return err
+	})
+	if err != nil {
+		return time.Time{}, err
 	}
 	return time.Unix(int64(secs), 0).Local(), nil
 }
 
 func (r *podReader) spec(b []byte) error {
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	return eachField(b, func(f field) (err error) {
 		switch f.num {
 		case specContainers:
 			err = with(f, r.container)
@@ -367,31 +355,23 @@ func (r *podReader) spec(b []byte) error {
 			// limit comes, as NewPod's.
 			err = with(f, func(v []byte) error { return readLimits(v, &r.podLimit) })
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func (r *podReader) container(b []byte) error {
 	var ct Container
 	var limit quantity
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	if err := eachField(b, func(f field) (err error) {
 		switch f.num {
 		case containerName:
 			ct.Name, err = f.str()
 		case containerResources:
 			err = with(f, func(v []byte) error { return readLimits(v, &limit) })
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	}); err != nil {
+		return err
 	}
 	r.p.Containers = append(r.p.Containers, ct)
 	r.limits = append(r.limits, limit)
@@ -401,36 +381,19 @@ func (r *podReader) container(b []byte) error {
 // readLimits reads a ResourceRequirements message into q, the memory
 // limit, which a later one replaces.
 func readLimits(b []byte, q *quantity) error {
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	return eachField(b, func(f field) error {
 		if f.num != resourcesLimits {
-			continue
+			return nil
 		}
-		v, err := f.bytes()
-		if err != nil {
-			return err
-		}
-		if err := readLimit(v, q); err != nil {
-			return err
-		}
-	}
-	return nil
+		return with(f, func(v []byte) error { return readLimit(v, q) })
+	})
 }
 
 // readLimit reads a limits map entry into q when its key is memory.
 func readLimit(b []byte, q *quantity) error {
 	var key []byte
 	var val quantity
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	if err := eachField(b, func(f field) (err error) {
 		switch f.num {
 		case entryKey:
 			key, err = f.bytes()
@@ -441,9 +404,9 @@ func readLimit(b []byte, q *quantity) error {
 				val, err = readQuantity(v)
 			}
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	}); err != nil {
+		return err
 	}
 	if string(key) == string(corev1.ResourceMemory) {
 		val.set = true
@@ -455,47 +418,36 @@ func readLimit(b []byte, q *quantity) error {
 // readQuantity reads a Quantity message: its string, or none.
 func readQuantity(b []byte) (quantity, error) {
 	var q quantity
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return quantity{}, err
-		}
-		b = rest
+	err := eachField(b, func(f field) (err error) {
 		if f.num == quantityString {
-			if q.s, err = f.bytes(); err != nil {
-				return quantity{}, err
-			}
+			q.s, err = f.bytes()
 			q.given = true
 		}
+		return err
+	})
+	if err != nil {
+		return quantity{}, err
 	}
 	return q, nil
 }
 
 func (r *podReader) gate(b []byte) error {
 	var g corev1.PodSchedulingGate
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	err := eachField(b, func(f field) (err error) {
 		if f.num == gateName {
-			if g.Name, err = f.str(); err != nil {
-				return err
-			}
+			g.Name, err = f.str()
 		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	r.p.SchedulingGates = append(r.p.SchedulingGates, g)
 	return nil
 }
 
 func (r *podReader) status(b []byte) error {
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	return eachField(b, func(f field) (err error) {
 		switch f.num {
 		case statusPhase:
 			var v []byte
@@ -513,21 +465,13 @@ func (r *podReader) status(b []byte) error {
 		case statusInitContainerStatuses:
 			err = with(f, func(v []byte) error { return appendStatus(&r.p.InitContainerStatuses, v) })
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func (r *podReader) condition(b []byte) error {
 	var c corev1.PodCondition
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	if err := eachField(b, func(f field) (err error) {
 		var v []byte
 		switch f.num {
 		// A few types and statuses, the same in every pod.
@@ -542,9 +486,9 @@ func (r *podReader) condition(b []byte) error {
 		case conditionMessage:
 			c.Message, err = f.str()
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	}); err != nil {
+		return err
 	}
 	r.p.Conditions = append(r.p.Conditions, c)
 	return nil
@@ -553,12 +497,7 @@ func (r *podReader) condition(b []byte) error {
 // appendStatus reads a ContainerStatus message onto list.
 func appendStatus(list *[]corev1.ContainerStatus, b []byte) error {
 	var cs corev1.ContainerStatus
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	if err := eachField(b, func(f field) (err error) {
 		var x uint64
 		switch f.num {
 		case csName:
@@ -578,9 +517,9 @@ func appendStatus(list *[]corev1.ContainerStatus, b []byte) error {
 			started := x != 0
 			cs.Started = &started
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	}); err != nil {
+		return err
 	}
 	*list = append(*list, cs)
 	return nil
@@ -589,12 +528,7 @@ func appendStatus(list *[]corev1.ContainerStatus, b []byte) error {
 // readState reads a ContainerState message into st, merging with what an
 // earlier one set.
 func readState(b []byte, st *corev1.ContainerState) error {
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	return eachField(b, func(f field) (err error) {
 		switch f.num {
 		case stateWaiting:
 			if st.Waiting == nil {
@@ -612,40 +546,24 @@ func readState(b []byte, st *corev1.ContainerState) error {
 			}
 			err = with(f, func(v []byte) error { return readTerminated(v, st.Terminated) })
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func readWaiting(b []byte, w *corev1.ContainerStateWaiting) error {
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	return eachField(b, func(f field) (err error) {
 		switch f.num {
 		case waitingReason:
 			w.Reason, err = f.str()
 		case waitingMessage:
 			w.Message, err = f.str()
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func readRunning(b []byte, r *corev1.ContainerStateRunning) error {
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	return eachField(b, func(f field) (err error) {
 		if f.num == runningStartedAt {
 			err = with(f, func(v []byte) error {
 				var err error
@@ -653,20 +571,12 @@ func readRunning(b []byte, r *corev1.ContainerStateRunning) error {
 				return err
 			})
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 func readTerminated(b []byte, t *corev1.ContainerStateTerminated) error {
-	for len(b) > 0 {
-		f, rest, err := next(b)
-		if err != nil {
-			return err
-		}
-		b = rest
+	return eachField(b, func(f field) (err error) {
 		var x uint64
 		switch f.num {
 		case termExitCode:
@@ -694,11 +604,8 @@ func readTerminated(b []byte, t *corev1.ContainerStateTerminated) error {
 		case termContainerID:
 			t.ContainerID, err = f.str()
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // finish turns what was read into the Pod NewPod makes, and fills m.
