@@ -320,7 +320,7 @@ func TestBacklogAndDroppedEvents(t *testing.T) {
 		bus.Publish(&events.JobStart{})
 	}
 	want := `
-# HELP drover_events_dropped_total Events an event-stream consumer lost because its queue was full, by consumer (progress, metrics, ui, eventlog…).
+# HELP drover_events_dropped_total Events an event-stream consumer lost because its queue was full, by consumer (progress; status: the metrics, the web UI and the event log).
 # TYPE drover_events_dropped_total counter
 drover_events_dropped_total{consumer="metrics"} 0
 drover_events_dropped_total{consumer="slow"} 8
