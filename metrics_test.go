@@ -180,7 +180,10 @@ func TestMetricsOnKubernetes(t *testing.T) {
 			if families, err = c.Metrics().Gather(); err != nil {
 				return err
 			}
-			if v("drover_executor_pods_deleted_total", "reason", "killed") >= v("drover_executors_removed_total", "cause", "killed") ||
+			// The removals reach the metrics through the event stream,
+			// the pods' deletions directly: both must have arrived.
+			if v("drover_executors_registered") == 0 &&
+				v("drover_executor_pods_deleted_total", "reason", "killed") >= v("drover_executors_removed_total", "cause", "killed") ||
 				time.Now().After(deadline) {
 				break
 			}

@@ -516,6 +516,7 @@ func TestWriteErrorIsLoggedOnce(t *testing.T) {
 	var errs atomic.Int64
 	log := slog.New(countingHandler{slog.DiscardHandler, &errs})
 	w := write(t, Options{Dir: dir, AppID: "drover-1", Rolling: true, MaxFileSize: 512, Logger: log}, sample(5))
+	w.Flush() // the parts rolled so far are written in the background
 	// The log's directory disappears: the next file cannot be created.
 	if err := os.RemoveAll(filepath.Join(dir, "eventlog_v2_drover-1")); err != nil {
 		t.Fatal(err)
