@@ -95,10 +95,11 @@ const statusChunk = 64
 // (web and evlog nil when off) from one consumer of the event stream, of
 // capacity events. None of them waits for anything but memory (the event
 // log hands its bytes to a goroutine of its own, which writes them), so
-// none holds the others up; one goroutine waking once per batch and
-// reading each event for all three while it is in the cache costs the
-// task path less than one each (see BenchmarkConsumersPerTask). A store
-// that panics stops its pages only. The queue is the event log's when it
+// none holds the others up, and one goroutine wakes once per batch and
+// reads each event for all three while it is in the cache. (The no-op
+// task throughput with all three on did not measurably change against a
+// consumer each: see docs/benchmarks-notes.md, 26 Nov.) A store that
+// panics stops its pages only. The queue is the event log's when it
 // is on: deeper than the others', since the log must not lose events.
 func statusConsumer(m *metrics.Metrics, web *webUI, evlog *eventlog.Writer) (capacity int, handle func([]events.Event)) {
 	handlers := []func([]events.Event){m.HandleAll}
