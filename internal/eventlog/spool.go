@@ -1,7 +1,6 @@
 package eventlog
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -49,7 +48,7 @@ type spoolOp struct {
 const defaultMaxPending = 32 << 20
 
 // errBehind is why a log whose storage does not keep up stops.
-var errBehind = errors.New("the storage does not keep up: more than 32 MiB of the log wait to be written")
+var errBehind = fmt.Errorf("the storage does not keep up: more than %d MiB of the log wait to be written", defaultMaxPending>>20)
 
 // newSpool starts writing to dst, the file name.
 func newSpool(dst io.WriteCloser, name string, open func(string) (io.WriteCloser, error), path func(string) string) *spool {

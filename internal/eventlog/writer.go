@@ -451,7 +451,10 @@ func (w *Writer) flushLoop() {
 		case <-w.stop:
 			return
 		case <-t.C():
-			w.Flush()
+			// Hand the spool what was written, without waiting for the
+			// storage: the spool writes it soon anyway, and an idle log
+			// then costs no wake-up of the spool each interval.
+			w.flushLocked()
 		}
 	}
 }
