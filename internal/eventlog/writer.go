@@ -454,7 +454,7 @@ func (w *Writer) flushLoop() {
 			// Hand the spool what was written, without waiting for the
 			// storage: the spool writes it soon anyway, and an idle log
 			// then costs no wake-up of the spool each interval.
-			w.flushLocked()
+			w.handOff()
 		}
 	}
 }
@@ -464,14 +464,14 @@ func (w *Writer) flushLoop() {
 // storage without the writer's lock: events handed to the log meanwhile
 // do not wait.
 func (w *Writer) Flush() {
-	if w.flushLocked() {
+	if w.handOff() {
 		w.sink.wait()
 	}
 }
 
-// flushLocked hands the spool the buffered events and reports whether
-// the log is still written.
-func (w *Writer) flushLocked() bool {
+// handOff hands the spool the buffered events, under the writer's lock,
+// and reports whether the log is still written.
+func (w *Writer) handOff() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil || w.done {
