@@ -68,7 +68,8 @@ func TestEventLogReplaysTheApplication(t *testing.T) {
 		// application id.
 		prefix, suffix string
 	}{
-		{"defaults: rolled, zstd", nil, "eventlog_v2_", ""},
+		{"defaults: rolled, snappy", nil, "eventlog_v2_", ""},
+		{"one zstd file", []string{"spark.eventLog.rolling.enabled=false", "spark.eventLog.compression.codec=zstd"}, "", ".zstd"},
 		{"one gzip file", []string{"spark.eventLog.rolling.enabled=false", "spark.eventLog.compression.codec=gzip"}, "", ".gzip"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,7 +167,7 @@ var testNoop = Register("test.noop", func(*TaskContext, int) (int, error) { retu
 
 // BenchmarkEventLog100kTasks runs a job of 100,000 no-op tasks on
 // local-cluster[4,1,512] without and with the event log (its defaults:
-// rolled, zstd), for the throughput of each, and measures the log: its
+// rolled, snappy), for the throughput of each, and measures the log: its
 // size as stored (the budget is 30 MB), uncompressed, and its
 // events, every one of which must reach it.
 //

@@ -100,6 +100,7 @@ func TestRoundTrip(t *testing.T) {
 	}{
 		{"plain", Options{}, []string{"drover-1"}},
 		{"zstd", Options{Codec: "zstd"}, []string{"drover-1.zstd"}},
+		{"snappy", Options{Codec: "snappy"}, []string{"drover-1.snappy"}},
 		{"gzip", Options{Codec: "gzip"}, []string{"drover-1.gzip"}},
 		{"rolling", Options{Rolling: true, MaxFileSize: 1 << 30},
 			[]string{"eventlog_v2_drover-1/appstatus_drover-1", "eventlog_v2_drover-1/events_1_drover-1"}},
@@ -282,7 +283,7 @@ func checkSameHistory(t *testing.T, want, got []events.Event) {
 // compression, and reads back whole.
 func TestRollingCutsFiles(t *testing.T) {
 	evs := sample(2000)
-	for _, codec := range []string{"", "zstd"} {
+	for _, codec := range []string{"", "zstd", "snappy"} {
 		t.Run("codec="+codec, func(t *testing.T) {
 			dir := t.TempDir()
 			const maxSize = 8 << 10
@@ -358,7 +359,7 @@ func TestInProgressLogIsReadable(t *testing.T) {
 // reader drops it and reports the log truncated.
 func TestTruncatedLastLine(t *testing.T) {
 	evs := sample(50)
-	for _, codec := range []string{"", "zstd", "gzip"} {
+	for _, codec := range []string{"", "zstd", "snappy", "gzip"} {
 		t.Run("codec="+codec, func(t *testing.T) {
 			dir := t.TempDir()
 			// Two flushes: a compressed stream loses the whole block the
@@ -479,7 +480,7 @@ func TestBadOptions(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{Options{AppID: "a", Codec: "lz4"}, `codec "lz4" is not supported: use zstd or gzip`},
+		{Options{AppID: "a", Codec: "lz4"}, `codec "lz4" is not supported: use zstd, snappy, gzip`},
 		{Options{AppID: "a", Dir: "hdfs://nn/logs"}, "unsupported scheme hdfs://"},
 		{Options{AppID: "a", Dir: "s3://bucket/logs"}, "no object-store client"},
 		{Options{AppID: "a", Rolling: true}, "maximum file size"},
@@ -569,7 +570,7 @@ func TestFromConf(t *testing.T) {
 		enabled bool
 		err     string
 	}{
-		{nil, Options{Dir: "/tmp/spark-events", AppID: "a", Codec: "zstd", Rolling: true, MaxFileSize: 128 << 20}, false, ""},
+		{nil, Options{Dir: "/tmp/spark-events", AppID: "a", Codec: "snappy", Rolling: true, MaxFileSize: 128 << 20}, false, ""},
 		{[]string{"spark.eventLog.enabled=true", "spark.eventLog.compress=false", "spark.eventLog.rolling.enabled=false",
 			"spark.eventLog.dir=s3a://b/logs", "spark.eventLog.overwrite=true"},
 			Options{Dir: "s3a://b/logs", AppID: "a", MaxFileSize: 128 << 20, Overwrite: true}, true, ""},
@@ -596,12 +597,18 @@ func TestFromConf(t *testing.T) {
 }
 
 // BenchmarkWriteTask is the event log's cost per task, its start and end
-// (compressed as by default), as a driver's consumer pays it, for a stage
+// (with each codec), as a driver's consumer pays it, for a stage
 // of no-op tasks as the scheduler runs them: launched eight at a time on
 // one executor, alike but for their executor's measured microsecond. The
 // events are the scheduler's to allocate, so one pair is reused.
 func BenchmarkWriteTask(b *testing.B) {
-	w, err := Start(context.Background(), Options{Dir: b.TempDir(), AppID: "drover-1", Codec: "zstd"})
+	for _, codec := range append([]string{""}, Codecs...) {
+		b.Run("codec="+codec, func(b *testing.B) { benchmarkWriteTask(b, codec) })
+	}
+}
+
+func benchmarkWriteTask(b *testing.B, codec string) {
+	w, err := Start(context.Background(), Options{Dir: b.TempDir(), AppID: "drover-1", Codec: codec})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,9 +16,10 @@ const (
 )
 
 // Codecs are the compression codecs the event log writes and reads; the
-// codec is the log file's extension (app-1.zstd), as in Spark. Spark's
-// other codecs (lz4, lzf, snappy) frame their data their own way.
-var Codecs = []string{"zstd", "gzip"}
+// codec is the log file's extension (app-1.zstd), as in Spark, and zstd
+// and snappy frame their data as Spark's do. gzip is drover's own; Spark's
+// lz4 and lzf are not written.
+var Codecs = []string{"zstd", "snappy", "gzip"}
 
 // checkCodec is nil for a codec this package writes and reads; "" is no
 // compression.
@@ -26,7 +27,7 @@ func checkCodec(codec string) error {
 	if codec == "" || slices.Contains(Codecs, codec) {
 		return nil
 	}
-	return fmt.Errorf("event log compression codec %q is not supported: use %s", codec, strings.Join(Codecs, " or "))
+	return fmt.Errorf("event log compression codec %q is not supported: use %s", codec, strings.Join(Codecs, ", "))
 }
 
 // sanitize makes an application id safe in a file name, as Spark's

@@ -174,6 +174,8 @@ func decompress(r io.Reader, codec string) (io.ReadCloser, error) {
 			return nil, err
 		}
 		return d.IOReadCloser(), nil
+	case "snappy":
+		return newSnappyReader(r), nil
 	case "gzip":
 		g, err := gzip.NewReader(r)
 		if errors.Is(err, io.EOF) {

@@ -233,6 +233,8 @@ func (w *Writer) startFile(name string) error {
 		// 100,000 tasks grew by under 10 % (docs/benchmarks-notes.md).
 		comp, err = zstd.NewWriter(w.sink, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
 			zstd.WithWindowSize(zstdWindow), zstd.WithLowerEncoderMem(true))
+	case "snappy":
+		comp = newSnappyWriter(w.sink)
 	case "gzip":
 		comp, err = gzip.NewWriterLevel(w.sink, gzip.BestSpeed)
 	}
