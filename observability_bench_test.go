@@ -41,7 +41,7 @@ func observabilityConf(on bool, dir string) []string {
 // iterations' ratios: a burst of load from elsewhere moves one pair, not
 // the figure.
 //
-//	go test -run '^$' -bench ObservabilityOverhead -benchtime 40x .
+//	go test -run '^$' -bench ObservabilityOverhead -benchtime 150x .
 func BenchmarkObservabilityOverhead(b *testing.B) {
 	var took [2]time.Duration // off, on
 	var ratios []float64
