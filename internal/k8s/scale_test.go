@@ -283,6 +283,7 @@ type podWatcher struct {
 	pending       int
 	unschedulable string          // the scheduler's last Unschedulable message
 	seen          map[string]bool // every pod name seen, running or not
+	bound         map[string]bool // pods seen bound to a node (for DROVER_SCALE_TRACE)
 }
 
 // names returns every pod name the watcher has seen.
@@ -293,7 +294,7 @@ func (w *podWatcher) names() []string {
 }
 
 func watchPods(b testing.TB, env *testenv.Env, ns string, onRunning func(*corev1.Pod)) *podWatcher {
-	w := &podWatcher{stop: make(chan struct{}), seen: map[string]bool{}}
+	w := &podWatcher{stop: make(chan struct{}), seen: map[string]bool{}, bound: map[string]bool{}}
 	f := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(ns))
 	inf := f.Core().V1().Pods().Informer()
 	state := w.seen // pod → running
@@ -305,6 +306,15 @@ func watchPods(b testing.TB, env *testenv.Env, ns string, onRunning func(*corev1
 		w.mu.Lock()
 		wasRunning, known := state[p.Name]
 		isRunning := p.Status.Phase == corev1.PodRunning
+		if scaleTrace {
+			if !known {
+				trace(time.Now(), time.Time{}, "seen", p.Name)
+			}
+			if p.Spec.NodeName != "" && !w.bound[p.Name] {
+				w.bound[p.Name] = true
+				trace(time.Now(), time.Time{}, "bound", p.Name)
+			}
+		}
 		state[p.Name] = isRunning || wasRunning
 		pending := 0
 		for _, r := range state {
