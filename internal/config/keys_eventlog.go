@@ -15,13 +15,13 @@ var (
 	EventLogCompress = Bool("spark.eventLog.compress", true,
 		"Compress the event log with spark.eventLog.compression.codec.")
 
-	// snappy, not Spark 4's zstd: a third of zstd's CPU on the driver
-	// (most of the event log's cost to the task path) for a log about
-	// half again as large (docs/benchmarks-notes.md).
+	// snappy, not Spark 4's zstd: about a third of zstd's CPU on the
+	// driver (zstd was most of the event log's cost to the task path),
+	// for a log 1.5 to 2.4 times as large (docs/benchmarks-notes.md).
 	EventLogCompressionCodec = Enum("spark.eventLog.compression.codec", "snappy", []string{"zstd", "snappy", "gzip"},
 		"Codec of a compressed event log, also its files' extension. zstd and snappy frame their data as "+
 			"Spark's do; gzip is drover's own; Spark's lz4 and lzf are not supported. Spark 4 defaults to "+
-			"zstd, which makes logs about a third smaller for three times the driver's CPU.")
+			"zstd, which makes logs a third to a half smaller for about three times the driver's CPU.")
 
 	EventLogRolling = Bool("spark.eventLog.rolling.enabled", true,
 		"Write the event log as a directory eventlog_v2_<appId> of files cut at "+
