@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
 
@@ -50,26 +51,8 @@ func TestSnappyReadsSnappyJava(t *testing.T) {
 
 func TestSnappyStreams(t *testing.T) {
 	data := strings.Repeat(`{"Event":"TaskRows","Rows":[[1,2,3],[4,5,6]]}`+"\n", 5000) // several blocks
-	stream := func(s string, flushEvery int) []byte {
-		var buf bytes.Buffer
-		z := newSnappyWriter(&buf)
-		for len(s) > 0 {
-			k := min(flushEvery, len(s))
-			if _, err := io.WriteString(z, s[:k]); err != nil {
-				t.Fatal(err)
-			}
-			if err := z.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			s = s[k:]
-		}
-		if err := z.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return buf.Bytes()
-	}
-	one := stream(data, len(data))
-	two := append(stream(data[:1000], 300), stream(data[1000:], 1<<20)...)
+	one := snappyStream(t, []byte(data), len(data))
+	two := append(snappyStream(t, []byte(data[:1000]), 300), snappyStream(t, []byte(data[1000:]), 1<<20)...)
 	for _, tc := range []struct {
 		name string
 		in   []byte
@@ -116,27 +99,35 @@ func FuzzSnappy(f *testing.F) {
 		// data read as a stream: an error or some bytes, never a panic.
 		_, _ = io.ReadAll(newSnappyReader(bytes.NewReader(data)))
 
-		var buf bytes.Buffer
-		z := newSnappyWriter(&buf)
-		for rest := data; len(rest) > 0; {
-			k := len(rest)
-			if every > 0 {
-				k = min(int(every), k)
-			}
-			if _, err := z.Write(rest[:k]); err != nil {
-				t.Fatal(err)
-			}
-			if err := z.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			rest = rest[k:]
+		if every == 0 {
+			every = math.MaxUint16
 		}
-		if err := z.Close(); err != nil {
-			t.Fatal(err)
-		}
-		got, err := io.ReadAll(newSnappyReader(&buf))
+		stream := snappyStream(t, data, int(every))
+		got, err := io.ReadAll(newSnappyReader(bytes.NewReader(stream)))
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("read back %d bytes, %v; wrote %d", len(got), err, len(data))
 		}
 	})
+}
+
+// snappyStream is data written through a snappyWriter, flushed after
+// every flushEvery bytes, and closed.
+func snappyStream(t *testing.T, data []byte, flushEvery int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	z := newSnappyWriter(&buf)
+	for rest := data; len(rest) > 0; {
+		k := min(flushEvery, len(rest))
+		if _, err := z.Write(rest[:k]); err != nil {
+			t.Fatal(err)
+		}
+		if err := z.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		rest = rest[k:]
+	}
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
