@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/klauspost/compress/s2"
 )
@@ -137,7 +138,7 @@ func (z *snappyReader) next() error {
 	if n > snappyMaxBlock {
 		return fmt.Errorf("snappy block of %d bytes: corrupt, blocks are at most %d", n, snappyMaxBlock)
 	}
-	z.block = growTo(z.block, int(n))
+	z.block = slices.Grow(z.block[:0], int(n))[:n]
 	if _, err := io.ReadFull(z.r, z.block); err != nil {
 		return unexpected(err)
 	}
@@ -145,7 +146,7 @@ func (z *snappyReader) next() error {
 	if err != nil || dlen > snappyMaxBlock {
 		return fmt.Errorf("corrupt snappy block (%d bytes, decoding to %d): %v", n, dlen, err)
 	}
-	z.dec, err = s2.Decode(growTo(z.dec, dlen), z.block)
+	z.dec, err = s2.Decode(slices.Grow(z.dec[:0], dlen)[:dlen], z.block)
 	if err != nil {
 		return fmt.Errorf("corrupt snappy block: %w", err)
 	}
@@ -163,12 +164,4 @@ func unexpected(err error) error {
 		return io.ErrUnexpectedEOF
 	}
 	return err
-}
-
-// growTo is b with length n, reallocated only when too small.
-func growTo(b []byte, n int) []byte {
-	if cap(b) < n {
-		return make([]byte, n)
-	}
-	return b[:n]
 }
