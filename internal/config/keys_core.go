@@ -149,7 +149,9 @@ var (
 		"How often the driver looks for executors that timed out.")
 
 	ExecutorHeartbeatInterval = Duration("spark.executor.heartbeatInterval", "10s", time.Millisecond,
-		"Interval between an executor's heartbeats to the driver. Must be smaller than spark.network.timeout.")
+		"Interval between an executor's heartbeats to the driver while it runs tasks; an executor with none "+
+			"heartbeats once a quarter of spark.network.timeout has passed (or this interval, if longer). "+
+			"Must be smaller than spark.network.timeout.")
 )
 
 // Security.

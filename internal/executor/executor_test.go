@@ -131,6 +131,63 @@ func TestExecutorExitsWhenDriverIsSilentForNetworkTimeout(t *testing.T) {
 	t.Fatal("executor still running after 60s of driver silence")
 }
 
+func TestHeartbeatDue(t *testing.T) {
+	base := time.Unix(1000, 0)
+	tests := map[string]struct {
+		since    time.Duration
+		busy     bool
+		interval time.Duration
+		timeout  time.Duration
+		want     bool
+	}{
+		"busy: every interval":                  {10 * time.Second, true, 10 * time.Second, 120 * time.Second, true},
+		"idle: not at the interval":             {10 * time.Second, false, 10 * time.Second, 120 * time.Second, false},
+		"idle: not before a quarter of timeout": {29 * time.Second, false, 10 * time.Second, 120 * time.Second, false},
+		"idle: at a quarter of the timeout":     {30 * time.Second, false, 10 * time.Second, 120 * time.Second, true},
+		"idle: the interval when it is longer":  {10 * time.Second, false, 10 * time.Second, 30 * time.Second, true},
+		"idle: not before a longer interval":    {9 * time.Second, false, 10 * time.Second, 30 * time.Second, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := heartbeatDue(base, base.Add(tc.since), tc.busy, tc.interval, tc.timeout); got != tc.want {
+				t.Errorf("heartbeatDue(%s after the last, busy %v, interval %s, timeout %s) = %v, want %v",
+					tc.since, tc.busy, tc.interval, tc.timeout, got, tc.want)
+			}
+		})
+	}
+}
+
+// An idle executor heartbeats once a quarter of spark.network.timeout, not
+// every spark.executor.heartbeatInterval.
+func TestIdleExecutorHeartbeatsEachQuarterOfNetworkTimeout(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	d := &silentDriver{
+		conf:       map[string]string{"spark.network.timeout": "120s", "spark.executor.heartbeatInterval": "10s"},
+		heartbeats: make(chan struct{}, 1),
+	}
+	url := serve(t, d.Control, rpc.Auth{})
+	go func() { _ = Run(t.Context(), Options{DriverURL: url, AppID: "a", ExecutorID: 1, Clock: clk}) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !clk.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the heartbeat ticker")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var got []time.Duration
+	for elapsed := 10 * time.Second; elapsed <= 90*time.Second; elapsed += 10 * time.Second {
+		clk.Step(10 * time.Second)
+		select {
+		case <-d.heartbeats:
+			got = append(got, elapsed)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if diff := cmp.Diff([]time.Duration{30 * time.Second, 60 * time.Second, 90 * time.Second}, got); diff != "" {
+		t.Errorf("idle executor's heartbeats, after how long (-want +got):\n%s", diff)
+	}
+}
+
 func TestDriverUnreachable(t *testing.T) {
 	base := time.Unix(1000, 0)
 	tests := map[string]struct {
