@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -58,6 +59,13 @@ func NewSecurity(appID string, conf *config.Conf, m URL, now time.Time, log *slo
 			b, err := ca.Issue(p.role)
 			if err != nil {
 				return Security{}, fmt.Errorf("issuing the %s certificate: %w", p.role, err)
+			}
+			if p.role == mtls.RoleExecutor {
+				// Executors resume a session with the driver instead of a
+				// full handshake each: see mtls.Loaded.PrepareSession.
+				if b, err = s.Driver.PrepareSession(context.Background(), b); err != nil {
+					return Security{}, err
+				}
 			}
 			if *p.auth, err = (rpc.Auth{}).WithTLS(b, log); err != nil {
 				return Security{}, err

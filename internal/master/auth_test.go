@@ -1,8 +1,10 @@
 package master
 
 import (
+	"crypto/tls"
 	"errors"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/mtls"
 )
 
 // mode names how an Auth proves the application: "tls", "token" or
@@ -77,5 +80,61 @@ func TestNewSecurity(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Executors resume the session the driver prepared (mtls.Loaded.PrepareSession):
+// the bundle they are given, decoded as an executor process decodes it,
+// makes the control connection's handshake a resumed one.
+func TestExecutorsResumeTheDriversSession(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	sec, err := NewSecurity("drover-0123456789abcdef", config.New(), URL{Kind: Kubernetes, APIServer: "https://127.0.0.1:6443"}, time.Now(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	given, _ := sec.Executors.TLS()
+	decoded, err := mtls.Decode(given.AppID, given.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	executor, err := (rpc.Auth{}).WithTLS(decoded, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for i := range 2 {
+		served := make(chan tls.ConnectionState, 1)
+		go func() {
+			raw, err := ln.Accept()
+			if err != nil {
+				served <- tls.ConnectionState{}
+				return
+			}
+			defer raw.Close()
+			conn, err := sec.Driver.ServerHandshake(t.Context(), raw)
+			if err != nil {
+				served <- tls.ConnectionState{}
+				return
+			}
+			served <- conn.(*tls.Conn).ConnectionState()
+		}()
+		raw, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := executor.ClientHandshake(t.Context(), ln.Addr().String(), raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		server := <-served
+		if !server.HandshakeComplete || !server.DidResume || !conn.(*tls.Conn).ConnectionState().DidResume {
+			t.Errorf("connection %d: server completed %v, resumed %v; client resumed %v; want a resumed session",
+				i, server.HandshakeComplete, server.DidResume, conn.(*tls.Conn).ConnectionState().DidResume)
+		}
+		conn.Close()
 	}
 }

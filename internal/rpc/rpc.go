@@ -51,6 +51,7 @@ type Auth struct {
 // tlsCreds are built once per process: handshakes reuse the parsed keys.
 type tlsCreds struct {
 	bundle mtls.Bundle
+	loaded *mtls.Loaded
 	server credentials.TransportCredentials
 	client credentials.TransportCredentials
 	// serverTLS and clientTLS are the same configurations for connections
@@ -77,18 +78,28 @@ func (a Auth) WithTLS(b mtls.Bundle, log *slog.Logger) (Auth, error) {
 	if err != nil {
 		return Auth{}, err
 	}
+	// Connections share serverTLS: it makes no copy per connection
+	// (ServerConfig with no onRefuse). The control transport's clients
+	// dial only the driver, so they resume the session the driver
+	// prepared, if the bundle holds one (PrepareSession).
 	server, client, serverTLS := l.ServerCredentials(nil), l.DialCredentials(nil), l.ServerConfig(nil)
-	// No client of the control transport resumes sessions (none keeps a
-	// session cache), so a ticket would be a driver's work per executor
-	// for nothing. Connections share this config: it makes no copy per
-	// connection (ServerConfig with no onRefuse).
-	serverTLS.SessionTicketsDisabled = true
-	clientTLS := l.ClientConfig(nil)
+	clientTLS := l.ResumingClientConfig(nil)
 	a.AppID = b.AppID
 	refused := &sync.Map{}
-	a.tls = &tlsCreds{bundle: b, server: loggedCreds{server, log, nil}, client: loggedCreds{client, log, refused}, refused: refused,
+	a.tls = &tlsCreds{bundle: b, loaded: l, server: loggedCreds{server, log, nil}, client: loggedCreds{client, log, refused}, refused: refused,
 		serverTLS: serverTLS, clientTLS: clientTLS, log: log}
 	return a, nil
+}
+
+// PrepareSession returns executors, the bundle of this application's
+// executors, with a session that their control connections to this process
+// resume, skipping the certificates' half of the handshake
+// (mtls.Loaded.PrepareSession). a must be the driver's, made WithTLS.
+func (a Auth) PrepareSession(ctx context.Context, executors mtls.Bundle) (mtls.Bundle, error) {
+	if a.tls == nil {
+		return mtls.Bundle{}, errors.New("rpc: prepare session: authentication has no TLS")
+	}
+	return a.tls.loaded.PrepareSession(ctx, executors)
 }
 
 // loggedCreds log the handshakes that fail: the refusals.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 const (
@@ -28,16 +29,20 @@ type Bundle struct {
 	CACertPEM []byte // the application's CA certificate
 	CertPEM   []byte // this process's certificate chain, leaf first
 	KeyPEM    []byte // this process's private key, PKCS#8 "PRIVATE KEY"
+	// SessionPEM, if set, is a TLS session with the driver for executors to
+	// resume (Loaded.PrepareSession): as secret as the key.
+	SessionPEM []byte
 }
 
 // Encode returns the bundle as one PEM file (CA certificate, certificate
-// chain, private key): the form stored in a Kubernetes Secret key and passed
-// in an environment variable.
+// chain, private key, session if any): the form stored in a Kubernetes
+// Secret key and passed in an environment variable.
 func (b Bundle) Encode() []byte {
-	out := make([]byte, 0, len(b.CACertPEM)+len(b.CertPEM)+len(b.KeyPEM))
+	out := make([]byte, 0, len(b.CACertPEM)+len(b.CertPEM)+len(b.KeyPEM)+len(b.SessionPEM))
 	out = append(out, b.CACertPEM...)
 	out = append(out, b.CertPEM...)
-	return append(out, b.KeyPEM...)
+	out = append(out, b.KeyPEM...)
+	return append(out, b.SessionPEM...)
 }
 
 // Decode parses a PEM file made by Encode and checks it before anything uses
@@ -54,12 +59,12 @@ func Decode(appID string, data []byte) (Bundle, error) {
 	if err != nil {
 		return Bundle{}, err
 	}
-	return Bundle{AppID: appID, CACertPEM: m.caPEM, CertPEM: m.certPEM, KeyPEM: m.keyPEM}, nil
+	return Bundle{AppID: appID, CACertPEM: m.caPEM, CertPEM: m.certPEM, KeyPEM: m.keyPEM, SessionPEM: m.sessionPEM}, nil
 }
 
 // String names the bundle without its key material.
 func (b Bundle) String() string {
-	return fmt.Sprintf("mtls.Bundle{AppID: %q, %d bytes of PEM}", b.AppID, len(b.CACertPEM)+len(b.CertPEM)+len(b.KeyPEM))
+	return fmt.Sprintf("mtls.Bundle{AppID: %q, %d bytes of PEM}", b.AppID, len(b.CACertPEM)+len(b.CertPEM)+len(b.KeyPEM)+len(b.SessionPEM))
 }
 
 // GoString keeps %#v from printing the key too.
@@ -72,6 +77,12 @@ type material struct {
 	roots                  *x509.CertPool // the application's CA and nothing else
 	cert                   tls.Certificate
 	caPEM, certPEM, keyPEM []byte
+	// session and sessionPEM are the bundle's session, if any, which a
+	// client resumes with the driver (ResumingClientConfig).
+	session    *tls.ClientSessionState
+	sessionPEM []byte
+	// prepared is the session a server resumes (PrepareSession), if any.
+	prepared atomic.Pointer[session]
 	// verified holds the peer certificates that passed verify, by side and
 	// DER: all executors of an application present the same certificate,
 	// and a driver verifying its chain again for each of thousands cost a
@@ -142,8 +153,17 @@ func parse(appID string, data []byte) (*material, error) {
 			}
 			key = signer
 			m.keyPEM = pem.EncodeToMemory(block)
+		case pemSession:
+			if m.session != nil {
+				return nil, errors.New("mtls: decode bundle: more than one TLS session")
+			}
+			var err error
+			if m.session, err = parseSession(block.Bytes); err != nil {
+				return nil, err
+			}
+			m.sessionPEM = pem.EncodeToMemory(block)
 		default:
-			return nil, fmt.Errorf("mtls: decode bundle: unexpected PEM block %q (want %q or PKCS#8 %q)", block.Type, pemCertificate, pemPrivateKey)
+			return nil, fmt.Errorf("mtls: decode bundle: unexpected PEM block %q (want %q, PKCS#8 %q or %q)", block.Type, pemCertificate, pemPrivateKey, pemSession)
 		}
 	}
 	switch {

@@ -72,6 +72,10 @@ func (l *Loaded) ServerConfig(onRefuse func(remote string, err error)) *tls.Conf
 		// Backstop in case GetConfigForClient is removed from a copy: the
 		// check still runs, with the address unknown.
 		VerifyConnection: m.verifyFunc("", onRefuse, verifyClient),
+		// The one session resumed is the one PrepareSession made; see
+		// resume.go.
+		UnwrapSession: m.unwrapSession,
+		WrapSession:   m.wrapSession,
 	}
 	if onRefuse == nil {
 		// Nothing to report, so no copy per connection: a server of

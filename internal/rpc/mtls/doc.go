@@ -28,6 +28,11 @@
 //     certificates, so the name is fixed rather than taken from the address;
 //   - its URI SAN is drover://app/<appID>/<role> for this application.
 //
+// Executors resume a TLS session the driver prepared at start-up and put in
+// their bundle, instead of a full handshake each (Loaded.PrepareSession):
+// the certificates of that session are verified on every connection as
+// above, and each still runs a fresh hybrid key exchange.
+//
 // Every refusal the verification makes is reported through an onRefuse
 // callback with the peer's address and the reason, so an operator can tell a
 // misconfigured executor from a stranger. The package does not log; the
