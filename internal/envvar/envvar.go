@@ -53,10 +53,13 @@ const (
 
 // The driver pod's contract: set by the driver pod spec (downward API),
 // read by the cluster-mode driver (internal/k8s): the address it
-// advertises to executors unless spark.driver.host is set, and its pod.
+// advertises to executors unless spark.driver.host is set, and its pod,
+// which owns the executors' pods (so the driver need not read it).
 const (
-	DriverPodIP   = "DROVER_DRIVER_POD_IP"
-	DriverPodName = "DROVER_DRIVER_POD_NAME"
+	DriverPodIP        = "DROVER_DRIVER_POD_IP"
+	DriverPodName      = "DROVER_DRIVER_POD_NAME"
+	DriverPodNamespace = "DROVER_DRIVER_POD_NAMESPACE"
+	DriverPodUID       = "DROVER_DRIVER_POD_UID"
 )
 
 // Process-node stand-ins: set only by internal/testenv/procnode (tests and

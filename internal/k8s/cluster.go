@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -24,6 +26,7 @@ import (
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dynalloc"
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
@@ -181,6 +184,22 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 	return c, nil
 }
 
+// getDriverPod returns the driver pod, which owns the executors' pods. A
+// driver pod drover submit made knows its own name, namespace and UID from
+// the downward API (envvar.DriverPodUID), which is all an owner reference
+// takes: that spares a round trip before the first executor pod. Any
+// other is read from the API server.
+func (c *Cluster) getDriverPod(ctx context.Context, name string) (*corev1.Pod, error) {
+	if uid := os.Getenv(envvar.DriverPodUID); uid != "" && os.Getenv(envvar.DriverPodName) == name {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: os.Getenv(envvar.DriverPodNamespace), UID: types.UID(uid)}}, nil
+	}
+	pod, err := c.cs.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("getting driver pod %s/%s (spark.kubernetes.driver.pod.name): %w", c.ns, name, err)
+	}
+	return pod, nil
+}
+
 // Backend is the coarse-grained backend executors register with.
 func (c *Cluster) Backend() backend.SchedulerBackend { return c.backend }
 
@@ -194,9 +213,9 @@ func (c *Cluster) Start(ctx context.Context) error { return c.withRBACHint(c.sta
 
 func (c *Cluster) start(ctx context.Context) error {
 	if name := config.KubernetesDriverPodName.Get(c.conf); name != "" {
-		pod, err := c.cs.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
+		pod, err := c.getDriverPod(ctx, name)
 		if err != nil {
-			return fmt.Errorf("getting driver pod %s/%s (spark.kubernetes.driver.pod.name): %w", c.ns, name, err)
+			return err
 		}
 		c.driverPod = pod
 	}

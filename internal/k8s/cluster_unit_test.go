@@ -193,3 +193,65 @@ func startFakeCluster(t *testing.T, cs *fake.Clientset, pairs ...string) *Cluste
 	}
 	return c
 }
+
+// A driver pod drover submit made names itself through the downward API:
+// the driver builds its owner reference from that, with no GET; any other
+// driver pod is read.
+func TestGetDriverPod(t *testing.T) {
+	stored := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stored", Namespace: "ns", UID: "uid-stored"}}
+	tests := map[string]struct {
+		env      map[string]string
+		name     string
+		want     metav1.ObjectMeta
+		wantGets int
+		wantErr  string
+	}{
+		"from the downward API": {
+			env:  map[string]string{"DROVER_DRIVER_POD_NAME": "d", "DROVER_DRIVER_POD_NAMESPACE": "ns", "DROVER_DRIVER_POD_UID": "uid-d"},
+			name: "d", want: metav1.ObjectMeta{Name: "d", Namespace: "ns", UID: "uid-d"},
+		},
+		"another pod than the environment's is read": {
+			env:  map[string]string{"DROVER_DRIVER_POD_NAME": "d", "DROVER_DRIVER_POD_NAMESPACE": "ns", "DROVER_DRIVER_POD_UID": "uid-d"},
+			name: "stored", want: stored.ObjectMeta, wantGets: 1,
+		},
+		"no UID in the environment": {
+			env:  map[string]string{"DROVER_DRIVER_POD_NAME": "stored"},
+			name: "stored", want: stored.ObjectMeta, wantGets: 1,
+		},
+		"read and missing": {
+			name: "missing", wantGets: 1,
+			wantErr: "getting driver pod ns/missing (spark.kubernetes.driver.pod.name)",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			for _, k := range []string{"DROVER_DRIVER_POD_NAME", "DROVER_DRIVER_POD_NAMESPACE", "DROVER_DRIVER_POD_UID"} {
+				t.Setenv(k, tc.env[k])
+			}
+			cs := fake.NewClientset(stored)
+			c := &Cluster{cs: cs, ns: "ns"}
+			pod, err := c.getDriverPod(t.Context(), tc.name)
+			gets := 0
+			for _, a := range cs.Actions() {
+				if a.GetVerb() == "get" {
+					gets++
+				}
+			}
+			if gets != tc.wantGets {
+				t.Errorf("%d GETs, want %d", gets, tc.wantGets)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, pod.ObjectMeta); diff != "" {
+				t.Errorf("driver pod (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -194,6 +194,8 @@ func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 	env := []corev1.EnvVar{
 		fieldEnv(envvar.DriverPodIP, "status.podIP"),
 		fieldEnv(envvar.DriverPodName, "metadata.name"),
+		fieldEnv(envvar.DriverPodNamespace, "metadata.namespace"),
+		fieldEnv(envvar.DriverPodUID, "metadata.uid"),
 		// The Go counterparts of the JVM's -Xmx and of the driver's cores.
 		{Name: "GOMEMLIMIT", Value: strconv.FormatInt(dc.MemoryBytes, 10)},
 		{Name: "GOMAXPROCS", Value: strconv.Itoa(dc.Cores)},

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -23,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-project/drover/internal/k8s/podspec"
@@ -214,6 +216,7 @@ func TestClusterModeWordCount(t *testing.T) {
 	env := cluster.Env(t)
 	_, wordcount := binaries(t)
 	ns := restrictedNamespace(t, env)
+	owners := executorOwners(t, env, ns)
 	r := drover(t, env.Kubeconfig, 3*time.Minute, clusterArgs(env, ns, "--name", "wordcount", "local://"+wordcount, wordInput(t), "3")...)
 	t.Logf("drover submit:\n%s", r.stderr)
 	if r.code != 0 {
@@ -244,6 +247,12 @@ func TestClusterModeWordCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The executors' pods are owned by the driver pod, whose UID the driver
+	// takes from the downward API (TestGetDriverPod).
+	want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: p.Name, UID: p.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	if diff := cmp.Diff(want, <-owners); diff != "" {
+		t.Errorf("an executor pod's owners (-want +got):\n%s", diff)
+	}
 	if p.Spec.ServiceAccountName != "drover-driver" {
 		t.Errorf("driver service account %q", p.Spec.ServiceAccountName)
 	}
@@ -269,6 +278,30 @@ func TestClusterModeWordCount(t *testing.T) {
 	if len(undeleted) > 0 {
 		t.Errorf("the driver exited leaving executor objects: %v", undeleted)
 	}
+}
+
+// executorOwners sends the owner references of the first executor pod
+// created in ns.
+func executorOwners(t *testing.T, env *testenv.Env, ns string) <-chan []metav1.OwnerReference {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	w, err := env.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "spark-role=executor"})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	out := make(chan []metav1.OwnerReference, 1)
+	go func() {
+		defer cancel()
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				out <- p.OwnerReferences
+				return
+			}
+		}
+		out <- nil
+	}()
+	return out
 }
 
 func TestClusterModeFailure(t *testing.T) {
