@@ -88,27 +88,30 @@ func serve(t *testing.T, handler ctl.Handler, auth rpc.Auth) string {
 	return lis.Addr().String()
 }
 
-func TestExecutorExitsWhenDriverIsSilentForNetworkTimeout(t *testing.T) {
+// runWithSilentDriver runs an executor on a fake clock with a silentDriver
+// that sends it conf, and returns once the executor's heartbeat ticker
+// waits on the clock.
+func runWithSilentDriver(t *testing.T, conf map[string]string) (*clocktesting.FakeClock, *silentDriver, <-chan error) {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	d := &silentDriver{
-		conf:       map[string]string{"spark.network.timeout": "30s", "spark.executor.heartbeatInterval": "10s"},
-		heartbeats: make(chan struct{}, 1),
-	}
+	d := &silentDriver{conf: conf, heartbeats: make(chan struct{}, 1)}
 	url := serve(t, d.Control, rpc.Auth{})
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(t.Context(), Options{DriverURL: url, AppID: "a", ExecutorID: 1, Clock: clk})
 	}()
-	waitFor := func(what string, cond func() bool) {
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for !clk.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the heartbeat ticker")
 		}
+		time.Sleep(time.Millisecond)
 	}
-	waitFor("the heartbeat ticker", clk.HasWaiters)
+	return clk, d, done
+}
+
+func TestExecutorExitsWhenDriverIsSilentForNetworkTimeout(t *testing.T) {
+	clk, d, done := runWithSilentDriver(t, map[string]string{"spark.network.timeout": "30s", "spark.executor.heartbeatInterval": "10s"})
 	for elapsed := 10 * time.Second; elapsed <= 60*time.Second; elapsed += 10 * time.Second {
 		clk.Step(10 * time.Second)
 		select {
@@ -160,20 +163,7 @@ func TestHeartbeatDue(t *testing.T) {
 // An idle executor heartbeats once a quarter of spark.network.timeout, not
 // every spark.executor.heartbeatInterval.
 func TestIdleExecutorHeartbeatsEachQuarterOfNetworkTimeout(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	d := &silentDriver{
-		conf:       map[string]string{"spark.network.timeout": "120s", "spark.executor.heartbeatInterval": "10s"},
-		heartbeats: make(chan struct{}, 1),
-	}
-	url := serve(t, d.Control, rpc.Auth{})
-	go func() { _ = Run(t.Context(), Options{DriverURL: url, AppID: "a", ExecutorID: 1, Clock: clk}) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !clk.HasWaiters() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting for the heartbeat ticker")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	clk, d, _ := runWithSilentDriver(t, map[string]string{"spark.network.timeout": "120s", "spark.executor.heartbeatInterval": "10s"})
 	var got []time.Duration
 	for elapsed := 10 * time.Second; elapsed <= 90*time.Second; elapsed += 10 * time.Second {
 		clk.Step(10 * time.Second)
