@@ -35,7 +35,8 @@ func TestSecretsStayOutOfSight(t *testing.T) {
 	}
 	pod := submittedPod(t, r)
 	secrets := map[string]string{"the oauth token": token, "the s3 secret": s3Secret,
-		"a private key (the executors' TLS bundle)": "PRIVATE KEY"}
+		"a private key (the executors' TLS bundle)": "PRIVATE KEY",
+		"the executors' TLS session":                "DROVER TLS SESSION"}
 	look := func(where, text string) {
 		t.Helper()
 		for what, v := range secrets {
