@@ -60,6 +60,9 @@ const (
 	DriverPodName      = "DROVER_DRIVER_POD_NAME"
 	DriverPodNamespace = "DROVER_DRIVER_POD_NAMESPACE"
 	DriverPodUID       = "DROVER_DRIVER_POD_UID"
+	// DriverServiceAccount names the account the driver runs as, for the
+	// fix an API refusal's message names.
+	DriverServiceAccount = "DROVER_DRIVER_SERVICE_ACCOUNT"
 )
 
 // Process-node stand-ins: set only by internal/testenv/procnode (tests and

@@ -187,11 +187,13 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 // getDriverPod returns the driver pod, which owns the executors' pods. A
 // driver pod drover submit made knows its own name, namespace and UID from
 // the downward API (envvar.DriverPodUID), which is all an owner reference
-// takes: that spares a round trip before the first executor pod. Any
-// other is read from the API server.
+// takes, and its service account (for withRBACHint): that spares a round
+// trip before the first executor pod. Any other is read from the API
+// server.
 func (c *Cluster) getDriverPod(ctx context.Context, name string) (*corev1.Pod, error) {
 	if uid := os.Getenv(envvar.DriverPodUID); uid != "" && os.Getenv(envvar.DriverPodName) == name {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: os.Getenv(envvar.DriverPodNamespace), UID: types.UID(uid)}}, nil
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: os.Getenv(envvar.DriverPodNamespace), UID: types.UID(uid)},
+			Spec: corev1.PodSpec{ServiceAccountName: os.Getenv(envvar.DriverServiceAccount)}}, nil
 	}
 	pod, err := c.cs.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -255,8 +257,17 @@ func (c *Cluster) start(ctx context.Context) error {
 	context.AfterFunc(c.allocCtx, stopAlloc)
 	c.goRun(func() error { return life.Run(runCtx) })
 	c.goRun(func() error { return c.alloc.Run(allocCtx) })
-	srcErr := c.startSource(runCtx)
-	if err := errors.Join(<-supported, srcErr); err != nil {
+	synced := make(chan error, 1)
+	go func() { synced <- c.startSource(runCtx) }()
+	if err := <-supported; err != nil {
+		// A driver that may not create these may not list its pods
+		// either, and the pod source would retry its first list for
+		// ever: the refusal here is the application's end.
+		cancel()
+		<-synced
+		return err
+	}
+	if err := <-synced; err != nil {
 		return err
 	}
 	c.alloc.SetTarget(c.initial)

@@ -203,12 +203,14 @@ func TestGetDriverPod(t *testing.T) {
 		env      map[string]string
 		name     string
 		want     metav1.ObjectMeta
+		wantSA   string
 		wantGets int
 		wantErr  string
 	}{
 		"from the downward API": {
-			env:  map[string]string{"DROVER_DRIVER_POD_NAME": "d", "DROVER_DRIVER_POD_NAMESPACE": "ns", "DROVER_DRIVER_POD_UID": "uid-d"},
-			name: "d", want: metav1.ObjectMeta{Name: "d", Namespace: "ns", UID: "uid-d"},
+			env: map[string]string{"DROVER_DRIVER_POD_NAME": "d", "DROVER_DRIVER_POD_NAMESPACE": "ns", "DROVER_DRIVER_POD_UID": "uid-d",
+				"DROVER_DRIVER_SERVICE_ACCOUNT": "sa"},
+			name: "d", want: metav1.ObjectMeta{Name: "d", Namespace: "ns", UID: "uid-d"}, wantSA: "sa",
 		},
 		"another pod than the environment's is read": {
 			env:  map[string]string{"DROVER_DRIVER_POD_NAME": "d", "DROVER_DRIVER_POD_NAMESPACE": "ns", "DROVER_DRIVER_POD_UID": "uid-d"},
@@ -225,7 +227,7 @@ func TestGetDriverPod(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			for _, k := range []string{"DROVER_DRIVER_POD_NAME", "DROVER_DRIVER_POD_NAMESPACE", "DROVER_DRIVER_POD_UID"} {
+			for _, k := range []string{"DROVER_DRIVER_POD_NAME", "DROVER_DRIVER_POD_NAMESPACE", "DROVER_DRIVER_POD_UID", "DROVER_DRIVER_SERVICE_ACCOUNT"} {
 				t.Setenv(k, tc.env[k])
 			}
 			cs := fake.NewClientset(stored)
@@ -251,6 +253,9 @@ func TestGetDriverPod(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, pod.ObjectMeta); diff != "" {
 				t.Errorf("driver pod (-want +got):\n%s", diff)
+			}
+			if pod.Spec.ServiceAccountName != tc.wantSA {
+				t.Errorf("service account %q, want %q", pod.Spec.ServiceAccountName, tc.wantSA)
 			}
 		})
 	}

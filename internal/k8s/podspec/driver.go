@@ -196,6 +196,7 @@ func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 		fieldEnv(envvar.DriverPodName, "metadata.name"),
 		fieldEnv(envvar.DriverPodNamespace, "metadata.namespace"),
 		fieldEnv(envvar.DriverPodUID, "metadata.uid"),
+		fieldEnv(envvar.DriverServiceAccount, "spec.serviceAccountName"),
 		// The Go counterparts of the JVM's -Xmx and of the driver's cores.
 		{Name: "GOMEMLIMIT", Value: strconv.FormatInt(dc.MemoryBytes, 10)},
 		{Name: "GOMAXPROCS", Value: strconv.Itoa(dc.Cores)},
