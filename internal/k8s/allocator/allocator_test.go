@@ -280,8 +280,14 @@ func TestLoopCreateConcurrency(t *testing.T) {
 
 func TestLoopStopsCreatingAfterAFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		// The refusal comes once all four creates are in flight and before
+		// the others end, as a slow answer would: returned at once, it
+		// could reach the loop before the loop started the others, which
+		// it then rightly skips.
+		refuse := make(chan struct{})
 		pods := &fakePods{gate: make(chan struct{}), err: func(id executorid.ID) error {
 			if id == 1 {
+				<-refuse
 				return errRefused
 			}
 			return nil
@@ -292,6 +298,8 @@ func TestLoopStopsCreatingAfterAFailure(t *testing.T) {
 		l.a.observe = func(p Plan) { mu.Lock(); plans = append(plans, p); mu.Unlock() }
 		l.a.SetTarget(20)
 		l.snap()
+		close(refuse)
+		synctest.Wait()
 		close(pods.gate)
 		synctest.Wait()
 		if diff := cmp.Diff(ids(1, 4), l.created()); diff != "" {
