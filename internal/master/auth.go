@@ -60,16 +60,18 @@ func NewSecurity(appID string, conf *config.Conf, m URL, now time.Time, log *slo
 			if err != nil {
 				return Security{}, fmt.Errorf("issuing the %s certificate: %w", p.role, err)
 			}
+			l, err := b.Load()
+			if err != nil {
+				return Security{}, err
+			}
 			if p.role == mtls.RoleExecutor {
 				// Executors resume a session with the driver instead of a
 				// full handshake each: see mtls.Loaded.PrepareSession.
-				if b, err = s.Driver.PrepareSession(context.Background(), b); err != nil {
+				if l, err = s.Driver.PrepareSession(context.Background(), l); err != nil {
 					return Security{}, err
 				}
 			}
-			if *p.auth, err = (rpc.Auth{}).WithTLS(b, log); err != nil {
-				return Security{}, err
-			}
+			*p.auth = rpc.Auth{}.WithLoaded(l, log)
 		}
 		return s, nil
 	}

@@ -70,13 +70,18 @@ type tlsCreds struct {
 // naming the peer and the reason: no or a foreign certificate, plaintext,
 // an old TLS version, a replayed recording.
 func (a Auth) WithTLS(b mtls.Bundle, log *slog.Logger) (Auth, error) {
-	if log == nil {
-		log = slog.Default()
-	}
 	// One parse and check of the bundle for the four configurations.
 	l, err := b.Load()
 	if err != nil {
 		return Auth{}, err
+	}
+	return a.WithLoaded(l, log), nil
+}
+
+// WithLoaded is WithTLS with a bundle already loaded.
+func (a Auth) WithLoaded(l *mtls.Loaded, log *slog.Logger) Auth {
+	if log == nil {
+		log = slog.Default()
 	}
 	// Connections share serverTLS: it makes no copy per connection
 	// (ServerConfig with no onRefuse). The control transport's clients
@@ -84,20 +89,21 @@ func (a Auth) WithTLS(b mtls.Bundle, log *slog.Logger) (Auth, error) {
 	// prepared, if the bundle holds one (PrepareSession).
 	server, client, serverTLS := l.ServerCredentials(nil), l.DialCredentials(nil), l.ServerConfig(nil)
 	clientTLS := l.ResumingClientConfig(nil)
+	b := l.Bundle()
 	a.AppID = b.AppID
 	refused := &sync.Map{}
 	a.tls = &tlsCreds{bundle: b, loaded: l, server: loggedCreds{server, log, nil}, client: loggedCreds{client, log, refused}, refused: refused,
 		serverTLS: serverTLS, clientTLS: clientTLS, log: log}
-	return a, nil
+	return a
 }
 
-// PrepareSession returns executors, the bundle of this application's
-// executors, with a session that their control connections to this process
-// resume, skipping the certificates' half of the handshake
+// PrepareSession returns executors, the loaded bundle of this
+// application's executors, with a session that their control connections
+// to this process resume, skipping the certificates' half of the handshake
 // (mtls.Loaded.PrepareSession). a must be the driver's, made WithTLS.
-func (a Auth) PrepareSession(ctx context.Context, executors mtls.Bundle) (mtls.Bundle, error) {
+func (a Auth) PrepareSession(ctx context.Context, executors *mtls.Loaded) (*mtls.Loaded, error) {
 	if a.tls == nil {
-		return mtls.Bundle{}, errors.New("rpc: prepare session: authentication has no TLS")
+		return nil, errors.New("rpc: prepare session: authentication has no TLS")
 	}
 	return a.tls.loaded.PrepareSession(ctx, executors)
 }

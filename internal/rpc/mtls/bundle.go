@@ -59,7 +59,7 @@ func Decode(appID string, data []byte) (Bundle, error) {
 	if err != nil {
 		return Bundle{}, err
 	}
-	return Bundle{AppID: appID, CACertPEM: m.caPEM, CertPEM: m.certPEM, KeyPEM: m.keyPEM, SessionPEM: m.sessionPEM}, nil
+	return (&Loaded{m}).Bundle(), nil
 }
 
 // String names the bundle without its key material.

@@ -46,6 +46,12 @@ func (b Bundle) ServerConfig(onRefuse func(remote string, err error)) (*tls.Conf
 // Configurations built from one Loaded share its cache of verified peers.
 type Loaded struct{ m *material }
 
+// Bundle is the bundle l was loaded from, with its session if it has one.
+func (l *Loaded) Bundle() Bundle {
+	m := l.m
+	return Bundle{AppID: m.appID, CACertPEM: m.caPEM, CertPEM: m.certPEM, KeyPEM: m.keyPEM, SessionPEM: m.sessionPEM}
+}
+
 // Load parses and checks b (see Decode) for the configurations below.
 func (b Bundle) Load() (*Loaded, error) {
 	m, err := b.load()

@@ -67,21 +67,18 @@ func (m *material) wrapSession(tls.ConnectionState, *tls.SessionState) ([]byte, 
 	return noTicket, nil
 }
 
-// PrepareSession returns executors, the bundle of this application's
-// executors, with a session for resuming their connections to servers of l,
-// which accept it from then on. It runs one handshake between the two, in
-// memory. A session prepared before is replaced.
-func (l *Loaded) PrepareSession(ctx context.Context, executors Bundle) (Bundle, error) {
-	client, err := executors.load()
-	if err != nil {
-		return Bundle{}, err
-	}
+// PrepareSession returns executors, the loaded bundle of this
+// application's executors, with a session for resuming their connections
+// to servers of l, which accept it from then on. It runs one handshake
+// between the two, in memory. A session prepared before is replaced.
+func (l *Loaded) PrepareSession(ctx context.Context, executors *Loaded) (*Loaded, error) {
+	client := executors.m
 	if client.appID != l.m.appID {
-		return Bundle{}, fmt.Errorf("mtls: prepare session: the executors' bundle is for application %q, this one for %q", client.appID, l.m.appID)
+		return nil, fmt.Errorf("mtls: prepare session: the executors' bundle is for application %q, this one for %q", client.appID, l.m.appID)
 	}
 	identity := make([]byte, 16)
 	if _, err := rand.Read(identity); err != nil {
-		return Bundle{}, err
+		return nil, err
 	}
 	var prepared *tls.SessionState
 	server := l.ServerConfig(nil)
@@ -115,28 +112,34 @@ func (l *Loaded) PrepareSession(ctx context.Context, executors Bundle) (Bundle, 
 	}()
 	c := tls.Client(cc, cfg)
 	if err := c.HandshakeContext(ctx); err != nil {
-		return Bundle{}, fmt.Errorf("mtls: prepare session: handshake: %w", err)
+		return nil, fmt.Errorf("mtls: prepare session: handshake: %w", err)
 	}
 	if _, err := c.Read(make([]byte, 1)); err != nil {
-		return Bundle{}, fmt.Errorf("mtls: prepare session: reading the ticket: %w", err)
+		return nil, fmt.Errorf("mtls: prepare session: reading the ticket: %w", err)
 	}
 	if err := <-served; err != nil {
-		return Bundle{}, fmt.Errorf("mtls: prepare session: server side: %w", err)
+		return nil, fmt.Errorf("mtls: prepare session: server side: %w", err)
 	}
 	if prepared == nil || cache.state == nil {
-		return Bundle{}, errors.New("mtls: prepare session: the handshake made no session")
+		return nil, errors.New("mtls: prepare session: the handshake made no session")
 	}
 	ticket, state, err := cache.state.ResumptionState()
 	if err != nil {
-		return Bundle{}, fmt.Errorf("mtls: prepare session: %w", err)
+		return nil, fmt.Errorf("mtls: prepare session: %w", err)
 	}
 	raw, err := state.Bytes()
 	if err != nil {
-		return Bundle{}, fmt.Errorf("mtls: prepare session: %w", err)
+		return nil, fmt.Errorf("mtls: prepare session: %w", err)
 	}
 	l.m.prepared.Store(&session{identity: ticket, state: prepared})
-	executors.SessionPEM = pem.EncodeToMemory(&pem.Block{Type: pemSession, Bytes: append(append([]byte{byte(len(ticket))}, ticket...), raw...)})
-	return executors, nil
+	return &Loaded{client.withSession(cache.state,
+		pem.EncodeToMemory(&pem.Block{Type: pemSession, Bytes: append(append([]byte{byte(len(ticket))}, ticket...), raw...)}))}, nil
+}
+
+// withSession is m, already parsed and checked, holding a session too.
+func (m *material) withSession(s *tls.ClientSessionState, sessionPEM []byte) *material {
+	return &material{appID: m.appID, ca: m.ca, roots: m.roots, cert: m.cert,
+		caPEM: m.caPEM, certPEM: m.certPEM, keyPEM: m.keyPEM, session: s, sessionPEM: sessionPEM}
 }
 
 // capturedSession is a ClientSessionCache that keeps the session it is

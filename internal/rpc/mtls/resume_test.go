@@ -21,11 +21,16 @@ func prepared(t testing.TB, a app) (*Loaded, Bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := driver.PrepareSession(context.Background(), a.executor)
+	executors, err := a.executor.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, err = Decode(b.AppID, b.Encode()); err != nil {
+	l, err := driver.PrepareSession(context.Background(), executors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Decode(a.executor.AppID, l.Bundle().Encode())
+	if err != nil {
 		t.Fatal(err)
 	}
 	return driver, b
