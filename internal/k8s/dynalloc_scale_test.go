@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -56,7 +55,7 @@ func BenchmarkDynamicAllocationScaleUp(b *testing.B) {
 		ns := env.NewNamespace(b)
 		b.Setenv("KUBECONFIG", env.Kubeconfig)
 		counter := &requestCounter{n: map[string]int{}}
-		wrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
+		wrapTransport = counter.wrap
 		conf := config.New().
 			Set("spark.kubernetes.namespace", ns).
 			Set("spark.kubernetes.container.image", "drover-sim:latest").

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -142,7 +141,7 @@ func startQueueApp(t testing.TB, env *testenv.Env, ns, id string, pairs ...strin
 	})
 	a.sched = scheduler.New(scheduler.Options{MaxFailures: 4, Events: a.bus, Logger: log})
 	a.counter = &requestCounter{n: map[string]int{}}
-	wrapTransport = func(rt http.RoundTripper) http.RoundTripper { a.counter.next = rt; return a.counter }
+	wrapTransport = a.counter.wrap
 	defer func() { wrapTransport = nil }()
 	app := master.App{ID: id, Conf: conf, Scheduler: a.sched, Logger: log, Events: a.bus,
 		Master: master.URL{Kind: master.Kubernetes, APIServer: env.URL},

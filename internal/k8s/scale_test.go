@@ -127,15 +127,27 @@ func scaleHold() time.Duration {
 // plain list, WATCHLIST for a watch that streams the initial state (how
 // client-go 1.35+ informers list), WATCH for a watch that resumes.
 type requestCounter struct {
-	next http.RoundTripper
-	mu   sync.Mutex
-	n    map[string]int
+	mu sync.Mutex
+	n  map[string]int
 	// lists counts the LIST and WATCHLIST requests since started was set.
 	started atomic.Bool
 	lists   atomic.Int64
 }
 
-func (r *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+// wrap is the driver's transport wrapper: it counts on r what next
+// carries. The driver wraps more than one transport (its clientset's and
+// its pod watch's), each with its own next.
+func (r *requestCounter) wrap(next http.RoundTripper) http.RoundTripper {
+	return countingTransport{r, next}
+}
+
+type countingTransport struct {
+	*requestCounter
+	next http.RoundTripper
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := t.requestCounter
 	verb := req.Method
 	q := req.URL.Query()
 	switch {
@@ -154,11 +166,11 @@ func (r *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.mu.Unlock()
 	if scaleTrace {
 		t0 := time.Now()
-		resp, err := r.next.RoundTrip(req)
+		resp, err := t.next.RoundTrip(req)
 		trace(t0, time.Now(), "driver", verb+" "+req.URL.Path)
 		return resp, err
 	}
-	return r.next.RoundTrip(req)
+	return t.next.RoundTrip(req)
 }
 
 // scaleTrace is DROVER_SCALE_TRACE: trace writes, to stderr, one line per
@@ -486,7 +498,7 @@ func driverMain(raw string) error {
 		return fmt.Errorf("reading %s: %w", driverEnv, err)
 	}
 	counter := &requestCounter{n: map[string]int{}}
-	wrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
+	wrapTransport = counter.wrap
 	conf := config.New().
 		Set("spark.kubernetes.namespace", p.Namespace).
 		Set("spark.kubernetes.container.image", "drover-sim:latest").

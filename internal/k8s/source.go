@@ -2,8 +2,6 @@ package k8s
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,7 +25,7 @@ import (
 // net.
 func (c *Cluster) startSource(ctx context.Context) error {
 	c.src = podsource.New(c.cs, podsource.Options{Namespace: c.ns, Selector: c.selector, Clock: c.clock,
-		Logger: c.log.With("component", "pods")})
+		Logger: c.log.With("component", "pods"), HTTPClient: c.watchHTTP})
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.src.Run(ctx) }()
 	if err := c.src.WaitSynced(ctx); err != nil {
@@ -123,9 +121,9 @@ func (c *Cluster) pollLoop(ctx context.Context) {
 
 func (c *Cluster) publish(pods []*snapshot.Pod, touched map[executorid.ID]bool) {
 	s := c.classifier.Snapshot(pods, c.clock.Now())
-	ids := slices.Collect(maps.Keys(c.backend.Registered()))
+	ids := c.backend.RegisteredIDs()
 	c.log.Debug("executor pod snapshot", "pods", len(s.Pods), "registered", len(ids))
-	c.alloc.SetRegistered(ids...)
+	c.alloc.SetRegistered(ids)
 	c.alloc.OnSnapshot(s, touched)
 	c.life().OnSnapshot(s, true)
 	c.publishPlacements(s)

@@ -230,6 +230,18 @@ func (b *Backend) Registered() map[executorid.ID]time.Time {
 	return out
 }
 
+// RegisteredIDs returns the set of registered executors' ids, a new map
+// the caller owns.
+func (b *Backend) RegisteredIDs() map[executorid.ID]bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[executorid.ID]bool, len(b.executors))
+	for id := range b.executors {
+		out[id] = true
+	}
+	return out
+}
+
 // ExecutorIDs lists the registered executors' ids, sorted.
 func (b *Backend) ExecutorIDs() []executorid.ID {
 	infos := b.Executors()

@@ -123,14 +123,11 @@ func (a *Allocator) OnSnapshot(s snapshot.Snapshot, touched map[executorid.ID]bo
 	a.wake()
 }
 
-// SetRegistered replaces the set of executors the scheduler backend knows.
-func (a *Allocator) SetRegistered(ids ...executorid.ID) {
-	m := make(map[executorid.ID]bool, len(ids))
-	for _, id := range ids {
-		m[id] = true
-	}
+// SetRegistered replaces the set of executors the scheduler backend
+// knows; the allocator keeps ids, which the caller no longer changes.
+func (a *Allocator) SetRegistered(ids map[executorid.ID]bool) {
 	a.mu.Lock()
-	a.registered = m
+	a.registered = ids
 	a.mu.Unlock()
 }
 
@@ -317,36 +314,35 @@ func (a *Allocator) delete(ctx context.Context, p Plan) []DeleteResult {
 // the Job controller's slow start, attempts no more once one has failed.
 func (a *Allocator) create(ctx context.Context, ids []executorid.ID) []CreateResult {
 	rs := make([]CreateResult, len(ids))
-	sem := make(chan struct{}, a.opts.CreateConcurrency)
-	var failed atomic.Bool
-	var wg sync.WaitGroup
 	for i, id := range ids {
 		rs[i] = CreateResult{ID: id, Err: ErrNotAttempted}
-		if failed.Load() || ctx.Err() != nil {
-			continue
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			continue
-		}
-		if failed.Load() {
-			<-sem
-			continue
-		}
+	}
+	// A few workers take the ids in order, rather than a goroutine per
+	// pod: building and sending a pod grows a goroutine's stack, which a
+	// worker then keeps for the rest of the round.
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range min(a.opts.CreateConcurrency, len(ids)) {
 		wg.Go(func() {
-			defer func() { <-sem }()
-			err := a.client.CreateExecutorPod(ctx, id)
-			created := &events.PodCreated{Executor: id}
-			if err != nil {
-				created.Err = err.Error()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(ids) || failed.Load() || ctx.Err() != nil {
+					return
+				}
+				id := ids[i]
+				err := a.client.CreateExecutorPod(ctx, id)
+				created := &events.PodCreated{Executor: id}
+				if err != nil {
+					created.Err = err.Error()
+				}
+				a.events.Publish(created)
+				if classify(err) != classOK {
+					failed.Store(true)
+					a.log.Debug("creating executor pod failed", "executor", id, "err", err)
+				}
+				rs[i].Err = err
 			}
-			a.events.Publish(created)
-			if classify(err) != classOK {
-				failed.Store(true)
-				a.log.Debug("creating executor pod failed", "executor", id, "err", err)
-			}
-			rs[i].Err = err
 		})
 	}
 	wg.Wait()
