@@ -55,15 +55,12 @@ type Cluster struct {
 	log   *slog.Logger
 	clock clock.WithTicker
 
-	cs kubernetes.Interface
-	// watchHTTP carries the pod watch on a connection of its own (nil
-	// with a client from Deps: the clientset's).
-	watchHTTP *http.Client
-	ns        string
-	selector  labels.Selector
-	backend   *coarse.Backend
-	alloc     *allocator.Allocator
-	execConf  *podspec.ExecutorConf
+	cs       kubernetes.Interface
+	ns       string
+	selector labels.Selector
+	backend  *coarse.Backend
+	alloc    *allocator.Allocator
+	execConf *podspec.ExecutorConf
 	// classifier takes the pod snapshots, reusing unchanged pods' entries.
 	classifier *snapshot.Classifier
 	driverPod  *corev1.Pod
@@ -150,7 +147,7 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 	logging.RouteKlog(c.log)
 	c.cs = deps.Client
 	if c.cs == nil {
-		cs, cfg, err := client.New(client.Options{
+		cs, _, err := client.New(client.Options{
 			APIServer:     app.Master.APIServer,
 			Context:       config.KubernetesContext.Get(app.Conf),
 			Auth:          authKeys(app.Conf),
@@ -159,9 +156,6 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 			WrapTransport: deps.WrapTransport,
 		})
 		if err != nil {
-			return nil, err
-		}
-		if c.watchHTTP, err = client.StreamClient(cfg); err != nil {
 			return nil, err
 		}
 		c.cs = cs

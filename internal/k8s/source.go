@@ -25,7 +25,7 @@ import (
 // net.
 func (c *Cluster) startSource(ctx context.Context) error {
 	c.src = podsource.New(c.cs, podsource.Options{Namespace: c.ns, Selector: c.selector, Clock: c.clock,
-		Logger: c.log.With("component", "pods"), HTTPClient: c.watchHTTP})
+		Logger: c.log.With("component", "pods")})
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.src.Run(ctx) }()
 	if err := c.src.WaitSynced(ctx); err != nil {

@@ -2,11 +2,9 @@ package client
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -86,33 +84,6 @@ func New(o Options) (kubernetes.Interface, *rest.Config, error) {
 		return nil, nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
 	return cs, cfg, nil
-}
-
-// StreamClient is an HTTP client of cfg's API server that speaks HTTP/1.1
-// only, for one long watch. Over HTTP/2 (the clientset's connection) every
-// 4 KiB the watch delivers costs the reader a WINDOW_UPDATE write, and its
-// data passes from the connection's reader goroutine to the watch's: with
-// thousands of executor pods, a write every event or two and a hand-off
-// for each. On a connection of its own the watch reads its stream
-// directly, and the clientset's connection keeps the short requests.
-//
-// HTTP/2 pings a connection that has been silent for 30 s and drops it
-// when the ping goes unanswered for 15; TCP keep-alive probes do the same
-// for this one (silent 15 s, then three probes 5 s apart), so a watch on a
-// connection to a vanished API server ends, and is made again, as soon.
-func StreamClient(cfg *rest.Config) (*http.Client, error) {
-	c := rest.CopyConfig(cfg)
-	c.NextProtos = []string{"http/1.1"}
-	if c.Dial == nil {
-		d := &net.Dialer{Timeout: 30 * time.Second, KeepAliveConfig: net.KeepAliveConfig{
-			Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}}
-		c.Dial = d.DialContext
-	}
-	hc, err := rest.HTTPClientFor(c)
-	if err != nil {
-		return nil, fmt.Errorf("creating the Kubernetes watch client: %w", err)
-	}
-	return hc, nil
 }
 
 // useInCluster reports whether the service account applies: the master is

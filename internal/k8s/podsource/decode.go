@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
@@ -324,17 +323,14 @@ func eventTypeName(typ []byte) string {
 	return string(typ)
 }
 
-// podClient is a REST client for core/v1 like cs's, on the same rate
-// limiter and server and on hc (nil: cs's HTTP client), that asks for
-// protobuf and decodes pods with podDecoder. It is not ok for a fake
-// clientset, which has no REST client.
-func podClient(cs kubernetes.Interface, hc *http.Client) (*rest.RESTClient, bool) {
+// podClient is a REST client for core/v1 like cs's, on the same HTTP
+// client, rate limiter and server, that asks for protobuf and decodes
+// pods with podDecoder. It is not ok for a fake clientset, which has no
+// REST client.
+func podClient(cs kubernetes.Interface) (*rest.RESTClient, bool) {
 	rc, ok := cs.CoreV1().RESTClient().(*rest.RESTClient)
 	if !ok || rc == nil || rc.Client == nil {
 		return nil, false
-	}
-	if hc == nil {
-		hc = rc.Client
 	}
 	// The core client's URL without a resource: server and /api/v1.
 	base := rc.Get().URL()
@@ -343,7 +339,7 @@ func podClient(cs kubernetes.Interface, hc *http.Client) (*rest.RESTClient, bool
 		ContentType:        runtime.ContentTypeProtobuf,
 		GroupVersion:       corev1.SchemeGroupVersion,
 		Negotiator:         runtime.NewClientNegotiator(newPodSerializer(), corev1.SchemeGroupVersion),
-	}, rc.GetRateLimiter(), hc)
+	}, rc.GetRateLimiter(), rc.Client)
 	if err != nil {
 		return nil, false
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
@@ -38,10 +37,6 @@ type Options struct {
 	// where client-go's default (800 ms doubling to 30 s) left it blind
 	// for up to ten.
 	Backoff *wait.Backoff
-	// HTTPClient, when set, carries the list and watch instead of the
-	// clientset's HTTP client (on the same rate limiter): a connection of
-	// their own (client.StreamClient).
-	HTTPClient *http.Client
 }
 
 // DefaultBackoff is the reflector's pace after failures.
@@ -102,7 +97,7 @@ func New(cs kubernetes.Interface, o Options) *Source {
 	s := &Source{o: o, cs: cs, log: o.Logger, clock: o.Clock,
 		changed: make(chan struct{}, 1), synced: make(chan struct{}),
 		pods: map[string]*snapshot.Pod{}, touched: map[executorid.ID]bool{}}
-	if rc, ok := podClient(cs, o.HTTPClient); ok {
+	if rc, ok := podClient(cs); ok {
 		s.rc = rc
 	}
 	return s
