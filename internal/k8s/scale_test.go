@@ -135,8 +135,8 @@ type requestCounter struct {
 }
 
 // wrap is the driver's transport wrapper: it counts on r what next
-// carries. The driver wraps more than one transport (its clientset's and
-// its pod watch's), each with its own next.
+// carries. Each transport the driver wraps keeps its own next, so a
+// driver with more than one keeps each request on its own transport.
 func (r *requestCounter) wrap(next http.RoundTripper) http.RoundTripper {
 	return countingTransport{r, next}
 }
