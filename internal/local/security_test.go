@@ -23,33 +23,28 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/ctl"
-	"github.com/drover-project/drover/internal/rpc/mtls"
 	"github.com/drover-project/drover/internal/rpc/pb"
 )
 
 // tlsSecurity is what master.NewSecurity makes with
 // spark.network.crypto.enabled: the driver's and the executors' mutual-TLS
-// credentials from one new authority for app.
+// credentials from one new authority for app, the executors' with the
+// session the driver prepared for them to resume.
 func tlsSecurity(t testing.TB, app string, log *slog.Logger) master.Security {
 	t.Helper()
-	ca, err := mtls.NewAuthority(app, time.Now())
+	conf := config.New().Set(config.Authenticate.Key(), "true").Set(config.NetworkCryptoEnabled.Key(), "true")
+	sec, err := master.NewSecurity(app, conf, master.URL{Kind: master.LocalCluster}, time.Now(), log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sec master.Security
-	for role, auth := range map[string]*rpc.Auth{mtls.RoleDriver: &sec.Driver, mtls.RoleExecutor: &sec.Executors} {
-		b, err := ca.Issue(role)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if *auth, err = (rpc.Auth{}).WithTLS(b, log); err != nil {
-			t.Fatal(err)
-		}
+	if !sec.Driver.TLSEnabled() || !sec.Executors.TLSEnabled() {
+		t.Fatal("NewSecurity made credentials without TLS")
 	}
 	return sec
 }

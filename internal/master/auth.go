@@ -67,8 +67,12 @@ func NewSecurity(appID string, conf *config.Conf, m URL, now time.Time, log *slo
 			if p.role == mtls.RoleExecutor {
 				// Executors resume a session with the driver instead of a
 				// full handshake each: see mtls.Loaded.PrepareSession.
-				if l, err = s.Driver.PrepareSession(context.Background(), l); err != nil {
-					return Security{}, err
+				// Without one they make full handshakes, which cost the
+				// driver more and protect as well.
+				if withSession, err := s.Driver.PrepareSession(context.Background(), l); err != nil {
+					log.Warn("executors will make full TLS handshakes: preparing their session failed", "err", err)
+				} else {
+					l = withSession
 				}
 			}
 			*p.auth = rpc.Auth{}.WithLoaded(l, log)

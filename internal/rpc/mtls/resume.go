@@ -30,13 +30,21 @@ import (
 // (psk_dhe_ke, RFC 8446 §4.2.9), so every connection still runs the hybrid
 // X25519MLKEM768 exchange: forward secrecy and post-quantum protection are
 // those of a full handshake. There is no 0-RTT data, so nothing can be
-// replayed. The session's secret is stored beside the executors' private
-// key, in the same Secret, and proves no more than that key does. The
-// driver accepts only the one session it prepared, kept in its memory (no
-// ticket is decrypted from what a client sends), and issues no others. A
-// session lives at most as long as crypto/tls allows (7 days); past that,
-// or with any server other than the driver that prepared it, the handshake
-// is a full one.
+// replayed. The driver accepts only the one session it prepared, kept in
+// its memory (no ticket is decrypted from what a client sends), and issues
+// no others. A session lives at most as long as crypto/tls allows (7
+// days); past that, or with any server that does not hold the session, the
+// handshake is a full one.
+//
+// What the session's secret is worth: it is stored beside the executors'
+// private key, in the same Secret, and lets its holder connect as an
+// executor, as the key does. It also lets its holder serve the session:
+// a server holding it resumes with the executors, showing them the
+// driver's certificate from the session without the driver's key. That
+// gives an executor nothing it lacks, since clients accept a server with
+// the executors' certificate (executors serve each other's blocks); a
+// check that a server is the driver itself would have to refuse resumed
+// connections.
 
 // pemSession is the PEM type of a bundle's session: a one-byte identity
 // length, the identity, then the client's tls.SessionState.
@@ -131,6 +139,16 @@ func (l *Loaded) PrepareSession(ctx context.Context, executors *Loaded) (*Loaded
 	if err != nil {
 		return nil, fmt.Errorf("mtls: prepare session: %w", err)
 	}
+	// crypto/tls wants UnwrapSession's states made by ParseSessionState:
+	// the driver makes its one state so, once, and gives it to every
+	// connection, which reads it.
+	b, err := prepared.Bytes()
+	if err != nil {
+		return nil, fmt.Errorf("mtls: prepare session: %w", err)
+	}
+	if prepared, err = tls.ParseSessionState(b); err != nil {
+		return nil, fmt.Errorf("mtls: prepare session: %w", err)
+	}
 	l.m.prepared.Store(&session{identity: ticket, state: prepared})
 	return &Loaded{client.withSession(cache.state,
 		pem.EncodeToMemory(&pem.Block{Type: pemSession, Bytes: append(append([]byte{byte(len(ticket))}, ticket...), raw...)}))}, nil
@@ -175,8 +193,8 @@ func (c resumeCache) Put(string, *tls.ClientSessionState)        {}
 
 // ResumingClientConfig is ClientConfig for connections to the driver: with
 // a bundle made by PrepareSession, the handshake resumes the driver's
-// session. Any other server makes it a full handshake, after a few wasted
-// bytes, so use ClientConfig for those.
+// session. A server that does not hold the session makes it a full
+// handshake, after a few wasted bytes, so use ClientConfig for those.
 func (l *Loaded) ResumingClientConfig(onRefuse func(remote string, err error)) *tls.Config {
 	cfg := l.m.clientConfig("", onRefuse)
 	if l.m.session != nil {

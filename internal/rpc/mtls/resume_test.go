@@ -124,6 +124,57 @@ func TestPreparedSessionRefusals(t *testing.T) {
 	})
 }
 
+// Where resumption ends: past crypto/tls's 7-day limit, and for a client
+// that keeps the tickets it is given (the driver's resume nothing), the
+// handshake is a full one, and succeeds.
+func TestPreparedSessionLimits(t *testing.T) {
+	a := newApp(t, "app-a", time.Now())
+	driver, executor := prepared(t, a)
+	at := func(cfg *tls.Config, d time.Duration) *tls.Config {
+		later := time.Now().Add(d)
+		cfg.Time = func() time.Time { return later }
+		return cfg
+	}
+	for _, tc := range []struct {
+		name   string
+		after  time.Duration
+		resume bool
+	}{
+		{"six days on", 6 * 24 * time.Hour, true},
+		{"a week and a minute on", 7*24*time.Hour + time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sr, cr recorder
+			res := exchange(t, at(driver.ServerConfig(sr.onRefuse), tc.after), at(resumingConfig(t, executor, &cr), tc.after))
+			if res.serverErr != nil || res.clientErr != nil {
+				t.Fatalf("server error %v, client error %v", res.serverErr, res.clientErr)
+			}
+			if res.state.DidResume != tc.resume {
+				t.Errorf("resumed %v, want %v", res.state.DidResume, tc.resume)
+			}
+		})
+	}
+
+	t.Run("a client that keeps tickets", func(t *testing.T) {
+		l, err := executor.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sr, cr recorder
+		cfg := l.ClientConfig(cr.onRefuse)
+		cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+		for i := range 2 {
+			res := exchange(t, driver.ServerConfig(sr.onRefuse), cfg)
+			if res.serverErr != nil || res.clientErr != nil {
+				t.Fatalf("connection %d: server error %v, client error %v", i, res.serverErr, res.clientErr)
+			}
+			if res.state.DidResume {
+				t.Errorf("connection %d resumed a ticket the driver issued", i)
+			}
+		}
+	})
+}
+
 func sessionIdentity(t *testing.T, sessionPEM []byte) []byte {
 	t.Helper()
 	block, _ := pem.Decode(sessionPEM)
