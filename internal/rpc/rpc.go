@@ -50,7 +50,6 @@ type Auth struct {
 
 // tlsCreds are built once per process: handshakes reuse the parsed keys.
 type tlsCreds struct {
-	bundle mtls.Bundle
 	loaded *mtls.Loaded
 	server credentials.TransportCredentials
 	client credentials.TransportCredentials
@@ -89,10 +88,9 @@ func (a Auth) WithLoaded(l *mtls.Loaded, log *slog.Logger) Auth {
 	// prepared, if the bundle holds one (PrepareSession).
 	server, client, serverTLS := l.ServerCredentials(nil), l.DialCredentials(nil), l.ServerConfig(nil)
 	clientTLS := l.ResumingClientConfig(nil)
-	b := l.Bundle()
-	a.AppID = b.AppID
+	a.AppID = l.Bundle().AppID
 	refused := &sync.Map{}
-	a.tls = &tlsCreds{bundle: b, loaded: l, server: loggedCreds{server, log, nil}, client: loggedCreds{client, log, refused}, refused: refused,
+	a.tls = &tlsCreds{loaded: l, server: loggedCreds{server, log, nil}, client: loggedCreds{client, log, refused}, refused: refused,
 		serverTLS: serverTLS, clientTLS: clientTLS, log: log}
 	return a
 }
@@ -165,7 +163,7 @@ func (a Auth) TLS() (mtls.Bundle, bool) {
 	if a.tls == nil {
 		return mtls.Bundle{}, false
 	}
-	return a.tls.bundle, true
+	return a.tls.loaded.Bundle(), true
 }
 
 // Enabled reports whether connections must prove the application's
