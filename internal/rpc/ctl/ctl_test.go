@@ -792,18 +792,37 @@ func TestIdleStack(t *testing.T) {
 			}
 		}
 	})
+	// The server's pooled goroutines (handshakes, OffStack) are shared by
+	// all connections: start them before measuring, with connections at
+	// once, as a loaded machine's scheduling can make a few of the
+	// connections below overlap and start another.
+	roundTrips := func(c *ClientStream, i int) error {
+		for j := range 3 {
+			if err := c.Send(heartbeat(int64(i), 100*j)); err != nil {
+				return err
+			}
+			if _, err := c.Recv(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	warm := make(chan error, 16)
+	for i := range cap(warm) {
+		c := dial(t, addr, executorTLS, Options{})
+		go func() { warm <- roundTrips(c, i) }()
+	}
+	for range cap(warm) {
+		if err := <-warm; err != nil {
+			t.Fatal(err)
+		}
+	}
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for i := range n {
-		c := dial(t, addr, executorTLS, Options{})
-		for j := range 3 {
-			if err := c.Send(heartbeat(int64(i), 100*j)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.Recv(); err != nil {
-				t.Fatal(err)
-			}
+		if err := roundTrips(dial(t, addr, executorTLS, Options{}), i); err != nil {
+			t.Fatal(err)
 		}
 	}
 	runtime.GC()
