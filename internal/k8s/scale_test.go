@@ -499,20 +499,7 @@ func driverMain(raw string) error {
 	}
 	counter := &requestCounter{n: map[string]int{}}
 	wrapTransport = counter.wrap
-	conf := config.New().
-		Set("spark.kubernetes.namespace", p.Namespace).
-		Set("spark.kubernetes.container.image", "drover-sim:latest").
-		Set("spark.kubernetes.executor.podTemplateFile", p.Template).
-		Set("spark.driver.host", "127.0.0.1").
-		Set("spark.executor.instances", strconv.Itoa(p.N)).
-		Set("spark.scheduler.minRegisteredResourcesRatio", "1").
-		Set("spark.scheduler.maxRegisteredResourcesWaitingTime", "15m").
-		Set("drover.kubernetes.allocation.policy", p.Policy)
-	for _, kv := range strings.Split(os.Getenv("DROVER_SCALE_CONF"), ",") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			conf.Set(strings.TrimSpace(k), strings.TrimSpace(v))
-		}
-	}
+	conf := scaleConf(p)
 	log := slog.New(slog.DiscardHandler)
 	if p.LogInfo {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -672,6 +659,26 @@ func driverMain(raw string) error {
 	}
 	fmt.Printf("result %s\n", out)
 	return nil
+}
+
+// scaleConf is the driver's configuration: its executors, its namespace
+// and template, its allocation policy, and DROVER_SCALE_CONF.
+func scaleConf(p driverParams) *config.Conf {
+	conf := config.New().
+		Set("spark.kubernetes.namespace", p.Namespace).
+		Set("spark.kubernetes.container.image", "drover-sim:latest").
+		Set("spark.kubernetes.executor.podTemplateFile", p.Template).
+		Set("spark.driver.host", "127.0.0.1").
+		Set("spark.executor.instances", strconv.Itoa(p.N)).
+		Set("spark.scheduler.minRegisteredResourcesRatio", "1").
+		Set("spark.scheduler.maxRegisteredResourcesWaitingTime", "15m").
+		Set("drover.kubernetes.allocation.policy", p.Policy)
+	for _, kv := range strings.Split(os.Getenv("DROVER_SCALE_CONF"), ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			conf.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+	}
+	return conf
 }
 
 // driverTimeout bounds a driver process: allocation, or allocation and a job.
@@ -926,14 +933,63 @@ func BenchmarkAllocationSpark(b *testing.B) { benchmarkAllocation(b, "spark") }
 // plane: N executor-sized pods (the requests of a default executor pod)
 // created by 16 parallel clients, timed until all are Running; no driver,
 // no registration.
-func BenchmarkAllocationRawBaseline(b *testing.B) {
+func BenchmarkAllocationRawBaseline(b *testing.B) { benchmarkRaw(b, minimalPods) }
+
+// BenchmarkAllocationRawDriverPods is the raw baseline with the pods the
+// benchmark's driver creates (drover's pod builder and the driver's
+// configuration) instead of minimal ones: the same parallel creates, so
+// that adaptive against it is the allocation alone, and against the raw
+// baseline also what the executor pod's content costs the control plane
+// (its environment, volumes and security context are written, validated,
+// tracked and sent to every watcher with each of its updates).
+func BenchmarkAllocationRawDriverPods(b *testing.B) { benchmarkRaw(b, driverPods) }
+
+// minimalPods are the raw baseline's n pods: a container with a default
+// executor pod's requests, on a kwok node.
+func minimalPods(_ testing.TB, _ string, n int) []*corev1.Pod {
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		pods[i] = &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("raw-%d", i+1), Labels: map[string]string{"spark-role": "executor"}},
+			Spec: corev1.PodSpec{
+				NodeSelector:  map[string]string{testenv.KwokNodeLabel: "true"},
+				Tolerations:   []corev1.Toleration{testenv.KwokToleration},
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "executor", Image: "drover-sim:latest",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1408Mi")}}}},
+			},
+		}
+	}
+	return pods
+}
+
+// driverPods are the n executor pods the benchmark's driver would create in
+// namespace ns, with mutual TLS credentials in its Secret.
+func driverPods(b testing.TB, ns string, n int) []*corev1.Pod {
+	conf := scaleConf(driverParams{Namespace: ns, Policy: "adaptive", Template: kwokTemplate(b), N: n})
+	ec, err := podspec.NewExecutorConf(conf, "drover-scale-raw", nil, "127.0.0.1:7078", []string{os.Args[0]})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ec.Credentials = podspec.Credentials{TLS: []byte("pem")}
+	pods := make([]*corev1.Pod, n)
+	for i := range pods {
+		if pods[i], err = podspec.BuildExecutorPod(ec, executorid.ID(i+1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return pods
+}
+
+func benchmarkRaw(b *testing.B, build func(tb testing.TB, ns string, n int) []*corev1.Pod) {
 	env := scaleEnv.Env(b)
 	n := scaleN()
 	var total time.Duration
 	var peak int64
 	runs := 0
 	for b.Loop() {
-		elapsed, pending := rawRun(b, env, n)
+		elapsed, pending := rawRun(b, env, n, build)
 		total += elapsed
 		peak = max(peak, pending)
 		runs++
@@ -943,11 +999,14 @@ func BenchmarkAllocationRawBaseline(b *testing.B) {
 	b.ReportMetric(float64(peak), "peak-pending")
 }
 
-func rawRun(b *testing.B, env *testenv.Env, n int) (time.Duration, int64) {
+func rawRun(b *testing.B, env *testenv.Env, n int, build func(tb testing.TB, ns string, n int) []*corev1.Pod) (time.Duration, int64) {
 	ns := env.NewNamespace(b)
 	watcher := watchPods(b, env, ns, nil)
 	stopProgress := watcher.progress(b)
 	defer stopProgress()
+	// Built before the clock starts, as the driver's are not: its builds
+	// are part of its allocation.
+	pods := build(b, ns, n)
 	before := apiserverRequests(b, env, "pods")
 	start := time.Now()
 	trace(start, time.Time{}, "start", "raw")
@@ -956,18 +1015,7 @@ func rawRun(b *testing.B, env *testenv.Env, n int) (time.Duration, int64) {
 	for range 16 {
 		wg.Go(func() {
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				pod := &corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("raw-%d", i), Labels: map[string]string{"spark-role": "executor"}},
-					Spec: corev1.PodSpec{
-						NodeSelector:  map[string]string{testenv.KwokNodeLabel: "true"},
-						Tolerations:   []corev1.Toleration{testenv.KwokToleration},
-						RestartPolicy: corev1.RestartPolicyNever,
-						Containers: []corev1.Container{{Name: "executor", Image: "drover-sim:latest",
-							Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-								corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1408Mi")}}}},
-					},
-				}
-				if _, err := env.Client.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+				if _, err := env.Client.CoreV1().Pods(ns).Create(context.Background(), pods[i-1], metav1.CreateOptions{}); err != nil {
 					b.Error(err)
 					return
 				}
