@@ -69,7 +69,11 @@ func NewSecurity(appID string, conf *config.Conf, m URL, now time.Time, log *slo
 				// full handshake each: see mtls.Loaded.PrepareSession.
 				// Without one they make full handshakes, which cost the
 				// driver more and protect as well.
-				if withSession, err := s.Driver.PrepareSession(context.Background(), l); err != nil {
+				expired := func() {
+					log.Info("executors connecting from now on make full TLS handshakes: their session with the driver " +
+						"is past the 7 days crypto/tls resumes one for (each such handshake costs the driver about twice the CPU)")
+				}
+				if withSession, err := s.Driver.PrepareSession(context.Background(), l, expired); err != nil {
 					log.Warn("executors will make full TLS handshakes: preparing their session failed", "err", err)
 				} else {
 					l = withSession

@@ -98,12 +98,13 @@ func (a Auth) WithLoaded(l *mtls.Loaded, log *slog.Logger) Auth {
 // PrepareSession returns executors, the loaded bundle of this
 // application's executors, with a session that their control connections
 // to this process resume, skipping the certificates' half of the handshake
-// (mtls.Loaded.PrepareSession). a must be the driver's, made WithTLS.
-func (a Auth) PrepareSession(ctx context.Context, executors *mtls.Loaded) (*mtls.Loaded, error) {
+// (mtls.Loaded.PrepareSession, which calls expired once the session is too
+// old to resume). a must be the driver's, made WithTLS.
+func (a Auth) PrepareSession(ctx context.Context, executors *mtls.Loaded, expired func()) (*mtls.Loaded, error) {
 	if a.tls == nil {
 		return nil, errors.New("rpc: prepare session: authentication has no TLS")
 	}
-	return a.tls.loaded.PrepareSession(ctx, executors)
+	return a.tls.loaded.PrepareSession(ctx, executors, expired)
 }
 
 // loggedCreds log the handshakes that fail: the refusals.

@@ -75,14 +75,28 @@ func (l *Loaded) ServerConfig(onRefuse func(remote string, err error)) *tls.Conf
 		// the same reason: a client whose certificate is not from the CA it
 		// names would send none, and be reported as having none.
 		ClientAuth: tls.RequestClientCert,
-		// Backstop in case GetConfigForClient is removed from a copy: the
-		// check still runs, with the address unknown.
-		VerifyConnection: m.verifyFunc("", onRefuse, verifyClient),
 		// The one session resumed is the one PrepareSession made; see
 		// resume.go.
 		UnwrapSession: m.unwrapSession,
 		WrapSession:   m.wrapSession,
 	}
+	// Each verified client's handshake is noted (fullHandshake), at the
+	// server's time: read when it runs, since callers may set cfg.Time.
+	verify := func(remote string) func(tls.ConnectionState) error {
+		check := m.verifyFunc(remote, onRefuse, verifyClient)
+		return func(cs tls.ConnectionState) error {
+			if err := check(cs); err != nil {
+				return err
+			}
+			if !cs.DidResume {
+				m.fullHandshake(cfg.Time)
+			}
+			return nil
+		}
+	}
+	// Backstop in case GetConfigForClient is removed from a copy: the
+	// check still runs, with the address unknown.
+	cfg.VerifyConnection = verify("")
 	if onRefuse == nil {
 		// Nothing to report, so no copy per connection: a server of
 		// thousands of executors would keep one for each.
@@ -105,7 +119,7 @@ func (l *Loaded) ServerConfig(onRefuse func(remote string, err error)) *tls.Conf
 		}
 		c := cfg.Clone()
 		c.GetConfigForClient = nil
-		c.VerifyConnection = m.verifyFunc(remote, onRefuse, verifyClient)
+		c.VerifyConnection = verify(remote)
 		return c, nil
 	}
 	return cfg

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -33,8 +34,9 @@ import (
 // replayed. The driver accepts only the one session it prepared, kept in
 // its memory (no ticket is decrypted from what a client sends), and issues
 // no others. A session lives at most as long as crypto/tls allows (7
-// days); past that, or with any server that does not hold the session, the
-// handshake is a full one.
+// days, sessionLifetime); past that, or with any server that does not hold
+// the session, the handshake is a full one; the first full handshake after
+// the session expired is reported (PrepareSession's expired).
 //
 // What the session's secret is worth: it is stored beside the executors'
 // private key, in the same Secret, and lets its holder connect as an
@@ -54,10 +56,20 @@ const pemSession = "DROVER TLS SESSION"
 // resumes nothing, so such a client's next handshake is a full one.
 var noTicket = []byte("drover: no ticket")
 
+// sessionLifetime is crypto/tls's limit on a session's age: past it, the
+// server makes the handshake a full one.
+const sessionLifetime = 7 * 24 * time.Hour
+
 // session is the server's side of the session a driver prepared.
 type session struct {
 	identity []byte
 	state    *tls.SessionState
+	// expires is when crypto/tls has stopped resuming the session (it
+	// dates the session no later); expired, if set, is called once after
+	// that, at the first full handshake (fullHandshake).
+	expires time.Time
+	expired func()
+	once    sync.Once
 }
 
 // unwrapSession returns the prepared session if identity names it: the one
@@ -70,6 +82,23 @@ func (m *material) unwrapSession(identity []byte, _ tls.ConnectionState) (*tls.S
 	return s.state, nil
 }
 
+// fullHandshake notes a client's full handshake, at now (the server's
+// tls.Config.Time, or time.Now): the first once the prepared session is
+// too old to resume is reported. Clients stop offering an old session
+// themselves, so the server never sees it offered.
+func (m *material) fullHandshake(now func() time.Time) {
+	s := m.prepared.Load()
+	if s == nil || s.expired == nil {
+		return
+	}
+	if now == nil {
+		now = time.Now
+	}
+	if !now().Before(s.expires) {
+		s.once.Do(s.expired)
+	}
+}
+
 // wrapSession issues noTicket: clients resume the prepared session only.
 func (m *material) wrapSession(tls.ConnectionState, *tls.SessionState) ([]byte, error) {
 	return noTicket, nil
@@ -79,7 +108,11 @@ func (m *material) wrapSession(tls.ConnectionState, *tls.SessionState) ([]byte, 
 // application's executors, with a session for resuming their connections
 // to servers of l, which accept it from then on. It runs one handshake
 // between the two, in memory. A session prepared before is replaced.
-func (l *Loaded) PrepareSession(ctx context.Context, executors *Loaded) (*Loaded, error) {
+// expired, if not nil, is called once, at the first full handshake a
+// server of l makes after crypto/tls stopped resuming the session (7 days
+// on): from then on executors make full handshakes, which cost a server
+// about twice as much.
+func (l *Loaded) PrepareSession(ctx context.Context, executors *Loaded, expired func()) (*Loaded, error) {
 	client := executors.m
 	if client.appID != l.m.appID {
 		return nil, fmt.Errorf("mtls: prepare session: the executors' bundle is for application %q, this one for %q", client.appID, l.m.appID)
@@ -149,7 +182,7 @@ func (l *Loaded) PrepareSession(ctx context.Context, executors *Loaded) (*Loaded
 	if prepared, err = tls.ParseSessionState(b); err != nil {
 		return nil, fmt.Errorf("mtls: prepare session: %w", err)
 	}
-	l.m.prepared.Store(&session{identity: ticket, state: prepared})
+	l.m.prepared.Store(&session{identity: ticket, state: prepared, expires: time.Now().Add(sessionLifetime), expired: expired})
 	return &Loaded{client.withSession(cache.state,
 		pem.EncodeToMemory(&pem.Block{Type: pemSession, Bytes: append(append([]byte{byte(len(ticket))}, ticket...), raw...)}))}, nil
 }

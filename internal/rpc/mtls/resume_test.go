@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,12 @@ import (
 // with a session it prepared, as an executor decodes it.
 func prepared(t testing.TB, a app) (*Loaded, Bundle) {
 	t.Helper()
+	return preparedWith(t, a, nil)
+}
+
+// preparedWith is prepared with PrepareSession's expired.
+func preparedWith(t testing.TB, a app, expired func()) (*Loaded, Bundle) {
+	t.Helper()
 	driver, err := a.driver.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +32,7 @@ func prepared(t testing.TB, a app) (*Loaded, Bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := driver.PrepareSession(context.Background(), executors)
+	l, err := driver.PrepareSession(context.Background(), executors, expired)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,19 +136,24 @@ func TestPreparedSessionRefusals(t *testing.T) {
 // handshake is a full one, and succeeds.
 func TestPreparedSessionLimits(t *testing.T) {
 	a := newApp(t, "app-a", time.Now())
-	driver, executor := prepared(t, a)
+	var expired atomic.Int32
+	driver, executor := preparedWith(t, a, func() { expired.Add(1) })
 	at := func(cfg *tls.Config, d time.Duration) *tls.Config {
 		later := time.Now().Add(d)
 		cfg.Time = func() time.Time { return later }
 		return cfg
 	}
+	// In order: the driver reports the first offer of the expired
+	// session, once.
 	for _, tc := range []struct {
-		name   string
-		after  time.Duration
-		resume bool
+		name    string
+		after   time.Duration
+		resume  bool
+		expired int32
 	}{
-		{"six days on", 6 * 24 * time.Hour, true},
-		{"a week and a minute on", 7*24*time.Hour + time.Minute, false},
+		{"six days on", 6 * 24 * time.Hour, true, 0},
+		{"a week and a minute on", 7*24*time.Hour + time.Minute, false, 1},
+		{"eight days on", 8 * 24 * time.Hour, false, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var sr, cr recorder
@@ -151,6 +163,9 @@ func TestPreparedSessionLimits(t *testing.T) {
 			}
 			if res.state.DidResume != tc.resume {
 				t.Errorf("resumed %v, want %v", res.state.DidResume, tc.resume)
+			}
+			if got := expired.Load(); got != tc.expired {
+				t.Errorf("the session was reported expired %d times, want %d", got, tc.expired)
 			}
 		})
 	}
