@@ -1004,8 +1004,8 @@ func rawRun(b *testing.B, env *testenv.Env, n int, build func(tb testing.TB, ns 
 	watcher := watchPods(b, env, ns, nil)
 	stopProgress := watcher.progress(b)
 	defer stopProgress()
-	// Built before the clock starts, as the driver's are not: its builds
-	// are part of its allocation.
+	// The pods are built before the clock starts: the baseline times the
+	// creates alone (a driver's builds count in its allocation).
 	pods := build(b, ns, n)
 	before := apiserverRequests(b, env, "pods")
 	start := time.Now()
