@@ -225,53 +225,19 @@ func formatCounts(m map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-// apiserverRequests reads apiserver_request_total from the API server's
-// /metrics for the given resources, summed by "VERB resource[/subresource]".
-// It counts every client of the control plane (the driver, kube-scheduler's
-// bindings, kwok's status updates, the controller manager).
+// apiserverRequests counts the requests the API server served for the
+// given resources (testenv.Env.APIServerRequests), by "VERB
+// resource[/subresource]". It counts every client of the control plane
+// (the driver, kube-scheduler's bindings, kwok's status updates, the
+// controller manager).
 func apiserverRequests(b testing.TB, env *testenv.Env, resources ...string) map[string]int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	raw, err := env.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	r, err := env.APIServerRequests(ctx, resources...)
 	if err != nil {
-		b.Fatalf("reading the API server's metrics: %v", err)
+		b.Fatal(err)
 	}
-	want := map[string]bool{}
-	for _, r := range resources {
-		want[r] = true
-	}
-	out := map[string]int{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
-		if !ok {
-			continue
-		}
-		labelText, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		labels := map[string]string{}
-		for _, kv := range strings.Split(labelText, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			labels[k] = strings.Trim(v, `"`)
-		}
-		if !want[labels["resource"]] {
-			continue
-		}
-		n, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			continue
-		}
-		key := labels["verb"] + " " + labels["resource"]
-		if s := labels["subresource"]; s != "" {
-			key += "/" + s
-		}
-		out[key] += int(n)
-	}
-	return out
+	return r.Counts()
 }
 
 func diffCounts(after, before map[string]int) map[string]int {

@@ -71,6 +71,11 @@ func BenchmarkHelp(b *testing.B) {
 // limit it is compared with, the same job in a bare pod
 // (BenchmarkBarePodToResult), runs in turns with it:
 // bare-pod-s-to-result, and submit/bare-pod the ratio of the two in one run.
+// With DROVER_SUBMIT_TIMELINE set, each run logs its timeline and the
+// requests the API server served during the submission and during the
+// bare pod's run, with its mean time to answer each kind: the API server
+// answers the submission's writes on their way, and its time is the
+// cluster's, not drover's.
 func BenchmarkSubmitToResult(b *testing.B) {
 	env := cluster.Env(b)
 	_, wordcount := binaries(b)
@@ -91,10 +96,16 @@ func BenchmarkSubmitToResult(b *testing.B) {
 		}
 		ns := restrictedNamespace(b, env)
 		running := phaseTime(b, env, ns, "spark-role=driver", corev1.PodRunning)
-		start := time.Now()
 		var tl *timeline
 		stopTimeline := func() {}
+		var served testenv.Requests
 		if os.Getenv("DROVER_SUBMIT_TIMELINE") != "" {
+			// What the API server served during the submission, and how
+			// long it took to answer each kind of request.
+			served = apiserverRequests(b, env)
+		}
+		start := time.Now()
+		if served != nil {
 			tl, stopTimeline = watchTimeline(b, env, ns, start)
 		}
 		args := []string{"--name", "wordcount"}
@@ -115,6 +126,8 @@ func BenchmarkSubmitToResult(b *testing.B) {
 			tl.add(end, "drover submit exited")
 			stopTimeline()
 			logTimeline(b, env, ns, tl)
+			b.Logf("requests the API server served during the submission (its mean time to answer one): %s",
+				apiserverRequests(b, env).Since(served))
 		}
 		if runs%2 == 0 {
 			b.StopTimer()
@@ -168,13 +181,29 @@ func barePodRun(b *testing.B, env *testenv.Env, ns, name, wordcount, input strin
 				Command: []string{wordcount, "--master", "local[2]", input, "3"}}},
 		},
 	}
+	var served testenv.Requests
+	if os.Getenv("DROVER_SUBMIT_TIMELINE") != "" {
+		served = apiserverRequests(b, env)
+	}
 	start := time.Now()
 	if _, err := env.Client.CoreV1().Pods(ns).Create(b.Context(), pod, metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	elapsed := (<-done).Sub(start)
+	if served != nil {
+		b.Logf("requests the API server served during the bare pod's run: %s", apiserverRequests(b, env).Since(served))
+	}
 	checkWordCount(b, env, ns, name)
 	return elapsed
+}
+
+// apiserverRequests reads the API server's request metrics.
+func apiserverRequests(b *testing.B, env *testenv.Env) testenv.Requests {
+	r, err := env.APIServerRequests(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r
 }
 
 // logTimeline logs one submission's timeline: the pods' stages and the
