@@ -19,10 +19,12 @@ type ClientStream struct{ c *conn }
 
 // Dial connects to the driver at addr, runs the handshake auth asks for and
 // returns the stream, ready for the Register message. ctx bounds the
-// connection and the handshake only. A TLS handshake refused by either
-// side is recorded for auth.Refused(addr); a driver that refuses this
-// client's secret, or its lack of TLS, answers with an Unauthenticated
-// status.
+// connection and the handshake only; without a secret to prove, the
+// driver's hello is read with its first answer (see the package's wire),
+// so the caller bounds that Recv. A TLS handshake refused by either side
+// is recorded for auth.Refused(addr); a driver that refuses this client's
+// secret, or its lack of TLS, answers with an Unauthenticated status (from
+// Dial, or from the first Recv).
 func Dial(ctx context.Context, addr string, auth rpc.Auth, opts Options) (*ClientStream, error) {
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, opts.HandshakeTimeout)
@@ -69,30 +71,66 @@ func newClient(ctx context.Context, nc net.Conn, auth rpc.Auth, opts Options) (*
 }
 
 func handshake(c *conn, auth rpc.Auth) (*ClientStream, error) {
+	if auth.TLSEnabled() || auth.Secret == "" {
+		// No proof to send (TLS authenticated both sides, or there is no
+		// secret): the preamble goes with the first message and the
+		// hello is read before the first answer, which saves a round
+		// trip per connection, and the driver a wake-up.
+		c.unsent = []byte(preamble)
+		c.hello = true
+		return &ClientStream{c: c}, nil
+	}
 	if err := c.write([]byte(preamble), nil); err != nil {
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
-	control, p, err := c.next()
+	nonce, err := c.readHelloNonce()
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "waiting for the driver's hello: %v", err)
+		return nil, err
 	}
 	defer c.release()
-	switch {
-	case !control || len(p) == 0:
-		return nil, status.Errorf(codes.Unavailable, "%s does not speak drover's control protocol", c.nc.RemoteAddr())
-	case p[0] == kindError:
-		return nil, controlError(p)
-	case p[0] != kindHello:
-		return nil, status.Errorf(codes.Unavailable, "%s does not speak drover's control protocol (control frame %d)", c.nc.RemoteAddr(), p[0])
-	}
-	// Without the secret, no proof: the driver answers the first
-	// message with Unauthenticated, which Recv returns.
-	if nonce := p[1:]; len(nonce) > 0 && auth.Secret != "" {
+	if len(nonce) > 0 {
 		if err := c.write(controlFrame(kindProof, auth.Proof(nonce)), nil); err != nil {
 			return nil, status.Error(codes.Unavailable, err.Error())
 		}
 	}
 	return &ClientStream{c: c}, nil
+}
+
+// readHelloNonce reads the server's hello and returns the nonce to prove,
+// valid until c.release: a server that refused the client answered with
+// an error frame instead.
+func (c *conn) readHelloNonce() ([]byte, error) {
+	control, p, err := c.next()
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "waiting for the driver's hello: %v", err)
+	}
+	switch {
+	case !control || len(p) == 0:
+		c.release()
+		return nil, status.Errorf(codes.Unavailable, "%s does not speak drover's control protocol", c.nc.RemoteAddr())
+	case p[0] == kindError:
+		c.release()
+		return nil, controlError(p)
+	case p[0] != kindHello:
+		c.release()
+		return nil, status.Errorf(codes.Unavailable, "%s does not speak drover's control protocol (control frame %d)", c.nc.RemoteAddr(), p[0])
+	}
+	return p[1:], nil
+}
+
+// readHello reads a pipelined client's hello, sending its preamble first
+// if no message went out yet. A nonce in it is not answered: a client
+// without the secret sends no proof, and the server then answers the
+// first message with Unauthenticated.
+func (c *conn) readHello() error {
+	if err := c.write(nil, nil); err != nil {
+		return status.Error(codes.Unavailable, err.Error())
+	}
+	if _, err := c.readHelloNonce(); err != nil {
+		return err
+	}
+	c.release()
+	return nil
 }
 
 // Send writes m to the driver. Concurrent calls take turns.

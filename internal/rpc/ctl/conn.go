@@ -100,9 +100,15 @@ type conn struct {
 	// otherwise.
 	raw     syscall.RawConn
 	workers *workers
+	// hello: a client that sent its preamble without waiting for the
+	// server's hello (pipelined) reads it before the first message.
+	hello bool
 
 	wmu  sync.Mutex
 	werr error // sticky: the stream was ended or a write failed
+	// unsent goes out before the next frame: a pipelined client's
+	// preamble, in one write with its first message.
+	unsent []byte
 
 	mu     sync.Mutex
 	closed bool
@@ -226,9 +232,15 @@ func (c *conn) recv(m proto.Message) error {
 		return c.rerr
 	}
 	var err error
-	if c.raw != nil {
+	switch {
+	case c.hello:
+		c.hello = false
+		if err = c.readHello(); err == nil {
+			err = c.recvFrame(m)
+		}
+	case c.raw != nil:
 		err = c.recvShallow(m)
-	} else {
+	default:
 		err = c.recvFrame(m)
 	}
 	if err != nil {
@@ -367,6 +379,13 @@ func (c *conn) write(b []byte, ending error) error {
 	defer c.wmu.Unlock()
 	if c.werr != nil {
 		return c.werr
+	}
+	if c.unsent != nil {
+		b = append(c.unsent, b...)
+		c.unsent = nil
+	}
+	if len(b) == 0 {
+		return nil
 	}
 	// Real time: the deadline is the socket's.
 	_ = c.nc.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout))

@@ -482,11 +482,19 @@ func TestStuckPeer(t *testing.T) {
 				}
 			}
 		}()
-		_, err := s.Recv()
-		recvErr <- err
-		return err
+		for {
+			if _, err := s.Recv(); err != nil {
+				recvErr <- err
+				return err
+			}
+		}
 	})
-	_ = dial(t, addr, rpc.Auth{}, Options{}) // never reads
+	c := dial(t, addr, rpc.Auth{}, Options{})
+	// It sends (a client's preamble goes with its first message), then
+	// never reads.
+	if err := c.Send(heartbeat(1, 1)); err != nil {
+		t.Fatal(err)
+	}
 	for name, ch := range map[string]chan error{"Send": sendErr, "Recv": recvErr} {
 		select {
 		case err := <-ch:
@@ -566,23 +574,50 @@ func TestNotAClient(t *testing.T) {
 	}
 }
 
-// TestDialHonoursContext: a server that accepts but never answers holds a
-// dial no longer than its context.
+// TestDialHonoursContext: a server that accepts but never answers holds
+// a client no longer than its context. A client that must prove a secret
+// waits for the server's hello in Dial; one that sends no proof returns
+// from Dial at once and waits for the hello with the answer to its first
+// message, which the caller bounds by closing the stream, as an executor's
+// registration does.
 func TestDialHonoursContext(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lis.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	if _, err := Dial(ctx, lis.Addr().String(), rpc.Auth{}, Options{}); err == nil {
-		t.Fatal("dialled a server that never said hello")
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("Dial returned after %s", d)
-	}
+	t.Run("waits for the hello in Dial", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		if _, err := Dial(ctx, lis.Addr().String(), rpc.Auth{AppID: app, Secret: "s3cret"}, Options{}); err == nil {
+			t.Fatal("dialled a server that never said hello")
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("Dial returned after %s", d)
+		}
+	})
+	t.Run("waits for the hello with the first answer", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		c, err := Dial(ctx, lis.Addr().String(), rpc.Auth{}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+		defer stop()
+		if err := c.Send(heartbeat(1, 1)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Recv(); err == nil {
+			t.Fatal("an answer from a server that never said hello")
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("Recv returned after %s", d)
+		}
+	})
 }
 
 // TestHandshakeTimeout: a connection that never completes the handshake
@@ -731,6 +766,11 @@ func TestBufferedFrames(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
+			// The preamble goes now: the frames below may bypass the
+			// client, which would send it with its first message.
+			if err := c.c.write(nil, nil); err != nil {
+				t.Fatal(err)
+			}
 			held.hold = true
 			if tc.oneRecord {
 				var b []byte
@@ -871,5 +911,63 @@ func BenchmarkPingPong(b *testing.B) {
 		if _, err := c.Recv(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkRegistration is an executor's registration as the driver sees
+// it: connect, handshake, the first message and its answer, close; with
+// mutual TLS, the executor resumes the session the driver prepared, as
+// executors do. Both ends run in this process.
+func BenchmarkRegistration(b *testing.B) {
+	quiet := slog.New(slog.DiscardHandler)
+	ca, err := mtls.NewAuthority(app, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var loaded [2]*mtls.Loaded
+	for i, role := range []string{mtls.RoleDriver, mtls.RoleExecutor} {
+		bundle, err := ca.Issue(role)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if loaded[i], err = bundle.Load(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	driver := rpc.Auth{}.WithLoaded(loaded[0], quiet)
+	withSession, err := driver.PrepareSession(b.Context(), loaded[1], nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name           string
+		server, client rpc.Auth
+	}{
+		{"plain", rpc.Auth{}, rpc.Auth{}},
+		{"mutual TLS, resumed", driver, rpc.Auth{}.WithLoaded(withSession, quiet)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			lis, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			s := NewServer(tc.server, Options{}, quiet, echo)
+			done := make(chan struct{})
+			go func() { defer close(done); _ = s.Serve(lis) }()
+			defer func() { s.Stop(); <-done }()
+			for b.Loop() {
+				c, err := Dial(b.Context(), lis.Addr().String(), tc.client, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := c.Send(heartbeat(1, 1)); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := c.Recv(); err != nil {
+					b.Fatal(err)
+				}
+				_ = c.Close()
+			}
+		})
 	}
 }

@@ -17,7 +17,10 @@
 //
 // The wire, after the security handshake:
 //
-//   - the client sends the preamble "DRVCTL1\n";
+//   - the client sends the preamble "DRVCTL1\n"; a client with no proof
+//     to send (TLS, or no secret) sends it with its first message and reads
+//     the hello before the first answer, a round trip sooner, while one that
+//     proves a secret waits for the hello's nonce first;
 //   - then each side sends frames: a uvarint header n<<1 | control, then n
 //     bytes. A message frame (control 0) is one protobuf message; a control
 //     frame's first byte says what it is: hello (server → client, first
