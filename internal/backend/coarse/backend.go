@@ -233,7 +233,7 @@ func New(sched *scheduler.Scheduler, cluster ClusterManager, opts Options) *Back
 
 // Start listens for executors.
 func (b *Backend) Start(ctx context.Context) error {
-	lc := net.ListenConfig{KeepAliveConfig: ctl.KeepAlive}
+	lc := ctl.ListenConfig()
 	lis, err := lc.Listen(ctx, "tcp", net.JoinHostPort(b.opts.BindAddress, strconv.Itoa(b.opts.Port)))
 	if err != nil {
 		return fmt.Errorf("listening on spark.driver.bindAddress %s port %d: %w", b.opts.BindAddress, b.opts.Port, err)

@@ -917,7 +917,8 @@ func BenchmarkPingPong(b *testing.B) {
 // BenchmarkRegistration is an executor's registration as the driver sees
 // it: connect, handshake, the first message and its answer, close; with
 // mutual TLS, the executor resumes the session the driver prepared, as
-// executors do. Both ends run in this process.
+// executors do; the driver listens as it does (ListenConfig). Both ends
+// run in this process.
 func BenchmarkRegistration(b *testing.B) {
 	quiet := slog.New(slog.DiscardHandler)
 	ca, err := mtls.NewAuthority(app, time.Now())
@@ -947,7 +948,8 @@ func BenchmarkRegistration(b *testing.B) {
 		{"mutual TLS, resumed", driver, rpc.Auth{}.WithLoaded(withSession, quiet)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			lis, err := net.Listen("tcp", "127.0.0.1:0")
+			lc := ListenConfig() // the driver's
+			lis, err := lc.Listen(b.Context(), "tcp", "127.0.0.1:0")
 			if err != nil {
 				b.Fatal(err)
 			}
