@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"fmt"
 	"net"
 	"syscall"
 )
@@ -21,7 +22,8 @@ func ListenConfig() net.ListenConfig {
 					{syscall.IPPROTO_TCP, syscall.TCP_KEEPINTVL, int(KeepAlive.Interval.Seconds())},
 					{syscall.IPPROTO_TCP, syscall.TCP_KEEPCNT, KeepAlive.Count},
 				} {
-					if serr = syscall.SetsockoptInt(int(fd), o.level, o.name, o.value); serr != nil {
+					if err := syscall.SetsockoptInt(int(fd), o.level, o.name, o.value); err != nil {
+						serr = fmt.Errorf("setting the listener's TCP keep-alive (option %d): %w", o.name, err)
 						return
 					}
 				}
