@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -87,7 +88,6 @@ func handshake(c *conn, auth rpc.Auth) (*ClientStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer c.release()
 	if len(nonce) > 0 {
 		if err := c.write(controlFrame(kindProof, auth.Proof(nonce)), nil); err != nil {
 			return nil, status.Error(codes.Unavailable, err.Error())
@@ -96,26 +96,24 @@ func handshake(c *conn, auth rpc.Auth) (*ClientStream, error) {
 	return &ClientStream{c: c}, nil
 }
 
-// readHelloNonce reads the server's hello and returns the nonce to prove,
-// valid until c.release: a server that refused the client answered with
-// an error frame instead.
+// readHelloNonce reads the server's hello and returns the nonce to prove
+// (a copy: at most 32 bytes): a server that refused the client answered
+// with an error frame instead.
 func (c *conn) readHelloNonce() ([]byte, error) {
 	control, p, err := c.next()
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "waiting for the driver's hello: %v", err)
 	}
+	defer c.release()
 	switch {
 	case !control || len(p) == 0:
-		c.release()
 		return nil, status.Errorf(codes.Unavailable, "%s does not speak drover's control protocol", c.nc.RemoteAddr())
 	case p[0] == kindError:
-		c.release()
 		return nil, controlError(p)
 	case p[0] != kindHello:
-		c.release()
 		return nil, status.Errorf(codes.Unavailable, "%s does not speak drover's control protocol (control frame %d)", c.nc.RemoteAddr(), p[0])
 	}
-	return p[1:], nil
+	return bytes.Clone(p[1:]), nil
 }
 
 // readHello reads a pipelined client's hello, sending its preamble first
@@ -126,11 +124,8 @@ func (c *conn) readHello() error {
 	if err := c.write(nil, nil); err != nil {
 		return status.Error(codes.Unavailable, err.Error())
 	}
-	if _, err := c.readHelloNonce(); err != nil {
-		return err
-	}
-	c.release()
-	return nil
+	_, err := c.readHelloNonce()
+	return err
 }
 
 // Send writes m to the driver. Concurrent calls take turns.
