@@ -211,9 +211,11 @@ func (e *Executor) send(stream *ctl.ClientStream, stop <-chan struct{}) error {
 // (less often while none run, see heartbeatDue) and ends the executor when
 // nothing has come from the driver for spark.network.timeout.
 func (e *Executor) heartbeat(stop <-chan struct{}) error {
+	// Now before the ticker: a test that steps the clock once it sees the
+	// ticker waiting must not move the first heartbeat's reference.
+	last := e.opts.Clock.Now()
 	t := e.opts.Clock.NewTicker(e.heartbeatInterval)
 	defer t.Stop()
-	last := e.opts.Clock.Now()
 	for {
 		select {
 		case <-stop:

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -39,13 +40,16 @@ func init() {
 	reg("local.noop", func(context.Context, funcs.Task, []byte) ([]byte, error) { return nil, nil })
 	// local.pid sleeps for the payload's milliseconds and returns its pid.
 	reg("local.pid", func(ctx context.Context, _ funcs.Task, p []byte) ([]byte, error) {
-		ms, _ := strconv.Atoi(string(p))
-		select {
-		case <-time.After(time.Duration(ms) * time.Millisecond):
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		return sleepThenPid(ctx, string(p))
+	})
+	// local.started is local.pid that first marks, with a file named for
+	// its process in the directory after the milliseconds, that it started.
+	reg("local.started", func(ctx context.Context, _ funcs.Task, p []byte) ([]byte, error) {
+		ms, dir, _ := strings.Cut(string(p), " ")
+		if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(os.Getpid())), nil, 0o600); err != nil {
+			return nil, err
 		}
-		return []byte(strconv.Itoa(os.Getpid())), nil
+		return sleepThenPid(ctx, ms)
 	})
 	reg("local.exit3", func(context.Context, funcs.Task, []byte) ([]byte, error) {
 		os.Exit(3)
@@ -297,17 +301,26 @@ func TestPanickingTaskFailsTheJobWithThePanicMessage(t *testing.T) {
 func TestSIGTERMFinishesRunningTasksThenExits(t *testing.T) {
 	tc := startCluster(t, 2, 1, 1, rpc.Auth{})
 	pids := tc.c.Pids()
+	dir := t.TempDir()
 	done := make(chan error, 1)
 	var out []string
 	go func() {
 		var err error
-		out, err = tc.run(t.Context(), "local.pid", repeat("700", 2))
+		out, err = tc.run(t.Context(), "local.started", repeat("700 "+dir, 2))
 		done <- err
 	}()
-	for tc.sched.RunningTasks() < 2 {
+	// The signal must find the task running in the executor, not merely
+	// offered to it: a draining executor refuses a launch it has not read.
+	startBy := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(pids[1]))); err == nil {
+			break
+		}
+		if time.Now().After(startBy) {
+			t.Fatalf("no task started in executor process %d after 30s", pids[1])
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond) // let the task start on the executor
 	if err := syscall.Kill(pids[1], syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -457,4 +470,16 @@ func TestLocalModeRunsTasksAsGoroutines(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bad record 1") || !strings.Contains(err.Error(), "failed 1 times") {
 		t.Fatalf("error = %v, want the panic after one attempt (local mode does not retry)", err)
 	}
+}
+
+// sleepThenPid waits ms milliseconds (a decimal string) and answers with
+// the process's id.
+func sleepThenPid(ctx context.Context, ms string) ([]byte, error) {
+	n, _ := strconv.Atoi(ms)
+	select {
+	case <-time.After(time.Duration(n) * time.Millisecond):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return []byte(strconv.Itoa(os.Getpid())), nil
 }

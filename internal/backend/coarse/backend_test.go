@@ -514,6 +514,9 @@ func TestRemovalFlowsOneWay(t *testing.T) {
 	b.disconnected(h.executor(3), io.ErrUnexpectedEOF)
 	cl.reason <- scheduler.LossReason{Message: "exited"}
 	waitFor(t, "executor 3 dropped", func() bool { return len(b.Executors()) == 0 })
+	// The backend tells the cluster manager after it drops the executor;
+	// then a short wait gives a wrong report of 1 or 2 the time to come.
+	waitFor(t, "executor 3 reported lost", func() bool { return len(cl.lostIDs()) > 0 })
 	time.Sleep(50 * time.Millisecond)
 	if diff := cmp.Diff([]executorid.ID{3}, cl.lostIDs()); diff != "" {
 		t.Errorf("executors reported lost to the cluster manager (-want +got):\n%s", diff)
