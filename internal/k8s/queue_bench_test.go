@@ -111,7 +111,7 @@ func twoApps(b *testing.B, env *testenv.Env, n int, kueue bool) twoAppsRun {
 	for _, a := range apps {
 		r.driverWrites += writes(a.counter.snapshot())
 	}
-	for k, v := range diffCounts(apiserverRequests(b, env, resources...), before) {
+	for k, v := range apiserverRequests(b, env, resources...).Since(before).Counts() {
 		switch verb, _, _ := strings.Cut(k, " "); verb {
 		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
 			r.allWrites += v

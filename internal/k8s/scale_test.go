@@ -225,29 +225,19 @@ func formatCounts(m map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-// apiserverRequests counts the requests the API server served for the
-// given resources (testenv.Env.APIServerRequests), by "VERB
-// resource[/subresource]". It counts every client of the control plane
-// (the driver, kube-scheduler's bindings, kwok's status updates, the
-// controller manager).
-func apiserverRequests(b testing.TB, env *testenv.Env, resources ...string) map[string]int {
+// apiserverRequests is what the API server served for the given
+// resources (testenv.Env.APIServerRequests), by "VERB
+// resource[/subresource]": every client of the control plane (the driver,
+// kube-scheduler's bindings, kwok's status updates, the controller
+// manager).
+func apiserverRequests(b testing.TB, env *testenv.Env, resources ...string) testenv.Requests {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, err := env.APIServerRequests(ctx, resources...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return r.Counts()
-}
-
-func diffCounts(after, before map[string]int) map[string]int {
-	d := map[string]int{}
-	for k, v := range after {
-		if v -= before[k]; v != 0 {
-			d[k] = v
-		}
-	}
-	return d
+	return r
 }
 
 // podWatcher follows the namespace's pods: it records the peak number of
@@ -792,7 +782,7 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 		case "ready":
 			r.peakPending = watcher.peakPending.Load()
 			stopProgress()
-			r.apiserver = diffCounts(apiserverRequests(b, env, resources...), before)
+			r.apiserver = apiserverRequests(b, env, resources...).Since(before).Counts()
 		case "lose":
 			// Abruptly: the executors' process is killed at once, then their
 			// pods are deleted, as a node that dies and is drained.
@@ -998,7 +988,7 @@ func rawRun(b *testing.B, env *testenv.Env, n int, build func(tb testing.TB, ns 
 	}
 	elapsed := time.Since(start)
 	b.Logf("raw baseline: %d pods running in %s; peak pending pods %d; apiserver_request_total, all clients: %s",
-		n, elapsed.Round(10*time.Millisecond), watcher.peakPending.Load(), formatCounts(diffCounts(apiserverRequests(b, env, "pods"), before)))
+		n, elapsed.Round(10*time.Millisecond), watcher.peakPending.Load(), formatCounts(apiserverRequests(b, env, "pods").Since(before).Counts()))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_ = env.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})

@@ -385,6 +385,7 @@ func (c *conn) write(b []byte, ending error) error {
 		c.unsent = nil
 	}
 	if len(b) == 0 {
+		c.werr = ending
 		return nil
 	}
 	// Real time: the deadline is the socket's.
