@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,6 +162,77 @@ func TestRoundTrip(t *testing.T) {
 			}
 			if err := c.Send(heartbeat(1, 0)); err == nil {
 				t.Error("Send after CloseSend succeeded")
+			}
+		})
+	}
+}
+
+// countingListener counts the writes to the connections it accepts.
+type countingListener struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{nc, l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// TestHelloRidesWithTheFirstAnswer: a client with nothing to prove sends
+// its first message with the preamble, so the server's hello goes out in
+// the same write as its answer: one write in plaintext, and with mutual
+// TLS one more for the handshake's flight. A client that waits for the
+// hello before sending (one proving a secret) still gets it at once.
+func TestHelloRidesWithTheFirstAnswer(t *testing.T) {
+	quiet := slog.New(slog.DiscardHandler)
+	driverTLS, executorTLS := tlsPair(t, app, quiet, quiet)
+	for _, tc := range []struct {
+		name           string
+		server, client rpc.Auth
+		want           int64
+	}{
+		{"plain", rpc.Auth{}, rpc.Auth{}, 1},
+		{"mutual TLS", driverTLS, executorTLS, 2},
+		// The server wants no secret: it answers the hello at once and
+		// the first message in a write of its own.
+		{"waiting client", rpc.Auth{}, rpc.Auth{AppID: app, Secret: "s3cret"}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lis, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var writes atomic.Int64
+			s := NewServer(tc.server, Options{}, quiet, echo)
+			done := make(chan struct{})
+			go func() { defer close(done); _ = s.Serve(countingListener{lis, &writes}) }()
+			t.Cleanup(func() { s.Stop(); <-done })
+			c := dial(t, lis.Addr().String(), tc.client, Options{})
+			if err := c.Send(heartbeat(7, 1)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.Recv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(launch(7, 1), got) {
+				t.Fatalf("answer %v, want %v", got, launch(7, 1))
+			}
+			if n := writes.Load(); n != tc.want {
+				t.Errorf("the server wrote %d times up to its first answer, want %d", n, tc.want)
 			}
 		})
 	}

@@ -25,7 +25,8 @@
 //     bytes. A message frame (control 0) is one protobuf message; a control
 //     frame's first byte says what it is: hello (server → client, first
 //     frame, carrying the nonce the client must prove the secret for, if
-//     any), proof (client → server), end (the sender sends no more, as a
+//     any; to a pipelined client, in one write with the first answer),
+//     proof (client → server), end (the sender sends no more, as a
 //     gRPC half-close or an OK status) or error (server → client, the
 //     stream's gRPC status code and message). Frames are at most
 //     rpc.MaxMessageSize bytes.

@@ -219,7 +219,14 @@ func (s *Server) handshake(c *conn) (*ServerStream, bool) {
 		nonce = make([]byte, 32)
 		_, _ = rand.Read(nonce)
 	}
-	if c.write(controlFrame(kindHello, nonce), nil) != nil {
+	if nonce == nil && c.w > c.r {
+		// Nothing to prove, and the client sent its first message with
+		// the preamble (a pipelined client, which reads the hello before
+		// the first answer): the hello goes out with that answer, one
+		// write and one TLS record less per connection. A client waiting
+		// for the hello before it sends gets it at once.
+		c.unsent = controlFrame(kindHello, nil)
+	} else if c.write(controlFrame(kindHello, nonce), nil) != nil {
 		return nil, false
 	}
 	if nonce != nil {
