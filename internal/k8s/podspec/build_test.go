@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -28,7 +30,7 @@ const (
 )
 
 // newConf returns a configuration with the key=value pairs.
-func newConf(t *testing.T, pairs ...string) *config.Conf {
+func newConf(t testing.TB, pairs ...string) *config.Conf {
 	t.Helper()
 	c := config.New()
 	for _, p := range pairs {
@@ -460,4 +462,61 @@ func TestExecutorAPITokenNotMounted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEncodingQuantitiesAllocatesNothing: the resources of a built
+// executor pod carry their text, so encoding the pod, once per create,
+// does not format them again.
+func TestEncodingQuantitiesAllocatesNothing(t *testing.T) {
+	conf := newConf(t, "spark.kubernetes.container.image=registry.example/pi:1.0", "spark.kubernetes.executor.limit.cores=2",
+		"spark.kubernetes.executor.request.cores=500m")
+	ec, err := NewExecutorConf(conf, testAppID, driverPod("default"), testDriverURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, err := BuildExecutorPod(ec, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ctr := range exec.Spec.Containers {
+		for kind, list := range map[string]corev1.ResourceList{"request": ctr.Resources.Requests, "limit": ctr.Resources.Limits} {
+			for name := range list {
+				// As the generated encoder does: a copy of the map's value.
+				size := func() { q := list[name]; _ = q.Size() }
+				if n := testing.AllocsPerRun(10, size); n != 0 {
+					q := list[name]
+					t.Errorf("container %s, %s %s=%s: encoding it allocates %.0f times, want none", ctr.Name, kind, name, q.String(), n)
+				}
+			}
+		}
+	}
+	if len(exec.Spec.Containers[0].Resources.Limits) != 2 {
+		t.Errorf("executor limits %v, want memory and CPU", exec.Spec.Containers[0].Resources.Limits)
+	}
+}
+
+// BenchmarkExecutorPod is the driver's CPU per executor create before the
+// request: building the pod and encoding it as the API client does.
+func BenchmarkExecutorPod(b *testing.B) {
+	conf := newConf(b, "spark.kubernetes.container.image=registry.example/pi:1.0")
+	ec, err := NewExecutorConf(conf, testAppID, driverPod("default"), testDriverURL, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	enc := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	var buf bytes.Buffer
+	id := 0
+	for b.Loop() {
+		id++
+		pod, err := BuildExecutorPod(ec, executorid.ID(id))
+		if err != nil {
+			b.Fatal(err)
+		}
+		buf.Reset()
+		pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+		if err := enc.Encode(pod, &buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(buf.Len()), "bytes/pod")
 }

@@ -199,11 +199,17 @@ func sortedEnv(env map[string]string) []corev1.EnvVar {
 	return out
 }
 
+// setResource returns a copy of l with name set to q, its text cached: a
+// quantity formats itself on every protobuf encoding unless its text is
+// cached, and one in a map never caches it (encoding reads a copy), so
+// every executor pod's create formatted each quantity twice, for the size
+// and for the bytes.
 func setResource(l corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) corev1.ResourceList {
 	l = maps.Clone(l)
 	if l == nil {
 		l = corev1.ResourceList{}
 	}
+	_ = q.String()
 	l[name] = q
 	return l
 }
