@@ -1,15 +1,11 @@
 package k8s
 
 import (
-	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -19,8 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	clientmetrics "k8s.io/client-go/tools/metrics"
-	"k8s.io/client-go/util/flowcontrol"
 )
 
 // TestCreatePodDropsTheAnswer: an executor pod's create sends the pod and
@@ -83,63 +77,5 @@ func TestCreatePodDropsTheAnswer(t *testing.T) {
 				t.Errorf("creating allocated %d KiB for a %d MiB answer, want at most 1024 KiB", alloc>>10, answer>>20)
 			}
 		})
-	}
-}
-
-// countingLimiter is a client rate limiter that counts its waits and
-// refuses once refuse is set.
-type countingLimiter struct {
-	flowcontrol.RateLimiter
-	waits  int
-	refuse error
-}
-
-func (l *countingLimiter) Wait(context.Context) error {
-	l.waits++
-	return l.refuse
-}
-
-// throttleVerbs records the verbs of client-go's rate-limiter metric.
-type throttleVerbs struct{ verbs *[]string }
-
-func (o throttleVerbs) Observe(_ context.Context, verb string, _ url.URL, _ time.Duration) {
-	*o.verbs = append(*o.verbs, verb)
-}
-
-// TestCreatePodWaitsForTheRateLimit: a create waits once for the client's
-// rate limiter (the request itself does not throttle again) and reports
-// the wait to client-go's throttle metric, and a wait that fails sends
-// nothing.
-func TestCreatePodWaitsForTheRateLimit(t *testing.T) {
-	var observed []string
-	defer func(m clientmetrics.LatencyMetric) { clientmetrics.RateLimiterLatency = m }(clientmetrics.RateLimiterLatency)
-	clientmetrics.RateLimiterLatency = throttleVerbs{&observed}
-	var requests int
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests++
-		w.WriteHeader(http.StatusCreated)
-	}))
-	defer srv.Close()
-	limiter := &countingLimiter{RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()}
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, RateLimiter: limiter})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-exec-1"}}
-	for range 3 {
-		if err := createPod(t.Context(), cs, "spark", pod); err != nil {
-			t.Fatal(err)
-		}
-	}
-	limiter.refuse = context.DeadlineExceeded
-	err = createPod(t.Context(), cs, "spark", pod)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("create past a refusing limiter: %v, want its error", err)
-	}
-	if d := cmp.Diff([2]int{4, 3}, [2]int{limiter.waits, requests}); d != "" {
-		t.Errorf("[limiter waits, requests sent] (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff([]string{"POST", "POST", "POST"}, observed); d != "" {
-		t.Errorf("throttle metric's observations (-want +got):\n%s", d)
 	}
 }
