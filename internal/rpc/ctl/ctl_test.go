@@ -224,7 +224,11 @@ func TestHelloRidesWithTheFirstAnswer(t *testing.T) {
 			if err := c.Send(heartbeat(7, 1)); err != nil {
 				t.Fatal(err)
 			}
+			// A hello that never came would leave Recv waiting: closing
+			// the client after a while ends it with an error instead.
+			stop := time.AfterFunc(10*time.Second, func() { _ = c.Close() })
 			got, err := c.Recv()
+			stop.Stop()
 			if err != nil {
 				t.Fatal(err)
 			}
