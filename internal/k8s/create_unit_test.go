@@ -1,10 +1,12 @@
 package k8s
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 )
 
 // TestCreatePodDropsTheAnswer: an executor pod's create sends the pod and
@@ -77,5 +80,45 @@ func TestCreatePodDropsTheAnswer(t *testing.T) {
 				t.Errorf("creating allocated %d KiB for a %d MiB answer, want at most 1024 KiB", alloc>>10, answer>>20)
 			}
 		})
+	}
+}
+
+// countingLimiter is a client rate limiter that counts its waits.
+type countingLimiter struct {
+	flowcontrol.RateLimiter
+	waits atomic.Int64
+}
+
+func (l *countingLimiter) Wait(context.Context) error {
+	l.waits.Add(1)
+	return nil
+}
+
+// TestCreatePodRetriesWaitForTheRateLimit: a create the API server sheds
+// (429 with Retry-After) is sent again, and each attempt waits for the
+// client's rate limiter (drover.kubernetes.client.qps and burst), the retry
+// included: a server shedding load is when the limit matters most.
+func TestCreatePodRetriesWaitForTheRateLimit(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	limiter := &countingLimiter{RateLimiter: flowcontrol.NewFakeAlwaysRateLimiter()}
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, RateLimiter: limiter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-exec-1"}}
+	if err := createPod(t.Context(), cs, "spark", pod); err != nil {
+		t.Fatalf("create after one 429: %v", err)
+	}
+	if d := cmp.Diff([2]int64{2, 2}, [2]int64{requests.Load(), limiter.waits.Load()}); d != "" {
+		t.Errorf("[requests, limiter waits] (-want +got):\n%s", d)
 	}
 }
