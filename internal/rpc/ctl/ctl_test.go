@@ -68,14 +68,19 @@ func serve(t *testing.T, auth rpc.Auth, opts Options, log *slog.Logger, handler 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveOn(t, lis, auth, opts, log, handler), lis.Addr().String()
+}
+
+// serveOn runs a server with handler on lis until the test ends.
+func serveOn(tb testing.TB, lis net.Listener, auth rpc.Auth, opts Options, log *slog.Logger, handler Handler) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := NewServer(auth, opts, log, handler)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Serve(lis) }()
-	t.Cleanup(func() { s.Stop(); <-done })
-	return s, lis.Addr().String()
+	tb.Cleanup(func() { s.Stop(); <-done })
+	return s
 }
 
 func dial(t *testing.T, addr string, auth rpc.Auth, opts Options) *ClientStream {
@@ -216,10 +221,7 @@ func TestHelloRidesWithTheFirstAnswer(t *testing.T) {
 				t.Fatal(err)
 			}
 			var writes atomic.Int64
-			s := NewServer(tc.server, Options{}, quiet, echo)
-			done := make(chan struct{})
-			go func() { defer close(done); _ = s.Serve(countingListener{lis, &writes}) }()
-			t.Cleanup(func() { s.Stop(); <-done })
+			serveOn(t, countingListener{lis, &writes}, tc.server, Options{}, quiet, echo)
 			c := dial(t, lis.Addr().String(), tc.client, Options{})
 			if err := c.Send(heartbeat(7, 1)); err != nil {
 				t.Fatal(err)
@@ -979,10 +981,7 @@ func BenchmarkPingPong(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := NewServer(auths[0], Options{}, quiet, echo)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Serve(lis) }()
-	defer func() { s.Stop(); <-done }()
+	serveOn(b, lis, auths[0], Options{}, quiet, echo)
 	c, err := Dial(b.Context(), lis.Addr().String(), auths[1], Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -1037,10 +1036,7 @@ func BenchmarkRegistration(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			s := NewServer(tc.server, Options{}, quiet, echo)
-			done := make(chan struct{})
-			go func() { defer close(done); _ = s.Serve(lis) }()
-			defer func() { s.Stop(); <-done }()
+			serveOn(b, lis, tc.server, Options{}, quiet, echo)
 			for b.Loop() {
 				c, err := Dial(b.Context(), lis.Addr().String(), tc.client, Options{})
 				if err != nil {
