@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
@@ -18,7 +19,11 @@ import (
 // 5 attempts, as S3A's fs.s3a.attempts.maximum, with exponential backoff
 // and jitter up to maxBackoff. It retries 5xx answers, throttling
 // (SlowDown, 503) and connection errors; a permanent error (4xx) fails at
-// once with the store's message. Variables for tests.
+// once with the store's message. Unlike the SDK's default, retries draw on
+// no quota: the SDK's (500 tokens, 14 a retry, given back only when the
+// retry succeeds) is the whole client's, and an executor's tasks share one
+// store, so a short outage used it up and every later transient error failed
+// at its first attempt; S3A has no such limit. Variables for tests.
 var (
 	maxAttempts = 5
 	maxBackoff  = 10 * time.Second
@@ -77,6 +82,7 @@ func newRetryer() aws.Retryer {
 	return countingRetryer{retry.NewStandard(func(o *retry.StandardOptions) {
 		o.MaxAttempts = maxAttempts
 		o.MaxBackoff = maxBackoff
+		o.RateLimiter = ratelimit.None
 	})}
 }
 

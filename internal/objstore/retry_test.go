@@ -105,3 +105,51 @@ func retryCount(t *testing.T, reason string) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestRetriesOutlastAnOutage: after an outage in which every request
+// failed all its attempts, a read that meets one more transient error is
+// still retried. With the SDK's default retry quota (500 tokens, 14 a
+// retry, given back only when a retry succeeds) the outage used it up and
+// that read failed at its first attempt.
+func TestRetriesOutlastAnOutage(t *testing.T) {
+	defer objstore.SetMaxBackoff(time.Microsecond)()
+	var outage atomic.Bool
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := calls.Add(1); outage.Load() || n == 1 {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>oops</Message></Error>`)
+			return
+		}
+		w.Header().Set("Content-Range", "bytes 0-1/2")
+		w.WriteHeader(http.StatusPartialContent)
+		io.WriteString(w, "hi")
+	}))
+	defer srv.Close()
+	store := objstore.New(objstore.Config{Endpoint: srv.URL, PathStyle: true, AccessKey: "k", SecretKey: "s"})
+	ctx := context.Background()
+	u := objstore.URI{Bucket: "bucket", Key: "k"}
+	outage.Store(true)
+	const reads = 20 // 80 retries, more than twice the default quota's 35
+	for range reads {
+		if _, err := store.OpenRange(ctx, u, 0, 2); err == nil {
+			t.Fatal("a read succeeded during the outage")
+		}
+	}
+	if got, want := calls.Load(), int32(reads*5); got != want {
+		t.Errorf("%d requests during the outage, want %d (5 attempts each)", got, want)
+	}
+	outage.Store(false)
+	calls.Store(0) // the next request fails once more, then the store answers
+	body, err := store.OpenRange(ctx, u, 0, 2)
+	if err != nil {
+		t.Fatalf("a read after the outage, one transient error: %v (%d requests)", err, calls.Load())
+	}
+	b, _ := io.ReadAll(body)
+	body.Close()
+	if string(b) != "hi" || calls.Load() != 2 {
+		t.Errorf("read %q in %d requests, want \"hi\" in 2", b, calls.Load())
+	}
+	objstore.TakeRetries() // not this test's to report
+}
