@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
-	"strings"
 
 	"github.com/drover-project/drover/internal/codec"
 	"github.com/drover-project/drover/internal/config"
@@ -119,7 +118,8 @@ func Range(c *Context, start, end, step int64, numSlices int) *Dataset[int64] {
 }
 
 // TextFile is the lines of the files that path names: a file, a directory
-// (its files, except hidden ones) or a glob pattern. Files are split into
+// (its files, except hidden ones: names starting with . or _) or a glob
+// pattern (hidden names left out unless its last part is one). Files are split into
 // partitions of at most spark.files.maxPartitionBytes, and fewer bytes when
 // that gives every core a share. Files named *.gz (gzip) or *.zst (zstd)
 // are decompressed as they are read, each in one partition. Local files must be readable at the same
@@ -276,7 +276,7 @@ func expandPath(path string) ([]string, error) {
 		}
 		var files []string
 		for _, e := range entries {
-			if !e.IsDir() && !strings.HasPrefix(e.Name(), ".") && !strings.HasPrefix(e.Name(), "_") {
+			if !e.IsDir() && !objstore.Hidden(e.Name()) {
 				abs, err := filepath.Abs(filepath.Join(path, e.Name()))
 				if err != nil {
 					return nil, err
@@ -292,6 +292,11 @@ func expandPath(path string) ([]string, error) {
 	files, err := filepath.Glob(path)
 	if err != nil {
 		return nil, fmt.Errorf("bad pattern %q: %w", path, err)
+	}
+	// As in a directory, hidden names are left out (a job's output markers
+	// are not data) unless the pattern's last part is one.
+	if !objstore.Hidden(filepath.Base(path)) {
+		files = slices.DeleteFunc(files, func(f string) bool { return objstore.Hidden(filepath.Base(f)) })
 	}
 	if len(files) == 0 {
 		return nil, fmt.Errorf("no file matches %s", path)

@@ -432,6 +432,15 @@ func TestParquet(t *testing.T) {
 						if diff := gocmp.Diff(byRegion(slices.Clone(wantRegions)), byRegion(regions)); diff != "" {
 							t.Errorf("projection (-want +got):\n%s", diff)
 						}
+						// A glob over the output reads its parts, not its
+						// _SUCCESS marker (an empty file, no Parquet).
+						n, err := ReadParquet[pqSale](ctx, out+"/*").Count()
+						if err != nil {
+							return fmt.Errorf("reading the output by a glob: %w", err)
+						}
+						if n != int64(len(want)) {
+							t.Errorf("%d records read by a glob, want %d", n, len(want))
+						}
 						return nil
 					}, append(srv.Conf(), "spark.sql.parquet.compression.codec="+codecName)...)
 					// parquet-go's typed reader reads every part.

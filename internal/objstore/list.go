@@ -22,8 +22,9 @@ type Object struct {
 // List expands a path as TextFile expands a local one: a "directory" (a
 // prefix followed by /, or the bucket) is its objects directly under it,
 // except hidden ones (names starting with . or _); otherwise the path is a
-// glob pattern (path.Match: * and ? do not cross /) over keys, and a plain
-// key names one object. The result is sorted by key. No match is an error.
+// glob pattern (path.Match: * and ? do not cross /) over keys, which leaves
+// hidden names out too unless its own last part is one, and a plain key
+// names one object. The result is sorted by key. No match is an error.
 func (s *Store) List(ctx context.Context, p string) ([]Object, error) {
 	u, err := Parse(p)
 	if err != nil {
@@ -50,7 +51,7 @@ func (s *Store) List(ctx context.Context, p string) ([]Object, error) {
 		var files []Object
 		for _, o := range objs {
 			name := strings.TrimPrefix(o.URI.Key, dir)
-			if name != "" && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_") {
+			if name != "" && !Hidden(name) {
 				files = append(files, o)
 			}
 		}
@@ -80,9 +81,15 @@ func (s *Store) List(ctx context.Context, p string) ([]Object, error) {
 	if err != nil {
 		return nil, opError("listing", URI{Bucket: u.Bucket, Key: prefix}, err)
 	}
+	// Hidden names are left out as in a directory, so a glob over a job's
+	// output does not read its markers as data; a pattern whose last part
+	// starts with . or _ asks for them.
+	_, last := splitKey(u.Key)
+	wantHidden := Hidden(last)
 	var files []Object
 	for _, o := range objs {
-		if ok, _ := path.Match(u.Key, o.URI.Key); ok && !strings.HasSuffix(o.URI.Key, "/") {
+		_, name := splitKey(o.URI.Key)
+		if ok, _ := path.Match(u.Key, o.URI.Key); ok && (wantHidden || !Hidden(name)) {
 			files = append(files, o)
 		}
 	}
@@ -134,6 +141,11 @@ func checkCommitted(listed, files []Object) error {
 	}
 	return nil
 }
+
+// Hidden reports whether a file's or object's name (a key's last part) is
+// one an input listing leaves out, as Hadoop's does: it starts with . or _
+// (a job's markers, editors' and tools' files).
+func Hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
 
 // splitKey splits a key after its last /.
 func splitKey(key string) (dir, name string) {

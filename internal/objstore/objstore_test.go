@@ -3,7 +3,9 @@ package objstore_test
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -120,6 +122,10 @@ func TestStore(t *testing.T) {
 			{path: "s3://data/in/*.txt", want: []string{"in/a.txt", "in/b.txt"}},
 			{path: "s3://data/in/*/*.txt", want: []string{"in/sub/d.txt", "in/sub/e.txt"}},
 			{path: "s3://data/in/[ab].*", want: []string{"in/a.txt", "in/b.txt"}},
+			// A glob leaves hidden names out, a job's markers among them,
+			// unless its last part asks for them.
+			{path: "s3://data/in/*", want: []string{"in/a.txt", "in/b.txt", "in/c.log"}},
+			{path: "s3://data/in/_*", want: []string{"in/_SUCCESS"}},
 			{path: "s3://data/one.txt", want: []string{"one.txt"}},
 			{path: "s3://data", want: []string{"one.txt"}},
 			{path: "s3://data/in/*.csv", wantErr: "no object matches s3://data/in/*.csv"},
@@ -398,6 +404,73 @@ func TestPendingCommit(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"out/part-00000", "out/part-00001"}, keys); diff != "" {
 		t.Errorf("List after _SUCCESS (-want +got):\n%s", diff)
+	}
+}
+
+// TestRemovePrefixRemovesThePendingMarkerLast: when the store refuses to
+// delete one part of a failed job's output, RemovePrefix fails and the
+// output keeps its _PENDING marker, so it still reads as uncommitted; once
+// the store deletes everything, the marker goes too. The marker comes
+// first in a listing, and a removal that deleted it with the parts left a
+// half-removed output that read as a complete job's.
+func TestRemovePrefixRemovesThePendingMarkerLast(t *testing.T) {
+	srv, st := server(t)
+	ctx := context.Background()
+	for _, k := range []string{"out/_PENDING", "out/part-00000", "out/part-00001"} {
+		put(t, srv, k, k+"\n")
+	}
+	// The front answers DeleteObjects itself, deleting each key in the
+	// store but the refused one, as a store answers a partial failure.
+	var refused atomic.Value
+	refused.Store("out/part-00001")
+	proxy := testenv.SignedProxy(t, srv.Endpoint, nil)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !r.URL.Query().Has("delete") {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		var req struct {
+			Objects []struct{ Key string } `xml:"Object"`
+		}
+		if err := xml.NewDecoder(r.Body).Decode(&req); err != nil {
+			t.Errorf("a DeleteObjects body: %v", err)
+		}
+		var errs strings.Builder
+		for _, o := range req.Objects {
+			if o.Key == refused.Load() {
+				fmt.Fprintf(&errs, "<Error><Key>%s</Key><Code>AccessDenied</Code><Message>Access Denied</Message></Error>", o.Key)
+				continue
+			}
+			if _, err := srv.Client().DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("data"), Key: aws.String(o.Key)}); err != nil {
+				t.Errorf("deleting %s: %v", o.Key, err)
+			}
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">`+
+			errs.String()+`</DeleteResult>`)
+	}))
+	defer front.Close()
+	viaFront := objstore.New(objstore.Config{Endpoint: front.URL, PathStyle: true, Region: srv.Region,
+		AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+	out := objstore.URI{Bucket: "data", Key: "out"}
+
+	err := viaFront.RemovePrefix(ctx, out)
+	if err == nil || !strings.Contains(err.Error(), "out/part-00001: AccessDenied") {
+		t.Errorf("RemovePrefix with one delete refused: %v", err)
+	}
+	if ok, err := st.Exists(ctx, out.Join(objstore.PendingMarker)); !ok || err != nil {
+		t.Errorf("the pending marker is gone after a failed removal: %v, %v", ok, err)
+	}
+	if objs, err := st.List(ctx, "s3://data/out"); err == nil || !strings.Contains(err.Error(), "has not committed") {
+		t.Errorf("List of a half-removed output = %v, %v; want it refused as uncommitted", objs, err)
+	}
+
+	refused.Store("")
+	if err := viaFront.RemovePrefix(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.Exists(ctx, out); ok || err != nil {
+		t.Errorf("objects left under out/ after RemovePrefix: %v, %v", ok, err)
 	}
 }
 

@@ -511,6 +511,10 @@ func (s *Store) Delete(ctx context.Context, objs ...URI) error {
 
 // RemovePrefix deletes every object under the prefix u/ and aborts the
 // multipart uploads left open there (by tasks that died while writing).
+// Each directory's PendingMarker goes last, once every other object is
+// gone: a listing returns it first (_ sorts before letters), and output
+// whose removal failed half way must still read as uncommitted, not as a
+// complete job's.
 func (s *Store) RemovePrefix(ctx context.Context, u URI) error {
 	c, err := s.s3(ctx)
 	if err != nil {
@@ -531,11 +535,18 @@ func (s *Store) RemovePrefix(ctx context.Context, u URI) error {
 	if err != nil {
 		return errors.Join(append(errs, opError("listing", u, err))...)
 	}
-	uris := make([]URI, len(objs))
-	for i, o := range objs {
-		uris[i] = o.URI
+	var rest, markers []URI
+	for _, o := range objs {
+		if _, name := splitKey(o.URI.Key); name == PendingMarker {
+			markers = append(markers, o.URI)
+		} else {
+			rest = append(rest, o.URI)
+		}
 	}
-	if err := s.Delete(ctx, uris...); err != nil {
+	if err := s.Delete(ctx, rest...); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	if err := s.Delete(ctx, markers...); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
