@@ -168,7 +168,7 @@ func ReadParquet[T any](c *Context, path string) *Dataset[T] {
 	if err != nil {
 		return failed[T](c, fmt.Errorf("read Parquet %s: %w", path, err))
 	}
-	files, sizes, err := listFiles(c, path)
+	files, err := listFiles(c, path)
 	if err != nil {
 		return failed[T](c, fmt.Errorf("read Parquet: %w", err))
 	}
@@ -177,13 +177,14 @@ func ReadParquet[T any](c *Context, path string) *Dataset[T] {
 		store = objstore.New(objstore.ConfigFrom(c.conf))
 	}
 	var splits []dataflow.FileSplit
-	for i, f := range files {
-		groups, err := rowGroups(c, f, sizes[i], store)
+	for _, f := range files {
+		groups, err := rowGroups(c, f, store)
 		if err != nil {
-			return failed[T](c, fmt.Errorf("read Parquet %s: %w", f, err))
+			return failed[T](c, fmt.Errorf("read Parquet %s: %w", f.Path, err))
 		}
 		for g := range groups {
-			splits = append(splits, dataflow.FileSplit{Path: f, FileSize: sizes[i], RowGroup: g})
+			f.RowGroup = g
+			splits = append(splits, f)
 		}
 	}
 	return newDataset[T](c, dataflow.Node{Kind: dataflow.TextFile, Format: dataflow.Parquet, Columns: cols,
@@ -191,13 +192,13 @@ func ReadParquet[T any](c *Context, path string) *Dataset[T] {
 }
 
 // rowGroups is the number of row groups of a Parquet file, from its footer.
-func rowGroups(c *Context, path string, size int64, store *objstore.Store) (int, error) {
-	ra, err := dataflow.OpenReaderAt(c, path, size, store)
+func rowGroups(c *Context, file dataflow.FileSplit, store *objstore.Store) (int, error) {
+	ra, err := dataflow.OpenReaderAt(c, file.Path, file.ETag, file.FileSize, store)
 	if err != nil {
 		return 0, err
 	}
 	defer ra.Close()
-	f, err := parquetio.Open(ra, size)
+	f, err := parquetio.Open(ra, file.FileSize)
 	if err != nil {
 		return 0, err
 	}
@@ -207,13 +208,13 @@ func rowGroups(c *Context, path string, size int64, store *objstore.Store) (int,
 // lineSplits lists the files of path and cuts them into byte ranges whose
 // lines each split reads (see TextFile).
 func lineSplits(c *Context, path string) ([]dataflow.FileSplit, error) {
-	files, sizes, err := listFiles(c, path)
+	files, err := listFiles(c, path)
 	if err != nil {
 		return nil, err
 	}
 	var total int64
-	for _, n := range sizes {
-		total += n
+	for _, f := range files {
+		total += f.FileSize
 	}
 	split := config.FilesMaxPartitionBytes.Get(c.conf)
 	const minSplit = 4 << 20 // Spark's spark.files.openCostInBytes
@@ -221,17 +222,19 @@ func lineSplits(c *Context, path string) ([]dataflow.FileSplit, error) {
 		split = max(perCore, minSplit)
 	}
 	var splits []dataflow.FileSplit
-	for i, f := range files {
-		if c := dataflow.CompressionOf(f); c != "" {
+	for _, f := range files {
+		if c := dataflow.CompressionOf(f.Path); c != "" {
 			// A gzip or zstd stream cannot be entered in the middle: one
 			// split reads the whole file, as Spark does for codecs that
 			// cannot split.
-			splits = append(splits, dataflow.FileSplit{Path: f, Size: sizes[i], FileSize: sizes[i], Compression: c})
+			f.Size, f.Compression = f.FileSize, c
+			splits = append(splits, f)
 			continue
 		}
-		for off := int64(0); off < sizes[i] || (off == 0 && sizes[i] == 0); off += split {
-			splits = append(splits, dataflow.FileSplit{Path: f, Start: off, Size: min(split, sizes[i]-off), FileSize: sizes[i]})
-			if sizes[i] == 0 {
+		for off := int64(0); off < f.FileSize || (off == 0 && f.FileSize == 0); off += split {
+			f.Start, f.Size = off, min(split, f.FileSize-off)
+			splits = append(splits, f)
+			if f.FileSize == 0 {
 				break
 			}
 		}
@@ -239,33 +242,34 @@ func lineSplits(c *Context, path string) ([]dataflow.FileSplit, error) {
 	return splits, nil
 }
 
-// listFiles is the files path names and their sizes: objects of a store
-// for a URI, local files otherwise.
-func listFiles(c *Context, path string) ([]string, []int64, error) {
+// listFiles is the files path names, each as a split of none of its bytes
+// yet: its path, its size and, for an object of a store (path is a URI),
+// the version listed; local files otherwise.
+func listFiles(c *Context, path string) ([]dataflow.FileSplit, error) {
 	if objstore.HasScheme(path) {
 		objs, err := objstore.New(objstore.ConfigFrom(c.conf)).List(c, path)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		files, sizes := make([]string, len(objs)), make([]int64, len(objs))
+		files := make([]dataflow.FileSplit, len(objs))
 		for i, o := range objs {
-			files[i], sizes[i] = o.URI.String(), o.Size
+			files[i] = dataflow.FileSplit{Path: o.URI.String(), FileSize: o.Size, ETag: o.ETag}
 		}
-		return files, sizes, nil
+		return files, nil
 	}
-	files, err := expandPath(path)
+	paths, err := expandPath(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	sizes := make([]int64, len(files))
-	for i, f := range files {
-		fi, err := os.Stat(f)
+	files := make([]dataflow.FileSplit, len(paths))
+	for i, p := range paths {
+		fi, err := os.Stat(p)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		sizes[i] = fi.Size()
+		files[i] = dataflow.FileSplit{Path: p, FileSize: fi.Size()}
 	}
-	return files, sizes, nil
+	return files, nil
 }
 
 func expandPath(path string) ([]string, error) {

@@ -212,6 +212,30 @@ func TestObjectStorageBadInput(t *testing.T) {
 	}, srv.Conf()...)
 }
 
+// TestObjectStorageInputRewritten: a dataset's splits are of the versions
+// the driver listed; input rewritten before a later action fails its tasks
+// with the reason, where they read the new bytes at the old offsets (lines
+// cut at the old size, or lost and doubled at split ends).
+func TestObjectStorageInputRewritten(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "data"); err != nil {
+		t.Fatal(err)
+	}
+	s3Put(t, srv, "data", "in.txt", strings.Repeat("a line\n", 1000))
+	runJob(t, "local[2]", func(ctx *Context) error {
+		lines := TextFile(ctx, "s3://data/in.txt")
+		if n, err := lines.Count(); err != nil || n != 1000 {
+			t.Errorf("Count = %d, %v; want 1000", n, err)
+		}
+		s3Put(t, srv, "data", "in.txt", strings.Repeat("a longer line\n", 1000))
+		n, err := lines.Count()
+		if err == nil || !strings.Contains(err.Error(), "reading s3://data/in.txt: the object changed since it was listed") {
+			t.Errorf("Count after the input was rewritten = %d, %v; want the change named", n, err)
+		}
+		return nil
+	}, append(srv.Conf(), "spark.task.maxFailures=1")...)
+}
+
 // TestObjectStorageExecutorsGetNoSecrets: the driver's keys in
 // spark.hadoop.fs.s3a.access.key and .secret.key are not sent to executors;
 // without credentials in their own environment, their reads are refused

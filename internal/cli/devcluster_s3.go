@@ -202,7 +202,7 @@ job's output directory) is its objects except hidden ones (_SUCCESS), a glob is 
 					return err
 				}
 				for _, obj := range objs {
-					r, err := s.OpenRange(cmd.Context(), obj.URI, 0, -1)
+					r, err := s.OpenRange(cmd.Context(), obj.URI, obj.ETag, 0, -1)
 					if err != nil {
 						return err
 					}

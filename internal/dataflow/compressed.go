@@ -92,5 +92,5 @@ func openStream(ctx context.Context, s FileSplit, store *objstore.Store) (io.Rea
 	if err != nil {
 		return nil, err
 	}
-	return store.OpenRange(ctx, u, 0, -1)
+	return store.OpenRange(ctx, u, s.ETag, 0, -1)
 }

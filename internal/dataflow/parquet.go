@@ -16,7 +16,7 @@ import (
 // The bytes read are added to *bytesRead.
 func parquetRecords(ctx context.Context, s FileSplit, cols []parquetio.Column, store *objstore.Store, bytesRead *int64) Producer {
 	return func(emit func([]byte) error) error {
-		f, err := OpenReaderAt(ctx, s.Path, s.FileSize, store)
+		f, err := OpenReaderAt(ctx, s.Path, s.ETag, s.FileSize, store)
 		if err != nil {
 			return fmt.Errorf("reading Parquet: %w", err)
 		}
@@ -40,9 +40,10 @@ func parquetRecords(ctx context.Context, s FileSplit, cols []parquetio.Column, s
 }
 
 // OpenReaderAt opens a file of known size for random reads: an object
-// read with one ranged GET per read, or per range it is told to expect
-// (objstore.ReaderAt.Expect), or a local file.
-func OpenReaderAt(ctx context.Context, path string, size int64, store *objstore.Store) (interface {
+// (of version etag, if not empty) read with one ranged GET per read, or
+// per range it is told to expect (objstore.ReaderAt.Expect), or a local
+// file.
+func OpenReaderAt(ctx context.Context, path, etag string, size int64, store *objstore.Store) (interface {
 	io.ReaderAt
 	io.Closer
 }, error) {
@@ -53,7 +54,7 @@ func OpenReaderAt(ctx context.Context, path string, size int64, store *objstore.
 	if err != nil {
 		return nil, err
 	}
-	return store.NewReaderAt(ctx, u, size, 0), nil
+	return store.NewReaderAt(ctx, u, etag, size, 0), nil
 }
 
 // writeParquet writes the partition's records as a Parquet file to f; the

@@ -127,6 +127,11 @@ type FileSplit struct {
 	// FileSize is the whole object's size, from the driver's listing, for
 	// s3:// paths: ranged reads stay within it without asking the store.
 	FileSize int64
+	// ETag is the object's version in the driver's listing, for s3://
+	// paths: every read asks for it, so a task whose input was rewritten
+	// since fails (objstore.ErrChanged) instead of reading another
+	// version's bytes at the listed offsets.
+	ETag string
 	// Compression is the codec of a compressed file ("gzip", "zstd"),
 	// read whole by one split; "" for plain files.
 	Compression string

@@ -154,7 +154,7 @@ func openSplit(ctx context.Context, s FileSplit, store *objstore.Store) (interfa
 	if err != nil {
 		return nil, err
 	}
-	return store.NewReaderAt(ctx, u, s.FileSize, s.Start+s.Size), nil
+	return store.NewReaderAt(ctx, u, s.ETag, s.FileSize, s.Start+s.Size), nil
 }
 
 // storeObject is path's object for an operation (what, for the error) of

@@ -198,5 +198,5 @@ func (d s3Dir) entries(ctx context.Context) ([]entry, error) {
 }
 
 func (d s3Dir) open(ctx context.Context, name string) (io.ReadCloser, error) {
-	return d.store.OpenRange(ctx, d.uri(name), 0, -1)
+	return d.store.OpenRange(ctx, d.uri(name), "", 0, -1)
 }

@@ -17,6 +17,9 @@ type Object struct {
 	Size int64
 	// Modified is when it was last written, as listings report it.
 	Modified time.Time
+	// ETag names this version of the object: reads given it (OpenRange,
+	// NewReaderAt) fail with ErrChanged once the object is rewritten.
+	ETag string
 }
 
 // List expands a path as TextFile expands a local one: a "directory" (a
@@ -65,14 +68,15 @@ func (s *Store) List(ctx context.Context, p string) ([]Object, error) {
 			return nil, fmt.Errorf("directory %s has no files", u)
 		}
 		// Not a directory: one object, or nothing.
-		size, err := s.size(ctx, c, u)
+		out, err := s.head(ctx, c, u)
 		if err != nil {
 			if isNotFound(err) {
 				return nil, fmt.Errorf("no object matches %s", u)
 			}
 			return nil, opError("reading the size of", u, err)
 		}
-		return []Object{{URI: u, Size: size}}, nil
+		return []Object{{URI: u, Size: aws.ToInt64(out.ContentLength), Modified: aws.ToTime(out.LastModified),
+			ETag: aws.ToString(out.ETag)}}, nil
 	}
 	// A glob: list everything under the literal part up to the last / before
 	// the first metacharacter and keep what matches.
@@ -175,7 +179,8 @@ func listPrefix(ctx context.Context, c *s3.Client, bucket, prefix string, shallo
 			if strings.HasSuffix(key, "/") {
 				continue
 			}
-			objs = append(objs, Object{URI: URI{Bucket: bucket, Key: key}, Size: aws.ToInt64(o.Size), Modified: aws.ToTime(o.LastModified)})
+			objs = append(objs, Object{URI: URI{Bucket: bucket, Key: key}, Size: aws.ToInt64(o.Size),
+				Modified: aws.ToTime(o.LastModified), ETag: aws.ToString(o.ETag)})
 		}
 	}
 	return objs, dirs, nil
@@ -210,11 +215,15 @@ func (s *Store) Size(ctx context.Context, u URI) (int64, error) {
 }
 
 func (s *Store) size(ctx context.Context, c *s3.Client, u URI) (int64, error) {
-	out, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key)})
+	out, err := s.head(ctx, c, u)
 	if err != nil {
 		return 0, err
 	}
 	return aws.ToInt64(out.ContentLength), nil
+}
+
+func (s *Store) head(ctx context.Context, c *s3.Client, u URI) (*s3.HeadObjectOutput, error) {
+	return c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key)})
 }
 
 // Exists reports whether u names an object or a prefix with objects under

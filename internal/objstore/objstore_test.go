@@ -163,7 +163,7 @@ func TestStore(t *testing.T) {
 		body := strings.Repeat("0123456789", 20000) // several GETs of readAhead (64 KiB)
 		put(t, srv, "r/digits", body)
 		u := objstore.URI{Bucket: "data", Key: "r/digits"}
-		rc, err := st.OpenRange(ctx, u, 995, 10)
+		rc, err := st.OpenRange(ctx, u, "", 995, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +173,7 @@ func TestStore(t *testing.T) {
 			t.Errorf("OpenRange(995, 10) = %q, want %q", b, body[995:1005])
 		}
 		// Sequential reads across a GET boundary and past the split's end.
-		r := st.NewReaderAt(ctx, u, int64(len(body)), 100)
+		r := st.NewReaderAt(ctx, u, "", int64(len(body)), 100)
 		defer r.Close()
 		var got []byte
 		buf := make([]byte, 4096)
@@ -407,6 +407,48 @@ func TestPendingCommit(t *testing.T) {
 	}
 }
 
+// TestReadsOfAListedVersion: reads given the ETag a listing reported read
+// that version; once the object is rewritten they fail with ErrChanged,
+// where a read without it gets the new bytes at the old offsets.
+func TestReadsOfAListedVersion(t *testing.T) {
+	srv, st := server(t)
+	ctx := context.Background()
+	first := strings.Repeat("first version\n", 10000)
+	put(t, srv, "v/file", first)
+	objs, err := st.List(ctx, "s3://data/v/file")
+	if err != nil || len(objs) != 1 || objs[0].ETag == "" {
+		t.Fatalf("List = %v, %v; want one object with an ETag", objs, err)
+	}
+	listed, _ := st.List(ctx, "s3://data/v/")
+	if len(listed) != 1 || listed[0].ETag != objs[0].ETag {
+		t.Errorf("a directory's listing gives %v, the object's HEAD %s", listed, objs[0].ETag)
+	}
+	o := objs[0]
+	r := st.NewReaderAt(ctx, o.URI, o.ETag, o.Size, 0)
+	defer r.Close()
+	buf := make([]byte, 14)
+	if _, err := r.ReadAt(buf, 0); err != nil || string(buf) != "first version\n" {
+		t.Fatalf("ReadAt of the listed version = %q, %v", buf, err)
+	}
+
+	put(t, srv, "v/file", strings.Repeat("the second one\n", 10000))
+	if _, err := r.ReadAt(buf, 70000); !errors.Is(err, objstore.ErrChanged) || !strings.Contains(err.Error(), "reading s3://data/v/file") {
+		t.Errorf("ReadAt after a rewrite: %v; want ErrChanged naming the object", err)
+	}
+	if _, err := st.OpenRange(ctx, o.URI, o.ETag, 0, -1); !errors.Is(err, objstore.ErrChanged) {
+		t.Errorf("OpenRange after a rewrite: %v; want ErrChanged", err)
+	}
+	rc, err := st.OpenRange(ctx, o.URI, "", 0, 15)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(b) != "the second one\n" {
+		t.Errorf("OpenRange of any version = %q", b)
+	}
+}
+
 // TestRemovePrefixRemovesThePendingMarkerLast: when the store refuses to
 // delete one part of a failed job's output, RemovePrefix fails and the
 // output keeps its _PENDING marker, so it still reads as uncommitted; once
@@ -573,7 +615,7 @@ func TestReaderAtExpect(t *testing.T) {
 	front := httptest.NewServer(proxy)
 	defer front.Close()
 	st := objstore.New(objstore.Config{Endpoint: front.URL, PathStyle: true, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
-	r := st.NewReaderAt(ctx, objstore.URI{Bucket: "data", Key: "p/file"}, int64(len(body)), 0)
+	r := st.NewReaderAt(ctx, objstore.URI{Bucket: "data", Key: "p/file"}, "", int64(len(body)), 0)
 	defer r.Close()
 	r.Expect(1000, 50000)
 	buf := make([]byte, 4096)

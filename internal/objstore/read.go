@@ -5,14 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 )
 
+// ErrChanged is what reading a version of an object (its ETag, from a
+// listing) returns once the object has been rewritten: a job that read a
+// split of each version would mix them, cutting lines or Parquet pages
+// apart. S3A checks the same by default (fs.s3a.change.detection.*).
+var ErrChanged = errors.New("the object changed since it was listed: it was rewritten while the job read it")
+
 // OpenRange returns the n bytes of the object from off (to its end when
-// n < 0), with one ranged GET.
-func (s *Store) OpenRange(ctx context.Context, u URI, off, n int64) (io.ReadCloser, error) {
+// n < 0), with one ranged GET. With an etag (from a listing, Object.ETag)
+// the GET asks for that version only (If-Match), and an object rewritten
+// since fails with ErrChanged; "" reads whatever version is there.
+func (s *Store) OpenRange(ctx context.Context, u URI, etag string, off, n int64) (io.ReadCloser, error) {
 	c, err := s.s3(ctx)
 	if err != nil {
 		return nil, err
@@ -24,11 +35,28 @@ func (s *Store) OpenRange(ctx context.Context, u URI, off, n int64) (io.ReadClos
 		}
 		rng = fmt.Sprintf("bytes=%d-%d", off, off+n-1)
 	}
-	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key), Range: aws.String(rng)})
+	in := &s3.GetObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key), Range: aws.String(rng)}
+	if etag != "" {
+		in.IfMatch = aws.String(etag)
+	}
+	out, err := c.GetObject(ctx, in)
 	if err != nil {
+		if etag != "" && isPreconditionFailed(err) {
+			err = fmt.Errorf("%w (it had ETag %s)", ErrChanged, etag)
+		}
 		return nil, opError("reading", u, err)
 	}
 	return out.Body, nil
+}
+
+// isPreconditionFailed reports a store's 412: an If-Match that no longer
+// holds.
+func isPreconditionFailed(err error) bool {
+	if api, ok := errors.AsType[smithy.APIError](err); ok && api.ErrorCode() == "PreconditionFailed" {
+		return true
+	}
+	re, ok := errors.AsType[*awshttp.ResponseError](err)
+	return ok && re.HTTPStatusCode() == http.StatusPreconditionFailed
 }
 
 type eofReader struct{}
@@ -47,6 +75,7 @@ type ReaderAt struct {
 	s    *Store
 	ctx  context.Context
 	uri  URI
+	etag string
 	size int64
 	end  int64
 
@@ -66,9 +95,9 @@ type byteRange struct{ start, end int64 }
 const readAhead = 64 << 10
 
 // NewReaderAt returns a reader of the object u of size bytes for a split
-// ending at end.
-func (s *Store) NewReaderAt(ctx context.Context, u URI, size, end int64) *ReaderAt {
-	return &ReaderAt{s: s, ctx: ctx, uri: u, size: size, end: min(end, size)}
+// ending at end; with an etag, of that version only (see OpenRange).
+func (s *Store) NewReaderAt(ctx context.Context, u URI, etag string, size, end int64) *ReaderAt {
+	return &ReaderAt{s: s, ctx: ctx, uri: u, etag: etag, size: size, end: min(end, size)}
 }
 
 // Expect says that the n bytes at off will be read in order: a GET that
@@ -133,7 +162,7 @@ func (r *ReaderAt) open(at, need int64) error {
 		}
 	}
 	stop = min(stop, r.size)
-	body, err := r.s.OpenRange(r.ctx, r.uri, at, stop-at)
+	body, err := r.s.OpenRange(r.ctx, r.uri, r.etag, at, stop-at)
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func TestRetries(t *testing.T) {
 			store := objstore.New(objstore.Config{Endpoint: srv.URL, PathStyle: true, AccessKey: "k", SecretKey: "s"})
 			objstore.TakeRetries() // others' before
 			before := retryCount(t, tc.reason)
-			body, err := store.OpenRange(context.Background(), objstore.URI{Bucket: "bucket", Key: "k"}, 0, 2)
+			body, err := store.OpenRange(context.Background(), objstore.URI{Bucket: "bucket", Key: "k"}, "", 0, 2)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "reading s3://bucket/k") {
 					t.Errorf("err = %v, want one naming the path and containing %q", err, tc.wantErr)
@@ -133,7 +133,7 @@ func TestRetriesOutlastAnOutage(t *testing.T) {
 	outage.Store(true)
 	const reads = 20 // 80 retries, more than twice the default quota's 35
 	for range reads {
-		if _, err := store.OpenRange(ctx, u, 0, 2); err == nil {
+		if _, err := store.OpenRange(ctx, u, "", 0, 2); err == nil {
 			t.Fatal("a read succeeded during the outage")
 		}
 	}
@@ -142,7 +142,7 @@ func TestRetriesOutlastAnOutage(t *testing.T) {
 	}
 	outage.Store(false)
 	calls.Store(0) // the next request fails once more, then the store answers
-	body, err := store.OpenRange(ctx, u, 0, 2)
+	body, err := store.OpenRange(ctx, u, "", 0, 2)
 	if err != nil {
 		t.Fatalf("a read after the outage, one transient error: %v (%d requests)", err, calls.Load())
 	}
