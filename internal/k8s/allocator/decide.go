@@ -243,10 +243,18 @@ func (s *State) expire(now time.Time, o Options) []executorid.ID {
 // are over: the pod is out of the snapshot and a lost create could no longer
 // surface. Spark forgets them as soon as a snapshot lacks the pod; keeping
 // them for PodCreationTimeout keeps refusing a registration that races with
-// the deletion.
+// the deletion. It also forgets an excess deletion that missed its pod: the
+// delete takes only Pending pods, and a pod seen running without a deletion
+// timestamp started before the delete reached it (a phase never goes back
+// to Pending), so it stays and counts again; left marked, it was counted
+// nowhere and the next higher target created one pod too many.
 func (s *State) reapDeleted(in Input, o Options) (excess, lost []executorid.ID) {
 	for id, d := range s.deleted {
 		ep, present := in.Snapshot.Pods[id]
+		if d.excess && present && ep.State == snapshot.Running && ep.Pod != nil && !ep.Pod.Deleting {
+			delete(s.deleted, id)
+			continue
+		}
 		if d.retry {
 			d.retry = false
 			if !present || !ep.State.Final() {
@@ -309,7 +317,9 @@ func (s *State) count(in Input) (Counts, []snapshot.ExecutorPod) {
 // trimExcess deletes what exceeds the target (Spark's excess handling):
 // first unseen creates, then Pending pods the scheduler backend does not
 // know, each only once older than ExecutorIdleTimeout so a brief dip of the
-// target does not churn pods. Running pods are never deleted here.
+// target does not churn pods. Running pods are never deleted here, nor pods
+// in an unknown phase, which the delete (of Pending pods only) would not
+// take.
 func (s *State) trimExcess(in Input, o Options, c *Counts, pending []snapshot.ExecutorPod) []executorid.ID {
 	excess := c.Total() - in.Target
 	if excess <= 0 {
@@ -329,7 +339,7 @@ func (s *State) trimExcess(in Input, o Options, c *Counts, pending []snapshot.Ex
 		if len(unseen)+len(old) == excess {
 			break
 		}
-		if idleTimedOut(ep, in.Now, o.ExecutorIdleTimeout) {
+		if ep.State.Waiting() && idleTimedOut(ep, in.Now, o.ExecutorIdleTimeout) {
 			old = append(old, ep.ID)
 		}
 	}

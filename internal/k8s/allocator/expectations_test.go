@@ -150,3 +150,57 @@ func TestDeletedPodsDoNotCount(t *testing.T) {
 		}
 	}
 }
+
+// TestExcessDeleteThatMissedItsPod: an excess delete takes only Pending
+// pods. A pod that started before the delete reached it stays, and counts
+// again, so a higher target later creates only what is missing; and a pod
+// in an unknown phase, which such a delete would not take, is not chosen.
+func TestExcessDeleteThatMissedItsPod(t *testing.T) {
+	t.Run("started first", func(t *testing.T) {
+		w := newWorld(t, adaptiveOptions(5, 5), 2)
+		runSteps(t, w, []step{{
+			name: "two pods",
+			want: Plan{Create: ids(1, 2), Counts: Counts{Target: 2}},
+		}, {
+			name: "both pending",
+			do:   later(time.Second, func(w *world) { w.appear(snapshot.Pending, ids(1, 2), createdAt(t0)) }),
+			want: Plan{Counts: Counts{Target: 2, Pending: 2}},
+		}, {
+			name: "the target drops past the idle timeout: the oldest pending pod is deleted",
+			do:   later(time.Minute, func(w *world) { w.target = 1 }),
+			want: Plan{DeleteExcess: []executorid.ID{1}, Counts: Counts{Target: 1, Pending: 1}},
+		}, {
+			name: "it had started: it stays and counts, the other goes",
+			do: later(time.Second, func(w *world) {
+				w.set(execPod(1, snapshot.Running))
+				w.registered[1] = true
+			}),
+			want: Plan{DeleteExcess: []executorid.ID{2}, Counts: Counts{Target: 1, Running: 1}},
+		}, {
+			name: "the target is back: one pod more, not two",
+			do: later(time.Second, func(w *world) {
+				delete(w.pods, 2)
+				w.target = 2
+			}),
+			want: Plan{Create: []executorid.ID{3}, Counts: Counts{Target: 2, Running: 1}},
+		}})
+	})
+	t.Run("unknown phase", func(t *testing.T) {
+		w := newWorld(t, adaptiveOptions(5, 5), 2)
+		runSteps(t, w, []step{{
+			name: "two pods",
+			want: Plan{Create: ids(1, 2), Counts: Counts{Target: 2}},
+		}, {
+			name: "one pending, one in an unknown phase",
+			do: later(time.Second, func(w *world) {
+				w.appear(snapshot.Unknown, ids(1, 1), createdAt(t0))
+				w.appear(snapshot.Pending, ids(2, 2), createdAt(t0))
+			}),
+			want: Plan{Counts: Counts{Target: 2, Pending: 2}},
+		}, {
+			name: "the target drops: the pending one is deleted",
+			do:   later(time.Minute, func(w *world) { w.target = 1 }),
+			want: Plan{DeleteExcess: []executorid.ID{2}, Counts: Counts{Target: 1, Pending: 1}},
+		}})
+	})
+}
