@@ -317,9 +317,11 @@ func (s *State) count(in Input) (Counts, []snapshot.ExecutorPod) {
 // trimExcess deletes what exceeds the target (Spark's excess handling):
 // first unseen creates, then Pending pods the scheduler backend does not
 // know, each only once older than ExecutorIdleTimeout so a brief dip of the
-// target does not churn pods. Running pods are never deleted here, nor pods
-// in an unknown phase, which the delete (of Pending pods only) would not
-// take.
+// target does not churn pods. A create in doubt (to resend) goes first and
+// at any age: resending it would create a pod the target no longer wants,
+// and its resends keep it young forever. Running pods are never deleted
+// here, nor pods in an unknown phase, which the delete (of Pending pods
+// only) would not take.
 func (s *State) trimExcess(in Input, o Options, c *Counts, pending []snapshot.ExecutorPod) []executorid.ID {
 	excess := c.Total() - in.Target
 	if excess <= 0 {
@@ -327,11 +329,19 @@ func (s *State) trimExcess(in Input, o Options, c *Counts, pending []snapshot.Ex
 	}
 	var unseen []executorid.ID
 	for id, e := range s.expect {
-		if !e.known && in.Now.Sub(e.at) > o.ExecutorIdleTimeout {
+		if !e.known && (e.resend || in.Now.Sub(e.at) > o.ExecutorIdleTimeout) {
 			unseen = append(unseen, id)
 		}
 	}
-	slices.Sort(unseen)
+	slices.SortFunc(unseen, func(a, b executorid.ID) int {
+		if ra, rb := s.expect[a].resend, s.expect[b].resend; ra != rb {
+			if ra {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a, b)
+	})
 	unseen = unseen[:min(len(unseen), excess)]
 	slices.SortFunc(pending, func(a, b snapshot.ExecutorPod) int { return cmp.Compare(a.ID, b.ID) })
 	var old []executorid.ID

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -203,4 +204,44 @@ func TestExcessDeleteThatMissedItsPod(t *testing.T) {
 			want: Plan{DeleteExcess: []executorid.ID{2}, Counts: Counts{Target: 1, Pending: 1}},
 		}})
 	})
+}
+
+// TestCreateInDoubtWhenTheTargetDrops: a create whose outcome is unknown is
+// sent again while the target wants it; once the target drops below what
+// exists and is in doubt, it is deleted (the pod may exist) and never sent
+// again, where its resends went on and created a pod for a target of 0.
+func TestCreateInDoubtWhenTheTargetDrops(t *testing.T) {
+	for _, policy := range policies {
+		t.Run(string(policy), func(t *testing.T) {
+			w := newWorld(t, Options{Policy: policy, BatchSize: 5, BatchDelay: time.Second, MaxPendingPods: 5}, 1)
+			w.createErr = func(executorid.ID) error { return errReset }
+			if p := w.round(); !slices.Equal(p.Create, ids(1, 1)) {
+				t.Fatalf("first round created %v, want [1]", p.Create)
+			}
+			resent := false
+			for range 30 {
+				w.advance(time.Second)
+				if p := w.round(); p.Resend > 0 {
+					resent = true
+					break
+				}
+			}
+			if !resent {
+				t.Fatal("the create in doubt was never sent again")
+			}
+			w.target = 0
+			w.advance(time.Second)
+			p := w.round()
+			if !slices.Equal(p.DeleteExcess, ids(1, 1)) || len(p.Create) > 0 {
+				t.Errorf("after the target dropped to 0: delete %v, create %v; want delete [1], no create", p.DeleteExcess, p.Create)
+			}
+			w.createErr = nil
+			for range 30 {
+				w.advance(time.Second)
+				if p := w.round(); len(p.Create) > 0 {
+					t.Fatalf("created %v for a target of 0", p.Create)
+				}
+			}
+		})
+	}
 }
