@@ -737,6 +737,40 @@ func TestHandshakeTimeout(t *testing.T) {
 	}
 }
 
+// TestNoBigFrameBeforeTheProof: a peer that has not proved the secret and
+// announces a 200 MiB frame is refused at its header; reading the frame
+// had the driver allocate it for a peer that knows nothing, and hold it
+// until the handshake timed out.
+func TestNoBigFrameBeforeTheProof(t *testing.T) {
+	_, addr := serve(t, rpc.Auth{AppID: app, Secret: "s"}, Options{HandshakeTimeout: 5 * time.Second}, nil, func(*ServerStream) error {
+		t.Error("the handler ran for a connection that did not authenticate")
+		return nil
+	})
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	header := binary.AppendUvarint([]byte(preamble), (200<<20)<<1|1)
+	if _, err := nc.Write(header); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	if _, err := io.Copy(io.Discard, nc); err != nil {
+		t.Errorf("the server did not close the connection: %v", err)
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Errorf("the server allocated %d MiB for an unauthenticated peer's frame header", grew>>20)
+	}
+	if waited := time.Since(start); waited > 4*time.Second {
+		t.Errorf("the connection was closed after %v, at the handshake timeout, not at the header", waited)
+	}
+}
+
 // chunkedConn is a net.Conn that reads b at most chunk bytes a call.
 type chunkedConn struct {
 	fakeWriter

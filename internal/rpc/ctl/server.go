@@ -243,8 +243,14 @@ func (s *Server) handshake(c *conn) (*ServerStream, bool) {
 	return &ServerStream{c: c}, true
 }
 
-// checkProof reads the client's proof of the secret for nonce.
+// checkProof reads the client's proof of the secret for nonce. Until then
+// the peer is nobody: a frame longer than a proof is refused from its
+// header, where reading it would have the driver allocate up to MaxFrame
+// bytes for each connection of a peer that knows no secret.
 func (s *Server) checkProof(c *conn, nonce []byte) error {
+	limit := c.opts.MaxFrame
+	c.opts.MaxFrame = 1 + rpc.ProofSize
+	defer func() { c.opts.MaxFrame = limit }()
 	control, p, err := c.next()
 	if err != nil {
 		return err
