@@ -116,10 +116,15 @@ var ConfKeys = append([]string{
 
 // applyConf adopts the driver's timeouts and object-store settings, as
 // Spark executors adopt the driver's configuration when they register.
+// Only ConfKeys are taken: with a shared secret the driver does not prove
+// itself, and a peer posing as one must not hand an executor object-store
+// credentials (ConfigFrom reads them too) or any other setting.
 func (e *Executor) applyConf(kv map[string]string) {
 	c := config.New()
-	for k, v := range kv {
-		c.Set(k, v)
+	for _, k := range ConfKeys {
+		if v, ok := kv[k]; ok {
+			c.Set(k, v)
+		}
 	}
 	e.networkTimeout = config.NetworkTimeout.Get(c)
 	e.heartbeatInterval = config.ExecutorHeartbeatInterval.Get(c)
