@@ -625,3 +625,25 @@ func TestAckDue(t *testing.T) {
 		}
 	}
 }
+
+// TestReportsNeverFreeMoreCoresThanAnExecutorHas: an executor that reports
+// tasks it was not running as finished (a bug, a duplicate report) ends
+// with no more free cores than it has, so offers do not pile tasks onto it.
+func TestReportsNeverFreeMoreCoresThanAnExecutorHas(t *testing.T) {
+	h := startBackend(t, Options{})
+	if _, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	ex := h.executor(1)
+	ids := make([]int64, 1000)
+	for i := range ids {
+		ids[i] = int64(1000 + i)
+	}
+	h.b.statusUpdate(ex, &pb.StatusBatch{FinishedTaskIds: ids, FinishedNanos: make([]int64, len(ids))})
+	h.b.mu.Lock()
+	free, total := ex.FreeCores, ex.TotalCores
+	h.b.mu.Unlock()
+	if free != total {
+		t.Errorf("free cores %d after 1,000 reports of unknown tasks; want its %d", free, total)
+	}
+}

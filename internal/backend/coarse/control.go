@@ -209,7 +209,10 @@ func (b *Backend) statusUpdate(ex *executorData, batch *pb.StatusBatch) {
 	if terminal > 0 {
 		b.mu.Lock()
 		if b.executors[ex.ID] == ex {
-			ex.FreeCores += terminal * b.sched.CPUsPerTask()
+			// Never more than the executor has: a report of tasks it
+			// was not running (a bug, a duplicate) must not have offers
+			// pile tasks onto it.
+			ex.FreeCores = min(ex.FreeCores+terminal*b.sched.CPUsPerTask(), ex.TotalCores)
 		}
 		b.mu.Unlock()
 	}
