@@ -242,16 +242,28 @@ func (s *Scheduler) Submit(spec TaskSetSpec) *TaskSet {
 		return ts
 	}
 	// As Spark's TaskSetManager, a task too large to send fails the task
-	// set at once: sent, it would break the executor's connection.
+	// set at once: sent, it would break the executor's connection. The
+	// first of a stage's tasks an executor runs comes with the stage's
+	// plan, so each task must fit with the plan: alone each could be up to
+	// the limit, and together past what one message carries.
 	if max := s.opts.MaxTaskSize; max > 0 {
-		if n := int64(len(spec.Plan)); n > max {
+		plan := int64(len(spec.Plan))
+		if plan > max {
 			ts.finished = true
 			ts.err = fmt.Errorf("the plan of stage %d is %d bytes serialized, over spark.rpc.message.maxSize (%d bytes): "+
-				"raise spark.rpc.message.maxSize", spec.StageID, n, max)
+				"raise spark.rpc.message.maxSize", spec.StageID, plan, max)
 			close(ts.done)
 			return ts
 		}
 		for _, t := range spec.Tasks {
+			if n := int64(len(t.Payload)); plan > 0 && n <= max && plan+n > max {
+				ts.finished = true
+				ts.err = fmt.Errorf("the task of stage %d partition %d is %d bytes serialized, and with its stage's plan (%d bytes) "+
+					"over spark.rpc.message.maxSize (%d bytes): give it a smaller input (read large data inside the task instead) "+
+					"or raise spark.rpc.message.maxSize", spec.StageID, t.Partition, n, plan, max)
+				close(ts.done)
+				return ts
+			}
 			if n := int64(len(t.Payload)); n > max {
 				ts.finished = true
 				ts.err = fmt.Errorf("the task of stage %d partition %d is %d bytes serialized, over spark.rpc.message.maxSize (%d bytes): "+

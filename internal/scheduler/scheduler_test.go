@@ -371,6 +371,19 @@ func TestTaskOverMaxSizeFailsAtOnce(t *testing.T) {
 	if ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 2}}); len(ds) != 0 {
 		t.Errorf("%d tasks launched", len(ds))
 	}
+
+	// Each fits alone, but a task goes to an executor with its stage's
+	// plan, and the two would not fit one message.
+	spec = specOf(2, nil)
+	spec.Plan = make([]byte, 60)
+	spec.Tasks[1].Payload = make([]byte, 60)
+	ts = s.Submit(spec)
+	if err := ts.Err(); err == nil || !strings.Contains(err.Error(), "partition 1 is 60 bytes serialized, and with its stage's plan (60 bytes)") {
+		t.Errorf("plan and task over the limit together: error %v", err)
+	}
+	if ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 2}}); len(ds) != 0 {
+		t.Errorf("%d tasks launched", len(ds))
+	}
 }
 
 // QueueAhead asks for the floor until the next tasks' set has finished a
