@@ -378,6 +378,11 @@ func TestTaskOverMaxSizeFailsAtOnce(t *testing.T) {
 	spec.Plan = make([]byte, 60)
 	spec.Tasks[1].Payload = make([]byte, 60)
 	ts = s.Submit(spec)
+	select {
+	case <-ts.Done():
+	default:
+		t.Fatal("a task set whose plan and task together are over the limit is still running")
+	}
 	if err := ts.Err(); err == nil || !strings.Contains(err.Error(), "partition 1 is 60 bytes serialized, and with its stage's plan (60 bytes)") {
 		t.Errorf("plan and task over the limit together: error %v", err)
 	}
