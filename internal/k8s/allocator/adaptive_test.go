@@ -254,12 +254,21 @@ func TestQuota(t *testing.T) {
 				want: Plan{Limit: Limit{Held: 7, Reachable: 3, Cause: "ResourceQuota compute"}, Counts: Counts{Target: 10, Running: 3}},
 			}, {
 				name: "still blocked many rounds later",
-				do:   later(time.Minute),
+				do:   later(QuotaRetry - 3*time.Second),
+				want: Plan{Limit: Limit{Held: 7, Reachable: 3, Cause: "ResourceQuota compute"}, Counts: Counts{Target: 10, Running: 3}},
+			}, {
+				name: "QuotaRetry after the refusal: try again (the quota may have room now)",
+				do:   later(2 * time.Second),
+				want: Plan{Create: ids(4, map[Policy]executorid.ID{PolicyAdaptive: 8, PolicySpark: 10}[policy]), Counts: Counts{Target: 10, Running: 3}},
+			}, {
+				name: "refused again: blocked, not reported again",
+				do:   later(time.Second),
 				want: Plan{Limit: Limit{Held: 7, Reachable: 3, Cause: "ResourceQuota compute"}, Counts: Counts{Target: 10, Running: 3}},
 			}, {
 				name: "a pod ends: try again",
 				do:   later(time.Second, func(w *world) { w.appear(snapshot.Failed, ids(2, 2)) }),
-				want: Plan{Create: ids(4, map[Policy]executorid.ID{PolicyAdaptive: 8, PolicySpark: 11}[policy]), Counts: Counts{Target: 10, Running: 2}},
+				// Adaptive's round was halved by the second refusal.
+				want: Plan{Create: ids(4, map[Policy]executorid.ID{PolicyAdaptive: 5, PolicySpark: 11}[policy]), Counts: Counts{Target: 10, Running: 2}},
 			}, {
 				name: "quota again: blocked, not reported again",
 				do:   later(time.Second),
@@ -267,7 +276,7 @@ func TestQuota(t *testing.T) {
 			}, {
 				name: "the target changes: try again",
 				do:   later(time.Second, func(w *world) { w.target = 12 }),
-				want: Plan{Create: ids(4, map[Policy]executorid.ID{PolicyAdaptive: 5, PolicySpark: 13}[policy]),
+				want: Plan{Create: ids(4, map[Policy]executorid.ID{PolicyAdaptive: 4, PolicySpark: 13}[policy]),
 					Counts: Counts{Target: 12, Running: 2}},
 			}})
 		})
@@ -446,5 +455,31 @@ func TestAdaptiveFirstRoundAfterTarget(t *testing.T) {
 	}
 	if diff := cmp.Diff([]int{50, 0, 50, 0}, sizes); diff != "" {
 		t.Errorf("round sizes (-want +got):\n%s", diff)
+	}
+}
+
+// TestQuotaFreedElsewhere: a quota that others free (or an administrator
+// raises) while nothing the allocator sees changes is tried again after
+// QuotaRetry; before, an application refused its first pods waited forever.
+func TestQuotaFreedElsewhere(t *testing.T) {
+	for _, policy := range policies {
+		t.Run(string(policy), func(t *testing.T) {
+			w := newWorld(t, Options{Policy: policy, BatchSize: 5, BatchDelay: time.Second, MaxPendingPods: 5}, 2)
+			w.createErr = quotaErr
+			w.round()
+			w.createErr = nil
+			created := map[executorid.ID]bool{}
+			for range int(2 * QuotaRetry / time.Second) {
+				w.advance(time.Second)
+				p := w.round()
+				for _, id := range p.Create {
+					created[id] = true
+				}
+				w.appearLast(snapshot.Running)
+			}
+			if len(created) != 2 {
+				t.Errorf("%d executors created after the quota had room again, want 2", len(created))
+			}
+		})
 	}
 }

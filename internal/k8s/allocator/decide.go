@@ -59,13 +59,13 @@ func Decide(s *State, in Input, o Options) Plan {
 	live := c.Total()
 	switch {
 	case r.quota != nil:
-		s.quota = &quotaBlock{target: in.Target, live: live, cause: quotaCause(r.quota)}
+		s.quota = &quotaBlock{target: in.Target, live: live, cause: quotaCause(r.quota), at: in.Now}
 		if !s.quotaReported {
 			s.quotaReported = true
 			reports = append(reports, fmt.Sprintf("creating executor pods: %v; continuing with %d of %d executors "+
-				"until an executor pod ends or the target changes", r.quota, live, in.Target))
+				"until an executor pod ends, the target changes or %s passes", r.quota, live, in.Target, QuotaRetry))
 		}
-	case s.quota != nil && (in.Target != s.quota.target || live < s.quota.live):
+	case s.quota != nil && (in.Target != s.quota.target || live < s.quota.live || in.Now.Sub(s.quota.at) >= QuotaRetry):
 		s.quota = nil
 	}
 	if live >= in.Target {

@@ -33,6 +33,6 @@
 // double-creates and a lost event never stalls allocation; a pod being
 // deleted never counts toward the target. API errors that retrying cannot fix
 // (invalid spec, forbidden, bad request) fail the application with the API
-// server's message; an exhausted quota is reported once and not retried
-// until a pod ends or the target changes.
+// server's message; an exhausted quota is reported once and tried again
+// when a pod ends, the target changes or QuotaRetry has passed.
 package allocator

@@ -179,11 +179,19 @@ type deletion struct {
 }
 
 // quotaBlock stops creation after a quota rejection until the target
-// changes or the live executors drop below live.
+// changes, the live executors drop below live, or QuotaRetry has passed
+// since at (the quota may have been freed by others or raised, which the
+// driver does not see).
 type quotaBlock struct {
 	target, live int
 	cause        string
+	at           time.Time
 }
+
+// QuotaRetry is how long creation waits after a quota rejection before it
+// tries again when nothing it sees has changed: one create is refused
+// again (a round stops at its first failure), or the quota has room.
+const QuotaRetry = 30 * time.Second
 
 // Issued reports whether id is an executor id the allocator has handed out.
 func (s *State) Issued(id executorid.ID) bool { return id >= 1 && id <= s.lastID }
