@@ -79,8 +79,8 @@ func (c *Cluster) snapshotLoop(ctx context.Context) {
 		// The source holds only this application's executor pods (its
 		// watch has c.selector): matching the selector again per pod cost
 		// about as much as the rest of a snapshot.
-		pods, touched := c.src.Take()
-		c.publish(pods, touched)
+		pods, touched, relisted := c.src.Take()
+		c.publish(pods, touched, relisted)
 		select {
 		case <-ctx.Done():
 			return
@@ -91,7 +91,11 @@ func (c *Cluster) snapshotLoop(ctx context.Context) {
 
 // pollLoop lists the pods every spark.kubernetes.executor.apiPollingInterval,
 // from the API server's watch cache (resourceVersion=0), in case a watch
-// event was lost.
+// event was lost. It publishes nothing itself: the pods a newer list has
+// and the watch has not shown join the watch's cache (podsource.Adopt), so
+// one stream of snapshots goes on showing them; two streams (the poll's
+// and the watch's) showed a pod, then not, and the allocator created it
+// again.
 func (c *Cluster) pollLoop(ctx context.Context) {
 	t := c.clock.NewTicker(config.KubernetesExecutorAPIPollingInterval.Get(c.conf))
 	defer t.Stop()
@@ -106,26 +110,31 @@ func (c *Cluster) pollLoop(ctx context.Context) {
 			c.log.Warn("polling executor pods", "err", err)
 			continue
 		}
-		// The list may be older than the watch's view: it only adds pods
-		// the watch has not shown, never hides one, so a stale list cannot
-		// make a live pod look gone (and be created again).
-		pods := c.src.Pods()
+		pods := make([]*snapshot.Pod, len(list.Items))
 		for i := range list.Items {
-			if _, ok := c.src.Get(list.Items[i].Name); !ok {
-				pods = append(pods, snapshot.NewPod(&list.Items[i]))
-			}
+			pods[i] = snapshot.NewPod(&list.Items[i])
 		}
-		c.publish(pods, nil)
+		n, err := c.src.Adopt(list.ResourceVersion, pods)
+		switch {
+		case err != nil:
+			c.log.Warn("polling executor pods", "err", err)
+		case n > 0:
+			c.log.Warn("the executor pod watch had not shown pods a list has; taken from the list", "pods", n)
+		}
 	}
 }
 
-func (c *Cluster) publish(pods []*snapshot.Pod, touched map[executorid.ID]bool) {
+// publish hands a snapshot of pods to the allocator and the lifecycle
+// manager; full says a full list (the watch's relist) made it, so a
+// registered executor whose pod it lacks has none (between lists, the
+// pod's event may be late).
+func (c *Cluster) publish(pods []*snapshot.Pod, touched map[executorid.ID]bool, full bool) {
 	s := c.classifier.Snapshot(pods, c.clock.Now())
 	ids := c.backend.RegisteredIDs()
 	c.log.Debug("executor pod snapshot", "pods", len(s.Pods), "registered", len(ids))
 	c.alloc.SetRegistered(ids)
 	c.alloc.OnSnapshot(s, touched)
-	c.life().OnSnapshot(s, true)
+	c.life().OnSnapshot(s, full)
 	c.publishPlacements(s)
 }
 

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -60,8 +61,13 @@ type Source struct {
 	mu      sync.Mutex
 	pods    map[string]*snapshot.Pod // by name
 	touched map[executorid.ID]bool   // executors changed since the last Take
-	didSync bool
-	health  Health
+	// relisted says a full list replaced the pods since the last Take.
+	relisted bool
+	didSync  bool
+	// lastRV is the resource version of the newest list or event taken:
+	// how far the cache has come (Adopt).
+	lastRV string
+	health Health
 }
 
 // Health is the state of the source's connection to the API server.
@@ -133,12 +139,51 @@ func (s *Source) Changed() <-chan struct{} { return s.changed }
 
 // Take returns the pods and the executors whose pods changed since the
 // previous Take. Every change in touched is reflected in pods: a pod added
-// and removed in between is in touched and not in pods.
-func (s *Source) Take() (pods []*snapshot.Pod, touched map[executorid.ID]bool) {
+// and removed in between is in touched and not in pods. relisted says a
+// full list (the first, or one after the watch expired) replaced the pods
+// since: only then does a pod missing from them prove it is not there,
+// where between lists it may be one whose event is late.
+func (s *Source) Take() (pods []*snapshot.Pod, touched map[executorid.ID]bool, relisted bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	touched, s.touched = s.touched, map[executorid.ID]bool{}
-	return s.podsLocked(), touched
+	relisted, s.relisted = s.relisted, false
+	return s.podsLocked(), touched, relisted
+}
+
+// Adopt adds to the cache the pods of a list at resource version listRV
+// that it lacks, if the list is newer than what the watch has delivered,
+// and returns how many: a safety net for a watch that lost events (a poll,
+// drover.kubernetes.executor.poll.enabled). A list older than the watch's
+// view could hold pods deleted since, so nothing of it is taken. Adopted
+// pods are changes like the watch's, in the snapshots that follow, until
+// the watch updates or deletes them or a relist replaces them.
+func (s *Source) Adopt(listRV string, pods []*snapshot.Pod) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lastRV == "" || !s.didSync {
+		return 0, nil
+	}
+	// A pod the list holds and the cache does not: created after what the
+	// cache has seen, or deleted since the list (its deletion's event is
+	// newer than the list, and so is lastRV).
+	if c, err := resourceversion.CompareResourceVersion(listRV, s.lastRV); err != nil {
+		return 0, fmt.Errorf("comparing the list's resource version with the watch's: %w", err)
+	} else if c <= 0 {
+		return 0, nil
+	}
+	n := 0
+	for _, p := range pods {
+		if _, ok := s.pods[p.Name]; !ok {
+			s.pods[p.Name] = p
+			(*store)(s).touch(p)
+			n++
+		}
+	}
+	if n > 0 {
+		s.wake() // a buffered send: safe under s.mu
+	}
+	return n, nil
 }
 
 // Get returns the cached pod called name.
@@ -329,6 +374,7 @@ func (st *store) put(obj any) error {
 	st.mu.Lock()
 	st.pods[p.Name] = p
 	st.touch(p)
+	st.advance(p.ResourceVersion)
 	st.mu.Unlock()
 	(*Source)(st).wake()
 	return nil
@@ -345,13 +391,22 @@ func (st *store) Delete(obj any) error {
 	st.mu.Lock()
 	delete(st.pods, p.Name)
 	st.touch(p)
+	st.advance(p.ResourceVersion)
 	st.mu.Unlock()
 	(*Source)(st).wake()
 	return nil
 }
 
+// advance records rv as taken if it is newer than the last; the caller
+// holds the lock.
+func (st *store) advance(rv string) {
+	if c, err := resourceversion.CompareResourceVersion(rv, st.lastRV); st.lastRV == "" || (err == nil && c > 0) {
+		st.lastRV = rv
+	}
+}
+
 // Replace takes a full list: pods missing from it are gone.
-func (st *store) Replace(items []any, _ string) error {
+func (st *store) Replace(items []any, rv string) error {
 	pods := make(map[string]*snapshot.Pod, len(items))
 	for _, obj := range items {
 		p, err := podOf(obj)
@@ -372,6 +427,12 @@ func (st *store) Replace(items []any, _ string) error {
 		}
 	}
 	st.pods = pods
+	st.relisted = true
+	st.lastRV = ""
+	st.advance(rv)
+	for _, p := range pods {
+		st.advance(p.ResourceVersion)
+	}
 	first := !st.didSync
 	st.didSync = true
 	st.mu.Unlock()

@@ -118,7 +118,8 @@ func (h *harness) waitTake(ok func(pods []*snapshot.Pod) bool) ([]*snapshot.Pod,
 			h.t.Fatalf("no change; pods %v", names(h.src.Pods()))
 		}
 	}
-	return h.src.Take()
+	pods, touched, _ := h.src.Take()
+	return pods, touched
 }
 
 func has(name string) func([]*snapshot.Pod) bool {
@@ -128,9 +129,12 @@ func has(name string) func([]*snapshot.Pod) bool {
 func TestTakeCoversEveryChange(t *testing.T) {
 	h := start(t, Options{}, execPod(1, "app-1"), execPod(2, "app-1"))
 	ctx := t.Context()
-	pods, touched := h.src.Take()
+	pods, touched, relisted := h.src.Take()
 	if diff := cmp.Diff([]string{"app-1-exec-1", "app-1-exec-2"}, names(pods)); diff != "" {
 		t.Errorf("synced pods (-want +got):\n%s", diff)
+	}
+	if !relisted {
+		t.Error("the first take after the first list is not marked relisted")
 	}
 	if diff := cmp.Diff([]executorid.ID{1, 2}, sortedIDs(touched)); diff != "" {
 		t.Errorf("touched by the first list (-want +got):\n%s", diff)
@@ -170,6 +174,15 @@ func TestTakeCoversEveryChange(t *testing.T) {
 	}
 	if p, ok := h.src.Get("app-1-exec-2"); !ok || p.Name != "app-1-exec-2" {
 		t.Errorf("Get(app-1-exec-2) = %v, %v", p, ok)
+	}
+	// Watch events are no full list: a pod missing between lists may be
+	// one whose event is late.
+	if _, err := pods3.Create(ctx, execPod(5, "app-1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitTake(has("app-1-exec-5"))
+	if _, _, relisted := h.src.Take(); relisted {
+		t.Error("a take after watch events only is marked relisted")
 	}
 }
 
@@ -290,5 +303,46 @@ func TestFirstStreamedListTakesTheCache(t *testing.T) {
 				t.Errorf("watch options (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAdoptTakesOnlyWhatANewerListHas: a poll's list adds the pods the
+// cache lacks only if the list is newer than what the cache has taken; an
+// older list may hold pods deleted since, which must not come back.
+func TestAdoptTakesOnlyWhatANewerListHas(t *testing.T) {
+	src := New(fake.NewClientset(), Options{})
+	st := (*store)(src)
+	at := func(p *corev1.Pod, rv string) *corev1.Pod { p.ResourceVersion = rv; return p }
+	if err := st.Replace([]any{at(execPod(1, "app"), "10")}, "10"); err != nil {
+		t.Fatal(err)
+	}
+	src.Take()
+	pod := func(id int, rv string) *snapshot.Pod { return snapshot.NewPod(at(execPod(id, "app"), rv)) }
+
+	if n, err := src.Adopt("8", []*snapshot.Pod{pod(1, "10"), pod(2, "7")}); n != 0 || err != nil {
+		t.Errorf("Adopt of an older list = %d, %v; want nothing taken", n, err)
+	}
+	n, err := src.Adopt("12", []*snapshot.Pod{pod(1, "10"), pod(2, "11")})
+	if n != 1 || err != nil {
+		t.Fatalf("Adopt of a newer list = %d, %v; want pod 2 taken", n, err)
+	}
+	pods, touched, relisted := src.Take()
+	if diff := cmp.Diff([]string{"app-exec-1", "app-exec-2"}, names(pods)); diff != "" || !touched[2] || touched[1] || relisted {
+		t.Errorf("after Adopt: pods %v, touched %v, relisted %v; want pod 2 added and touched", names(pods), sortedIDs(touched), relisted)
+	}
+
+	// Pod 3 appears and is deleted: a list from before the deletion, though
+	// newer than anything else taken, still holds it.
+	if err := st.Add(at(execPod(3, "app"), "20")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Delete(at(execPod(3, "app"), "21")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := src.Adopt("20", []*snapshot.Pod{pod(3, "20")}); n != 0 || err != nil {
+		t.Errorf("Adopt of a list from before a deletion = %d, %v; want the deleted pod left out", n, err)
+	}
+	if _, ok := src.Get("app-exec-3"); ok {
+		t.Error("a deleted pod came back")
 	}
 }
