@@ -8,6 +8,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -100,13 +101,44 @@ func Schema(cols []Column) *parquet.Schema {
 // be extra reads that a full scan of a row group does not need.
 var fileOptions = []parquet.FileOption{parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.ReadBufferSize(64 << 10)}
 
-// Open reads a file's footer.
+// Open reads a file's footer. A read that fails (access denied, the
+// network, an object changed since it was listed) is that error, not "not a
+// Parquet file".
 func Open(r io.ReaderAt, size int64) (*parquet.File, error) {
-	f, err := parquet.OpenFile(r, size, fileOptions...)
+	rr := &recordingReaderAt{r: r}
+	f, err := parquet.OpenFile(rr, size, fileOptions...)
 	if err != nil {
+		if rerr := rr.first(); rerr != nil {
+			return nil, rerr
+		}
 		return nil, fmt.Errorf("not a Parquet file: %w", err)
 	}
 	return f, nil
+}
+
+// recordingReaderAt keeps the first error of its reader other than io.EOF.
+type recordingReaderAt struct {
+	r   io.ReaderAt
+	mu  sync.Mutex
+	err error
+}
+
+func (r *recordingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.r.ReadAt(p, off)
+	if err != nil && err != io.EOF {
+		r.mu.Lock()
+		if r.err == nil {
+			r.err = err
+		}
+		r.mu.Unlock()
+	}
+	return n, err
+}
+
+func (r *recordingReaderAt) first() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
 }
 
 // ReadRowGroup emits the records of row group rg of f, reading only the

@@ -2,6 +2,7 @@ package parquetio
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -246,6 +247,11 @@ func TestBadInput(t *testing.T) {
 	if _, err := Open(bytes.NewReader([]byte("not parquet at all")), 18); err == nil || !strings.Contains(err.Error(), "not a Parquet file") {
 		t.Errorf("opening text: %v, want 'not a Parquet file'", err)
 	}
+	// A file that cannot be read is that error, not a file of the wrong kind.
+	denied := errors.New("reading s3://b/k: AccessDenied: no, you may not")
+	if _, err := Open(failingReaderAt{denied}, 1000); !errors.Is(err, denied) || strings.Contains(err.Error(), "not a Parquet file") {
+		t.Errorf("opening a file whose reads fail: %v, want the read's error alone", err)
+	}
 	type nested struct {
 		ID   int
 		Tags []string
@@ -254,3 +260,8 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("Columns of a struct with a list: %v, want an error naming the field", err)
 	}
 }
+
+// failingReaderAt fails every read with err.
+type failingReaderAt struct{ err error }
+
+func (f failingReaderAt) ReadAt([]byte, int64) (int, error) { return 0, f.err }
