@@ -365,15 +365,7 @@ func (d *Dataset[T]) saveToStore(out dataflow.Output, dir string) (err error) {
 		}
 		// An attempt the failure killed may still start an upload after
 		// this sweep; once the executors have stopped, none can.
-		if d.c.afterStop != nil {
-			d.c.afterStop.add(func(ctx context.Context) {
-				if n, err := store.AbortUploads(ctx, u); err != nil {
-					d.c.log.Warn("aborting the uploads of a failed job's attempts", "prefix", u.String(), "err", err)
-				} else if n > 0 {
-					d.c.log.Info("aborted the uploads of a failed job's attempts that outlived it", "prefix", u.String(), "uploads", n)
-				}
-			})
-		}
+		d.c.sweepUploadsAtStop(store, u)
 	}()
 	out.Dir = u.String()
 	uploads := make([]objstore.Pending, d.parts)
@@ -403,6 +395,9 @@ func (d *Dataset[T]) saveToStore(out dataflow.Output, dir string) (err error) {
 	} else if n > 0 {
 		d.c.log.Info("aborted the uploads of failed or duplicate task attempts", "prefix", u.String(), "uploads", n)
 	}
+	// An attempt still running on an executor thought lost may start an
+	// upload after that sweep, as after a failure.
+	d.c.sweepUploadsAtStop(store, u)
 	if err := store.Delete(ctx, pending); err != nil {
 		d.c.log.Warn("deleting the pending marker of a committed output", "marker", pending.String(), "err", err)
 	}
@@ -456,4 +451,22 @@ func commitUploads(ctx context.Context, store *objstore.Store, uploads []objstor
 		return err
 	}
 	return nil
+}
+
+// sweepUploadsAtStop aborts the uploads open under the output prefix u once
+// the application's executors have stopped: those of task attempts that
+// outlived their job (killed by its failure, or running on an executor
+// thought lost), started after the job's own sweep and billed until
+// aborted. Nothing else writes under u: it was empty when its job began.
+func (c *Context) sweepUploadsAtStop(store *objstore.Store, u objstore.URI) {
+	if c.afterStop == nil {
+		return
+	}
+	c.afterStop.add(func(ctx context.Context) {
+		if n, err := store.AbortUploads(ctx, u); err != nil {
+			c.log.Warn("aborting the uploads of task attempts that outlived their job", "prefix", u.String(), "err", err)
+		} else if n > 0 {
+			c.log.Info("aborted the uploads of task attempts that outlived their job", "prefix", u.String(), "uploads", n)
+		}
+	})
 }

@@ -236,6 +236,32 @@ func TestObjectStorageInputRewritten(t *testing.T) {
 	}, append(srv.Conf(), "spark.task.maxFailures=1")...)
 }
 
+// TestObjectStorageStragglerAfterCommit: an upload that starts under a
+// committed output after its job's own sweep (an attempt running on an
+// executor thought lost) is aborted when the application stops, as after a
+// failed job, not left open and billed.
+func TestObjectStorageStragglerAfterCommit(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "results"); err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, "local[2]", func(ctx *Context) error {
+		if err := Parallelize(ctx, []string{"a", "b"}, 2).SaveAsTextFile("s3://results/out"); err != nil {
+			return err
+		}
+		// The straggler: an attempt of partition 1 that outlived the job.
+		_, err := srv.Client().CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{
+			Bucket: aws.String("results"), Key: aws.String("out/part-00001")})
+		return err
+	}, srv.Conf()...)
+	if ups := s3Uploads(t, srv, "results"); len(ups) != 0 {
+		t.Errorf("uploads open after the application stopped: %v", ups)
+	}
+	if got := s3Get(t, srv, "results", "out/part-00001"); got != "b\n" {
+		t.Errorf("part-00001 = %q, want the committed attempt's", got)
+	}
+}
+
 // TestObjectStorageExecutorsGetNoSecrets: the driver's keys in
 // spark.hadoop.fs.s3a.access.key and .secret.key are not sent to executors;
 // without credentials in their own environment, their reads are refused
