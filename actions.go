@@ -347,9 +347,23 @@ func (d *Dataset[T]) saveToStore(out dataflow.Output, dir string) (err error) {
 		}
 		return fmt.Errorf("output %s already exists", u)
 	}
+	// Inside another job's uncommitted output, that job's clean-up or
+	// sweep would take this one's parts and uploads.
+	for key := u.Key; strings.Contains(key, "/"); {
+		key = key[:strings.LastIndex(key, "/")]
+		parent := objstore.URI{Bucket: u.Bucket, Key: key}
+		if _, err := store.Size(ctx, parent.Join(objstore.PendingMarker)); err == nil {
+			return fmt.Errorf("output %s is inside %s, the uncommitted output of another job (it holds %s): write elsewhere, "+
+				"or wait for that job", u, parent, objstore.PendingMarker)
+		}
+	}
 	pending := u.Join(objstore.PendingMarker)
 	marker := fmt.Sprintf("drover job output, uncommitted: application %s, started %s\n", d.c.appID, time.Now().UTC().Format(time.RFC3339))
-	if err := store.Put(ctx, pending, []byte(marker)); err != nil {
+	// The store decides between two jobs that both found the prefix empty.
+	if err := store.PutIfAbsent(ctx, pending, []byte(marker)); err != nil {
+		if errors.Is(err, objstore.ErrExists) {
+			return fmt.Errorf("output %s already exists: another job began writing it just now", u)
+		}
 		return err
 	}
 	defer func() {

@@ -262,6 +262,27 @@ func TestObjectStorageStragglerAfterCommit(t *testing.T) {
 	}
 }
 
+// TestObjectStorageOutputInsideAnUncommittedOne: an output inside another
+// job's uncommitted output is refused before any task runs: that job's
+// clean-up or sweep would take its parts and uploads.
+func TestObjectStorageOutputInsideAnUncommittedOne(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "results"); err != nil {
+		t.Fatal(err)
+	}
+	s3Put(t, srv, "results", "out/_PENDING", "drover job output, uncommitted\n")
+	runJob(t, "local[2]", func(ctx *Context) error {
+		err := Parallelize(ctx, []string{"a"}, 1).SaveAsTextFile("s3://results/out/day/x")
+		if err == nil || !strings.Contains(err.Error(), "output s3://results/out/day/x is inside s3://results/out, the uncommitted output of another job") {
+			t.Errorf("SaveAsTextFile inside an uncommitted output: %v", err)
+		}
+		return nil
+	}, srv.Conf()...)
+	if keys := s3Keys(t, srv, "results", ""); len(keys) != 1 {
+		t.Errorf("objects after the refusal: %v, want only the other job's marker", keys)
+	}
+}
+
 // TestObjectStorageExecutorsGetNoSecrets: the driver's keys in
 // spark.hadoop.fs.s3a.access.key and .secret.key are not sent to executors;
 // without credentials in their own environment, their reads are refused

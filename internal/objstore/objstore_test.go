@@ -449,6 +449,23 @@ func TestReadsOfAListedVersion(t *testing.T) {
 	}
 }
 
+// TestPutIfAbsent: of two writes of one key, the second finds it there.
+func TestPutIfAbsent(t *testing.T) {
+	srv, st := server(t)
+	ctx := context.Background()
+	u := objstore.URI{Bucket: "data", Key: "once/_PENDING"}
+	if err := st.PutIfAbsent(ctx, u, []byte("first\n")); err != nil {
+		t.Fatal(err)
+	}
+	err := st.PutIfAbsent(ctx, u, []byte("second\n"))
+	if !errors.Is(err, objstore.ErrExists) || !strings.Contains(err.Error(), "writing s3://data/once/_PENDING") {
+		t.Errorf("the second write: %v; want ErrExists naming the object", err)
+	}
+	if got := get(t, srv, "once/_PENDING"); got != "first\n" {
+		t.Errorf("the object = %q, want the first write's", got)
+	}
+}
+
 // TestRemovePrefixRemovesThePendingMarkerLast: when the store refuses to
 // delete one part of a failed job's output, RemovePrefix fails and the
 // output keeps its _PENDING marker, so it still reads as uncommitted; once

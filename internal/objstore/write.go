@@ -417,6 +417,32 @@ func (s *Store) Put(ctx context.Context, u URI, data []byte) error {
 	return opError("writing", u, err)
 }
 
+// ErrExists is PutIfAbsent's error when the object is there already.
+var ErrExists = errors.New("the object exists already")
+
+// PutIfAbsent writes data as the object u unless u exists: the store
+// decides (If-None-Match: *), so of two writers racing for one key one
+// fails with ErrExists. A store that ignores the condition overwrites.
+func (s *Store) PutIfAbsent(ctx context.Context, u URI, data []byte) error {
+	c, err := s.s3(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key), Body: bytes.NewReader(data),
+		IfNoneMatch: aws.String("*")})
+	if err != nil && (isPreconditionFailed(err) || isConditionalConflict(err)) {
+		err = ErrExists
+	}
+	return opError("writing", u, err)
+}
+
+// isConditionalConflict reports S3's 409 for a conditional write that
+// raced with another write of the key.
+func isConditionalConflict(err error) bool {
+	api, ok := errors.AsType[smithy.APIError](err)
+	return ok && api.ErrorCode() == "ConditionalRequestConflict"
+}
+
 // maxCopySize is the largest object one CopyObject copies (5 GiB); larger
 // ones are copied in parts of copyPartSize. Variables for tests.
 var (
