@@ -42,15 +42,10 @@ func TestRetries(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				n := int(calls.Add(1)) - 1
 				if n < len(tc.failures) {
-					code, msg := answers[tc.failures[n]][0], answers[tc.failures[n]][1]
-					w.Header().Set("Content-Type", "application/xml")
-					w.WriteHeader(tc.failures[n])
-					io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>`+code+`</Code><Message>`+msg+`</Message></Error>`)
+					storeError(w, tc.failures[n], answers[tc.failures[n]][0], answers[tc.failures[n]][1])
 					return
 				}
-				w.Header().Set("Content-Range", "bytes 0-1/2")
-				w.WriteHeader(http.StatusPartialContent)
-				io.WriteString(w, "hi")
+				twoBytes(w)
 			}))
 			defer srv.Close()
 			store := objstore.New(objstore.Config{Endpoint: srv.URL, PathStyle: true, AccessKey: "k", SecretKey: "s"})
@@ -117,14 +112,10 @@ func TestRetriesOutlastAnOutage(t *testing.T) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if n := calls.Add(1); outage.Load() || n == 1 {
-			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(http.StatusInternalServerError)
-			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>oops</Message></Error>`)
+			storeError(w, http.StatusInternalServerError, "InternalError", "oops")
 			return
 		}
-		w.Header().Set("Content-Range", "bytes 0-1/2")
-		w.WriteHeader(http.StatusPartialContent)
-		io.WriteString(w, "hi")
+		twoBytes(w)
 	}))
 	defer srv.Close()
 	store := objstore.New(objstore.Config{Endpoint: srv.URL, PathStyle: true, AccessKey: "k", SecretKey: "s"})
@@ -152,4 +143,18 @@ func TestRetriesOutlastAnOutage(t *testing.T) {
 		t.Errorf("read %q in %d requests, want \"hi\" in 2", b, calls.Load())
 	}
 	objstore.TakeRetries() // not this test's to report
+}
+
+// storeError answers as an S3 store does with an error.
+func storeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>`+code+`</Code><Message>`+msg+`</Message></Error>`)
+}
+
+// twoBytes answers a ranged GET of an object of two bytes, "hi".
+func twoBytes(w http.ResponseWriter) {
+	w.Header().Set("Content-Range", "bytes 0-1/2")
+	w.WriteHeader(http.StatusPartialContent)
+	io.WriteString(w, "hi")
 }
