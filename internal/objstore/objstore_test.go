@@ -561,10 +561,7 @@ func TestCompleteRetriedAfterSuccess(t *testing.T) {
 			w.WriteHeader(http.StatusBadGateway) // the answer lost
 			return
 		}
-		w.Header().Set("Content-Type", "application/xml")
-		w.WriteHeader(http.StatusNotFound)
-		io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchUpload</Code>`+
-			`<Message>The specified upload does not exist.</Message></Error>`)
+		storeError(w, http.StatusNotFound, "NoSuchUpload", "The specified upload does not exist.")
 	}))
 	defer front.Close()
 	viaFront := objstore.New(objstore.Config{Endpoint: front.URL, PathStyle: true, Region: srv.Region,
