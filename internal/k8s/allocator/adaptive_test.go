@@ -331,7 +331,7 @@ func TestFatalCreateErrors(t *testing.T) {
 					if !strings.Contains(p.Fatal.Error(), tc.wantFatal) {
 						t.Errorf("fatal error %q, want it to hold %q", p.Fatal, tc.wantFatal)
 					}
-					if len(p.Create)+len(p.DeleteExcess)+len(p.DeleteLost) > 0 {
+					if len(p.Create)+len(p.DeleteExcess)+len(p.DeleteUnseen)+len(p.DeleteLost) > 0 {
 						t.Errorf("fatal plan still acts: %+v", p)
 					}
 				}

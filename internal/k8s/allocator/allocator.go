@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -273,8 +274,8 @@ func (a *Allocator) logPlan(p Plan) {
 		a.log.Warn("executor pods not seen since their creation; deleting them: the creation or its events may have been lost",
 			"executors", p.DeleteLost, "timeout", a.opts.PodCreationTimeout)
 	}
-	if len(p.DeleteExcess) > 0 {
-		a.log.Info("deleting excess executor pod requests", "executors", p.DeleteExcess, "target", c.Target)
+	if excess := slices.Concat(p.DeleteUnseen, p.DeleteExcess); len(excess) > 0 {
+		a.log.Info("deleting excess executor pod requests", "executors", excess, "target", c.Target)
 	}
 	if len(p.Create) > 0 {
 		a.log.Info("requesting executor pods", "count", len(p.Create), "target", c.Target,
@@ -288,7 +289,7 @@ func (a *Allocator) delete(ctx context.Context, p Plan) []DeleteResult {
 		ids         []executorid.ID
 		onlyPending bool
 		reason      string
-	}{{p.DeleteLost, false, events.DeleteLost}, {p.DeleteExcess, true, events.DeleteExcess}} {
+	}{{p.DeleteLost, false, events.DeleteLost}, {p.DeleteUnseen, false, events.DeleteExcess}, {p.DeleteExcess, true, events.DeleteExcess}} {
 		if len(d.ids) == 0 {
 			continue
 		}
@@ -356,7 +357,7 @@ func (a *Allocator) publish(p Plan, creates []CreateResult, start time.Time) {
 	}
 	c := p.Counts
 	e := &events.AllocationRound{Target: c.Target, Running: c.Running, Pending: c.NotRunning(), Gated: c.Gated,
-		Created: len(p.Create) - p.Resend, Resent: p.Resend, DeletedExcess: len(p.DeleteExcess), DeletedLost: len(p.DeleteLost),
+		Created: len(p.Create) - p.Resend, Resent: p.Resend, DeletedExcess: len(p.DeleteUnseen) + len(p.DeleteExcess), DeletedLost: len(p.DeleteLost),
 		Waiting: p.Waiting(), Report: p.Report, Latency: a.clock.Since(start)}
 	for _, r := range creates {
 		if r.Err != nil && !errors.Is(r.Err, ErrNotAttempted) {

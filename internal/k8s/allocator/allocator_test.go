@@ -181,8 +181,8 @@ func TestLoopRounds(t *testing.T) {
 		// unseen pod is deleted once older than the idle timeout.
 		l.a.SetTarget(3)
 		l.step(61 * time.Second)
-		if _, deleted, _, _ := l.pods.snapshot(); !cmp.Equal(deleted, []deleteCall{{IDs: []executorid.ID{5}, OnlyPending: true}}) {
-			t.Fatalf("deleted %v, want the excess unseen pod 5", deleted)
+		if _, deleted, _, _ := l.pods.snapshot(); !cmp.Equal(deleted, []deleteCall{{IDs: []executorid.ID{5}, OnlyPending: false}}) {
+			t.Fatalf("deleted %v, want the excess unseen pod 5, in any phase (it may land after the delete)", deleted)
 		}
 		if err := l.stop(); err != nil {
 			t.Errorf("Run() = %v, want nil after cancel", err)

@@ -50,7 +50,9 @@ func Decide(s *State, in Input, o Options) Plan {
 	p.DeleteLost = append(p.DeleteLost, lostRetry...)
 
 	c, pending := s.count(in)
-	p.DeleteExcess = append(s.trimExcess(in, o, &c, pending), excessRetry...)
+	var trimmed []executorid.ID
+	p.DeleteUnseen, trimmed = s.trimExcess(in, o, &c, pending)
+	p.DeleteExcess = append(trimmed, excessRetry...)
 	slices.Sort(p.DeleteExcess)
 	slices.Sort(p.DeleteLost)
 	p.Counts = c
@@ -193,12 +195,10 @@ func (s *State) resends(now time.Time) []executorid.ID {
 
 func (s *State) absorbDeletes(rs []DeleteResult) {
 	for _, dr := range rs {
-		if dr.Err == nil || apierrors.IsNotFound(dr.Err) {
-			continue
-		}
+		ok := dr.Err == nil || apierrors.IsNotFound(dr.Err)
 		for _, id := range dr.IDs {
 			if d := s.deleted[id]; d != nil {
-				d.retry = true
+				d.retry, d.answered = !ok, ok
 			}
 		}
 	}
@@ -251,8 +251,22 @@ func (s *State) expire(now time.Time, o Options) []executorid.ID {
 func (s *State) reapDeleted(in Input, o Options) (excess, lost []executorid.ID) {
 	for id, d := range s.deleted {
 		ep, present := in.Snapshot.Pods[id]
-		if d.excess && present && ep.State == snapshot.Running && ep.Pod != nil && !ep.Pod.Deleting {
+		alive := present && ep.Pod != nil && !ep.Pod.Deleting && !ep.State.Final()
+		if d.excess && alive && ep.State == snapshot.Running {
 			delete(s.deleted, id)
+			continue
+		}
+		// Alive well after the API server answered the delete: the pod
+		// landed later (a create that was slow or in doubt) and the delete
+		// found nothing. Right after the delete it is the cache that is
+		// behind: redeleteAfter spares those a second request.
+		if d.answered && alive && (!d.excess || ep.State.Waiting()) && in.Now.Sub(d.at) >= redeleteAfter(o) {
+			d.answered, d.at = false, in.Now
+			if d.excess {
+				excess = append(excess, id)
+			} else {
+				lost = append(lost, id)
+			}
 			continue
 		}
 		if d.retry {
@@ -272,6 +286,10 @@ func (s *State) reapDeleted(in Input, o Options) (excess, lost []executorid.ID) 
 	}
 	return excess, lost
 }
+
+// redeleteAfter is how long a pod deleted may still show alive before it is
+// deleted again: more than a cache lags behind a delete it has answered.
+func redeleteAfter(o Options) time.Duration { return max(5*o.BatchDelay, 10*time.Second) }
 
 // count splits the executors as in Spark step 5, leaving out deleted pods,
 // and returns the Pending pods unknown to the scheduler backend, the only
@@ -322,10 +340,10 @@ func (s *State) count(in Input) (Counts, []snapshot.ExecutorPod) {
 // and its resends keep it young forever. Running pods are never deleted
 // here, nor pods in an unknown phase, which the delete (of Pending pods
 // only) would not take.
-func (s *State) trimExcess(in Input, o Options, c *Counts, pending []snapshot.ExecutorPod) []executorid.ID {
+func (s *State) trimExcess(in Input, o Options, c *Counts, pending []snapshot.ExecutorPod) (unseenIDs, pendingIDs []executorid.ID) {
 	excess := c.Total() - in.Target
 	if excess <= 0 {
-		return nil
+		return nil, nil
 	}
 	var unseen []executorid.ID
 	for id, e := range s.expect {
@@ -355,14 +373,15 @@ func (s *State) trimExcess(in Input, o Options, c *Counts, pending []snapshot.Ex
 	}
 	for _, id := range unseen {
 		delete(s.expect, id)
-		s.deleted[id] = &deletion{at: in.Now, excess: true}
+		// Not seen, so not known to be Pending: deleted in any phase.
+		s.deleted[id] = &deletion{at: in.Now}
 	}
 	for _, id := range old {
 		s.deleted[id] = &deletion{at: in.Now, excess: true}
 	}
 	c.Unseen -= len(unseen)
 	c.Pending -= len(old)
-	return append(unseen, old...)
+	return unseen, old
 }
 
 // idleTimedOut reports whether a pod is older than the idle timeout; a pod

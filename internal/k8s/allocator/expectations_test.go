@@ -208,8 +208,10 @@ func TestExcessDeleteThatMissedItsPod(t *testing.T) {
 
 // TestCreateInDoubtWhenTheTargetDrops: a create whose outcome is unknown is
 // sent again while the target wants it; once the target drops below what
-// exists and is in doubt, it is deleted (the pod may exist) and never sent
-// again, where its resends went on and created a pod for a target of 0.
+// exists and is in doubt, it is deleted in any phase (the pod may exist, or
+// land later) and never sent again, where its resends went on and created a
+// pod for a target of 0. A pod that lands after that delete is deleted
+// again, not counted.
 func TestCreateInDoubtWhenTheTargetDrops(t *testing.T) {
 	for _, policy := range policies {
 		t.Run(string(policy), func(t *testing.T) {
@@ -232,15 +234,32 @@ func TestCreateInDoubtWhenTheTargetDrops(t *testing.T) {
 			w.target = 0
 			w.advance(time.Second)
 			p := w.round()
-			if !slices.Equal(p.DeleteExcess, ids(1, 1)) || len(p.Create) > 0 {
-				t.Errorf("after the target dropped to 0: delete %v, create %v; want delete [1], no create", p.DeleteExcess, p.Create)
+			if !slices.Equal(p.DeleteUnseen, ids(1, 1)) || len(p.Create) > 0 {
+				t.Errorf("after the target dropped to 0: delete %v, create %v; want delete [1] in any phase, no create", p.DeleteUnseen, p.Create)
 			}
 			w.createErr = nil
-			for range 30 {
+			// The last resend lands after the delete: the pod shows up,
+			// pending, then running.
+			var redeleted []executorid.ID
+			for r := range 30 {
 				w.advance(time.Second)
-				if p := w.round(); len(p.Create) > 0 {
+				if r == 2 {
+					w.appear(snapshot.Pending, ids(1, 1))
+				}
+				if r == 5 {
+					w.set(execPod(1, snapshot.Running))
+				}
+				p := w.round()
+				if len(p.Create) > 0 {
 					t.Fatalf("created %v for a target of 0", p.Create)
 				}
+				if p.Counts.Total() > 0 {
+					t.Fatalf("round %d counts %+v for a target of 0", r, p.Counts)
+				}
+				redeleted = append(redeleted, p.DeleteLost...)
+			}
+			if !slices.Contains(redeleted, 1) {
+				t.Error("the pod that landed after its delete was never deleted again")
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -116,7 +117,7 @@ func (c *faultCluster) round() Plan {
 		}
 		c.results = append(c.results, CreateResult{ID: id, Err: err})
 	}
-	for _, id := range append(p.DeleteExcess, p.DeleteLost...) {
+	for _, id := range slices.Concat(p.DeleteExcess, p.DeleteUnseen, p.DeleteLost) {
 		delete(c.stored, id)
 	}
 	c.maxLive = max(c.maxLive, len(c.stored))

@@ -48,8 +48,8 @@ func TestGateHeldTenMinutesThenLifted(t *testing.T) {
 	}
 	w.appear(snapshot.Gated, first, gatedByKueue("team-a"))
 	more := w.runRounds(10*time.Minute, func(p Plan) {
-		if len(p.DeleteLost)+len(p.DeleteExcess) > 0 {
-			t.Fatalf("at %s: deleted lost %v, excess %v; gated pods are neither", w.now.Sub(t0), p.DeleteLost, p.DeleteExcess)
+		if len(p.DeleteLost)+len(p.DeleteUnseen)+len(p.DeleteExcess) > 0 {
+			t.Fatalf("at %s: deleted lost %v, excess %v %v; gated pods are neither", w.now.Sub(t0), p.DeleteLost, p.DeleteUnseen, p.DeleteExcess)
 		}
 		if want := "5 waiting for queue admission (queue team-a)"; p.Waiting() != want {
 			t.Fatalf("at %s: waiting %q, want %q", w.now.Sub(t0), p.Waiting(), want)
@@ -89,8 +89,8 @@ func TestGateLiftedForHalfAGang(t *testing.T) {
 	w.appear(snapshot.Running, gang[:4])
 	w.appear(snapshot.Gated, gang[4:], gatedByKueue("batch"))
 	extra := w.runRounds(5*time.Minute, func(p Plan) {
-		if len(p.DeleteLost)+len(p.DeleteExcess) > 0 {
-			t.Fatalf("deleted %v %v", p.DeleteLost, p.DeleteExcess)
+		if len(p.DeleteLost)+len(p.DeleteUnseen)+len(p.DeleteExcess) > 0 {
+			t.Fatalf("deleted %v %v %v", p.DeleteLost, p.DeleteUnseen, p.DeleteExcess)
 		}
 		if p.Counts.Running != 4 || p.Counts.Gated != 4 {
 			t.Fatalf("counts %+v, want 4 running and 4 gated", p.Counts)

@@ -110,7 +110,7 @@ func (w *world) round() Plan {
 		}
 		w.creates = append(w.creates, CreateResult{ID: id, Err: err})
 	}
-	for _, d := range [][]executorid.ID{p.DeleteLost, p.DeleteExcess} {
+	for _, d := range [][]executorid.ID{p.DeleteLost, p.DeleteUnseen, p.DeleteExcess} {
 		if len(d) > 0 {
 			w.deletes = append(w.deletes, DeleteResult{IDs: d, Err: w.deleteErr})
 		}

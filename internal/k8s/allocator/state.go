@@ -55,6 +55,10 @@ type Plan struct {
 	// DeleteExcess holds pending pods beyond the target; delete them only
 	// while still Pending, so one that started meanwhile keeps running.
 	DeleteExcess []executorid.ID
+	// DeleteUnseen holds creates beyond the target whose pods were never
+	// seen (or whose outcome is in doubt): delete them unconditionally, as
+	// such a pod may land after the delete and start at once.
+	DeleteUnseen []executorid.ID
 	// DeleteLost holds created pods never seen within PodCreationTimeout:
 	// the create was lost, or its events were. Delete them unconditionally.
 	DeleteLost []executorid.ID
@@ -175,7 +179,11 @@ type expectation struct {
 type deletion struct {
 	at     time.Time
 	excess bool // deleted as excess: only while Pending
-	retry  bool // the delete call failed; issue it again
+	// answered: the API server answered the last delete (it deleted what
+	// it found). A pod seen alive after that landed later, or was missed:
+	// the delete is sent again (reapDeleted).
+	answered bool
+	retry    bool // the delete call failed; issue it again
 }
 
 // quotaBlock stops creation after a quota rejection until the target
