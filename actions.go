@@ -358,13 +358,18 @@ func (d *Dataset[T]) saveToStore(out dataflow.Output, dir string) (err error) {
 		}
 	}
 	pending := u.Join(objstore.PendingMarker)
-	marker := fmt.Sprintf("drover job output, uncommitted: application %s, started %s\n", d.c.appID, time.Now().UTC().Format(time.RFC3339))
-	// The store decides between two jobs that both found the prefix empty.
+	marker := fmt.Sprintf("drover job output, uncommitted: application %s, started %s, writer %s\n",
+		d.c.appID, time.Now().UTC().Format(time.RFC3339), rand.Text())
+	// The store decides between two jobs that both found the prefix empty;
+	// a marker with this writer's token is this job's own, stored by a
+	// first attempt whose answer was lost.
 	if err := store.PutIfAbsent(ctx, pending, []byte(marker)); err != nil {
-		if errors.Is(err, objstore.ErrExists) {
+		if !errors.Is(err, objstore.ErrExists) {
+			return err
+		}
+		if got, rerr := store.ReadAll(ctx, pending); rerr != nil || string(got) != marker {
 			return fmt.Errorf("output %s already exists: another job began writing it just now", u)
 		}
-		return err
 	}
 	defer func() {
 		if err == nil || errors.Is(err, errDriverKilled) {

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -280,6 +281,39 @@ func TestObjectStorageOutputInsideAnUncommittedOne(t *testing.T) {
 	}, srv.Conf()...)
 	if keys := s3Keys(t, srv, "results", ""); len(keys) != 1 {
 		t.Errorf("objects after the refusal: %v, want only the other job's marker", keys)
+	}
+}
+
+// TestObjectStorageMarkerStoredByALostAnswer: the first write of _PENDING
+// is stored but its answer lost (a gateway's 502); the SDK's retry meets
+// the job's own marker (412 to If-None-Match: *), which the job recognises
+// by its token and goes on, where it refused its own output as another
+// job's and left the marker behind.
+func TestObjectStorageMarkerStoredByALostAnswer(t *testing.T) {
+	srv := testenv.NewS3(t)
+	if err := srv.CreateBucket(context.Background(), "results"); err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.SignedProxy(t, srv.Endpoint, nil)
+	var lost atomic.Bool
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/_PENDING") && lost.CompareAndSwap(false, true) {
+			proxy.ServeHTTP(httptest.NewRecorder(), r)
+			w.WriteHeader(http.StatusBadGateway) // the answer lost
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	runJob(t, "local[2]", func(ctx *Context) error {
+		return Parallelize(ctx, []string{"a", "b"}, 2).SaveAsTextFile("s3://results/out")
+	}, append(srv.Conf(), "spark.hadoop.fs.s3a.endpoint="+front.URL)...)
+	if !lost.Load() {
+		t.Fatal("the marker's write never passed the front")
+	}
+	want := []string{"out/_SUCCESS", "out/part-00000", "out/part-00001"}
+	if diff := gocmp.Diff(want, s3Keys(t, srv, "results", "")); diff != "" {
+		t.Errorf("objects after the job (-want +got):\n%s", diff)
 	}
 }
 

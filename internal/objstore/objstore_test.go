@@ -464,6 +464,25 @@ func TestPutIfAbsent(t *testing.T) {
 	if got := get(t, srv, "once/_PENDING"); got != "first\n" {
 		t.Errorf("the object = %q, want the first write's", got)
 	}
+
+	// A store that does not implement the condition gets a plain write.
+	proxy := testenv.SignedProxy(t, srv.Endpoint, nil)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") != "" {
+			storeError(w, http.StatusNotImplemented, "NotImplemented", "A header you provided implies functionality that is not implemented")
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	viaFront := objstore.New(objstore.Config{Endpoint: front.URL, PathStyle: true, Region: srv.Region,
+		AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+	if err := viaFront.PutIfAbsent(ctx, objstore.URI{Bucket: "data", Key: "plain/_PENDING"}, []byte("plain\n")); err != nil {
+		t.Errorf("PutIfAbsent on a store without conditional writes: %v", err)
+	}
+	if got := get(t, srv, "plain/_PENDING"); got != "plain\n" {
+		t.Errorf("the object = %q", got)
+	}
 }
 
 // TestRemovePrefixRemovesThePendingMarkerLast: when the store refuses to

@@ -49,14 +49,36 @@ func (s *Store) OpenRange(ctx context.Context, u URI, etag string, off, n int64)
 	return out.Body, nil
 }
 
-// isPreconditionFailed reports a store's 412: an If-Match that no longer
-// holds.
+// isPreconditionFailed reports a store's 412: a condition (If-Match,
+// If-None-Match) that does not hold.
 func isPreconditionFailed(err error) bool {
-	if api, ok := errors.AsType[smithy.APIError](err); ok && api.ErrorCode() == "PreconditionFailed" {
+	return isStoreAnswer(err, http.StatusPreconditionFailed, "PreconditionFailed")
+}
+
+// isNotImplemented reports a store's 501 for a feature it lacks.
+func isNotImplemented(err error) bool {
+	return isStoreAnswer(err, http.StatusNotImplemented, "NotImplemented")
+}
+
+// isStoreAnswer reports whether err is the store's answer with the error
+// code, or with the HTTP status when its body named none.
+func isStoreAnswer(err error, status int, code string) bool {
+	if api, ok := errors.AsType[smithy.APIError](err); ok && api.ErrorCode() == code {
 		return true
 	}
 	re, ok := errors.AsType[*awshttp.ResponseError](err)
-	return ok && re.HTTPStatusCode() == http.StatusPreconditionFailed
+	return ok && re.HTTPStatusCode() == status
+}
+
+// ReadAll reads the whole object u: a small one, such as a marker.
+func (s *Store) ReadAll(ctx context.Context, u URI) ([]byte, error) {
+	body, err := s.OpenRange(ctx, u, "", 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	b, err := io.ReadAll(body)
+	return b, opError("reading", u, err)
 }
 
 type eofReader struct{}

@@ -422,7 +422,11 @@ var ErrExists = errors.New("the object exists already")
 
 // PutIfAbsent writes data as the object u unless u exists: the store
 // decides (If-None-Match: *), so of two writers racing for one key one
-// fails with ErrExists. A store that ignores the condition overwrites.
+// fails with ErrExists. A retried write whose first attempt was stored
+// also meets ErrExists: a caller that must tell the two apart writes data
+// of its own making and reads the object back. A store that ignores the
+// condition overwrites; one that refuses it (NotImplemented) gets a plain
+// write.
 func (s *Store) PutIfAbsent(ctx context.Context, u URI, data []byte) error {
 	c, err := s.s3(ctx)
 	if err != nil {
@@ -430,8 +434,12 @@ func (s *Store) PutIfAbsent(ctx context.Context, u URI, data []byte) error {
 	}
 	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(u.Bucket), Key: aws.String(u.Key), Body: bytes.NewReader(data),
 		IfNoneMatch: aws.String("*")})
-	if err != nil && (isPreconditionFailed(err) || isConditionalConflict(err)) {
+	switch {
+	case err == nil:
+	case isPreconditionFailed(err) || isConditionalConflict(err):
 		err = ErrExists
+	case isNotImplemented(err):
+		return s.Put(ctx, u, data)
 	}
 	return opError("writing", u, err)
 }
