@@ -472,17 +472,18 @@ func commitUploads(ctx context.Context, store *objstore.Store, uploads []objstor
 	return nil
 }
 
-// sweepUploadsAtStop aborts the uploads open under the output prefix u once
-// the application's executors have stopped: those of task attempts that
-// outlived their job (killed by its failure, or running on an executor
-// thought lost), started after the job's own sweep and billed until
-// aborted. Nothing else writes under u: it was empty when its job began.
+// sweepUploadsAtStop aborts the uploads of parts open directly under the
+// output prefix u once the application's executors have stopped: those of
+// task attempts that outlived their job (killed by its failure, or running
+// on an executor thought lost), started after the job's own sweep and
+// billed until aborted. Deeper keys are left alone: once this job's
+// _PENDING is gone, another job may be writing an output inside u.
 func (c *Context) sweepUploadsAtStop(store *objstore.Store, u objstore.URI) {
 	if c.afterStop == nil {
 		return
 	}
 	c.afterStop.add(func(ctx context.Context) {
-		if n, err := store.AbortUploads(ctx, u); err != nil {
+		if n, err := store.AbortUploadsDirectlyUnder(ctx, u); err != nil {
 			c.log.Warn("aborting the uploads of task attempts that outlived their job", "prefix", u.String(), "err", err)
 		} else if n > 0 {
 			c.log.Info("aborted the uploads of task attempts that outlived their job", "prefix", u.String(), "uploads", n)

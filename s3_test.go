@@ -240,7 +240,8 @@ func TestObjectStorageInputRewritten(t *testing.T) {
 // TestObjectStorageStragglerAfterCommit: an upload that starts under a
 // committed output after its job's own sweep (an attempt running on an
 // executor thought lost) is aborted when the application stops, as after a
-// failed job, not left open and billed.
+// failed job, not left open and billed; one of another job's output inside
+// it is left alone.
 func TestObjectStorageStragglerAfterCommit(t *testing.T) {
 	srv := testenv.NewS3(t)
 	if err := srv.CreateBucket(context.Background(), "results"); err != nil {
@@ -250,13 +251,19 @@ func TestObjectStorageStragglerAfterCommit(t *testing.T) {
 		if err := Parallelize(ctx, []string{"a", "b"}, 2).SaveAsTextFile("s3://results/out"); err != nil {
 			return err
 		}
-		// The straggler: an attempt of partition 1 that outlived the job.
-		_, err := srv.Client().CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{
-			Bucket: aws.String("results"), Key: aws.String("out/part-00001")})
-		return err
+		// The straggler: an attempt of partition 1 that outlived the job;
+		// and a part of another job's output inside out/, which is not
+		// this job's to abort.
+		for _, key := range []string{"out/part-00001", "out/inner/part-00000"} {
+			if _, err := srv.Client().CreateMultipartUpload(context.Background(), &s3.CreateMultipartUploadInput{
+				Bucket: aws.String("results"), Key: aws.String(key)}); err != nil {
+				return err
+			}
+		}
+		return nil
 	}, srv.Conf()...)
-	if ups := s3Uploads(t, srv, "results"); len(ups) != 0 {
-		t.Errorf("uploads open after the application stopped: %v", ups)
+	if diff := gocmp.Diff([]string{"out/inner/part-00000"}, s3Uploads(t, srv, "results")); diff != "" {
+		t.Errorf("uploads open after the application stopped (-want +got):\n%s", diff)
 	}
 	if got := s3Get(t, srv, "results", "out/part-00001"); got != "b\n" {
 		t.Errorf("part-00001 = %q, want the committed attempt's", got)

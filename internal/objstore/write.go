@@ -322,6 +322,17 @@ func multipartETag(parts []types.CompletedPart) (etag string, ok bool) {
 // killed task attempts) and returns how many it aborted. Its objects are
 // not touched.
 func (s *Store) AbortUploads(ctx context.Context, u URI) (int, error) {
+	return s.abortUploadsUnder(ctx, u, true)
+}
+
+// AbortUploadsDirectlyUnder aborts, as AbortUploads, only the uploads of
+// keys directly under u/ (a job's parts), leaving those of deeper keys:
+// another job's output inside u may be writing them.
+func (s *Store) AbortUploadsDirectlyUnder(ctx context.Context, u URI) (int, error) {
+	return s.abortUploadsUnder(ctx, u, false)
+}
+
+func (s *Store) abortUploadsUnder(ctx context.Context, u URI, deep bool) (int, error) {
 	c, err := s.s3(ctx)
 	if err != nil {
 		return 0, err
@@ -330,10 +341,10 @@ func (s *Store) AbortUploads(ctx context.Context, u URI) (int, error) {
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
-	return abortUploads(ctx, c, u.Bucket, prefix)
+	return abortUploads(ctx, c, u.Bucket, prefix, deep)
 }
 
-func abortUploads(ctx context.Context, c *s3.Client, bucket, prefix string) (int, error) {
+func abortUploads(ctx context.Context, c *s3.Client, bucket, prefix string, deep bool) (int, error) {
 	var errs []error
 	n := 0
 	ups := s3.NewListMultipartUploadsPaginator(c, &s3.ListMultipartUploadsInput{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
@@ -344,6 +355,9 @@ func abortUploads(ctx context.Context, c *s3.Client, bucket, prefix string) (int
 			break
 		}
 		for _, up := range page.Uploads {
+			if !deep && strings.Contains(strings.TrimPrefix(aws.ToString(up.Key), prefix), "/") {
+				continue
+			}
 			_, err := c.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(bucket), Key: up.Key, UploadId: up.UploadId})
 			if err != nil && !isNoSuchUpload(err) {
 				errs = append(errs, opError("aborting an upload of", URI{Bucket: bucket, Key: aws.ToString(up.Key)}, err))
@@ -562,7 +576,7 @@ func (s *Store) RemovePrefix(ctx context.Context, u URI) error {
 		return fmt.Errorf("removing %s: refusing to remove a whole bucket", u)
 	}
 	var errs []error
-	if _, err := abortUploads(ctx, c, u.Bucket, prefix); err != nil {
+	if _, err := abortUploads(ctx, c, u.Bucket, prefix, true); err != nil {
 		errs = append(errs, err)
 	}
 	objs, _, err := listPrefix(ctx, c, u.Bucket, prefix, false)
