@@ -257,9 +257,9 @@ func TestQuota(t *testing.T) {
 				do:   later(QuotaRetry - 3*time.Second),
 				want: Plan{Limit: Limit{Held: 7, Reachable: 3, Cause: "ResourceQuota compute"}, Counts: Counts{Target: 10, Running: 3}},
 			}, {
-				name: "QuotaRetry after the refusal: try again (the quota may have room now)",
+				name: "QuotaRetry after the refusal: one create probes it (the quota may have room now), the limit stands",
 				do:   later(2 * time.Second),
-				want: Plan{Create: ids(4, map[Policy]executorid.ID{PolicyAdaptive: 8, PolicySpark: 10}[policy]), Counts: Counts{Target: 10, Running: 3}},
+				want: Plan{Create: ids(4, 4), Limit: Limit{Held: 7, Reachable: 3, Cause: "ResourceQuota compute"}, Counts: Counts{Target: 10, Running: 3}},
 			}, {
 				name: "refused again: blocked, not reported again",
 				do:   later(time.Second),
@@ -467,6 +467,21 @@ func TestQuotaFreedElsewhere(t *testing.T) {
 			w := newWorld(t, Options{Policy: policy, BatchSize: 5, BatchDelay: time.Second, MaxPendingPods: 5}, 2)
 			w.createErr = quotaErr
 			w.round()
+			// While the quota stays full: one probe per QuotaRetry, and the
+			// limit never lifts in between (its log and the backend's
+			// start-up wait would flap).
+			probes := 0
+			for range int(3 * QuotaRetry / time.Second) {
+				w.advance(time.Second)
+				p := w.round()
+				probes += len(p.Create)
+				if p.Limit.Held == 0 {
+					t.Fatalf("at %s: the limit lifted while the quota is full", w.now.Sub(t0))
+				}
+			}
+			if probes < 2 || probes > 3 {
+				t.Errorf("%d creates in %s of a full quota, want one per %s", probes, 3*QuotaRetry, QuotaRetry)
+			}
 			w.createErr = nil
 			created := map[executorid.ID]bool{}
 			for range int(2 * QuotaRetry / time.Second) {

@@ -67,8 +67,16 @@ func Decide(s *State, in Input, o Options) Plan {
 			reports = append(reports, fmt.Sprintf("creating executor pods: %v; continuing with %d of %d executors "+
 				"until an executor pod ends, the target changes or %s passes", r.quota, live, in.Target, QuotaRetry))
 		}
-	case s.quota != nil && (in.Target != s.quota.target || live < s.quota.live || in.Now.Sub(s.quota.at) >= QuotaRetry):
+	case s.quota != nil && (in.Target != s.quota.target || live < s.quota.live || r.ok > 0):
+		// Changed, or the last round's probe was admitted: room again.
 		s.quota = nil
+	}
+	// Nothing it sees changed, but the quota may have been freed by others
+	// or raised: one create probes it each QuotaRetry, the limit standing
+	// meanwhile.
+	probe := s.quota != nil && in.Now.Sub(s.quota.at) >= QuotaRetry
+	if probe {
+		s.quota.at = in.Now
 	}
 	if live >= in.Target {
 		// A later quota episode is news again.
@@ -90,7 +98,11 @@ func Decide(s *State, in Input, o Options) Plan {
 		}
 	}
 	if s.quota != nil {
-		n = 0
+		if probe {
+			n = min(n, 1)
+		} else {
+			n = 0
+		}
 	}
 	// Resends wait out adaptive's back-off like new creates: an API
 	// server that is down is not asked faster because pods are in doubt.

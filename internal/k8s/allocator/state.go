@@ -197,8 +197,8 @@ type quotaBlock struct {
 }
 
 // QuotaRetry is how long creation waits after a quota rejection before it
-// tries again when nothing it sees has changed: one create is refused
-// again (a round stops at its first failure), or the quota has room.
+// tries one create again when nothing it sees has changed: refused, the
+// block stands another QuotaRetry; admitted, creation goes on.
 const QuotaRetry = 30 * time.Second
 
 // Issued reports whether id is an executor id the allocator has handed out.
