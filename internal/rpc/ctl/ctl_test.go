@@ -769,6 +769,21 @@ func TestNoBigFrameBeforeTheProof(t *testing.T) {
 	if waited := time.Since(start); waited > 4*time.Second {
 		t.Errorf("the connection was closed after %v, at the handshake timeout, not at the header", waited)
 	}
+
+	// A client without the secret, whose first message is longer than a
+	// proof, is told what is wrong: the secret, not the frame's size.
+	c, err := Dial(t.Context(), addr, rpc.Auth{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Send(&pb.ExecutorMessage{Msg: &pb.ExecutorMessage_Register{Register: &pb.Register{
+		AppId: app, ExecutorId: "1", Address: strings.Repeat("x", 200)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Recv(); status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "missing or wrong application secret") {
+		t.Errorf("a client without the secret: %v; want Unauthenticated naming the secret", err)
+	}
 }
 
 // chunkedConn is a net.Conn that reads b at most chunk bytes a call.

@@ -243,6 +243,9 @@ func (s *Server) handshake(c *conn) (*ServerStream, bool) {
 	return &ServerStream{c: c}, true
 }
 
+// errNoProof is a client's first frame that is no proof of the secret.
+var errNoProof = errors.New("missing or wrong application secret (spark.authenticate is on)")
+
 // checkProof reads the client's proof of the secret for nonce. Until then
 // the peer is nobody: a frame longer than a proof is refused from its
 // header, where reading it would have the driver allocate up to MaxFrame
@@ -252,12 +255,16 @@ func (s *Server) checkProof(c *conn, nonce []byte) error {
 	c.opts.MaxFrame = 1 + rpc.ProofSize
 	defer func() { c.opts.MaxFrame = limit }()
 	control, p, err := c.next()
+	if status.Code(err) == codes.ResourceExhausted {
+		// A client without the secret sends its first message at once.
+		return errNoProof
+	}
 	if err != nil {
 		return err
 	}
 	defer c.release()
 	if !control || len(p) == 0 || p[0] != kindProof {
-		return errors.New("missing or wrong application secret (spark.authenticate is on)")
+		return errNoProof
 	}
 	return s.auth.CheckProof(nonce, p[1:])
 }
