@@ -91,11 +91,11 @@ func (c *Cluster) snapshotLoop(ctx context.Context) {
 
 // pollLoop lists the pods every spark.kubernetes.executor.apiPollingInterval,
 // from the API server's watch cache (resourceVersion=0), in case a watch
-// event was lost. It publishes nothing itself: the pods a newer list has
-// and the watch has not shown join the watch's cache (podsource.Adopt), so
-// one stream of snapshots goes on showing them; two streams (the poll's
-// and the watch's) showed a pod, then not, and the allocator created it
-// again.
+// event was lost. It publishes nothing itself: when a list newer than the
+// watch's view disagrees with it, the watch lists again (podsource.Relist),
+// and one stream of snapshots goes on, the next one a full list. Two
+// streams (the poll's and the watch's) showed a pod, then not, and the
+// allocator created it again.
 func (c *Cluster) pollLoop(ctx context.Context) {
 	t := c.clock.NewTicker(config.KubernetesExecutorAPIPollingInterval.Get(c.conf))
 	defer t.Stop()
@@ -114,12 +114,12 @@ func (c *Cluster) pollLoop(ctx context.Context) {
 		for i := range list.Items {
 			pods[i] = snapshot.NewPod(&list.Items[i])
 		}
-		n, err := c.src.Adopt(list.ResourceVersion, pods)
-		switch {
+		switch behind, err := c.src.Behind(list.ResourceVersion, pods); {
 		case err != nil:
 			c.log.Warn("polling executor pods", "err", err)
-		case n > 0:
-			c.log.Warn("the executor pod watch had not shown pods a list has; taken from the list", "pods", n)
+		case behind:
+			c.log.Warn("the executor pod watch disagrees with a newer list of the pods: listing again")
+			c.src.Relist()
 		}
 	}
 }

@@ -65,8 +65,10 @@ type Source struct {
 	relisted bool
 	didSync  bool
 	// lastRV is the resource version of the newest list or event taken:
-	// how far the cache has come (Adopt).
+	// how far the cache has come (Behind).
 	lastRV string
+	// stopWatch ends the current reflector (Relist).
+	stopWatch context.CancelFunc
 	health Health
 }
 
@@ -109,18 +111,26 @@ func New(cs kubernetes.Interface, o Options) *Source {
 	return s
 }
 
-// Run lists and watches the pods until ctx ends.
+// Run lists and watches the pods until ctx ends; after Relist, it lists
+// again.
 func (s *Source) Run(ctx context.Context) {
 	var expected runtime.Object = &corev1.Pod{}
 	if s.rc != nil {
 		expected = &podObject{}
 	}
-	r := cache.NewReflectorWithOptions(&listWatch{s}, expected, (*store)(s), cache.ReflectorOptions{
-		Name:    "executor pods",
-		Clock:   s.clock,
-		Backoff: s.o.Backoff,
-	})
-	r.RunWithContext(ctx)
+	for ctx.Err() == nil {
+		rctx, stop := context.WithCancel(ctx)
+		s.mu.Lock()
+		s.stopWatch = stop
+		s.mu.Unlock()
+		r := cache.NewReflectorWithOptions(&listWatch{s}, expected, (*store)(s), cache.ReflectorOptions{
+			Name:    "executor pods",
+			Clock:   s.clock,
+			Backoff: s.o.Backoff,
+		})
+		r.RunWithContext(rctx)
+		stop()
+	}
 }
 
 // WaitSynced waits for the first complete list: before it, an empty store
@@ -151,39 +161,43 @@ func (s *Source) Take() (pods []*snapshot.Pod, touched map[executorid.ID]bool, r
 	return s.podsLocked(), touched, relisted
 }
 
-// Adopt adds to the cache the pods of a list at resource version listRV
-// that it lacks, if the list is newer than what the watch has delivered,
-// and returns how many: a safety net for a watch that lost events (a poll,
-// drover.kubernetes.executor.poll.enabled). A list older than the watch's
-// view could hold pods deleted since, so nothing of it is taken. Adopted
-// pods are changes like the watch's, in the snapshots that follow, until
-// the watch updates or deletes them or a relist replaces them.
-func (s *Source) Adopt(listRV string, pods []*snapshot.Pod) (int, error) {
+// Behind reports whether a list of the pods at resource version listRV,
+// newer than what the cache has taken, disagrees with it: a pod one has and
+// the other lacks means the watch lost events (a poll's safety net,
+// drover.kubernetes.executor.poll.enabled). A list older than the cache's
+// view proves nothing: pods were created and deleted since.
+func (s *Source) Behind(listRV string, pods []*snapshot.Pod) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.lastRV == "" || !s.didSync {
-		return 0, nil
+		return false, nil
 	}
-	// A pod the list holds and the cache does not: created after what the
-	// cache has seen, or deleted since the list (its deletion's event is
-	// newer than the list, and so is lastRV).
 	if c, err := resourceversion.CompareResourceVersion(listRV, s.lastRV); err != nil {
-		return 0, fmt.Errorf("comparing the list's resource version with the watch's: %w", err)
+		return false, fmt.Errorf("comparing the list's resource version with the watch's: %w", err)
 	} else if c <= 0 {
-		return 0, nil
+		return false, nil
 	}
-	n := 0
+	if len(pods) != len(s.pods) {
+		return true, nil
+	}
 	for _, p := range pods {
 		if _, ok := s.pods[p.Name]; !ok {
-			s.pods[p.Name] = p
-			(*store)(s).touch(p)
-			n++
+			return true, nil
 		}
 	}
-	if n > 0 {
-		s.wake() // a buffered send: safe under s.mu
+	return false, nil
+}
+
+// Relist ends the current watch: the source lists the pods again, the list
+// replacing its cache (a Take then reports relisted), and watches on from
+// there. For a watch found behind; it costs a list.
+func (s *Source) Relist() {
+	s.mu.Lock()
+	stop := s.stopWatch
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
 	}
-	return n, nil
 }
 
 // Get returns the cached pod called name.

@@ -306,43 +306,74 @@ func TestFirstStreamedListTakesTheCache(t *testing.T) {
 	}
 }
 
-// TestAdoptTakesOnlyWhatANewerListHas: a poll's list adds the pods the
-// cache lacks only if the list is newer than what the cache has taken; an
-// older list may hold pods deleted since, which must not come back.
-func TestAdoptTakesOnlyWhatANewerListHas(t *testing.T) {
+// TestBehind: a list newer than what the cache has taken that disagrees
+// with it (a pod missing on either side) shows the watch lost events; an
+// older list proves nothing, as it may hold pods deleted since.
+func TestBehind(t *testing.T) {
 	src := New(fake.NewClientset(), Options{})
 	st := (*store)(src)
 	at := func(p *corev1.Pod, rv string) *corev1.Pod { p.ResourceVersion = rv; return p }
 	if err := st.Replace([]any{at(execPod(1, "app"), "10")}, "10"); err != nil {
 		t.Fatal(err)
 	}
-	src.Take()
 	pod := func(id int, rv string) *snapshot.Pod { return snapshot.NewPod(at(execPod(id, "app"), rv)) }
-
-	if n, err := src.Adopt("8", []*snapshot.Pod{pod(1, "10"), pod(2, "7")}); n != 0 || err != nil {
-		t.Errorf("Adopt of an older list = %d, %v; want nothing taken", n, err)
-	}
-	n, err := src.Adopt("12", []*snapshot.Pod{pod(1, "10"), pod(2, "11")})
-	if n != 1 || err != nil {
-		t.Fatalf("Adopt of a newer list = %d, %v; want pod 2 taken", n, err)
-	}
-	pods, touched, relisted := src.Take()
-	if diff := cmp.Diff([]string{"app-exec-1", "app-exec-2"}, names(pods)); diff != "" || !touched[2] || touched[1] || relisted {
-		t.Errorf("after Adopt: pods %v, touched %v, relisted %v; want pod 2 added and touched", names(pods), sortedIDs(touched), relisted)
-	}
-
-	// Pod 3 appears and is deleted: a list from before the deletion, though
-	// newer than anything else taken, still holds it.
+	// Pod 3 appears and is deleted: the watch has seen up to 21.
 	if err := st.Add(at(execPod(3, "app"), "20")); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Delete(at(execPod(3, "app"), "21")); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := src.Adopt("20", []*snapshot.Pod{pod(3, "20")}); n != 0 || err != nil {
-		t.Errorf("Adopt of a list from before a deletion = %d, %v; want the deleted pod left out", n, err)
+	for _, tc := range []struct {
+		name   string
+		rv     string
+		pods   []*snapshot.Pod
+		behind bool
+	}{
+		{"an older list with a pod deleted since", "20", []*snapshot.Pod{pod(1, "10"), pod(3, "20")}, false},
+		{"a newer list that agrees", "30", []*snapshot.Pod{pod(1, "10")}, false},
+		{"a newer list with a pod the watch never showed", "30", []*snapshot.Pod{pod(1, "10"), pod(2, "25")}, true},
+		{"a newer list without a pod the watch still has", "30", nil, true},
+	} {
+		if got, err := src.Behind(tc.rv, tc.pods); got != tc.behind || err != nil {
+			t.Errorf("%s: Behind = %v, %v; want %v", tc.name, got, err, tc.behind)
+		}
 	}
-	if _, ok := src.Get("app-exec-3"); ok {
-		t.Error("a deleted pod came back")
+}
+
+// TestRelist: after Relist the source lists again, and the next take is a
+// full list's.
+func TestRelist(t *testing.T) {
+	h := start(t, Options{}, execPod(1, "app-1"))
+	h.src.Take()
+	lists := func() int {
+		n := 0
+		for _, a := range h.cs.Actions() {
+			if a.GetVerb() == "list" {
+				n++
+			}
+		}
+		return n
+	}
+	before := lists()
+	h.src.Relist()
+	deadline := time.Now().Add(10 * time.Second)
+	for lists() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("no list after Relist")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for {
+		if pods, _, relisted := h.src.Take(); relisted {
+			if diff := cmp.Diff([]string{"app-1-exec-1"}, names(pods)); diff != "" {
+				t.Errorf("pods after the relist (-want +got):\n%s", diff)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no take after Relist reports a full list")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
