@@ -69,7 +69,7 @@ type Source struct {
 	lastRV string
 	// stopWatch ends the current reflector (Relist).
 	stopWatch context.CancelFunc
-	health Health
+	health    Health
 }
 
 // Health is the state of the source's connection to the API server.
