@@ -347,15 +347,8 @@ func (d *Dataset[T]) saveToStore(out dataflow.Output, dir string) (err error) {
 		}
 		return fmt.Errorf("output %s already exists", u)
 	}
-	// Inside another job's uncommitted output, that job's clean-up or
-	// sweep would take this one's parts and uploads.
-	for key := u.Key; strings.Contains(key, "/"); {
-		key = key[:strings.LastIndex(key, "/")]
-		parent := objstore.URI{Bucket: u.Bucket, Key: key}
-		if _, err := store.Size(ctx, parent.Join(objstore.PendingMarker)); err == nil {
-			return fmt.Errorf("output %s is inside %s, the uncommitted output of another job (it holds %s): write elsewhere, "+
-				"or wait for that job", u, parent, objstore.PendingMarker)
-		}
+	if err := insideUncommitted(ctx, store, u); err != nil {
+		return err
 	}
 	pending := u.Join(objstore.PendingMarker)
 	marker := fmt.Sprintf("drover job output, uncommitted: application %s, started %s, writer %s\n",
@@ -370,6 +363,22 @@ func (d *Dataset[T]) saveToStore(out dataflow.Output, dir string) (err error) {
 		if got, rerr := store.ReadAll(ctx, pending); rerr != nil || string(got) != marker {
 			return fmt.Errorf("output %s already exists: another job began writing it just now", u)
 		}
+	}
+	// A job writing a prefix above or below this one may have checked
+	// before this marker was there: looking again after it is, one of the
+	// two sees the other and steps back.
+	objs, err := store.ListTree(ctx, u)
+	if err == nil && (len(objs) != 1 || objs[0].URI != pending) {
+		err = fmt.Errorf("output %s: another job began writing inside it just now", u)
+	}
+	if err == nil {
+		err = insideUncommitted(ctx, store, u)
+	}
+	if err != nil {
+		if derr := store.Delete(context.WithoutCancel(ctx), pending); derr != nil {
+			err = errors.Join(err, derr)
+		}
+		return err
 	}
 	defer func() {
 		if err == nil || errors.Is(err, errDriverKilled) {
@@ -489,4 +498,23 @@ func (c *Context) sweepUploadsAtStop(store *objstore.Store, u objstore.URI) {
 			c.log.Info("aborted the uploads of task attempts that outlived their job", "prefix", u.String(), "uploads", n)
 		}
 	})
+}
+
+// insideUncommitted refuses an output u inside another job's uncommitted
+// output (a prefix above it holding _PENDING and no _SUCCESS): that job's
+// clean-up or sweep would take this one's parts and uploads.
+func insideUncommitted(ctx context.Context, store *objstore.Store, u objstore.URI) error {
+	for key := u.Key; strings.Contains(key, "/"); {
+		key = key[:strings.LastIndex(key, "/")]
+		parent := objstore.URI{Bucket: u.Bucket, Key: key}
+		if _, err := store.Size(ctx, parent.Join(objstore.PendingMarker)); err != nil {
+			continue
+		}
+		if _, err := store.Size(ctx, parent.Join(objstore.SuccessMarker)); err == nil {
+			continue // committed; only its marker's delete failed
+		}
+		return fmt.Errorf("output %s is inside %s, the uncommitted output of another job (it holds %s): write elsewhere, "+
+			"or wait for that job", u, parent, objstore.PendingMarker)
+	}
+	return nil
 }

@@ -289,6 +289,35 @@ func TestObjectStorageOutputInsideAnUncommittedOne(t *testing.T) {
 	if keys := s3Keys(t, srv, "results", ""); len(keys) != 1 {
 		t.Errorf("objects after the refusal: %v, want only the other job's marker", keys)
 	}
+
+	// A committed output whose marker's delete failed holds both markers:
+	// writing inside it is allowed.
+	s3Put(t, srv, "results", "out/_SUCCESS", "")
+	runJob(t, "local[2]", func(ctx *Context) error {
+		return Parallelize(ctx, []string{"a"}, 1).SaveAsTextFile("s3://results/out/day")
+	}, srv.Conf()...)
+
+	// Another job begins writing a prefix above while this one begins: the
+	// other's marker lands just after this one's; this job looks again once
+	// its own is written, steps back and removes its marker.
+	proxy := testenv.SignedProxy(t, srv.Endpoint, nil)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxy.ServeHTTP(w, r)
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/race/in/_PENDING") {
+			s3Put(t, srv, "results", "race/_PENDING", "another job\n")
+		}
+	}))
+	defer front.Close()
+	runJob(t, "local[2]", func(ctx *Context) error {
+		err := Parallelize(ctx, []string{"a"}, 1).SaveAsTextFile("s3://results/race/in")
+		if err == nil || !strings.Contains(err.Error(), "is inside s3://results/race, the uncommitted output of another job") {
+			t.Errorf("SaveAsTextFile racing with a job above: %v", err)
+		}
+		return nil
+	}, append(srv.Conf(), "spark.hadoop.fs.s3a.endpoint="+front.URL)...)
+	if diff := gocmp.Diff([]string{"race/_PENDING"}, s3Keys(t, srv, "results", "race/")); diff != "" {
+		t.Errorf("objects after stepping back (-want +got):\n%s", diff)
+	}
 }
 
 // TestObjectStorageMarkerStoredByALostAnswer: the first write of _PENDING
