@@ -135,7 +135,10 @@ type executorData struct {
 	disabled        bool
 	// plans are the task sets whose plan the executor was sent and has
 	// not been told to forget; nil until the first launch.
-	plans        map[int64]bool
+	plans map[int64]bool
+	// running holds the tasks launched on the executor and not reported
+	// ended, with their cores: only their ends count (statusUpdate).
+	running      map[int64]int
 	registeredAt time.Time
 	// acked is when the executor last heard from the driver in answer to
 	// a heartbeat (or registered); only the executor's handler, one

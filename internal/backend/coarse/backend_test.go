@@ -626,24 +626,36 @@ func TestAckDue(t *testing.T) {
 	}
 }
 
-// TestReportsNeverFreeMoreCoresThanAnExecutorHas: an executor that reports
-// tasks it was not running as finished (a bug, a duplicate report) ends
-// with no more free cores than it has, so offers do not pile tasks onto it.
+// TestReportsNeverFreeMoreCoresThanAnExecutorHas: only the ends of tasks
+// launched on an executor free its cores. A busy executor that reports
+// tasks it was not running as finished (a bug, a duplicate, another
+// executor's task) gains no free core, so offers do not pile tasks onto it;
+// before, each report freed a task's cores without bound.
 func TestReportsNeverFreeMoreCoresThanAnExecutorHas(t *testing.T) {
 	h := startBackend(t, Options{})
 	if _, err := rawRegister(t, h.b.URL(), rpc.Auth{}, "1"); err != nil {
 		t.Fatal(err)
 	}
 	ex := h.executor(1)
+	free := func() int {
+		h.b.mu.Lock()
+		defer h.b.mu.Unlock()
+		return ex.FreeCores
+	}
+	h.b.mu.Lock()
+	ex.FreeCores, ex.running = 0, map[int64]int{7: 1} // busy with task 7
+	h.b.mu.Unlock()
 	ids := make([]int64, 1000)
 	for i := range ids {
 		ids[i] = int64(1000 + i)
 	}
 	h.b.statusUpdate(ex, &pb.StatusBatch{FinishedTaskIds: ids, FinishedNanos: make([]int64, len(ids))})
-	h.b.mu.Lock()
-	free, total := ex.FreeCores, ex.TotalCores
-	h.b.mu.Unlock()
-	if free != total {
-		t.Errorf("free cores %d after 1,000 reports of unknown tasks; want its %d", free, total)
+	if got := free(); got != 0 {
+		t.Errorf("free cores %d after 1,000 reports of tasks it was not running; want 0 (still busy)", got)
+	}
+	h.b.statusUpdate(ex, &pb.StatusBatch{FinishedTaskIds: []int64{7}, FinishedNanos: []int64{1}})
+	h.b.statusUpdate(ex, &pb.StatusBatch{FinishedTaskIds: []int64{7}, FinishedNanos: []int64{1}}) // a duplicate
+	if got := free(); got != 1 {
+		t.Errorf("free cores %d after its task ended (reported twice); want 1", got)
 	}
 }

@@ -176,45 +176,64 @@ func (b *Backend) statusUpdate(ex *executorData, batch *pb.StatusBatch) {
 		nanos = nil
 	}
 	out := make([]scheduler.Status, 0, len(statuses)+len(ids))
+	type fetch struct {
+		st   scheduler.Status
+		size int64
+	}
+	var fetches []fetch
+	// Only the ends of tasks launched on this executor count: a report of
+	// any other (a bug, a duplicate, a task of another executor) neither
+	// ends that task nor frees cores here.
+	b.mu.Lock()
+	freed, ignored := 0, 0
+	own := func(id int64) bool {
+		cpus, ok := ex.running[id]
+		if ok {
+			delete(ex.running, id)
+			freed += cpus
+		} else {
+			ignored++
+		}
+		return ok
+	}
 	for i, id := range ids {
+		if !own(id) {
+			continue
+		}
 		st := scheduler.Status{TaskID: id, ExecutorID: ex.ID, State: scheduler.Finished}
 		if nanos != nil {
 			st.Duration = time.Duration(nanos[i])
 		}
 		out = append(out, st)
 	}
-	terminal := len(ids)
-	// Asked once: the arguments of a Debug call cost allocations per task
-	// even when nothing is logged.
-	debug := b.log.Enabled(context.Background(), slog.LevelDebug)
 	for _, s := range statuses {
-		out = append(out, fromProto(ex.ID, s))
-		st := &out[len(out)-1]
 		// The executor's object-store retries, into the driver's counter.
 		objstore.AddRetries(s.GetMetrics().GetStoreRetries())
-		if debug {
-			b.log.Debug("task status", "executor", ex.ID, "task", st.TaskID, "state", st.State.String(), "err", st.Err)
-		}
-		if st.State == scheduler.Running {
-			out = out[:len(out)-1]
+		st := fromProto(ex.ID, s)
+		if st.State == scheduler.Running || !own(st.TaskID) {
 			continue
 		}
-		terminal++
 		if s.GetIndirect() && st.State == scheduler.Finished {
-			fetched, size := *st, s.GetResultSize()
-			out = out[:len(out)-1]
-			b.goTracked(func(ctx context.Context) { b.fetchResult(ctx, ex, fetched, size) })
+			fetches = append(fetches, fetch{st, s.GetResultSize()})
+			continue
+		}
+		out = append(out, st)
+	}
+	if freed > 0 && b.executors[ex.ID] == ex {
+		// Never more than the executor has.
+		ex.FreeCores = min(ex.FreeCores+freed, ex.TotalCores)
+	}
+	b.mu.Unlock()
+	if ignored > 0 {
+		b.log.Warn("executor reported the end of tasks it was not running; ignored", "executor", ex.ID, "tasks", ignored)
+	}
+	if b.log.Enabled(context.Background(), slog.LevelDebug) {
+		for _, st := range out {
+			b.log.Debug("task status", "executor", ex.ID, "task", st.TaskID, "state", st.State.String(), "err", st.Err)
 		}
 	}
-	if terminal > 0 {
-		b.mu.Lock()
-		if b.executors[ex.ID] == ex {
-			// Never more than the executor has: a report of tasks it
-			// was not running (a bug, a duplicate) must not have offers
-			// pile tasks onto it.
-			ex.FreeCores = min(ex.FreeCores+terminal*b.sched.CPUsPerTask(), ex.TotalCores)
-		}
-		b.mu.Unlock()
+	for _, f := range fetches {
+		b.goTracked(func(ctx context.Context) { b.fetchResult(ctx, ex, f.st, f.size) })
 	}
 	b.sched.StatusUpdates(out)
 	b.makeOffers(ex.ID)

@@ -77,6 +77,10 @@ func (b *Backend) makeOffers(id executorid.ID) {
 		t := &tasks[i]
 		ex := b.executors[t.ExecutorID]
 		ex.FreeCores -= t.CPUs
+		if ex.running == nil {
+			ex.running = map[int64]int{}
+		}
+		ex.running[t.TaskID] = t.CPUs
 		var bt *batching
 		if batches == nil {
 			if len(order) == 0 {
