@@ -192,6 +192,16 @@ func (p *podClient) CreateExecutorPod(ctx context.Context, id executorid.ID) err
 	return nil
 }
 
+var _ allocator.SparingPodClient = (*podClient)(nil)
+
+// SparedExecutorPods tells the lifecycle manager that an excess delete
+// missed these pods: what ends them later is not the driver's doing.
+func (p *podClient) SparedExecutorPods(ids []executorid.ID) {
+	if life := p.c.life(); life != nil {
+		life.NotKilledByDriver(ids...)
+	}
+}
+
 func (p *podClient) DeleteExecutorPods(ctx context.Context, ids []executorid.ID, onlyPending bool) error {
 	if life := p.c.life(); life != nil {
 		life.KilledByDriver(ids...)

@@ -29,6 +29,13 @@ type PodClient interface {
 	DeleteExecutorPods(ctx context.Context, ids []executorid.ID, onlyPending bool) error
 }
 
+// SparingPodClient is a PodClient told of the pods an excess delete missed
+// (Plan.Spared), which it had been told were being deleted.
+type SparingPodClient interface {
+	PodClient
+	SparedExecutorPods(ids []executorid.ID)
+}
+
 // Allocator runs Decide in a loop and applies its plans. The scheduler
 // backend sets the target and the registered executors, the pod informer
 // feeds snapshots, and Run does the rest.
@@ -254,6 +261,9 @@ func (a *Allocator) round(ctx context.Context) (Plan, bool) {
 	}
 	if a.onRound != nil {
 		a.onRound(plan)
+	}
+	if sc, ok := a.client.(SparingPodClient); ok && len(plan.Spared) > 0 {
+		sc.SparedExecutorPods(plan.Spared)
 	}
 	deletes := a.delete(ctx, plan)
 	creates := a.create(ctx, plan.Create)

@@ -46,7 +46,9 @@ func Decide(s *State, in Input, o Options) Plan {
 	s.absorbDeletes(in.DeleteResults)
 	s.observe(in)
 	p.DeleteLost = s.expire(in.Now, o)
-	excessRetry, lostRetry := s.reapDeleted(in, o)
+	excessRetry, lostRetry, spared := s.reapDeleted(in, o)
+	slices.Sort(spared)
+	p.Spared = spared
 	p.DeleteLost = append(p.DeleteLost, lostRetry...)
 
 	c, pending := s.count(in)
@@ -260,12 +262,13 @@ func (s *State) expire(now time.Time, o Options) []executorid.ID {
 // timestamp started before the delete reached it (a phase never goes back
 // to Pending), so it stays and counts again; left marked, it was counted
 // nowhere and the next higher target created one pod too many.
-func (s *State) reapDeleted(in Input, o Options) (excess, lost []executorid.ID) {
+func (s *State) reapDeleted(in Input, o Options) (excess, lost, spared []executorid.ID) {
 	for id, d := range s.deleted {
 		ep, present := in.Snapshot.Pods[id]
 		alive := present && ep.Pod != nil && !ep.Pod.Deleting && !ep.State.Final()
 		if d.excess && alive && ep.State == snapshot.Running {
 			delete(s.deleted, id)
+			spared = append(spared, id)
 			continue
 		}
 		// Alive well after the API server answered the delete: the pod
@@ -296,7 +299,7 @@ func (s *State) reapDeleted(in Input, o Options) (excess, lost []executorid.ID) 
 			delete(s.deleted, id)
 		}
 	}
-	return excess, lost
+	return excess, lost, spared
 }
 
 // redeleteAfter is how long a pod deleted may still show alive before it is

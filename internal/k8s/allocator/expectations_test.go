@@ -176,7 +176,7 @@ func TestExcessDeleteThatMissedItsPod(t *testing.T) {
 				w.set(execPod(1, snapshot.Running))
 				w.registered[1] = true
 			}),
-			want: Plan{DeleteExcess: []executorid.ID{2}, Counts: Counts{Target: 1, Running: 1}},
+			want: Plan{DeleteExcess: []executorid.ID{2}, Spared: []executorid.ID{1}, Counts: Counts{Target: 1, Running: 1}},
 		}, {
 			name: "the target is back: one pod more, not two",
 			do: later(time.Second, func(w *world) {

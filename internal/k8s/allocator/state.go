@@ -62,6 +62,9 @@ type Plan struct {
 	// DeleteLost holds created pods never seen within PodCreationTimeout:
 	// the create was lost, or its events were. Delete them unconditionally.
 	DeleteLost []executorid.ID
+	// Spared holds pods an excess delete missed (they started first): they
+	// run on and count, and whatever ends them is not the driver's doing.
+	Spared []executorid.ID
 	// Fatal, once set, is set in every later plan: the application fails.
 	Fatal error
 	// Report is a message for the user; the policy decides how often

@@ -140,6 +140,17 @@ func (m *Manager) KilledByDriver(ids ...executorid.ID) {
 	}
 }
 
+// NotKilledByDriver takes back KilledByDriver for executors whose pods the
+// delete missed (an excess delete of Pending pods that had started): they
+// run on, and a later end is their own, handled and counted as any.
+func (m *Manager) NotKilledByDriver(ids ...executorid.ID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range ids {
+		delete(m.killed, id)
+	}
+}
+
 // Run decides and applies every EventProcessingInterval while there is a
 // new snapshot or time-based work (pending problems, a start timeout, a
 // cleanup to retry), until ctx ends. It returns nil when ctx ends.

@@ -169,6 +169,24 @@ func TestManagerKilledByDriver(t *testing.T) {
 	})
 }
 
+// TestManagerNotKilledByDriver: an excess delete that missed its pod (it
+// had started) is taken back, and the pod's later failure is its own: a
+// failure, not a deletion by the driver.
+func TestManagerNotKilledByDriver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startManager(t, testOptions())
+		h.m.OnSnapshot(snap(h.clk.Now(), pod(3).running()), false)
+		h.expect(h.tick())
+		h.m.KilledByDriver(3)
+		h.m.NotKilledByDriver(3)
+		h.m.OnSnapshot(snap(h.clk.Now(), pod(3).phase(corev1.PodFailed).terminated(container, 1, "Error")), false)
+		got := strings.Join(h.tick(), "\n")
+		if !strings.Contains(got, "remove 3 (app true): pod app-exec-3 failed") || strings.Contains(got, "by the driver") {
+			t.Errorf("actions:\n%s\nwant the loss counted as the pod's own failure", got)
+		}
+	})
+}
+
 // TestManagerUserDeletesRegistered is the graceful kubectl delete of a
 // registered executor's pod: the executor leaves on SIGTERM, the backend
 // drops it and the driver deletes its pod too, before the pod's end
