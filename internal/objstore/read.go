@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
 )
 
 // ErrChanged is what reading a version of an object (its ETag, from a
@@ -63,7 +62,7 @@ func isNotImplemented(err error) bool {
 // isStoreAnswer reports whether err is the store's answer with the error
 // code, or with the HTTP status when its body named none.
 func isStoreAnswer(err error, status int, code string) bool {
-	if api, ok := errors.AsType[smithy.APIError](err); ok && api.ErrorCode() == code {
+	if errorCode(err) == code {
 		return true
 	}
 	re, ok := errors.AsType[*awshttp.ResponseError](err)

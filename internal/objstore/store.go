@@ -168,14 +168,20 @@ func describe(err error) string {
 	return msg
 }
 
+// errorCode is the store's error code in err ("NoSuchKey", …), or "" for
+// an error that is no answer of the store's.
+func errorCode(err error) string {
+	if api, ok := errors.AsType[smithy.APIError](err); ok {
+		return api.ErrorCode()
+	}
+	return ""
+}
+
 // isNotFound reports whether err says the object does not exist.
 func isNotFound(err error) bool {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		switch api.ErrorCode() {
-		case "NoSuchKey", "NotFound":
-			return true
-		}
+	switch errorCode(err) {
+	case "NoSuchKey", "NotFound":
+		return true
 	}
 	return false
 }

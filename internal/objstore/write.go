@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 )
 
 // PartSize is the size of a multipart upload's parts (S3's minimum is 5 MiB
@@ -371,10 +370,7 @@ func abortUploads(ctx context.Context, c *s3.Client, bucket, prefix string, deep
 
 // isNoSuchUpload reports whether err says the upload is gone: completed or
 // aborted meanwhile, which is what aborting wanted.
-func isNoSuchUpload(err error) bool {
-	var api smithy.APIError
-	return errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload"
-}
+func isNoSuchUpload(err error) bool { return errorCode(err) == "NoSuchUpload" }
 
 // releaseBuffers gives the writer's buffers to the next writers, once no
 // upload uses them.
@@ -460,10 +456,7 @@ func (s *Store) PutIfAbsent(ctx context.Context, u URI, data []byte) error {
 
 // isConditionalConflict reports S3's 409 for a conditional write that
 // raced with another write of the key.
-func isConditionalConflict(err error) bool {
-	api, ok := errors.AsType[smithy.APIError](err)
-	return ok && api.ErrorCode() == "ConditionalRequestConflict"
-}
+func isConditionalConflict(err error) bool { return errorCode(err) == "ConditionalRequestConflict" }
 
 // maxCopySize is the largest object one CopyObject copies (5 GiB); larger
 // ones are copied in parts of copyPartSize. Variables for tests.
