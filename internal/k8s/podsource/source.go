@@ -411,10 +411,12 @@ func (st *store) Delete(obj any) error {
 	return nil
 }
 
-// advance records rv as taken if it is newer than the last; the caller
-// holds the lock.
+// advance records rv, an event's, as taken; the caller holds the lock. A
+// watch delivers events in resource-version order (a deletion's carries the
+// deletion's), so the last one is the newest: no comparison on the watch's
+// path for a check (Behind) that only the optional poll makes.
 func (st *store) advance(rv string) {
-	if c, err := resourceversion.CompareResourceVersion(rv, st.lastRV); st.lastRV == "" || (err == nil && c > 0) {
+	if rv != "" {
 		st.lastRV = rv
 	}
 }
@@ -442,11 +444,7 @@ func (st *store) Replace(items []any, rv string) error {
 	}
 	st.pods = pods
 	st.relisted = true
-	st.lastRV = ""
-	st.advance(rv)
-	for _, p := range pods {
-		st.advance(p.ResourceVersion)
-	}
+	st.lastRV = rv // a list's version is at least each of its pods'
 	first := !st.didSync
 	st.didSync = true
 	st.mu.Unlock()
