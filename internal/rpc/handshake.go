@@ -14,7 +14,10 @@ import (
 // The handshakes of connections that are not gRPC's: the driver↔executor
 // control transport (internal/rpc/ctl) runs them on a raw TCP connection
 // before its own framing, with the same credentials, refusal logging and
-// Refused bookkeeping as the gRPC connections.
+// Refused bookkeeping as the gRPC connections. With TLS the transport's
+// roles are checked in the handshake: its server is the driver, which
+// accepts only executors' certificates, and its clients are executors,
+// which accept only the driver's (and so take tasks only from it).
 
 // TLSEnabled reports whether connections are mutual TLS (WithTLS).
 func (a Auth) TLSEnabled() bool { return a.tls != nil }
@@ -24,7 +27,8 @@ func (a Auth) TLSEnabled() bool { return a.tls != nil }
 func (a Auth) TokenRequired() bool { return a.Secret != "" && a.tls == nil }
 
 // ServerHandshake runs the server side of the TLS handshake on raw when a
-// has TLS, and returns raw itself otherwise. A refused handshake is logged
+// has TLS, and returns raw itself otherwise; the client must hold the
+// executors' certificate (a is the driver's). A refused handshake is logged
 // (RefusedMessage, naming the peer). When the peer did not start a TLS
 // handshake at all, the error is a *tls.RecordHeaderError whose Conn is
 // raw, so the caller may answer it in plaintext.
@@ -41,7 +45,8 @@ func (a Auth) ServerHandshake(ctx context.Context, raw net.Conn) (net.Conn, erro
 }
 
 // ClientHandshake runs the client side of the TLS handshake on raw, a
-// connection to addr, when a has TLS, and returns raw itself otherwise. A
+// connection to addr, when a has TLS, and returns raw itself otherwise;
+// the server must hold the driver's certificate (a is an executor's). A
 // handshake refused by either side is logged and recorded for Refused(addr);
 // a successful one clears that record.
 func (a Auth) ClientHandshake(ctx context.Context, addr string, raw net.Conn) (net.Conn, error) {

@@ -10,16 +10,20 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/drover-project/drover/internal/rpc/mtls"
+	"github.com/drover-project/drover/internal/rpc/pb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 )
 
@@ -83,11 +87,18 @@ func (a Auth) WithLoaded(l *mtls.Loaded, log *slog.Logger) Auth {
 		log = slog.Default()
 	}
 	// Connections share serverTLS: it makes no copy per connection
-	// (ServerConfig with no onRefuse). The control transport's clients
-	// dial only the driver, so they resume the session the driver
-	// prepared, if the bundle holds one (PrepareSession).
-	server, client, serverTLS := l.ServerCredentials(nil), l.DialCredentials(nil), l.ServerConfig(nil)
-	clientTLS := l.ResumingClientConfig(nil)
+	// (ServerConfig with no onRefuse). The control transport's roles are
+	// fixed: its server is the driver and its clients are executors, so
+	// its handshakes refuse a peer of the other role (a driver's
+	// certificate dialling the driver, an executor's serving the control
+	// stream, and so sending tasks). Its clients dial only the driver, so
+	// they resume the session the driver prepared, if the bundle holds one
+	// (PrepareSession); what the roles prove then, see mtls's resume.go.
+	// gRPC connections take either role and check it per call
+	// (methodRoles).
+	server, client := l.ServerCredentials(nil), l.DialCredentials(nil)
+	serverTLS := l.Accepting(mtls.RoleExecutor).ServerConfig(nil)
+	clientTLS := l.Accepting(mtls.RoleDriver).ResumingClientConfig(nil)
 	a.AppID = l.Bundle().AppID
 	refused := &sync.Map{}
 	a.tls = &tlsCreds{loaded: l, server: loggedCreds{server, log, nil}, client: loggedCreds{client, log, refused}, refused: refused,
@@ -180,15 +191,59 @@ func (a Auth) token() string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-func (a Auth) check(ctx context.Context) error {
-	if a.Secret == "" || a.tls != nil {
-		// TLS authenticated the peer in the handshake.
+// methodRoles are the roles whose certificates may call each gRPC method:
+// only the driver fetches a kept result (which the fetch deletes: an
+// executor that could fetch another's would fail the driver's task), and
+// executors fetch each other's shuffle blocks. A method not listed is
+// refused to both.
+var methodRoles = map[string][]string{
+	pb.Executor_FetchResult_FullMethodName: {mtls.RoleDriver},
+	pb.Executor_FetchBlocks_FullMethodName: {mtls.RoleDriver, mtls.RoleExecutor},
+}
+
+func (a Auth) check(ctx context.Context, method string) error {
+	if a.tls != nil {
+		// TLS authenticated the peer in the handshake; its role is
+		// checked here, per call. These connections never resume a
+		// session (mtls's resume.go), so the role is proven by the
+		// peer's key.
+		return checkRole(ctx, method)
+	}
+	if a.Secret == "" {
 		return nil
 	}
+	// With a shared secret, every process holds the same credential:
+	// roles cannot be told apart.
 	md, _ := metadata.FromIncomingContext(ctx)
 	got := md.Get(authHeader)
 	if len(got) != 1 || !hmac.Equal([]byte(got[0]), []byte(a.token())) {
 		return status.Error(codes.Unauthenticated, "missing or wrong application secret (spark.authenticate is on)")
+	}
+	return nil
+}
+
+// checkRole refuses a call of method by a peer whose certificate's role
+// may not make it (methodRoles).
+func checkRole(ctx context.Context, method string) error {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return status.Error(codes.PermissionDenied, "the caller's role is unknown: no peer")
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok {
+		return status.Error(codes.PermissionDenied, "the caller's role is unknown: not a TLS connection")
+	}
+	role, err := mtls.PeerRole(info.State)
+	if err != nil {
+		return status.Errorf(codes.PermissionDenied, "the caller's role is unknown: %v", err)
+	}
+	roles, ok := methodRoles[method]
+	switch {
+	case !ok:
+		return status.Errorf(codes.PermissionDenied, "%s is no method the application's processes may call", method)
+	case !slices.Contains(roles, role):
+		return status.Errorf(codes.PermissionDenied, "%s may not be called by the application's %s, only by its %s",
+			method, role, strings.Join(roles, " or "))
 	}
 	return nil
 }
@@ -222,14 +277,14 @@ func ServerOptions(auth Auth) []grpc.ServerOption {
 		grpc.MaxSendMsgSize(MaxMessageSize),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			if err := auth.check(ctx); err != nil {
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if err := auth.check(ctx, info.FullMethod); err != nil {
 				return nil, err
 			}
 			return h(ctx, req)
 		}),
-		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			if err := auth.check(ss.Context()); err != nil {
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			if err := auth.check(ss.Context(), info.FullMethod); err != nil {
 				return err
 			}
 			return h(srv, ss)

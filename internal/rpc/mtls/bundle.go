@@ -59,7 +59,7 @@ func Decode(appID string, data []byte) (Bundle, error) {
 	if err != nil {
 		return Bundle{}, err
 	}
-	return (&Loaded{m}).Bundle(), nil
+	return (&Loaded{m: m}).Bundle(), nil
 }
 
 // String names the bundle without its key material.
@@ -88,7 +88,7 @@ type material struct {
 	// and a driver verifying its chain again for each of thousands cost a
 	// tenth of a millisecond of CPU a connection. Only the application's
 	// own certificates get in, so it stays as small as what its CA issued.
-	verified sync.Map // verifiedKey → struct{}
+	verified sync.Map // verifiedKey → the role the certificate names
 }
 
 type verifiedKey struct {

@@ -44,7 +44,30 @@ func (b Bundle) ServerConfig(onRefuse func(remote string, err error)) (*tls.Conf
 // for the parse, two signature checks and the key's once instead of once
 // each, about a millisecond of a driver's or an executor's start.
 // Configurations built from one Loaded share its cache of verified peers.
-type Loaded struct{ m *material }
+type Loaded struct {
+	m *material
+	// peerRole, if set, is the one role its configurations accept of a
+	// peer (Accepting).
+	peerRole string
+}
+
+// Accepting returns l whose configurations also refuse a peer whose
+// certificate names another role than role, RoleDriver or RoleExecutor
+// (any other accepts no peer):
+// for connections whose ends have fixed roles, such as the control stream
+// (an executor dials the driver). Without it either role is accepted, and
+// a server checks the role per request (PeerRole). It shares l's parsed
+// bundle, cache of verified peers and prepared session.
+//
+// On a resumed connection the peer's certificate is the prepared
+// session's, not one the peer proved it holds the key of: see resume.go
+// for what the role check is worth there.
+func (l *Loaded) Accepting(role string) *Loaded {
+	if role == "" {
+		role = "(none)" // fail closed: "" would accept any
+	}
+	return &Loaded{m: l.m, peerRole: role}
+}
 
 // Bundle is the bundle l was loaded from, with its session if it has one.
 func (l *Loaded) Bundle() Bundle {
@@ -58,7 +81,7 @@ func (b Bundle) Load() (*Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Loaded{m}, nil
+	return &Loaded{m: m}, nil
 }
 
 // ServerConfig is Bundle.ServerConfig.
@@ -83,7 +106,7 @@ func (l *Loaded) ServerConfig(onRefuse func(remote string, err error)) *tls.Conf
 	// Each verified client's handshake is noted (fullHandshake), at the
 	// server's time: read when it runs, since callers may set cfg.Time.
 	verify := func(remote string) func(tls.ConnectionState) error {
-		check := m.verifyFunc(remote, onRefuse, verifyClient)
+		check := m.verifyFunc(remote, onRefuse, verifyClient, l.peerRole)
 		return func(cs tls.ConnectionState) error {
 			if err := check(cs); err != nil {
 				return err
@@ -141,10 +164,12 @@ func (b Bundle) ClientConfig(onRefuse func(remote string, err error)) (*tls.Conf
 
 // ClientConfig is Bundle.ClientConfig.
 func (l *Loaded) ClientConfig(onRefuse func(remote string, err error)) *tls.Config {
-	return l.m.clientConfig("", onRefuse)
+	return l.m.clientConfig("", onRefuse, l.peerRole)
 }
 
-func (m *material) clientConfig(remote string, onRefuse func(string, error)) *tls.Config {
+// clientConfig is a client's configuration; role, if set, is the only
+// role of server it accepts.
+func (m *material) clientConfig(remote string, onRefuse func(string, error), role string) *tls.Config {
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
 		MaxVersion:   tls.VersionTLS13,
@@ -161,7 +186,7 @@ func (m *material) clientConfig(remote string, onRefuse func(string, error)) *tl
 		// certificate holds. VerifyConnection runs on every handshake,
 		// resumed ones included, whatever InsecureSkipVerify says.
 		InsecureSkipVerify: true,
-		VerifyConnection:   m.verifyFunc(remote, onRefuse, verifyServer),
+		VerifyConnection:   m.verifyFunc(remote, onRefuse, verifyServer, role),
 	}
 }
 
@@ -178,10 +203,14 @@ var (
 )
 
 // verifyFunc returns a VerifyConnection for connections with remote that
-// reports refusals to onRefuse.
-func (m *material) verifyFunc(remote string, onRefuse func(string, error), peer side) func(tls.ConnectionState) error {
+// reports refusals to onRefuse; role, if set, is the one role it accepts.
+func (m *material) verifyFunc(remote string, onRefuse func(string, error), peer side, role string) func(tls.ConnectionState) error {
 	return func(cs tls.ConnectionState) error {
-		err := m.verify(cs, peer)
+		got, err := m.verify(cs, peer)
+		if err == nil && role != "" && got != role {
+			err = fmt.Errorf("mtls: %s certificate (%s) is an application's %s, and only its %s may be the %s here",
+				peer.name, describe(cs.PeerCertificates[0]), got, role, peer.name)
+		}
 		if err == nil {
 			return nil
 		}
@@ -203,33 +232,50 @@ func (e refusedError) Unwrap() error        { return e.err }
 func (e refusedError) Is(target error) bool { return target == ErrRefused }
 
 // verify checks the peer's certificate: it chains to the application's CA
-// alone, is valid now for the peer's side, and names this application.
-func (m *material) verify(cs tls.ConnectionState, peer side) error {
+// alone, is valid now for the peer's side, and names this application. It
+// returns the role the certificate names.
+func (m *material) verify(cs tls.ConnectionState, peer side) (role string, err error) {
 	if len(cs.PeerCertificates) == 0 {
 		if peer == verifyClient {
-			return errNoClientCert
+			return "", errNoClientCert
 		}
-		return errors.New("mtls: the server sent no certificate")
+		return "", errors.New("mtls: the server sent no certificate")
 	}
 	leaf := cs.PeerCertificates[0]
 	// A certificate verified before needs only its validity period checked
 	// again: the roots and the checks are the same for every connection.
 	key := verifiedKey{side: peer.name, der: string(leaf.Raw)}
-	if _, ok := m.verified.Load(key); ok {
+	if r, ok := m.verified.Load(key); ok {
 		if now := time.Now(); !now.Before(leaf.NotBefore) && !now.After(leaf.NotAfter) {
-			return nil
+			return r.(string), nil
 		}
 		m.verified.Delete(key)
 	}
-	if err := m.verifyChain(leaf, peer); err != nil {
-		return err
+	if role, err = m.verifyChain(leaf, peer); err != nil {
+		return "", err
 	}
-	m.verified.Store(key, struct{}{})
-	return nil
+	m.verified.Store(key, role)
+	return role, nil
 }
 
-// verifyChain is verify's full check of a certificate not verified before.
-func (m *material) verifyChain(leaf *x509.Certificate, peer side) error {
+// PeerRole is the role (RoleDriver or RoleExecutor) that the peer's
+// certificate names on a connection that a configuration of this package
+// verified. On a resumed connection that certificate is the prepared
+// session's: see resume.go for what it proves there.
+func PeerRole(cs tls.ConnectionState) (string, error) {
+	if len(cs.PeerCertificates) == 0 {
+		return "", errors.New("mtls: the peer presented no certificate")
+	}
+	id, err := identity(cs.PeerCertificates[0])
+	if err != nil {
+		return "", fmt.Errorf("mtls: peer %w", err)
+	}
+	return id.role, nil
+}
+
+// verifyChain is verify's full check of a certificate not verified before;
+// it returns the role the certificate names.
+func (m *material) verifyChain(leaf *x509.Certificate, peer side) (string, error) {
 	opts := x509.VerifyOptions{
 		Roots:         m.roots,
 		Intermediates: x509.NewCertPool(), // none: the CA signs leaves directly
@@ -244,29 +290,29 @@ func (m *material) verifyChain(leaf *x509.Certificate, peer side) error {
 		)
 		switch {
 		case errors.As(err, &unknown):
-			return fmt.Errorf("mtls: %s certificate not issued by this application's CA (%s): %w", peer.name, describe(leaf), err)
+			return "", fmt.Errorf("mtls: %s certificate not issued by this application's CA (%s): %w", peer.name, describe(leaf), err)
 		case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
-			return fmt.Errorf("mtls: %s certificate (%s) outside its validity period %s to %s: %w",
+			return "", fmt.Errorf("mtls: %s certificate (%s) outside its validity period %s to %s: %w",
 				peer.name, describe(leaf), leaf.NotBefore.UTC().Format("2006-01-02T15:04:05Z"), leaf.NotAfter.UTC().Format("2006-01-02T15:04:05Z"), err)
 		case errors.As(err, &invalid) && invalid.Reason == x509.IncompatibleUsage:
-			return fmt.Errorf("mtls: %s certificate (%s) not valid for %s authentication: %w", peer.name, describe(leaf), peer.name, err)
+			return "", fmt.Errorf("mtls: %s certificate (%s) not valid for %s authentication: %w", peer.name, describe(leaf), peer.name, err)
 		case errors.As(err, &hostname):
-			return fmt.Errorf("mtls: %s certificate (%s) does not name %s: %w", peer.name, describe(leaf), peer.dns, err)
+			return "", fmt.Errorf("mtls: %s certificate (%s) does not name %s: %w", peer.name, describe(leaf), peer.dns, err)
 		default:
-			return fmt.Errorf("mtls: %s certificate (%s) refused: %w", peer.name, describe(leaf), err)
+			return "", fmt.Errorf("mtls: %s certificate (%s) refused: %w", peer.name, describe(leaf), err)
 		}
 	}
 	id, err := identity(leaf)
 	if err != nil {
-		return fmt.Errorf("mtls: %s %w", peer.name, err)
+		return "", fmt.Errorf("mtls: %s %w", peer.name, err)
 	}
 	if id.app != m.appID {
-		return fmt.Errorf("mtls: %s certificate names application %q (%s), want %q", peer.name, id.app, describe(leaf), m.appID)
+		return "", fmt.Errorf("mtls: %s certificate names application %q (%s), want %q", peer.name, id.app, describe(leaf), m.appID)
 	}
 	if id.role != RoleDriver && id.role != RoleExecutor {
-		return fmt.Errorf("mtls: %s certificate names unknown role %q (%s)", peer.name, id.role, describe(leaf))
+		return "", fmt.Errorf("mtls: %s certificate names unknown role %q (%s)", peer.name, id.role, describe(leaf))
 	}
-	return nil
+	return id.role, nil
 }
 
 // ServerCredentials is ServerConfig as gRPC server credentials.
@@ -297,7 +343,7 @@ func (b Bundle) DialCredentials(onRefuse func(remote string, err error)) (creden
 
 // DialCredentials is Bundle.DialCredentials.
 func (l *Loaded) DialCredentials(onRefuse func(remote string, err error)) credentials.TransportCredentials {
-	return &dialCreds{m: l.m, onRefuse: onRefuse}
+	return &dialCreds{m: l.m, onRefuse: onRefuse, role: l.peerRole}
 }
 
 // dialCreds builds each connection's config with the dialled address, which
@@ -305,10 +351,11 @@ func (l *Loaded) DialCredentials(onRefuse func(remote string, err error)) creden
 type dialCreds struct {
 	m        *material
 	onRefuse func(string, error)
+	role     string // the one role of server accepted, if set
 }
 
 func (d *dialCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	cfg := d.m.clientConfig(raw.RemoteAddr().String(), d.onRefuse)
+	cfg := d.m.clientConfig(raw.RemoteAddr().String(), d.onRefuse, d.role)
 	return credentials.NewTLS(cfg).ClientHandshake(ctx, authority, raw)
 }
 

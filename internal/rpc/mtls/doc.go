@@ -26,7 +26,10 @@
 //     allows the direction of use (client or server authentication);
 //   - a server certificate names [ServerName]; pod IPs are not in
 //     certificates, so the name is fixed rather than taken from the address;
-//   - its URI SAN is drover://app/<appID>/<role> for this application.
+//   - its URI SAN is drover://app/<appID>/<role> for this application;
+//   - where the peer's role is fixed (the control stream: executors dial
+//     the driver), that it is that role ([Loaded.Accepting]); elsewhere the
+//     server checks the role per request ([PeerRole]).
 //
 // Executors resume a TLS session the driver prepared at start-up and put in
 // their bundle, instead of a full handshake each (Loaded.PrepareSession):

@@ -42,11 +42,27 @@ import (
 // private key, in the same Secret, and lets its holder connect as an
 // executor, as the key does. It also lets its holder serve the session:
 // a server holding it resumes with the executors, showing them the
-// driver's certificate from the session without the driver's key. That
-// gives an executor nothing it lacks, since clients accept a server with
-// the executors' certificate (executors serve each other's blocks); a
-// check that a server is the driver itself would have to refuse resumed
-// connections.
+// driver's certificate from the session without the driver's key.
+//
+// So the roles a resumed connection shows (Accepting, PeerRole) prove
+// this much:
+//   - at the driver, the client's role, executor, holds: the session's
+//     client certificate is the executors', and only a holder of their
+//     Secret can resume it;
+//   - at an executor, the server's role, driver, proves only that the
+//     server holds the session's secret, which every executor holds too:
+//     a holder of the executors' credentials that also takes over the
+//     driver's address on the pod network can pose as the driver to
+//     executors that dial it. A full handshake (a server without the
+//     session, or after its 7 days) proves the driver's key. Closing this
+//     would take a proof from the driver's key on each connection (a
+//     signature over the connection's exported keying material: one
+//     signature per connection, some of what resumption saves the
+//     driver), or executors that refuse resumed connections.
+//
+// Result and block fetches (gRPC) never resume: their clients offer no
+// session and executors' servers hold none, so the roles they check are
+// proven by the peer's key.
 
 // pemSession is the PEM type of a bundle's session: a one-byte identity
 // length, the identity, then the client's tls.SessionState.
@@ -128,7 +144,7 @@ func (l *Loaded) PrepareSession(ctx context.Context, executors *Loaded, expired 
 		return identity, nil
 	}
 	cache := &capturedSession{}
-	cfg := client.clientConfig("", nil)
+	cfg := client.clientConfig("", nil, "")
 	cfg.ClientSessionCache = cache
 
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -183,7 +199,7 @@ func (l *Loaded) PrepareSession(ctx context.Context, executors *Loaded, expired 
 		return nil, fmt.Errorf("mtls: prepare session: %w", err)
 	}
 	l.m.prepared.Store(&session{identity: ticket, state: prepared, expires: time.Now().Add(sessionLifetime), expired: expired})
-	return &Loaded{client.withSession(cache.state,
+	return &Loaded{m: client.withSession(cache.state,
 		pem.EncodeToMemory(&pem.Block{Type: pemSession, Bytes: append(append([]byte{byte(len(ticket))}, ticket...), raw...)}))}, nil
 }
 
@@ -229,7 +245,7 @@ func (c resumeCache) Put(string, *tls.ClientSessionState)        {}
 // session. A server that does not hold the session makes it a full
 // handshake, after a few wasted bytes, so use ClientConfig for those.
 func (l *Loaded) ResumingClientConfig(onRefuse func(remote string, err error)) *tls.Config {
-	cfg := l.m.clientConfig("", onRefuse)
+	cfg := l.m.clientConfig("", onRefuse, l.peerRole)
 	if l.m.session != nil {
 		cfg.ClientSessionCache = resumeCache{l.m.session}
 	}
