@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,6 +65,15 @@ func newAuthority() (*authority, error) {
 // issue signs a certificate for a server (hosts: DNS names and IPs) or, when
 // hosts is empty, a client named cn in groups orgs.
 func (a *authority) issue(cn string, orgs, hosts []string) (certPEM, keyPEM []byte, err error) {
+	usage := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	if len(hosts) > 0 {
+		usage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	}
+	return a.issueFor(cn, orgs, hosts, usage...)
+}
+
+// issueFor signs a certificate for cn with the given extended key usages.
+func (a *authority) issueFor(cn string, orgs, hosts []string, usage ...x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generating key for %s: %w", cn, err)
@@ -73,16 +84,13 @@ func (a *authority) issue(cn string, orgs, hosts []string) (certPEM, keyPEM []by
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(10 * 365 * 24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		ExtKeyUsage:  usage,
 	}
-	if len(hosts) > 0 {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		for _, h := range hosts {
-			if ip := net.ParseIP(h); ip != nil {
-				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-			} else {
-				tmpl.DNSNames = append(tmpl.DNSNames, h)
-			}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &key.PublicKey, a.key)
@@ -154,6 +162,74 @@ type pkiFiles struct {
 	kubeletClientCert, kubeletClientKey, tokens        string
 	adminToken, schedulerToken, cmToken, kwokToken     string
 	procnodeToken, kueueToken                          string
+	etcd                                               etcdPKI
+}
+
+// etcdPKI are etcd's credentials. etcd trusts its own authority, whose key
+// is never written: kube-controller-manager signs certificate requests with
+// the cluster's CA (ca.key), so a client certificate from that CA must not
+// open etcd. One certificate serves both of etcd's listeners (clients and
+// peers, which are also clients of each other); the API server holds the
+// only client certificate.
+type etcdPKI struct {
+	caPEM                         []byte
+	caCert, serverCert, serverKey string
+	clientCert, clientKey         string
+	clientCertPEM, clientKeyPEM   []byte
+}
+
+func writeEtcdPKI(dir string) (etcdPKI, error) {
+	ca, err := newAuthority()
+	if err != nil {
+		return etcdPKI{}, err
+	}
+	serverCert, serverKey, err := ca.issueFor("etcd", nil, []string{"127.0.0.1", "localhost"},
+		x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	if err != nil {
+		return etcdPKI{}, err
+	}
+	clientCert, clientKey, err := ca.issue("kube-apiserver-etcd-client", nil, nil)
+	if err != nil {
+		return etcdPKI{}, err
+	}
+	p := etcdPKI{caPEM: ca.certPEM, clientCertPEM: clientCert, clientKeyPEM: clientKey}
+	err = writeFiles(dir, []pkiFile{
+		{&p.caCert, "etcd-ca.crt", ca.certPEM},
+		{&p.serverCert, "etcd-server.crt", serverCert}, {&p.serverKey, "etcd-server.key", serverKey},
+		{&p.clientCert, "etcd-client.crt", clientCert}, {&p.clientKey, "etcd-client.key", clientKey},
+	})
+	return p, err
+}
+
+// httpClient is an HTTP client of etcd with the API server's certificate.
+func (p etcdPKI) httpClient() (*http.Client, error) {
+	cert, err := tls.X509KeyPair(p.clientCertPEM, p.clientKeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("loading etcd's client certificate: %w", err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(p.caPEM)
+	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}},
+	}}, nil
+}
+
+// pkiFile is a file of credentials: where its path goes, its name, its data.
+type pkiFile struct {
+	path *string
+	name string
+	data []byte
+}
+
+// writeFiles writes files into dir, readable by this user only.
+func writeFiles(dir string, files []pkiFile) error {
+	for _, f := range files {
+		*f.path = filepath.Join(dir, f.name)
+		if err := os.WriteFile(*f.path, f.data, 0o600); err != nil {
+			return fmt.Errorf("writing %s: %w", f.name, err)
+		}
+	}
+	return nil
 }
 
 func writePKI(dir string) (*pkiFiles, error) {
@@ -178,20 +254,16 @@ func writePKI(dir string) (*pkiFiles, error) {
 		return nil, err
 	}
 	p := &pkiFiles{caPEM: ca.certPEM}
-	for _, f := range []struct {
-		path *string
-		name string
-		data []byte
-	}{
+	if err := writeFiles(dir, []pkiFile{
 		{&p.caCert, "ca.crt", ca.certPEM}, {&p.caKey, "ca.key", ca.keyPEM},
 		{&p.serverCert, "apiserver.crt", serverCert}, {&p.serverKey, "apiserver.key", serverKey},
 		{&p.kubeletClientCert, "kubelet-client.crt", clientCert}, {&p.kubeletClientKey, "kubelet-client.key", clientKey},
 		{&p.saKey, "sa.key", saKey}, {&p.saPub, "sa.pub", saPub},
-	} {
-		*f.path = filepath.Join(dir, f.name)
-		if err := os.WriteFile(*f.path, f.data, 0o600); err != nil {
-			return nil, fmt.Errorf("writing %s: %w", f.name, err)
-		}
+	}); err != nil {
+		return nil, err
+	}
+	if p.etcd, err = writeEtcdPKI(dir); err != nil {
+		return nil, err
 	}
 	// Every component is in system:masters: they are the cluster's own
 	// parts, and their user names show who did what in managed fields.

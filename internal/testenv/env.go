@@ -74,6 +74,11 @@ type Env struct {
 	Dir string
 	// URL of the API server: https://127.0.0.1:<port>.
 	URL string
+	// EtcdURL and EtcdPeerURL are etcd's client and peer listeners
+	// (https://127.0.0.1:<port>). Both require a client certificate from
+	// etcd's own authority, which only the API server holds: a local user
+	// who reaches etcd must not become cluster admin.
+	EtcdURL, EtcdPeerURL string
 	// BinDir holds the binaries, kubectl included.
 	BinDir string
 	// ProcessNode runs the process nodes' pods; nil when Options.ProcessNodes
@@ -192,15 +197,23 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 	}
 	childEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
 
-	// etcd
-	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	// etcd: TLS with client certificates on both listeners (the peer one
+	// too: a single member still listens there, and its /members answers
+	// anyone). Metrics stay on the client listener (no
+	// --listen-metrics-urls), behind the same certificates.
+	etcdURL := "https://127.0.0.1:" + strconv.Itoa(etcdPort)
+	peerURL := "https://127.0.0.1:" + strconv.Itoa(peerPort)
+	e.EtcdURL, e.EtcdPeerURL = etcdURL, peerURL
 	etcd, err := e.launch(dir, Etcd, []string{
 		"--name=testenv",
 		"--data-dir=" + filepath.Join(dir, "etcd"),
 		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
 		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
 		"--initial-cluster=testenv=" + peerURL,
+		"--cert-file=" + files.etcd.serverCert, "--key-file=" + files.etcd.serverKey,
+		"--client-cert-auth", "--trusted-ca-file=" + files.etcd.caCert,
+		"--peer-cert-file=" + files.etcd.serverCert, "--peer-key-file=" + files.etcd.serverKey,
+		"--peer-client-cert-auth", "--peer-trusted-ca-file=" + files.etcd.caCert,
 		"--unsafe-no-fsync",
 		"--quota-backend-bytes=4294967296",
 		"--log-level=warn",
@@ -208,9 +221,12 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	plain := &http.Client{Timeout: 2 * time.Second}
+	etcdClient, err := files.etcd.httpClient()
+	if err != nil {
+		return nil, err
+	}
 	etcd.ready = func(ctx context.Context) error {
-		return httpOK(ctx, plain, etcdURL+"/health", "", `"health":"true"`)
+		return httpOK(ctx, etcdClient, etcdURL+"/health", "", `"health":"true"`)
 	}
 	if err := waitReady(ctx, etcd, etcd.ready); err != nil {
 		return nil, err
@@ -220,6 +236,8 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 	// kube-apiserver
 	apiArgs := []string{
 		"--etcd-servers=" + etcdURL,
+		"--etcd-cafile=" + files.etcd.caCert,
+		"--etcd-certfile=" + files.etcd.clientCert, "--etcd-keyfile=" + files.etcd.clientKey,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(apiPort),
 		"--cert-dir=" + filepath.Join(dir, "apiserver"),
