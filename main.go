@@ -373,6 +373,7 @@ func drive(parent context.Context, conf *config.Conf, m master.URL, args []strin
 	dm := metrics.NewDriver(mo, config.DynamicAllocationEnabled.Get(conf) && m.Kind != master.Local)
 	web := startUI(conf, log)
 	defer web.stop()
+	web.announceLogin(console)
 	capacity, handle := statusConsumer(dm.Events, web, evlog)
 	bus.SubscribeBatches(statusQueue, capacity, consumerLinger, handle)
 	metricsHandler := metrics.Handler(dm.Registry)

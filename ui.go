@@ -3,6 +3,7 @@ package drover
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/drover-project/drover/internal/eventlog"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/k8s"
+	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/metrics"
 	"github.com/drover-project/drover/internal/ui"
 )
@@ -26,9 +28,17 @@ import (
 type webUI struct {
 	store *appstate.Store
 	ui    *ui.UI
-	srv   *ui.Server
-	url   string
-	log   *slog.Logger
+	// mux serves the pages (through auth when there is one) and, open,
+	// what Handle mounts.
+	mux *http.ServeMux
+	// auth guards the pages and the API on Kubernetes (uiAuth); nil when
+	// they answer everyone. generated: its token was made here, so nobody
+	// else holds it.
+	auth      *ui.Auth
+	generated bool
+	srv       *ui.Server
+	url       string
+	log       *slog.Logger
 	// feed is the store's HandleAll; broken is set once it panicked.
 	feed   func([]events.Event)
 	broken atomic.Bool
@@ -59,13 +69,59 @@ func startUI(conf *config.Conf, log *slog.Logger) *webUI {
 		log.Warn("the web UI is not served; the application runs without it", "err", err)
 		return nil
 	}
-	w := &webUI{store: appstate.New(appstate.OptionsFromConf(conf)), log: log}
+	w := &webUI{store: appstate.New(appstate.OptionsFromConf(conf)), log: log, mux: http.NewServeMux()}
 	w.feed = w.store.HandleAll
 	w.ui = ui.New(w.store, ui.Options{Version: droverVersion(), Logger: log})
-	w.srv = ui.Serve(ln, w.ui, log)
 	w.url = "http://" + net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-	log.Info("Spark UI available at "+w.url, "url", w.url)
+	w.auth, w.generated = uiAuth(conf, w.url, log)
+	var pages http.Handler = w.ui
+	if w.auth != nil {
+		pages = w.auth.Wrap(w.ui)
+	}
+	w.mux.Handle("/", pages)
+	w.srv = ui.Serve(ln, w.mux, log)
+	if w.auth != nil {
+		log.Info("Spark UI available at "+w.url+" (it asks for the application's token: drover ui opens it)", "url", w.url)
+	} else {
+		log.Info("Spark UI available at "+w.url, "url", w.url)
+	}
 	return w
+}
+
+// uiAuth decides who the pages and the API answer. On k8s:// masters they
+// listen on the pod network, where any pod reaches them: only requests
+// with the application's token (drover.ui.token, which drover submit puts
+// in a cluster-mode driver's Secret; else a new one), unless
+// drover.ui.requireToken=false. Local masters answer everyone, as before.
+func uiAuth(conf *config.Conf, url string, log *slog.Logger) (auth *ui.Auth, generated bool) {
+	if m, err := master.Parse(masterOrDefault(conf)); err != nil || m.Kind != master.Kubernetes {
+		return nil, false
+	}
+	if !config.UIRequireToken.Get(conf) {
+		log.Warn(config.UIRequireToken.Key()+"=false: the web UI and the REST API answer anyone who reaches "+url+
+			", as Spark's do: job names, executor addresses, error messages and the redacted configuration", "url", url)
+		return nil, false
+	}
+	token := config.UIToken.Get(conf)
+	if token == "" {
+		token, generated = ui.NewToken(), true
+	}
+	return ui.NewAuth(token), generated
+}
+
+// announceLogin tells a client-mode user how to open a UI whose token
+// the driver made: a one-time login link on the terminal (never in the
+// log, which others may read); elsewhere, how to choose the token.
+func (w *webUI) announceLogin(console io.Writer) {
+	if w == nil || !w.generated {
+		return
+	}
+	if isTerminal(console) {
+		fmt.Fprintf(console, "Spark UI login, a link that works once: %s\n", w.auth.LoginLink(w.url))
+		return
+	}
+	w.log.Info("the web UI asks for a token the driver made and showed nobody (no terminal): set " + config.UIToken.Key() +
+		" to reach it with Authorization: Bearer <token>, or " + config.UIRequireToken.Key() + "=false to open it")
 }
 
 // handle folds events into the pages' store. A bug in the store must not
@@ -124,10 +180,11 @@ func statusConsumer(m *metrics.Metrics, web *webUI, evlog *eventlog.Writer) (cap
 	}
 }
 
-// Handle mounts h on the UI's port, beside the pages (Prometheus' /metrics).
+// Handle mounts h on the UI's port, beside the pages (Prometheus' /metrics),
+// answering without the token: h must show no configuration.
 func (w *webUI) Handle(pattern string, h http.Handler) {
 	if w != nil {
-		w.ui.Handle(pattern, h)
+		w.mux.Handle(pattern, h)
 	}
 }
 

@@ -67,7 +67,7 @@ func TestWebUIInABrowser(t *testing.T) {
 			var blockedErr error
 			wg.Go(func() { _, blockedErr = RunPartitions(dc, waitForFile, []string{release, release, release, release}) })
 			defer func() { os.WriteFile(release, nil, 0o644); wg.Wait() }()
-			waitForRunningTasks(t, url, dc.AppID(), 2)
+			waitForRunningTasks(t, url, "", dc.AppID(), 2)
 
 			p.Open(url)
 			if loc := p.Location(); !strings.HasSuffix(loc, "/jobs/") {
@@ -146,14 +146,26 @@ func TestWebUIInABrowser(t *testing.T) {
 	}
 }
 
-// waitForRunningTasks polls the REST API until the running job has n
-// active tasks.
-func waitForRunningTasks(t *testing.T, url, appID string, n int) {
+// uiGet is a GET of url with the UI's token, when there is one.
+func uiGet(url, token string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return http.DefaultClient.Do(req)
+}
+
+// waitForRunningTasks polls the REST API (with the UI's token, when there
+// is one) until the running job has n active tasks.
+func waitForRunningTasks(t *testing.T, url, token, appID string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var jobs []struct{ NumActiveTasks int }
-		resp, err := http.Get(url + "/api/v1/applications/" + appID + "/jobs?status=running")
+		resp, err := uiGet(url+"/api/v1/applications/"+appID+"/jobs?status=running", token)
 		if err == nil {
 			err = json.NewDecoder(resp.Body).Decode(&jobs)
 			resp.Body.Close()
@@ -168,13 +180,14 @@ func waitForRunningTasks(t *testing.T, url, appID string, n int) {
 	}
 }
 
-// waitForPage polls url until its body has want.
-func waitForPage(t *testing.T, url, want string) {
+// waitForPage polls url (with the UI's token, when there is one) until
+// its body has want.
+func waitForPage(t *testing.T, url, token, want string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	var body []byte
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
+		resp, err := uiGet(url, token)
 		if err == nil {
 			body, _ = io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -206,7 +219,11 @@ func TestWebUIOfAKubernetesJobInABrowser(t *testing.T) {
 	}
 	release := filepath.Join(t.TempDir(), "release")
 	var stderr bytes.Buffer
+	// On Kubernetes the UI asks for the application's token; a client-mode
+	// driver off a terminal shows its own to nobody, so the test sets it.
+	const token = "webui-test-token-0123456789abcdef"
 	code := runDriver(append(k8sArgs(env, ns, "spark.executor.memory=256m", "spark.ui.port=0", "drover.scheduler.prefetch=0",
+		"drover.ui.token="+token,
 		"spark.dynamicAllocation.enabled=true", "spark.dynamicAllocation.minExecutors=1", "spark.dynamicAllocation.maxExecutors=3",
 		"spark.dynamicAllocation.schedulerBacklogTimeout=200ms",
 		"spark.ui.custom.executor.log.url=http://logs.invalid/{{KUBERNETES_NAMESPACE}}/{{POD_NAME}}"), "--name", "wordcount"), &stderr,
@@ -218,9 +235,15 @@ func TestWebUIOfAKubernetesJobInABrowser(t *testing.T) {
 				_, jobErr = RunPartitions(dc, waitForFile, []string{release, release, release, release, release, release})
 			})
 			defer func() { os.WriteFile(release, nil, 0o644); wg.Wait() }()
-			waitForRunningTasks(t, url, dc.AppID(), 2)
-			waitForPage(t, url+"/allocation/", "The allocator waits:")
+			if resp, err := http.Get(url + "/jobs/"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("the UI without the token: %v, %v; want 401", resp, err)
+			} else {
+				resp.Body.Close()
+			}
+			waitForRunningTasks(t, url, token, dc.AppID(), 2)
+			waitForPage(t, url+"/allocation/", token, "The allocator waits:")
 
+			p.Open(dc.web.auth.LoginLink(url)) // the cookie admits the browser from now on
 			p.Open(url + "/executors/")
 			p.Expect("executors", "procnode-0", "(pod Running)", "wordcount-")
 			if _, ok := p.Attr(`#executors a[href^="http://logs.invalid/`+ns+`/wordcount-"]`, "href"); !ok {

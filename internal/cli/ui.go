@@ -27,7 +27,14 @@ func newUICommand() *cobra.Command {
 API server, as kubectl port-forward does, prints the local URL and keeps forwarding until interrupted.
 A client-mode driver serves its UI where it runs: its log says where. Without "namespace:",
 spark.kubernetes.namespace is used. The API server is --master's, else the kubeconfig's; the user needs
-the right to create pods/portforward in the namespace.`,
+the right to create pods/portforward in the namespace.
+
+On Kubernetes the driver's UI and REST API answer only requests that carry the application's token
+(drover.ui.requireToken), which drover submit keeps in the driver's Secret: ui reads it there, so the user
+also needs get on that Secret (drover-drv-<app>-secret; the driver pod's annotation drover.io/ui-token-secret
+names it). ui then serves the local end itself and adds the token to every request; it admits the browser
+that opens the printed login link (once: it sets an HttpOnly, SameSite=Strict cookie), or a client that sends
+Authorization: Bearer <the application's token>. Others on this machine get 401.`,
 		Example: `  drover ui spark:wordcount-1f2e3d4c-driver
   drover ui --port 4040 spark:wordcount-1f2e3d4c-driver`,
 		Args: cobra.ExactArgs(1),
@@ -52,7 +59,13 @@ the right to create pods/portforward in the namespace.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			o.Ready = func(url string) {
+			o.Ready = func(url, login string) {
+				if login != "" {
+					// The link admits one browser; the API takes
+					// Authorization: Bearer <the application's token>.
+					fmt.Fprintf(cmd.OutOrStdout(), "Spark UI of %s at %s (a login link that works once; forwarded through the API server; Ctrl-C ends)\n", id, login)
+					return
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Spark UI of %s at %s (forwarded through the API server; Ctrl-C ends)\n", id, url)
 			}
 			return submit.ForwardUI(ctx, cfg, cs, id, o, cmd.ErrOrStderr())

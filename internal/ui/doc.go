@@ -9,4 +9,10 @@
 // run the HTTP server the way Spark does (spark.ui.port, trying the next
 // ports when it is busy); callers mount more handlers, such as /metrics,
 // with UI.Handle.
+//
+// [Auth] guards a handler with a token: a request passes with
+// `Authorization: Bearer <token>` or the cookie (HttpOnly, SameSite=Strict)
+// that a one-time [Auth.LoginLink] sets; tokens are compared in constant
+// time. The driver wraps its pages and API in one on Kubernetes, and drover
+// ui its local end.
 package ui

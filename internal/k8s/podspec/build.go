@@ -198,16 +198,20 @@ func (c *ExecutorConf) objectMeta(name string) metav1.ObjectMeta {
 }
 
 // ExecutorAuthSecret builds the Secret that carries the executors'
-// credentials (nil when they have none: authentication off): keys
-// AuthSecretKey and TLSKey, immutable, owned by the driver pod when there
-// is one. Create it before the first executor pod.
+// credentials and sensitive variables (nil when they have neither:
+// authentication off): keys AuthSecretKey, TLSKey and EnvSecretPrefix+name,
+// immutable, owned by the driver pod when there is one. Create it before
+// the first executor pod.
 func ExecutorAuthSecret(c *ExecutorConf) *corev1.Secret {
-	if c.Credentials.IsZero() || c.AuthSecretName == "" {
+	if c.Credentials.IsZero() && len(c.SensitiveEnv) == 0 || c.AuthSecretName == "" {
 		return nil
 	}
 	data := map[string][]byte{}
 	for _, k := range credentialKeys(c.Credentials) {
 		data[k.key] = k.value
+	}
+	for k, v := range c.SensitiveEnv {
+		data[EnvSecretPrefix+k] = []byte(v)
 	}
 	s := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},

@@ -61,8 +61,14 @@ type ExecutorConf struct {
 	// Labels and Annotations are the user's (values may hold ValueAppID
 	// and ValueExecutorID); NodeSelector is spark.kubernetes.node.selector.*
 	// with spark.kubernetes.executor.node.selector.* over it; Env is
-	// spark.executorEnv.*.
+	// spark.executorEnv.* but for SensitiveEnv.
 	Labels, Annotations, NodeSelector, Env map[string]string
+	// SensitiveEnv are the spark.executorEnv.* variables whose key or
+	// value spark.redaction.regex marks (DB_PASSWORD=...): they travel in
+	// the Secret AuthSecretName under EnvSecretPrefix+name
+	// ([ExecutorAuthSecret]) and are read by secretKeyRef, so no pod spec
+	// shows them.
+	SensitiveEnv map[string]string
 	// SchedulerName and ServiceAccount; "" keeps the template's.
 	SchedulerName, ServiceAccount string
 	// MountServiceAccountToken: spark.kubernetes.authenticate.executor.
@@ -103,7 +109,8 @@ type ExecutorConf struct {
 	// application with; the driver sets them (master.NewSecurity) before
 	// building pods. They reach the executors only through the Secret
 	// AuthSecretName ([ExecutorAuthSecret]), read into DROVER_AUTH_SECRET
-	// and DROVER_TLS: never a pod spec, config map or log.
+	// and DROVER_TLS: never a pod spec, config map or log. SensitiveEnv
+	// travels in the same Secret.
 	Credentials    Credentials
 	AuthSecretName string
 
@@ -280,10 +287,7 @@ func (p *parser) metadata(ec *ExecutorConf) {
 			p.fail("%s=%s: %s", key, name, strings.Join(msgs, "; "))
 		}
 	}
-	ec.Env = config.ExecutorEnv.Values(p.c)
-	for _, k := range slices.Sorted(maps.Keys(ec.Env)) {
-		checkEnvName(p, config.ExecutorEnv.Prefix()+k, k)
-	}
+	ec.Env, ec.SensitiveEnv = p.env(config.ExecutorEnv)
 }
 
 // secrets resolves secret mounts and secret environment variables.

@@ -12,7 +12,10 @@
 //     spark-role=executor, spark-exec-id and spark-app-name, user labels and
 //     annotations, image and pull policy, pull secrets, CPU and memory
 //     (request = limit = spark.executor.memory + overhead), the executor
-//     environment (DROVER_*), the command, an ownerReference to the driver
+//     environment (DROVER_*, then spark.executorEnv.*: a value that
+//     spark.redaction.regex marks by key or value is no literal but a
+//     secretKeyRef to the application's Secret, which
+//     [ExecutorAuthSecret] fills), the command, an ownerReference to the driver
 //     pod, restartPolicy Never, node selector, scheduler name,
 //     terminationGracePeriodSeconds and a restricted securityContext;
 //  2. credentials: the service account;
@@ -31,7 +34,8 @@
 //
 // [OnDemandClaims], [ExecutorConfigMap] and [ExecutorAuthSecret] build the
 // other objects: the PersistentVolumeClaims of one executor pod, and the
-// application's executor ConfigMap and authentication Secret;
+// application's executor ConfigMap and Secret (credentials and sensitive
+// variables);
 // [VolcanoPodGroup] builds its Volcano PodGroup.
 //
 // # The driver pod (cluster mode)
@@ -41,8 +45,10 @@
 // <prefix>-driver, labels spark-app-selector and spark-role=driver, image,
 // CPU and memory from spark.driver.*, the application binary run with
 // --properties-file [DriverConfFile], the pod's IP and name from the
-// downward API, GOMEMLIMIT and GOMAXPROCS, the RPC port, a restricted
-// securityContext), the service account, then the executor steps it
+// downward API, GOMEMLIMIT and GOMAXPROCS, spark.kubernetes.driverEnv.*
+// (sensitive values by secretKeyRef from [DriverSecret]), the RPC and UI
+// ports, [AnnotationUIToken] when the UI asks for the application's token,
+// a restricted securityContext), the service account, then the executor steps it
 // shares (mount secrets, env secrets, mount volumes, local dirs) and the
 // mount of the driver ConfigMap. [DriverService] (headless) and
 // [DriverConfigMap] are created after the pod, owned by it.

@@ -36,6 +36,10 @@ const (
 	DefaultDriverPort = 7078
 	// UIPortName names the web UI's port (spark.ui.port), as Spark does.
 	UIPortName = "spark-ui"
+	// AnnotationUIToken on the driver pod names the Secret whose
+	// DriverSecretKey holds drover.ui.token: the pod's web UI asks for the
+	// token, and drover ui reads it there.
+	AnnotationUIToken = "drover.io/ui-token-secret"
 )
 
 // DriverConfFile is the properties file the driver container reads.
@@ -70,8 +74,9 @@ var DriverCredentialFiles = map[string]*config.Entry[string]{
 // settings.
 func DriverSecretName(appID string) string { return "drover-drv-" + appIDPart(appID) + "-secret" }
 
-// DriverSecret holds the driver's sensitive settings as a properties file;
-// like the ConfigMap it is immutable and, once the pod exists, owned by it.
+// DriverSecret holds the driver's sensitive settings as a properties file,
+// files, and the values of dc.SensitiveEnv (EnvSecretPrefix+name); like
+// the ConfigMap it is immutable and, once the pod exists, owned by it.
 func DriverSecret(dc *DriverConf, sensitive map[string]string, files map[string][]byte, driver *corev1.Pod) *corev1.Secret {
 	sec := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
@@ -82,6 +87,9 @@ func DriverSecret(dc *DriverConf, sensitive map[string]string, files map[string]
 			"# Sensitive settings of the driver of "+dc.AppID+", written by drover submit.", sensitive, nil))},
 	}
 	maps.Copy(sec.Data, files)
+	for k, v := range dc.SensitiveEnv {
+		sec.Data[EnvSecretPrefix+k] = []byte(v)
+	}
 	if driver != nil {
 		sec.OwnerReferences = []metav1.OwnerReference{OwnerReference(driver)}
 	}
@@ -173,6 +181,11 @@ func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 		maps.Copy(ann, dc.Annotations)
 		pod.Annotations = ann
 	}
+	if dc.UIPort != 0 && dc.UIToken && dc.SecretName != "" {
+		ann := cloneMap(pod.Annotations)
+		ann[AnnotationUIToken] = dc.SecretName
+		pod.Annotations = ann
+	}
 	spec := &pod.Spec
 	spec.RestartPolicy = corev1.RestartPolicyNever
 	place(spec, dc.NodeSelector, dc.PullSecrets, dc.SchedulerName)
@@ -202,7 +215,10 @@ func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 		{Name: "GOMAXPROCS", Value: strconv.Itoa(dc.Cores)},
 	}
 	env = append(env, dc.LogEnv...)
-	env = append(env, sortedEnv(dc.Env)...)
+	if len(dc.SensitiveEnv) > 0 && dc.SecretName == "" {
+		return fmt.Errorf("sensitive variables of spark.kubernetes.driverEnv.* but no Secret to read them from: set DriverConf.SecretName")
+	}
+	env = append(env, userEnv(dc.Env, dc.SensitiveEnv, dc.SecretName)...)
 	ctr.Env = append(ctr.Env, env...)
 	if ctr.SecurityContext == nil {
 		ctr.SecurityContext = restrictedSecurityContext()

@@ -26,6 +26,9 @@ type DriverConf struct {
 	Port int
 	// UIPort is the web UI's port, 0 when spark.ui.enabled is false.
 	UIPort int
+	// UIToken: the web UI asks for the application's token
+	// (drover.ui.requireToken), which travels in the Secret SecretName.
+	UIToken bool
 
 	Image, PullPolicy string
 	PullSecrets       []string
@@ -40,9 +43,13 @@ type DriverConf struct {
 
 	// Labels and Annotations of the driver pod, the headless service's
 	// ServiceLabels and ServiceAnnotations, the NodeSelector, and Env
-	// (spark.kubernetes.driverEnv.*).
+	// (spark.kubernetes.driverEnv.* but for SensitiveEnv).
 	Labels, Annotations, ServiceLabels, ServiceAnnotations, NodeSelector, Env map[string]string
 	SchedulerName, ServiceAccount                                             string
+	// SensitiveEnv are the spark.kubernetes.driverEnv.* variables that
+	// spark.redaction.regex marks: they travel in the Secret SecretName
+	// under EnvSecretPrefix+name ([DriverSecret]), read by secretKeyRef.
+	SensitiveEnv map[string]string
 
 	// Secrets, SecretEnv, Volumes, LocalDirs and TmpfsLocalDirs are as in
 	// ExecutorConf, from the driver's keys; no on-demand claims.
@@ -96,6 +103,7 @@ func NewDriverConf(c *config.Conf, appID string, command, args []string) (*Drive
 		if dc.UIPort = get(p, config.UIPort); dc.UIPort == 0 {
 			p.fail("%s=0: a cluster-mode driver's web UI needs a fixed port (or %s=false)", config.UIPort.Key(), config.UIEnabled.Key())
 		}
+		dc.UIToken = get(p, config.UIRequireToken)
 	}
 	prefix := defaultPodNamePrefix(dc.AppName, appID)
 	dc.PodName = prefix + "-driver"
@@ -209,10 +217,7 @@ func (p *parser) driverMetadata(dc *DriverConf) {
 			p.fail("%s=%s: %s", key, name, strings.Join(msgs, "; "))
 		}
 	}
-	dc.Env = config.KubernetesDriverEnv.Values(p.c)
-	for _, k := range slices.Sorted(maps.Keys(dc.Env)) {
-		checkEnvName(p, config.KubernetesDriverEnv.Prefix()+k, k)
-	}
+	dc.Env, dc.SensitiveEnv = p.env(config.KubernetesDriverEnv)
 }
 
 // mountView is the ExecutorConf the executor steps that the driver shares

@@ -285,6 +285,49 @@ func (p *parser) secretsOf(mountsFam, refsFam *config.PrefixEntry) (secrets []Se
 	return secrets, secretEnv
 }
 
+// EnvSecretPrefix prefixes, in the application's Secrets, the keys of the
+// environment values kept out of pod specs (see [ExecutorConf.SensitiveEnv]).
+const EnvSecretPrefix = "env."
+
+// env resolves a role's environment (the family fam): plain values, and
+// the sensitive ones, whose key or value spark.redaction.regex (or a secret
+// entry) marks. Those go into a Secret under EnvSecretPrefix+name, read by
+// secretKeyRef: a literal value in a pod spec is shown to whoever may get
+// pods.
+func (p *parser) env(fam *config.PrefixEntry) (plain, sensitive map[string]string) {
+	plain, sensitive = map[string]string{}, map[string]string{}
+	vals := fam.Values(p.c)
+	for _, k := range slices.Sorted(maps.Keys(vals)) {
+		key, v := fam.Prefix()+k, vals[k]
+		checkEnvName(p, key, k)
+		if !p.c.Sensitive(key, v) {
+			plain[k] = v
+			continue
+		}
+		if msgs := validation.IsConfigMapKey(EnvSecretPrefix + k); len(msgs) > 0 {
+			p.fail("%s: spark.redaction.regex marks its value, which drover keeps in a Secret under %s%s, "+
+				"an invalid Secret key: %s; name the variable with letters, digits, '-', '_' and '.'",
+				key, EnvSecretPrefix, k, strings.Join(msgs, "; "))
+			continue
+		}
+		sensitive[k] = v
+	}
+	return plain, sensitive
+}
+
+// userEnv is the variables of plain and sensitive, by name; the sensitive
+// ones are read from key EnvSecretPrefix+name of the Secret secret.
+func userEnv(plain, sensitive map[string]string, secret string) []corev1.EnvVar {
+	out := sortedEnv(plain)
+	for _, k := range slices.Sorted(maps.Keys(sensitive)) {
+		out = append(out, corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: EnvSecretPrefix + k,
+		}}})
+	}
+	slices.SortStableFunc(out, func(a, b corev1.EnvVar) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
 func checkEnvName(p *parser, key, name string) {
 	if msgs := validation.IsRelaxedEnvVarName(name); len(msgs) > 0 {
 		p.fail("%s: invalid environment variable name %q: %s", key, name, strings.Join(msgs, "; "))

@@ -129,6 +129,9 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) e
 	if !c.Credentials.IsZero() && c.AuthSecretName == "" {
 		return fmt.Errorf("the executors have credentials but no Secret to read them from: set ExecutorConf.AuthSecretName")
 	}
+	if len(c.SensitiveEnv) > 0 && c.AuthSecretName == "" {
+		return fmt.Errorf("the executors have sensitive variables (spark.executorEnv.*) but no Secret to read them from: set ExecutorConf.AuthSecretName")
+	}
 	for _, k := range credentialKeys(c.Credentials) {
 		env = append(env, corev1.EnvVar{Name: k.env, ValueFrom: &corev1.EnvVarSource{
 			SecretKeyRef: &corev1.SecretKeySelector{
@@ -137,7 +140,7 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) e
 			},
 		}})
 	}
-	env = append(env, sortedEnv(c.Env)...)
+	env = append(env, userEnv(c.Env, c.SensitiveEnv, c.AuthSecretName)...)
 	ctr.Env = append(ctr.Env, env...)
 
 	if ctr.SecurityContext == nil {

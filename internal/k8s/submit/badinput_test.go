@@ -103,11 +103,14 @@ func TestBadInputCreatesNothing(t *testing.T) {
 		{"unknown drover key", []string{"drover.log.levle=info"}, "drover.log.level", everywhere},
 		{"log level", []string{"drover.log.level=loud"}, "drover.log.level", everywhere},
 		{"empty key", []string{"=3"}, `"=3"`, everywhere},
+		{"UI token too short", []string{"drover.ui.token=short"}, "drover.ui.token", everywhere},
+		{"sensitive variable no Secret key can name", []string{"spark.executorEnv.DB:PASSWORD=x"}, "spark.executorEnv.DB:PASSWORD", viaSubmit | viaClient},
 		// The driver pod's settings (cluster mode).
 		{"reserved driver label", []string{"spark.kubernetes.driver.label.spark-app-selector=x"}, "spark.kubernetes.driver.label.spark-app-selector", viaSubmit},
 		{"driver request above limit", []string{"spark.kubernetes.driver.request.cores=4", "spark.kubernetes.driver.limit.cores=1"}, "spark.kubernetes.driver.request.cores", viaSubmit},
 		{"driver credential file missing", []string{"spark.kubernetes.authenticate.driver.clientKeyFile=/nonexistent/key.pem"}, "spark.kubernetes.authenticate.driver.clientKeyFile", viaSubmit},
 		{"driver volume without mount path", []string{"spark.kubernetes.driver.volumes.hostPath.data.options.path=/tmp"}, "spark.kubernetes.driver.volumes.hostPath.data", viaSubmit},
+		{"sensitive driver variable no Secret key can name", []string{"spark.kubernetes.driverEnv.MY TOKEN=x"}, "spark.kubernetes.driverEnv.MY TOKEN", viaSubmit},
 	}
 	if n := len(testCases); n < 40 {
 		t.Fatalf("%d bad inputs, want at least 40", n)

@@ -27,6 +27,7 @@ import (
 	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/master"
+	"github.com/drover-project/drover/internal/ui"
 )
 
 // Plan is a checked cluster-mode submission: what Create will create.
@@ -44,7 +45,8 @@ type Plan struct {
 	DriverFiles map[string]string
 	// DriverSecrets are the settings kept out of the config map: those
 	// spark.redaction.regex or a secret key marks (tokens, passwords,
-	// spark.authenticate.secret, spark.hadoop.*secret*), written to the
+	// spark.authenticate.secret, spark.hadoop.*secret*, the UI's token
+	// drover.ui.token, spark.executorEnv.DB_PASSWORD), written to the
 	// driver's Secret when there are any.
 	DriverSecrets map[string]string
 	// DriverSecretFiles are the credential files read here
@@ -111,6 +113,11 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 	if appID == "" {
 		appID = newAppID()
 	}
+	if config.UIEnabled.Get(conf) && config.UIRequireToken.Get(conf) && !config.UIToken.IsSet(conf) {
+		// The UI's token reaches the driver in its Secret, like the
+		// other secret entries, and drover ui reads it there.
+		conf = conf.Clone().Set(config.UIToken.Key(), ui.NewToken())
+	}
 	// The driver's settings and those of the executor pods it will create,
 	// checked here with the functions the driver uses: every problem in one
 	// error, before any object exists.
@@ -123,7 +130,7 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 		secretFiles, err = credentialFiles(conf, props)
 	}
 	if err == nil {
-		if len(secrets)+len(secretFiles) > 0 {
+		if len(secrets)+len(secretFiles)+len(dc.SensitiveEnv) > 0 {
 			dc.SecretName = podspec.DriverSecretName(appID)
 		}
 		pod, err = podspec.BuildDriverPod(dc)

@@ -121,6 +121,68 @@ func TestPrepare(t *testing.T) {
 	}
 }
 
+// TestPrepareUIToken: submit makes the UI's token, keeps it with the
+// driver's secret settings (never its config map), and marks the driver pod
+// so that drover ui finds it; a token set by the user is kept, and
+// drover.ui.requireToken=false makes none.
+func TestPrepareUIToken(t *testing.T) {
+	const userToken = "the-users-own-token-0123456789"
+	testCases := map[string]struct {
+		conf      []string
+		wantToken string // "" none, "*" a generated one
+	}{
+		"generated":    {wantToken: "*"},
+		"the user's":   {conf: []string{"drover.ui.token=" + userToken}, wantToken: userToken},
+		"an open UI":   {conf: []string{"drover.ui.requireToken=false"}},
+		"no UI at all": {conf: []string{"spark.ui.enabled=false"}},
+	}
+	for name, tc := range testCases {
+		t.Run(name, func(t *testing.T) {
+			conf := config.New().Set("spark.master", "k8s://https://kube.example:6443").
+				Set("spark.kubernetes.namespace", "spark").Set("spark.kubernetes.container.image", "img")
+			for _, kv := range tc.conf {
+				k, v, _ := strings.Cut(kv, "=")
+				conf.Set(k, v)
+			}
+			p, err := Prepare(conf, "local:///app/wordcount", nil, func() string { return "drover-00112233aabbccdd" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := p.DriverProperties["drover.ui.token"]; ok {
+				t.Error("the UI's token is in the driver's config map")
+			}
+			got, annotation := p.DriverSecrets["drover.ui.token"], p.Pod.Annotations[podspec.AnnotationUIToken]
+			switch tc.wantToken {
+			case "":
+				if got != "" || annotation != "" {
+					t.Errorf("token %q, annotation %q; want neither", got, annotation)
+				}
+			case "*":
+				if len(got) < 43 || got == secondToken(t, conf) {
+					t.Errorf("generated token %q: want a new random one", got)
+				}
+			default:
+				if got != tc.wantToken {
+					t.Errorf("token %q, want %q", got, tc.wantToken)
+				}
+			}
+			if tc.wantToken != "" && (annotation != p.Driver.SecretName || annotation != podspec.DriverSecretName(p.AppID)) {
+				t.Errorf("annotation %s=%q, want the driver's Secret %q", podspec.AnnotationUIToken, annotation, p.Driver.SecretName)
+			}
+		})
+	}
+}
+
+// secondToken is the token a second submission of conf generates.
+func secondToken(t *testing.T, conf *config.Conf) string {
+	t.Helper()
+	p, err := Prepare(conf, "local:///app/wordcount", nil, func() string { return "drover-00112233aabbccdd" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.DriverSecrets["drover.ui.token"]
+}
+
 // The executor pod template is a file on the submitter's machine: submit
 // uploads it with the driver's configuration and points the driver at it.
 func TestPrepareUploadsExecutorTemplate(t *testing.T) {
