@@ -201,7 +201,9 @@ func testRBACApplyAndLogs(ctx context.Context, t *testing.T, drover, master, kub
 			t.Fatalf("drover rbac --apply: %v\n%s", err, out)
 		}
 		for _, want := range []string{"applied namespace " + ns, "applied serviceaccount " + ns + "/drover-driver",
-			"applied role " + ns + "/drover-driver", "applied rolebinding " + ns + "/drover-driver"} {
+			"applied role " + ns + "/drover-driver", "applied rolebinding " + ns + "/drover-driver",
+			"applied validatingadmissionpolicy drover-confine." + ns + ".drover-driver",
+			"applied validatingadmissionpolicybinding drover-confine." + ns + ".drover-driver"} {
 			if !strings.Contains(out, want+"\n") {
 				t.Errorf("rbac --apply output lacks %q:\n%s", want, out)
 			}

@@ -17,9 +17,10 @@ func newRBACCommand() *cobra.Command {
 	ns := submit.NamespaceOptions{}
 	f := &confFlags{}
 	var doApply bool
+	confine := true
 	cmd := &cobra.Command{
 		Use:   "rbac --namespace NS [--service-account NAME] [--apply [--create-namespace]]",
-		Short: "Print or apply the least-privilege ServiceAccount, Role and RoleBinding of a cluster-mode driver",
+		Short: "Print or apply the least-privilege ServiceAccount, Role and RoleBinding of a cluster-mode driver, and the policy that confines it to its application",
 		Long: `rbac prints, as YAML for kubectl apply -f -, the ServiceAccount a cluster-mode driver runs as
 (spark.kubernetes.authenticate.driver.serviceAccountName) and the Role and RoleBinding that give it
 exactly what the driver calls, and why:
@@ -33,6 +34,17 @@ exactly what the driver calls, and why:
   configmaps create, delete  the executors' configuration
   secrets create, delete   the executors' credentials (spark.authenticate, on by default)
   persistentvolumeclaims create  with --on-demand-claims: executors' on-demand claims
+
+A Role cannot tell one application's objects from another's, so rbac also prints a
+ValidatingAdmissionPolicy and its binding (cluster-scoped, named drover-confine.NS.ACCOUNT) that
+confine each driver to its own application. They apply to requests made with the account's tokens
+that are bound to a pod (a cluster-mode driver's), not to users nor to client-mode drivers outside
+pods. Such a request may create, change and delete only pods, ConfigMaps, Secrets, Services and
+claims owned by the driver pod (and annotate the driver pod itself); the pods it creates may read
+only the drover Secrets of its own application (drover-exec-ID-auth: an id belongs to the driver
+whose pod is named ...-<its first 8 characters>-driver; Secrets of other names, as
+spark.kubernetes.executor.secrets.* name them, are not checked) and hold no token of the account;
+it creates only Opaque Secrets. Applying them needs a cluster admin; --confine=false leaves them out.
 
 Executors get no API token: by default they run as the driver's account with
 automountServiceAccountToken false, so user code cannot use the driver's rights. With --executor,
@@ -51,6 +63,7 @@ too (--pod-security enforces a Pod Security Standard there). Submit with
 			if o.Namespace == "" {
 				return errors.New("--namespace is required: the namespace the driver runs in")
 			}
+			o.Unconfined = !confine
 			if !doApply {
 				if ns.Create || ns.PodSecurity != "" || f.master != "" || len(f.conf) > 0 || f.propertiesFile != "" {
 					return errors.New("--create-namespace, --pod-security, --master, --conf and --properties-file go with --apply")
@@ -100,6 +113,7 @@ too (--pod-security enforces a Pod Security Standard there). Submit with
 	fl.BoolVar(&o.Claims, "on-demand-claims", false, "also persistentvolumeclaims create: for executors with on-demand claims")
 	fl.BoolVar(&o.Volcano, "volcano", false, "also Volcano podgroups create and delete: for a client-mode driver with spark.kubernetes.scheduler.name=volcano")
 	fl.BoolVar(&o.Executor, "executor", false, "a rights-free account for executors instead (default name drover-executor)")
+	fl.BoolVar(&confine, "confine", true, "also the cluster-scoped ValidatingAdmissionPolicy and binding that confine each driver to its own application (applying them needs a cluster admin)")
 	fl.BoolVar(&doApply, "apply", false, "create or update the objects on the cluster instead of printing them")
 	fl.BoolVar(&ns.Create, "create-namespace", false, "with --apply: create the namespace too")
 	fl.StringVar(&ns.PodSecurity, "pod-security", "", "with --create-namespace: the Pod Security Standard the namespace enforces (privileged, baseline, restricted)")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -134,7 +135,8 @@ func drover(t testing.TB, kubeconfig string, timeout time.Duration, args ...stri
 
 // restrictedNamespace is a namespace for t that enforces the restricted
 // Pod Security profile, with the driver's service account from
-// drover rbac (with rbacFlags, such as --authenticate) applied.
+// drover rbac (with rbacFlags, such as --authenticate) applied, and the
+// policy that confines its drivers to their applications.
 func restrictedNamespace(t testing.TB, env *testenv.Env, rbacFlags ...string) string {
 	t.Helper()
 	ns := env.NewNamespace(t)
@@ -172,6 +174,20 @@ func restrictedNamespace(t testing.TB, env *testenv.Env, rbacFlags ...string) st
 			var o rbacv1.RoleBinding
 			mustUnmarshal(t, doc, &o)
 			_, err = env.Client.RbacV1().RoleBindings(ns).Create(ctx, &o, metav1.CreateOptions{})
+		case "ValidatingAdmissionPolicy":
+			// Cluster-scoped: each test's namespace has its own, which
+			// goes with the test.
+			var o admissionv1.ValidatingAdmissionPolicy
+			mustUnmarshal(t, doc, &o)
+			policies := env.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+			_, err = policies.Create(ctx, &o, metav1.CreateOptions{})
+			t.Cleanup(func() { _ = policies.Delete(context.Background(), o.Name, metav1.DeleteOptions{}) })
+		case "ValidatingAdmissionPolicyBinding":
+			var o admissionv1.ValidatingAdmissionPolicyBinding
+			mustUnmarshal(t, doc, &o)
+			bindings := env.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
+			_, err = bindings.Create(ctx, &o, metav1.CreateOptions{})
+			t.Cleanup(func() { _ = bindings.Delete(context.Background(), o.Name, metav1.DeleteOptions{}) })
 		default:
 			t.Fatalf("drover rbac printed a %q", tm.Kind)
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +33,9 @@ type RBACOptions struct {
 	// spark.kubernetes.authenticate.executor.serviceAccountName when they
 	// need an identity of their own (such as a cloud workload identity).
 	Executor bool
+	// Unconfined leaves out the confinement policy (see rbac_policy.go):
+	// for whom no cluster admin will apply it.
+	Unconfined bool
 }
 
 // AccountName is the service account's name: as given, else the default
@@ -63,6 +67,9 @@ const (
 // the application at once instead of holding its pods for good). With
 // Claims, on-demand claims: create (they go with the driver pod, which
 // owns them); with Volcano, Volcano's PodGroups: create and delete.
+// Unless Unconfined, last come the cluster-scoped ValidatingAdmissionPolicy
+// and binding that confine each driver to its own application's objects,
+// which a Role cannot.
 func RBAC(o RBACOptions) ([]any, error) {
 	if o.Executor && o.Claims {
 		return nil, errors.New("an executor account has no rights: --on-demand-claims is for the driver's")
@@ -103,7 +110,14 @@ func RBAC(o RBACOptions) ([]any, error) {
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: o.ServiceAccount},
 	}
 	rb.TypeMeta, rb.ObjectMeta = meta("RoleBinding", "rbac.authorization.k8s.io/v1")
-	return []any{sa, role, rb}, nil
+	if o.Unconfined {
+		return []any{sa, role, rb}, nil
+	}
+	policy, binding, err := confinementPolicy(o.Namespace, o.ServiceAccount)
+	if err != nil {
+		return nil, err
+	}
+	return []any{sa, role, rb, policy, binding}, nil
 }
 
 // YAML renders objects as one multi-document YAML stream.
@@ -156,6 +170,12 @@ func ApplyRBAC(ctx context.Context, cs kubernetes.Interface, o RBACOptions, ns N
 		done = append(done, kind+" "+name)
 		return nil
 	}
+	confined := func(kind, name string, err error) error {
+		if apierrors.IsForbidden(err) {
+			return confinementForbidden(fmt.Errorf("applying %s %s: %w", kind, name, err), o)
+		}
+		return step(kind, name, err)
+	}
 	if ns.Create {
 		n := &corev1.Namespace{TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"},
 			ObjectMeta: metav1.ObjectMeta{Name: o.Namespace}}
@@ -175,6 +195,10 @@ func ApplyRBAC(ctx context.Context, cs kubernetes.Interface, o RBACOptions, ns N
 			err = step("role", o.Namespace+"/"+obj.Name, apply(ctx, cs.RbacV1().Roles(o.Namespace), obj.Name, obj))
 		case *rbacv1.RoleBinding:
 			err = step("rolebinding", o.Namespace+"/"+obj.Name, apply(ctx, cs.RbacV1().RoleBindings(o.Namespace), obj.Name, obj))
+		case *admissionv1.ValidatingAdmissionPolicy:
+			err = confined("validatingadmissionpolicy", obj.Name, apply(ctx, cs.AdmissionregistrationV1().ValidatingAdmissionPolicies(), obj.Name, obj))
+		case *admissionv1.ValidatingAdmissionPolicyBinding:
+			err = confined("validatingadmissionpolicybinding", obj.Name, apply(ctx, cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings(), obj.Name, obj))
 		default:
 			err = fmt.Errorf("internal error: RBAC returned a %T", obj)
 		}
@@ -199,6 +223,25 @@ func apply[T any](ctx context.Context, c patcher[T], name string, obj any) error
 	}
 	_, err = c.Patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "drover", Force: ptrTo(true)})
 	return err
+}
+
+// confinementForbidden explains a refusal to apply the confinement
+// policy, which is cluster-scoped: a namespace admin can apply the rest,
+// not it.
+func confinementForbidden(err error, o RBACOptions) error {
+	return fmt.Errorf("%w (the ServiceAccount, Role and RoleBinding are applied, but the policy that confines each driver to its "+
+		"own application is cluster-scoped: ask a cluster admin to run drover rbac --apply --namespace %s%s, or to apply its YAML; "+
+		"without it any driver of the namespace can mount another application's Secrets and delete its pods; "+
+		"--confine=false applies the rest alone)", err, o.Namespace, accountFlag(o))
+}
+
+// accountFlag is the --service-account flag that names o's account, if
+// not the default.
+func accountFlag(o RBACOptions) string {
+	if o.ServiceAccount == "" || o.ServiceAccount == DefaultServiceAccount {
+		return ""
+	}
+	return " --service-account " + o.ServiceAccount
 }
 
 // explainApply adds the fix to the usual failures of ApplyRBAC.
