@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"runtime"
 	"time"
 
@@ -52,7 +53,7 @@ func (e *Executor) register(ctx context.Context, addr string) (*ctl.ClientStream
 func (e *Executor) tryRegister(deadline time.Time, addr string) (*ctl.ClientStream, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), max(deadline.Sub(e.opts.Clock.Now()), time.Second))
 	defer cancel()
-	stream, err := ctl.Dial(ctx, e.opts.DriverURL, e.opts.Auth, ctl.Options{WriteTimeout: e.networkTimeout})
+	stream, err := e.dial(ctx, ctl.Options{WriteTimeout: e.networkTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +92,34 @@ func (e *Executor) tryRegister(deadline time.Time, addr string) (*ctl.ClientStre
 	e.touch()
 	e.applyConf(reg.GetConf())
 	return stream, nil
+}
+
+// dialTimeout bounds connecting to the driver and the TLS handshake, as
+// ctl.Dial's default handshake timeout does.
+const dialTimeout = 20 * time.Second
+
+// dial opens the control stream to the driver, as ctl.Dial does, from the
+// executor's own address (Options.BindHost) when it was given one: a
+// Kubernetes driver admits an executor only from its pod's IP, and a
+// connection from a pod on the host network, or from a process node's
+// loopback pod IP, would leave from another address of the machine.
+func (e *Executor) dial(ctx context.Context, opts ctl.Options) (*ctl.ClientStream, error) {
+	if e.localAddr == nil {
+		return ctl.Dial(ctx, e.opts.DriverURL, e.opts.Auth, opts)
+	}
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	d := net.Dialer{KeepAliveConfig: ctl.KeepAlive, LocalAddr: e.localAddr}
+	raw, err := d.DialContext(dctx, "tcp", e.opts.DriverURL)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "connecting to %s from %s: %v", e.opts.DriverURL, e.localAddr.IP, err)
+	}
+	nc, err := e.opts.Auth.ClientHandshake(dctx, e.opts.DriverURL, raw)
+	if err != nil {
+		_ = raw.Close()
+		return nil, status.Errorf(codes.Unavailable, "TLS handshake with %s: %v", e.opts.DriverURL, err)
+	}
+	return ctl.NewClient(ctx, nc, e.opts.Auth, opts)
 }
 
 // isPermanent reports registration errors that retrying cannot fix: the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,8 @@ type Options struct {
 	AppID      string
 	ExecutorID executorid.ID
 	// BindHost is the address the executor's own server listens on; also
-	// the address it advertises (a pod IP in Kubernetes, 127.0.0.1 locally).
+	// the address it advertises (a pod IP in Kubernetes, 127.0.0.1 locally)
+	// and, when given as an IP, the one it connects to the driver from.
 	BindHost    string
 	Cores       int
 	MemoryBytes int64
@@ -74,6 +76,9 @@ type Executor struct {
 	waiting chan func()
 	done    chan struct{}
 
+	// localAddr is where connections to the driver come from: BindHost,
+	// if it was given as an IP; nil for the system's choice.
+	localAddr   *net.TCPAddr
 	out         *outbox
 	lastContact atomic.Int64 // clock time of the last message from the driver, unix nanos
 	draining    atomic.Bool
@@ -106,6 +111,10 @@ func newExecutor(opts Options) (*Executor, error) {
 	if opts.Cores < 1 {
 		opts.Cores = 1
 	}
+	var localAddr *net.TCPAddr
+	if ip, err := netip.ParseAddr(opts.BindHost); err == nil && !ip.IsUnspecified() {
+		localAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, 0))
+	}
 	if opts.BindHost == "" {
 		opts.BindHost = "127.0.0.1"
 	}
@@ -127,6 +136,7 @@ func newExecutor(opts Options) (*Executor, error) {
 		networkTimeout:    opts.NetworkTimeout,
 		heartbeatInterval: opts.HeartbeatInterval,
 		maxDirectResult:   config.TaskMaxDirectResultSize.Get(config.New()),
+		localAddr:         localAddr,
 		out:               newOutbox(),
 		plans:             map[int64]*pb.StagePlan{},
 		waiting:           make(chan func()),

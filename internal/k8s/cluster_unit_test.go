@@ -2,8 +2,10 @@ package k8s
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
@@ -126,35 +129,79 @@ func creates(cs *fake.Clientset) int {
 	return n
 }
 
-// TestAdmit: an executor may register only under an id this driver issued,
-// whose pod was not deleted, and from that executor's own pod.
+// TestAdmit (TestRegistrationBoundToPod's decisions, on a fake API
+// server): an executor may register only under an id this driver issued,
+// naming its own pod, from the IP the driver's pod watch shows for that
+// pod; a registration that comes before the IP waits for it, and is
+// refused for now if it does not come; a pod that is ending is refused
+// for good (coarse.ErrGone), and no other refusal is.
 func TestAdmit(t *testing.T) {
 	cs := fake.NewClientset()
-	c := startFakeCluster(t, cs, "spark.executor.instances=2", "spark.app.name=wc")
+	c := startFakeCluster(t, cs, "spark.executor.instances=4", "spark.app.name=wc")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = c.Stop(ctx)
 	})
 	deadline := time.Now().Add(10 * time.Second)
-	for creates(cs) < 2 && time.Now().Before(deadline) {
+	for creates(cs) < 4 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	own := c.execConf.PodNamePrefix + "-exec-1"
+	pod := func(n int) string { return fmt.Sprintf("%s-exec-%d", c.execConf.PodNamePrefix, n) }
+	// setPod changes pod n as its kubelet (or a deletion) would, and waits
+	// for the driver's watch to show it.
+	setPod := func(n int, change func(p *corev1.Pod), seen func(p *snapshot.Pod) bool) {
+		t.Helper()
+		p, err := cs.CoreV1().Pods("spark").Get(t.Context(), pod(n), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(p)
+		if _, err := cs.CoreV1().Pods("spark").Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.src.WaitPod(t.Context(), pod(n), func(p *snapshot.Pod) bool { return p != nil && seen(p) }, 10*time.Second); !ok {
+			t.Fatalf("the driver's watch did not show the change of %s", pod(n))
+		}
+	}
+	setIP := func(n int, ip string) {
+		t.Helper()
+		setPod(n, func(p *corev1.Pod) { p.Status.PodIP = ip }, func(p *snapshot.Pod) bool { return p.IP == ip })
+	}
+	setIP(1, "10.0.0.1")
+	setIP(2, "10.0.0.2")
+	setIP(4, "10.0.0.4")
+	setPod(4, func(p *corev1.Pod) { now := metav1.Now(); p.DeletionTimestamp = &now }, func(p *snapshot.Pod) bool { return p.Deleting })
+	ip := netip.MustParseAddr
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
 	testCases := map[string]struct {
-		id      executorid.ID
-		pod     string
-		wantErr string
+		id       executorid.ID
+		pod      string
+		peer     netip.Addr
+		ctx      context.Context // the wait's; the test's if nil
+		wantErr  string
+		wantKind error // coarse.ErrGone, coarse.ErrNotYet, or nil for neither
 	}{
-		"its own pod":             {id: 1, pod: own},
-		"no pod name (not a pod)": {id: 2},
-		"an id never issued":      {id: 9, pod: c.execConf.PodNamePrefix + "-exec-9", wantErr: "created no executor 9"},
-		"another pod's name":      {id: 1, pod: "other-app-exec-1", wantErr: "says it runs in pod other-app-exec-1"},
-		"another executor's pod":  {id: 2, pod: own, wantErr: "executor 2 of this application is pod"},
+		"its own pod, from its IP":      {id: 1, pod: pod(1), peer: ip("10.0.0.1")},
+		"its own pod, from another IP":  {id: 1, pod: pod(1), peer: ip("10.0.0.2"), wantErr: "connects from 10.0.0.2, but pod " + pod(1) + " has IP 10.0.0.1"},
+		"from an unknown address":       {id: 1, pod: pod(1), wantErr: "connects from an unknown address"},
+		"no pod name":                   {id: 2, peer: ip("10.0.0.2"), wantErr: "it names no pod (DROVER_EXECUTOR_POD_NAME)"},
+		"an id never issued":            {id: 9, pod: pod(9), peer: ip("10.0.0.9"), wantErr: "created no executor 9"},
+		"another pod's name":            {id: 1, pod: "other-app-exec-1", peer: ip("10.0.0.1"), wantErr: "says it runs in pod other-app-exec-1"},
+		"another executor's pod":        {id: 2, pod: pod(1), peer: ip("10.0.0.1"), wantErr: "executor 2 of this application is pod"},
+		"a pod without its IP, not yet": {id: 3, pod: pod(3), peer: ip("10.0.0.3"), ctx: cancelled, wantErr: "pod " + pod(3) + " has no IP yet", wantKind: coarse.ErrNotYet},
+		"a pod being deleted, for good": {id: 4, pod: pod(4), peer: ip("10.0.0.4"), wantErr: "pod " + pod(4) + " is ending (deleted)", wantKind: coarse.ErrGone},
+		"an IPv4-mapped peer is its IP": {id: 2, pod: pod(2), peer: ip("::ffff:10.0.0.2").Unmap()},
+		"from another executor's IP":    {id: 2, pod: pod(2), peer: ip("10.0.0.1"), wantErr: "connects from 10.0.0.1"},
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			err := c.admit(tc.id, tc.pod)
+			ctx := tc.ctx
+			if ctx == nil {
+				ctx = t.Context()
+			}
+			err := c.admit(ctx, coarse.Registration{ID: tc.id, PodName: tc.pod, Peer: tc.peer})
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Errorf("refused: %v", err)
@@ -164,8 +211,24 @@ func TestAdmit(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("error %v, want %q", err, tc.wantErr)
 			}
+			for _, kind := range []error{coarse.ErrGone, coarse.ErrNotYet} {
+				if errors.Is(err, kind) != (kind == tc.wantKind) {
+					t.Errorf("error %v: is %v = %v, want %v", err, kind, errors.Is(err, kind), kind == tc.wantKind)
+				}
+			}
 		})
 	}
+
+	t.Run("a registration before its pod's IP waits for it", func(t *testing.T) {
+		done := make(chan error, 1)
+		go func() {
+			done <- c.admit(t.Context(), coarse.Registration{ID: 3, PodName: pod(3), Peer: ip("10.0.0.3")})
+		}()
+		setIP(3, "10.0.0.3")
+		if err := <-done; err != nil {
+			t.Errorf("refused: %v", err)
+		}
+	})
 }
 
 // startFakeCluster builds and starts the cluster manager of an application

@@ -88,7 +88,7 @@ func BenchmarkDynamicAllocationScaleUp(b *testing.B) {
 			go func() {
 				defer execs.Done()
 				_ = executor.Run(execCtx, executor.Options{DriverURL: cl.backend.URL(), AppID: app.ID,
-					ExecutorID: mustExecutorID(b, p), PodName: p.Name, Cores: 1, Logger: log})
+					ExecutorID: mustExecutorID(b, p), PodName: p.Name, BindHost: p.Status.PodIP, Cores: 1, Logger: log})
 			}()
 		})
 

@@ -41,8 +41,9 @@ func jobHostLayout(n int, localDir string) hostLayout {
 }
 
 // execHostEnv makes the test binary an executor host: JSON execHostParams.
-// It reads "executor-id pod-name" lines on stdin and runs one simulated
-// executor per line until stdin closes and they all ended.
+// It reads "executor-id pod-name pod-ip" lines on stdin and runs one
+// simulated executor per line, from its pod's (loopback) IP, until stdin
+// closes and they all ended.
 const execHostEnv = "DROVER_SCALE_EXECHOST"
 
 type execHostParams struct {
@@ -122,8 +123,9 @@ func startExecutorHosts(tb testing.TB, n int, p execHostParams, l hostLayout) *e
 	return h
 }
 
-// start runs executor id (of pod) on the next host, or the victims' one.
-func (h *executorHosts) start(id executorid.ID, pod string) {
+// start runs executor id (of pod, whose IP is ip) on the next host, or
+// the victims' one.
+func (h *executorHosts) start(id executorid.ID, pod, ip string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
@@ -137,7 +139,7 @@ func (h *executorHosts) start(id executorid.ID, pod string) {
 	} else {
 		h.next++
 	}
-	if _, err := fmt.Fprintf(in, "%d %s\n", id, pod); err != nil {
+	if _, err := fmt.Fprintf(in, "%d %s %s\n", id, pod, ip); err != nil {
 		h.tb.Errorf("starting executor %s on its host: %v", id, err)
 	}
 }
@@ -246,7 +248,8 @@ func execHostMain(raw string) error {
 	var wg sync.WaitGroup
 	lines := bufio.NewScanner(os.Stdin)
 	for lines.Scan() {
-		idText, pod, _ := strings.Cut(lines.Text(), " ")
+		idText, rest, _ := strings.Cut(lines.Text(), " ")
+		pod, ip, _ := strings.Cut(rest, " ")
 		id, err := strconv.ParseInt(idText, 10, 64)
 		if err != nil {
 			cancel()
@@ -254,7 +257,7 @@ func execHostMain(raw string) error {
 		}
 		wg.Go(func() {
 			_ = executor.Run(ctx, executor.Options{DriverURL: p.URL, AppID: p.AppID, ExecutorID: executorid.ID(id),
-				PodName: pod, Cores: 1, Auth: auth, Logger: quiet, LocalDir: p.LocalDir})
+				PodName: pod, BindHost: ip, Cores: 1, Auth: auth, Logger: quiet, LocalDir: p.LocalDir})
 		})
 	}
 	cancel()

@@ -3,15 +3,18 @@ package k8s
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drover-project/drover/internal/backend/coarse"
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
@@ -38,23 +41,81 @@ func (c *Cluster) limitChanged(l allocator.Limit) {
 	c.backend.LimitExecutors(reachable)
 }
 
-// admit refuses executors whose pods the allocator deleted, and pods of
-// another application.
-func (c *Cluster) admit(n executorid.ID, podName string) error {
+// podIPWait bounds how long a registration waits for the driver's pod
+// watch to show its pod's IP. An executor starts within milliseconds of
+// its container, often before its kubelet has posted the pod's IP and the
+// watch brought it: the registration waits for that event (and is
+// admitted the moment it comes) rather than being refused and tried again
+// after a back-off. Past the bound it is refused for now (ErrNotYet), and
+// the executor tries again.
+const podIPWait = 10 * time.Second
+
+// admit lets an executor register only as an executor this driver
+// created, from that executor's own pod: the pod it names must be its
+// pod (<prefix>-exec-<id>), and the connection must come from the IP the
+// driver's pod watch shows for that pod. Executors share one certificate,
+// so without this any holder of it could register as a pending executor
+// and receive its tasks. Refusals of ids this driver did not issue, or
+// of a pod name or address that is not the executor's, leave the id free
+// for the executor it belongs to; only an issued id whose pod is gone is
+// excluded (coarse.ErrGone).
+//
+// Where this proves less: executors on the host network share their
+// node's IP (any process of the node passes); a pod that reaches the
+// driver through a proxy (a service mesh's sidecar) shows the proxy's
+// address, and is refused.
+func (c *Cluster) admit(ctx context.Context, r coarse.Registration) error {
+	n := r.ID
 	if !c.alloc.Issued(n) {
 		return fmt.Errorf("this driver created no executor %d", n)
 	}
 	if c.alloc.IsDeleted(n) {
-		return fmt.Errorf("its pod was deleted")
+		return fmt.Errorf("its pod was deleted: %w", coarse.ErrGone)
 	}
-	// Executor pods are named <prefix>-exec-<id>: an executor that says it
-	// runs in another pod belongs to another application, or is not one.
-	// (Names are public: this stops mistakes, not forgers; authentication
-	// does that.)
-	if want := podspec.ExecutorPodName(c.execConf.PodNamePrefix, n); podName != "" && podName != want {
-		return fmt.Errorf("it says it runs in pod %s, but executor %d of this application is pod %s", podName, n, want)
+	want := podspec.ExecutorPodName(c.execConf.PodNamePrefix, n)
+	switch r.PodName {
+	case want:
+	case "":
+		return fmt.Errorf("it names no pod (%s), and executor %d of this application is pod %s", envvar.PodName, n, want)
+	default:
+		return fmt.Errorf("it says it runs in pod %s, but executor %d of this application is pod %s", r.PodName, n, want)
+	}
+	// The pod source exists before any id is issued: Start creates it
+	// before it sets the allocator's first target.
+	if c.src == nil {
+		return fmt.Errorf("the driver does not watch its pods yet: %w", coarse.ErrNotYet)
+	}
+	pod, ok := c.src.WaitPod(ctx, want, func(p *snapshot.Pod) bool { return p != nil && (p.IP != "" || podGone(p)) }, podIPWait)
+	switch {
+	case !ok && pod == nil:
+		return fmt.Errorf("the driver has not seen pod %s yet: %w", want, coarse.ErrNotYet)
+	case !ok:
+		return fmt.Errorf("pod %s has no IP yet: %w", want, coarse.ErrNotYet)
+	case podGone(pod):
+		return fmt.Errorf("pod %s is ending (%s): %w", want, podEnd(pod), coarse.ErrGone)
+	}
+	ip, err := netip.ParseAddr(pod.IP)
+	if err != nil || ip.Unmap() != r.Peer {
+		from := "an unknown address"
+		if r.Peer.IsValid() {
+			from = r.Peer.String()
+		}
+		return fmt.Errorf("it connects from %s, but pod %s has IP %s", from, want, pod.IP)
 	}
 	return nil
+}
+
+// podGone reports a pod whose executor cannot be starting: it is being
+// deleted or has ended.
+func podGone(p *snapshot.Pod) bool {
+	return p.Deleting || p.Phase == corev1.PodSucceeded || p.Phase == corev1.PodFailed
+}
+
+func podEnd(p *snapshot.Pod) string {
+	if p.Deleting {
+		return "deleted"
+	}
+	return string(p.Phase)
 }
 
 // ExitReason waits for the lifecycle manager to say why an executor whose

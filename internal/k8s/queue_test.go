@@ -169,7 +169,7 @@ func startQueueApp(t testing.TB, env *testenv.Env, ns, id string, pairs ...strin
 		go func() {
 			defer a.execs.Done()
 			_ = executor.Run(execCtx, executor.Options{DriverURL: a.cl.backend.URL(), AppID: id,
-				ExecutorID: mustExecutorID(t, p), PodName: p.Name, Cores: 1, Logger: slog.New(slog.DiscardHandler)})
+				ExecutorID: mustExecutorID(t, p), PodName: p.Name, BindHost: p.Status.PodIP, Cores: 1, Logger: slog.New(slog.DiscardHandler)})
 		}()
 	})
 	t.Cleanup(a.stop)

@@ -33,6 +33,7 @@ import (
 	"github.com/drover-project/drover/internal/appstate"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/eventlog"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executor"
@@ -88,6 +89,9 @@ func kwokNodesFor(n int) int {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envvar.Role) == envvar.RoleExecutor {
+		os.Exit(executorMain())
+	}
 	if p := os.Getenv(driverEnv); p != "" {
 		if err := driverMain(p); err != nil {
 			fmt.Fprintln(os.Stderr, "driver:", err)
@@ -106,6 +110,7 @@ func TestMain(m *testing.M) {
 	_ = scaleEnv.Stop()
 	_ = queueEnv.Stop()
 	_ = queueBenchEnv.Stop()
+	_ = podEnv.Stop()
 	os.Exit(code)
 }
 
@@ -739,13 +744,13 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 				}
 			})
 			if h := hosts.Load(); h != nil {
-				h.start(mustExecutorID(b, p), p.Name)
+				h.start(mustExecutorID(b, p), p.Name, p.Status.PodIP)
 				return
 			}
 			trace(time.Now(), time.Time{}, "execstart", p.Name)
 			_ = executor.Run(execCtx, executor.Options{
 				DriverURL: url, AppID: appID, ExecutorID: mustExecutorID(b, p),
-				PodName: p.Name, Cores: 1, Auth: auth, Logger: slog.New(slog.DiscardHandler),
+				PodName: p.Name, BindHost: p.Status.PodIP, Cores: 1, Auth: auth, Logger: slog.New(slog.DiscardHandler),
 			})
 		}()
 	})

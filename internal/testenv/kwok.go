@@ -92,8 +92,12 @@ func (e *Env) startKwok(ctx context.Context, dir, bin string, files *pkiFiles, e
 				},
 			},
 			Spec: corev1.NodeSpec{
-				Taints:  []corev1.Taint{KwokTaint},
-				PodCIDR: fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256),
+				Taints: []corev1.Taint{KwokTaint},
+				// Loopback pod IPs, apart from the process nodes'
+				// (127.16-239.x.x): a simulated executor binds its pod's
+				// IP and connects to the driver from it, as the driver
+				// requires of executors.
+				PodCIDR: fmt.Sprintf("127.%d.%d.0/24", 240+i/256, i%256),
 			},
 			Status: corev1.NodeStatus{Capacity: kwokCapacity.DeepCopy(), Allocatable: kwokCapacity.DeepCopy()},
 		}
@@ -107,7 +111,7 @@ func (e *Env) startKwok(ctx context.Context, dir, bin string, files *pkiFiles, e
 		"--config=" + stagesPath,
 		"--manage-nodes-with-annotation-selector=" + kwokAnnotation + "=fake",
 		"--node-ip=10.63.255.254",
-		"--cidr=10.64.0.0/10",
+		"--cidr=127.240.0.0/12",
 		"--node-lease-duration-seconds=40",
 	}, env)
 }

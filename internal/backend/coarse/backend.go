@@ -93,8 +93,11 @@ type Options struct {
 	TimeoutInterval time.Duration
 
 	// Admit, when set, may refuse an executor's registration: Kubernetes
-	// refuses executors whose pods it already deleted.
-	Admit func(executorID executorid.ID, podName string) error
+	// admits only executors it created, from their own pods' addresses.
+	// ctx ends when the backend stops; the hook may wait a bounded time.
+	// Its error may wrap ErrGone or ErrNotYet, which say what the refusal
+	// means.
+	Admit func(ctx context.Context, r Registration) error
 	// OnExecutorsChanged, when set, is called after an executor registers
 	// or is removed, without the backend's lock held.
 	OnExecutorsChanged func()
@@ -174,10 +177,12 @@ type Backend struct {
 	endedMu sync.Mutex
 	ended   []int64
 
-	mu         sync.Mutex
-	executors  map[executorid.ID]*executorData
-	excluded   map[executorid.ID]bool // killed or lost: may not register again
-	registered chan struct{}          // closed and replaced whenever an executor registers
+	mu        sync.Mutex
+	executors map[executorid.ID]*executorData
+	excluded  excludedIDs // killed or lost: may not register again
+	// failures are the refused registrations of each peer address.
+	failures   failureLimiter
+	registered chan struct{} // closed and replaced whenever an executor registers
 	// reachable is how many executors the cluster manager can have for
 	// now, < 0 for no limit; capped is closed and replaced when it changes.
 	reachable  int
@@ -227,7 +232,6 @@ func New(sched *scheduler.Scheduler, cluster ClusterManager, opts Options) *Back
 		cancelRun:  cancelRun,
 		fetchers:   make(chan struct{}, resultFetchers),
 		executors:  map[executorid.ID]*executorData{},
-		excluded:   map[executorid.ID]bool{},
 		registered: make(chan struct{}),
 		reachable:  -1,
 		capped:     make(chan struct{}),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"google.golang.org/grpc"
@@ -56,9 +57,10 @@ func (b *Backend) start(stream *ctl.ServerStream, first *pb.ExecutorMessage) (*e
 	if reg == nil {
 		return nil, status.Error(codes.InvalidArgument, "the first message on the control stream must be Register")
 	}
-	ex, err := b.register(reg)
+	peer := peerAddr(stream.Peer())
+	ex, err := b.register(reg, peer)
 	if err != nil {
-		b.log.Warn("executor registration refused", "executor", reg.GetExecutorId(), "err", err)
+		b.log.Warn("executor registration refused", "executor", reg.GetExecutorId(), "peer", stream.Peer(), "err", err)
 		return nil, err
 	}
 	if err := stream.Send(&pb.DriverMessage{Msg: &pb.DriverMessage_Registered{Registered: &pb.Registered{Conf: b.opts.Conf}}}); err != nil {
@@ -73,30 +75,89 @@ func (b *Backend) start(stream *ctl.ServerStream, first *pb.ExecutorMessage) (*e
 	return ex, nil
 }
 
-func (b *Backend) register(reg *pb.Register) (*executorData, error) {
+// peerAddr is the address of a connection's remote end, "ip:port"; the
+// zero Addr if it does not parse.
+func peerAddr(remote string) netip.Addr {
+	ap, err := netip.ParseAddrPort(remote)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
+}
+
+// register admits the executor reg describes, whose connection comes from
+// peer, and adds it. A peer refused too often is refused at once
+// (failureLimiter).
+func (b *Backend) register(reg *pb.Register, peer netip.Addr) (*executorData, error) {
+	b.mu.Lock()
+	allowed := b.failures.allowed(peer, b.opts.Clock.Now())
+	b.mu.Unlock()
+	if !allowed {
+		return nil, status.Errorf(codes.ResourceExhausted, "too many refused registrations from %s: try again later", peer)
+	}
+	ex, err := b.admitAndAdd(reg, peer)
+	if err != nil {
+		b.mu.Lock()
+		// Not counted: refusals for now (Unavailable: ErrNotYet), and
+		// those of a driver that is stopping.
+		if status.Code(err) != codes.Unavailable && !b.stopped {
+			b.failures.failed(peer, b.opts.Clock.Now())
+		}
+		b.mu.Unlock()
+	}
+	return ex, err
+}
+
+// checkLocked refuses what the backend itself refuses of a registration;
+// the caller holds b.mu.
+func (b *Backend) checkLocked(id executorid.ID, reg *pb.Register) error {
+	switch {
+	case b.stopped:
+		return status.Error(codes.FailedPrecondition, "the application is shutting down")
+	case reg.GetAppId() != b.opts.AppID:
+		return status.Errorf(codes.PermissionDenied, "executor belongs to application %q, not %q", reg.GetAppId(), b.opts.AppID)
+	case b.excluded.has(id):
+		return status.Errorf(codes.FailedPrecondition, "executor %s was removed and may not register again", id)
+	case b.executors[id] != nil:
+		return status.Errorf(codes.AlreadyExists, "executor %s is already registered", id)
+	case reg.GetCores() < 1:
+		return status.Errorf(codes.InvalidArgument, "executor %s offers %d cores", id, reg.GetCores())
+	}
+	return nil
+}
+
+func (b *Backend) admitAndAdd(reg *pb.Register, peer netip.Addr) (*executorData, error) {
 	id, err := executorid.Parse(reg.GetExecutorId())
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch {
-	case b.stopped:
-		return nil, status.Error(codes.FailedPrecondition, "the application is shutting down")
-	case reg.GetAppId() != b.opts.AppID:
-		return nil, status.Errorf(codes.PermissionDenied, "executor belongs to application %q, not %q", reg.GetAppId(), b.opts.AppID)
-	case b.excluded[id]:
-		return nil, status.Errorf(codes.FailedPrecondition, "executor %s was removed and may not register again", id)
-	case b.executors[id] != nil:
-		return nil, status.Errorf(codes.AlreadyExists, "executor %s is already registered", id)
-	case reg.GetCores() < 1:
-		return nil, status.Errorf(codes.InvalidArgument, "executor %s offers %d cores", id, reg.GetCores())
+	err = b.checkLocked(id, reg)
+	b.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
+	// The hook may wait (for the pod watch to see the pod's address):
+	// not under the lock, and the checks above are made again after it.
 	if b.opts.Admit != nil {
-		if err := b.opts.Admit(id, reg.GetPodName()); err != nil {
-			b.excluded[id] = true
+		err := b.opts.Admit(b.runCtx, Registration{ID: id, PodName: reg.GetPodName(), Peer: peer})
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrGone):
+			b.mu.Lock()
+			b.excluded.add(id)
+			b.mu.Unlock()
 			return nil, status.Errorf(codes.FailedPrecondition, "executor %s refused: %v", id, err)
+		case errors.Is(err, ErrNotYet):
+			return nil, status.Errorf(codes.Unavailable, "executor %s not admitted yet: %v", id, err)
+		default:
+			return nil, status.Errorf(codes.PermissionDenied, "executor %s refused: %v", id, err)
 		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.checkLocked(id, reg); err != nil {
+		return nil, err
 	}
 	ex := &executorData{
 		ExecutorInfo: ExecutorInfo{

@@ -76,7 +76,7 @@ func (b *Backend) lose(id executorid.ID, reason scheduler.LossReason) {
 func (b *Backend) remove(id executorid.ID, reason scheduler.LossReason) bool {
 	b.mu.Lock()
 	ex := b.executors[id]
-	b.excluded[id] = true
+	b.excluded.add(id)
 	if ex != nil {
 		delete(b.executors, id)
 		b.totalCores -= ex.TotalCores
@@ -108,7 +108,7 @@ func (b *Backend) changed() {
 // pod or process the cluster manager deleted before they registered.
 func (b *Backend) ExcludeExecutor(id executorid.ID) {
 	b.mu.Lock()
-	b.excluded[id] = true
+	b.excluded.add(id)
 	b.mu.Unlock()
 }
 

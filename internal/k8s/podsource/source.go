@@ -70,6 +70,9 @@ type Source struct {
 	// stopWatch ends the current reflector (Relist).
 	stopWatch context.CancelFunc
 	health    Health
+	// waiters are WaitPod's, by pod name: closed when that pod changes or
+	// a full list comes.
+	waiters map[string][]chan struct{}
 }
 
 // Health is the state of the source's connection to the API server.
@@ -206,6 +209,70 @@ func (s *Source) Get(name string) (*snapshot.Pod, bool) {
 	defer s.mu.Unlock()
 	p, ok := s.pods[name]
 	return p, ok
+}
+
+// WaitPod waits until ready is true of the cached pod called name (nil
+// while there is none), for at most d by the source's clock or until ctx
+// ends, and returns the pod last seen and whether ready was true of it.
+func (s *Source) WaitPod(ctx context.Context, name string, ready func(*snapshot.Pod) bool, d time.Duration) (*snapshot.Pod, bool) {
+	var timeout <-chan time.Time
+	for {
+		s.mu.Lock()
+		p := s.pods[name]
+		if ready(p) {
+			s.mu.Unlock()
+			return p, true
+		}
+		if timeout == nil {
+			// Before the waiter is seen: a test that steps the clock
+			// once it waits steps this timer too.
+			t := s.clock.NewTimer(d)
+			defer t.Stop()
+			timeout = t.C()
+		}
+		ch := make(chan struct{})
+		if s.waiters == nil {
+			s.waiters = map[string][]chan struct{}{}
+		}
+		s.waiters[name] = append(s.waiters[name], ch)
+		s.mu.Unlock()
+		select {
+		case <-ch:
+			continue
+		case <-timeout:
+		case <-ctx.Done():
+		}
+		s.mu.Lock()
+		s.dropWaiterLocked(name, ch)
+		s.mu.Unlock()
+		return p, false
+	}
+}
+
+// dropWaiterLocked forgets WaitPod's ch, if it was not woken; the caller
+// holds the lock.
+func (s *Source) dropWaiterLocked(name string, ch chan struct{}) {
+	chans := s.waiters[name]
+	for i, c := range chans {
+		if c == ch {
+			chans = append(chans[:i], chans[i+1:]...)
+			break
+		}
+	}
+	if len(chans) == 0 {
+		delete(s.waiters, name)
+	} else {
+		s.waiters[name] = chans
+	}
+}
+
+// wakeLocked wakes the WaitPod calls for the pod called name; the caller
+// holds the lock.
+func (s *Source) wakeLocked(name string) {
+	for _, ch := range s.waiters[name] {
+		close(ch)
+	}
+	delete(s.waiters, name)
 }
 
 // Len is the number of cached pods.
@@ -389,6 +456,9 @@ func (st *store) put(obj any) error {
 	st.pods[p.Name] = p
 	st.touch(p)
 	st.advance(p.ResourceVersion)
+	if len(st.waiters) > 0 {
+		(*Source)(st).wakeLocked(p.Name)
+	}
 	st.mu.Unlock()
 	(*Source)(st).wake()
 	return nil
@@ -406,6 +476,9 @@ func (st *store) Delete(obj any) error {
 	delete(st.pods, p.Name)
 	st.touch(p)
 	st.advance(p.ResourceVersion)
+	if len(st.waiters) > 0 {
+		(*Source)(st).wakeLocked(p.Name)
+	}
 	st.mu.Unlock()
 	(*Source)(st).wake()
 	return nil
@@ -443,6 +516,9 @@ func (st *store) Replace(items []any, rv string) error {
 		}
 	}
 	st.pods = pods
+	for name := range st.waiters {
+		(*Source)(st).wakeLocked(name)
+	}
 	st.relisted = true
 	st.lastRV = rv // a list's version is at least each of its pods'
 	first := !st.didSync

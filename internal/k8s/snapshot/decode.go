@@ -180,6 +180,7 @@ const (
 
 	statusPhase, statusConditions, statusMessage, statusReason = 1, 2, 3, 4
 	statusInitContainerStatuses, statusContainerStatuses       = 10, 8
+	statusPodIP                                                = 6
 
 	conditionType, conditionStatus, conditionReason, conditionMessage = 1, 2, 5, 6
 
@@ -458,6 +459,8 @@ func (r *podReader) status(b []byte) error {
 			r.p.Message, err = f.str()
 		case statusReason:
 			r.p.Reason, err = f.str()
+		case statusPodIP:
+			r.p.IP, err = f.str()
 		case statusConditions:
 			err = with(f, r.condition)
 		case statusContainerStatuses:

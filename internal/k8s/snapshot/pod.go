@@ -15,7 +15,8 @@ import (
 
 // Pod is what the driver reads of an executor pod: the snapshot (the
 // executor id, inactive and queue labels, scheduling gates, phase,
-// container states, restart policy, deletion), the allocator (node,
+// container states, restart policy, deletion), registration (name, IP,
+// phase, deletion), the allocator (node,
 // creation time, the scheduler's condition) and the lifecycle's loss
 // reasons (conditions, status reason and message, the containers' names,
 // exit codes, waiting reasons and memory limits). The driver caches one per
@@ -49,6 +50,9 @@ type Pod struct {
 	Phase   corev1.PodPhase
 	Reason  string
 	Message string
+	// IP is the pod's address (status.podIP), "" until it has one: an
+	// executor registers from it.
+	IP string
 	// Conditions keep their types, statuses, reasons and messages; the
 	// container statuses their names and states (a running container's
 	// start time dropped), readiness, restart counts and last terminations.
@@ -78,7 +82,7 @@ func NewPod(p *corev1.Pod) *Pod {
 		Queue: p.Labels[LabelKueueQueue], Created: p.CreationTimestamp.Time,
 		NodeName: p.Spec.NodeName, RestartPolicy: p.Spec.RestartPolicy,
 		SchedulingGates: p.Spec.SchedulingGates,
-		Phase:           p.Status.Phase, Reason: p.Status.Reason, Message: p.Status.Message,
+		Phase:           p.Status.Phase, Reason: p.Status.Reason, Message: p.Status.Message, IP: p.Status.PodIP,
 		ContainerStatuses:     trimStatuses(p.Status.ContainerStatuses),
 		InitContainerStatuses: trimStatuses(p.Status.InitContainerStatuses),
 	}

@@ -117,7 +117,7 @@ func TestNewPodKeepsWhatTheDriverReads(t *testing.T) {
 				"inactive": p.Labels[LabelInactive] == "true", "queue": p.Labels[LabelKueueQueue],
 				"created": p.CreationTimestamp.Time, "deleting": p.DeletionTimestamp != nil, "node": p.Spec.NodeName,
 				"gates": p.Spec.SchedulingGates, "restart": p.Spec.RestartPolicy, "pod limit": podLimit,
-				"phase": p.Status.Phase, "reason": p.Status.Reason, "message": p.Status.Message,
+				"phase": p.Status.Phase, "reason": p.Status.Reason, "message": p.Status.Message, "ip": p.Status.PodIP,
 			}
 			for _, c := range p.Status.Conditions {
 				want["condition "+string(c.Type)] = []string{string(c.Status), c.Reason, c.Message}
@@ -142,7 +142,7 @@ func TestNewPodKeepsWhatTheDriverReads(t *testing.T) {
 				"inactive": c.Inactive, "queue": c.Queue,
 				"created": c.Created, "deleting": c.Deleting, "node": c.NodeName,
 				"gates": c.SchedulingGates, "restart": c.RestartPolicy, "pod limit": c.MemoryLimit,
-				"phase": c.Phase, "reason": c.Reason, "message": c.Message,
+				"phase": c.Phase, "reason": c.Reason, "message": c.Message, "ip": c.IP,
 			}
 			for _, cd := range c.Conditions {
 				got["condition "+string(cd.Type)] = []string{string(cd.Status), cd.Reason, cd.Message}
