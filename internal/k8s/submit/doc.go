@@ -20,7 +20,9 @@
 //     may end in * (a glob over both); [DriverState] judges from the API
 //     objects alone whether such a driver is gone;
 //   - [RBAC] is the least-privilege ServiceAccount, Role and RoleBinding
-//     of a cluster-mode driver;
+//     of a cluster-mode driver, and the ValidatingAdmissionPolicy and
+//     binding that confine it to its own application's objects (see
+//     rbac_policy.go for the rule);
 //   - [ForwardUI] is drover ui: a port-forward to a driver's web UI and,
 //     when the UI asks for the application's token (which [Prepare] makes
 //     and keeps in the driver's Secret), a local proxy that adds it and
