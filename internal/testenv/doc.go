@@ -12,6 +12,10 @@
 // or found in $DROVER_TESTBIN. Each runs in its own process group with its log
 // in the environment's directory, and dies with the process that started it
 // (Pdeathsig on Linux), so a failed or timed-out test leaves nothing running.
+// The directory is the user's alone (0700), and so are the keys in it; etcd
+// listens on loopback with TLS and requires a client certificate from its
+// own authority, which only the API server holds, on its client and peer
+// ports alike: another local user cannot reach the cluster's data.
 //
 // Tests use New (skips locally when the binaries are missing, fails under
 // CI=true) or share one environment per package with Shared.
