@@ -98,9 +98,14 @@ func handshake(c *conn, auth rpc.Auth) (*ClientStream, error) {
 
 // readHelloNonce reads the server's hello and returns the nonce to prove
 // (a copy: at most 32 bytes): a server that refused the client answered
-// with an error frame instead.
+// with an error frame instead. The frame is at most
+// MaxFrameBeforeRegister bytes: a peer posing as the driver (one that
+// proves nothing, as without TLS) is not read further.
 func (c *conn) readHelloNonce() ([]byte, error) {
+	limit := c.maxRecv
+	c.maxRecv = min(limit, MaxFrameBeforeRegister)
 	control, p, err := c.next()
+	c.maxRecv = limit
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "waiting for the driver's hello: %v", err)
 	}

@@ -47,10 +47,36 @@ type Options struct {
 	// HandshakeTimeout bounds the TLS handshake, the preamble, hello and
 	// proof (20 s when 0; a client's context may end it sooner).
 	HandshakeTimeout time.Duration
-	// MaxFrame is the largest frame read or written (rpc.MaxMessageSize
-	// when 0).
+	// RegisterTimeout bounds, on a server, the wait for a connection's
+	// first message (an executor's Register) once the handshake is done
+	// (10 s when 0). An executor sends it at once, with the preamble or
+	// right after its proof: only a stalled or hostile peer takes longer.
+	RegisterTimeout time.Duration
+	// MaxFrame is the largest frame read or written once the peer
+	// registered (rpc.MaxMessageSize when 0). Until then a server reads
+	// frames of at most MaxFrameBeforeRegister bytes, and a client a hello
+	// of at most as many.
 	MaxFrame int
+	// MaxPendingPerPeer bounds, on a server, one peer address's
+	// connections that have not sent their first message: in the
+	// handshake, or waiting for the Register (64 when 0). More from that
+	// address wait, unread, until one of those registers or is closed,
+	// up to MaxQueuedPerPeer; past that they are closed at once.
+	MaxPendingPerPeer int
 }
+
+// MaxFrameBeforeRegister is the largest frame a server reads before the
+// connection's first message, and a client's largest hello: a Register is
+// a few hundred bytes, a hello 33. Until a peer has registered it is
+// nobody, and its frames' headers must not make the driver hold more.
+const MaxFrameBeforeRegister = 64 << 10
+
+// MaxQueuedPerPeer is how many connections of one peer address wait for
+// a place among its MaxPendingPerPeer: generous, since executors of a
+// local cluster (and benchmarks' thousands) all connect from 127.0.0.1 at
+// once, and a waiting connection costs a socket and a few hundred bytes,
+// no goroutine and no buffer.
+const MaxQueuedPerPeer = 4096
 
 func (o Options) withDefaults() Options {
 	if o.WriteTimeout <= 0 {
@@ -59,8 +85,18 @@ func (o Options) withDefaults() Options {
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = 20 * time.Second
 	}
+	if o.RegisterTimeout <= 0 {
+		o.RegisterTimeout = 10 * time.Second
+	}
 	if o.MaxFrame <= 0 {
 		o.MaxFrame = rpc.MaxMessageSize
+	}
+	if o.MaxPendingPerPeer <= 0 {
+		// Far more than one address's executors have in their handshakes
+		// at once: a handshake takes a millisecond or two of the driver's
+		// CPU, so 64 at once is more than two cores get through; 64
+		// stalled connections hold at most 64 × 64 KiB of frames.
+		o.MaxPendingPerPeer = 64
 	}
 	return o
 }
@@ -95,6 +131,9 @@ type conn struct {
 	r, w    int
 	discard int // bytes of the last frame still in buf[r:w]
 	rerr    error
+	// maxRecv is the largest frame read: opts.MaxFrame, or less until the
+	// peer registered (MaxFrameBeforeRegister on a server).
+	maxRecv int
 	// raw is the socket, on a server where recv waits for data on it
 	// without reading (recvShallow), on the server's workers; nil
 	// otherwise.
@@ -103,6 +142,9 @@ type conn struct {
 	// hello: a client that sent its preamble without waiting for the
 	// server's hello (pipelined) reads it before the first message.
 	hello bool
+	// closed is under mu; here, beside hello, it fills what would be
+	// padding, which keeps a connection in the 288-byte size class.
+	closed bool
 
 	wmu  sync.Mutex
 	werr error // sticky: the stream was ended or a write failed
@@ -111,13 +153,39 @@ type conn struct {
 	unsent []byte
 
 	mu     sync.Mutex
-	closed bool
 	ctx    context.Context // made on demand (Context)
 	cancel context.CancelFunc
+
+	// pre is a server's connection until its first message: nil on a
+	// client, and once registered, so that the driver's connections of
+	// registered executors do not carry it.
+	pre *preRegister
+}
+
+// preRegister is what a server knows of a connection until its first
+// message.
+type preRegister struct {
+	srv      *Server
+	peer     peerID    // the key of its per-peer count
+	accepted time.Time // when it was accepted
+	// deadline is the read deadline recvShallow puts back after its look
+	// at what is buffered: the Register's.
+	deadline time.Time
+	// pending is set while it holds one of its peer's places (under the
+	// server's mu).
+	pending bool
+}
+
+// readDeadline is the read deadline the connection waits with.
+func (c *conn) readDeadline() time.Time {
+	if c.pre == nil {
+		return time.Time{}
+	}
+	return c.pre.deadline
 }
 
 func newConn(nc net.Conn, opts Options) *conn {
-	c := &conn{nc: nc, opts: opts}
+	c := &conn{nc: nc, opts: opts, maxRecv: opts.MaxFrame}
 	c.buf = c.tiny[:]
 	return c
 }
@@ -128,33 +196,49 @@ func errFrameTooLarge(n uint64, limit int) error {
 }
 
 // fill reads until buf[r:w] holds at least n bytes, moving them to a
-// larger buffer first if they could not fit.
+// larger buffer first if they could not fit. A frame over pooledSize is
+// read into a buffer that grows with the data received, to twice what
+// arrived at most: its header's claim sizes no allocation, so a peer that
+// declares 256 MiB and sends 10 bytes costs a pooled buffer, not 256 MiB.
+// Such a buffer never extends past the frame: the frame is consumed whole
+// and the buffer dropped.
 func (c *conn) fill(n int) error {
-	if c.w-c.r >= n {
-		return nil
-	}
-	if c.r+n > len(c.buf) {
-		to := c.buf // room enough once moved to the front
-		if n > len(c.buf) {
-			if n <= pooledSize {
-				// Only tiny is smaller than a pooled buffer.
-				c.pooled = bufPool.Get().(*[]byte)
-				to = (*c.pooled)[:pooledSize]
-			} else {
-				// The frame's size, so that no byte past it is read:
-				// the frame is consumed whole and the buffer dropped.
-				to = make([]byte, n)
-			}
+	for c.w-c.r < n {
+		if c.r+n > len(c.buf) && (n <= pooledSize || c.w == len(c.buf)) {
+			c.grow(n)
 		}
-		m := copy(to, c.buf[c.r:c.w])
-		if c.pooled != nil && len(to) > pooledSize {
-			c.putPooled()
+		k, err := io.ReadAtLeast(c.nc, c.buf[c.w:], min(c.r+n, len(c.buf))-c.w)
+		c.w += k
+		if err != nil {
+			return err
 		}
-		c.buf, c.r, c.w = to, 0, m
 	}
-	k, err := io.ReadAtLeast(c.nc, c.buf[c.w:], c.r+n-c.w)
-	c.w += k
-	return err
+	return nil
+}
+
+// grow moves buf[r:w] to the front of a buffer with room for more of the
+// n bytes wanted: all of them up to pooledSize (tiny, then a pooled
+// buffer), and past it twice what is buffered, at most n.
+func (c *conn) grow(n int) {
+	size := n
+	if n > pooledSize {
+		size = min(n, max(pooledSize, 2*(c.w-c.r)))
+	}
+	to := c.buf // room enough once moved to the front
+	switch {
+	case size <= len(c.buf):
+	case size <= pooledSize:
+		// Only tiny is smaller than a pooled buffer.
+		c.pooled = bufPool.Get().(*[]byte)
+		to = (*c.pooled)[:pooledSize]
+	default:
+		to = make([]byte, size)
+	}
+	m := copy(to, c.buf[c.r:c.w])
+	if c.pooled != nil && len(to) > pooledSize {
+		c.putPooled()
+	}
+	c.buf, c.r, c.w = to, 0, m
 }
 
 // putPooled gives the pooled buffer back.
@@ -185,8 +269,8 @@ func (c *conn) next() (control bool, payload []byte, err error) {
 		need = c.w - c.r + 1
 	}
 	n, control := h>>1, h&1 == 1
-	if n > uint64(c.opts.MaxFrame) {
-		return false, nil, errFrameTooLarge(n, c.opts.MaxFrame)
+	if n > uint64(c.maxRecv) {
+		return false, nil, errFrameTooLarge(n, c.maxRecv)
 	}
 	if err := c.fill(k + int(n)); err != nil {
 		return false, nil, c.readErr(err)
@@ -266,7 +350,7 @@ func (c *conn) recvShallow(m proto.Message) error {
 	c.workers.do(func() {
 		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
 		err = c.recvFrame(m)
-		_ = c.nc.SetReadDeadline(time.Time{})
+		_ = c.nc.SetReadDeadline(c.readDeadline())
 	})
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
 		return err

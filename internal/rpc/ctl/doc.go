@@ -29,7 +29,17 @@
 //     proof (client → server), end (the sender sends no more, as a
 //     gRPC half-close or an OK status) or error (server → client, the
 //     stream's gRPC status code and message). Frames are at most
-//     rpc.MaxMessageSize bytes.
+//     rpc.MaxMessageSize bytes (Options.MaxFrame).
+//
+// Bounded before trust: until a connection's first message (the executor's
+// Register) is read, the peer is nobody, and the server reads frames of at
+// most MaxFrameBeforeRegister (64 KiB; a proof's size while it waits for
+// the proof), wants the handshake within HandshakeTimeout and the Register
+// within RegisterTimeout of it, and lets one peer address have at most
+// MaxPendingPerPeer such connections (more wait their turn, unread). The
+// handler refuses a bad Register by ending the stream, so every later frame
+// comes from a registered executor. On either side a frame's buffer grows
+// with the bytes received, never to the size its header claims.
 //
 // Security is rpc.Auth's: with TLS, the connection is TLS 1.3 with mutual
 // authentication by the application's certificates, refusals logged as for

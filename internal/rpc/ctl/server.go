@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"os"
 	"sync"
 	"time"
 
@@ -23,10 +26,28 @@ type ServerStream struct{ c *conn }
 // Recv returns the executor's next message; io.EOF once the executor
 // ended the stream (CloseSend), another error once the connection broke.
 // One goroutine at a time may call it: the handler's.
+//
+// The first message is the executor's Register: until it is read, frames
+// are at most MaxFrameBeforeRegister bytes and it must come within
+// RegisterTimeout, and the connection holds one of its peer's
+// MaxPendingPerPeer places. The handler decides on the Register before it
+// reads again, and ends the stream if it refuses it, so every later frame
+// comes from a peer it accepted: those may reach MaxFrame and take their
+// time.
 func (s *ServerStream) Recv() (*pb.ExecutorMessage, error) {
 	m := new(pb.ExecutorMessage)
+	pre := s.c.pre
 	if err := s.c.recv(m); err != nil {
+		if pre != nil {
+			return nil, pre.srv.refusedFirst(s.c, err)
+		}
 		return nil, err
+	}
+	if pre != nil {
+		s.c.maxRecv = s.c.opts.MaxFrame
+		_ = s.c.nc.SetReadDeadline(time.Time{})
+		pre.srv.release(s.c)
+		s.c.pre = nil
 	}
 	return m, nil
 }
@@ -74,6 +95,11 @@ type Server struct {
 	lis   []net.Listener
 	conns map[*conn]struct{}
 	done  bool
+	// peers holds, by peer address, the connections that have not sent
+	// their first message (Options.MaxPendingPerPeer), of which at most
+	// maxQueued wait (MaxQueuedPerPeer; tests lower it).
+	peers     map[peerID]*peerSlots
+	maxQueued int
 
 	workers workers
 }
@@ -85,7 +111,115 @@ func NewServer(auth rpc.Auth, opts Options, log *slog.Logger, handler Handler) *
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{auth: auth, opts: opts.withDefaults(), log: log, handler: handler, conns: map[*conn]struct{}{}}
+	return &Server{auth: auth, opts: opts.withDefaults(), log: log, handler: handler, conns: map[*conn]struct{}{},
+		peers: map[peerID]*peerSlots{}, maxQueued: MaxQueuedPerPeer}
+}
+
+// peerSlots are one peer address's connections before their first
+// message: pending hold a place (in the handshake or waiting for the
+// Register), queued wait for one, oldest first, unread.
+type peerSlots struct {
+	pending int
+	queued  []*conn
+	// warned is set once a refusal of this peer's connections was logged,
+	// so that a flood is one line, not one per connection.
+	warned bool
+}
+
+// peerID is the address whose connections count together: the IP, as an
+// executor (or an attacker) opens connections from many ports; other is
+// the address of a connection that is not TCP (tests' pipes).
+type peerID struct {
+	ip    netip.Addr
+	other string
+}
+
+func peerOf(a net.Addr) peerID {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return peerID{ip: t.AddrPort().Addr().Unmap()}
+	}
+	s := a.String()
+	if host, _, err := net.SplitHostPort(s); err == nil {
+		return peerID{other: host}
+	}
+	return peerID{other: s}
+}
+
+// admitLocked counts c, a new connection, against its peer: it starts
+// (true) if the peer has a place free, else waits in the queue; refused
+// when the queue is full too.
+func (s *Server) admitLocked(c *conn) (start, refused bool) {
+	p := s.peers[c.pre.peer]
+	if p == nil {
+		p = &peerSlots{}
+		s.peers[c.pre.peer] = p
+	}
+	switch {
+	case p.pending < s.opts.MaxPendingPerPeer:
+		p.pending++
+		c.pre.pending = true
+		return true, false
+	case len(p.queued) < s.maxQueued:
+		p.queued = append(p.queued, c)
+		return false, false
+	}
+	return false, true
+}
+
+// release gives up c's place among its peer's pending connections, if it
+// holds one (its first message was read, or it is closed), and starts the
+// queued connections that now have one. A queued connection older than
+// HandshakeTimeout is closed instead: its client gave up (Dial's bound).
+func (s *Server) release(c *conn) {
+	var start, stale []*conn
+	s.mu.Lock()
+	if c.pre == nil || !c.pre.pending {
+		s.mu.Unlock()
+		return
+	}
+	c.pre.pending = false
+	p := s.peers[c.pre.peer]
+	p.pending--
+	now := time.Now()
+	for !s.done && len(p.queued) > 0 && p.pending < s.opts.MaxPendingPerPeer {
+		next := p.queued[0]
+		p.queued[0] = nil
+		p.queued = p.queued[1:]
+		if now.Sub(next.pre.accepted) > s.opts.HandshakeTimeout {
+			stale = append(stale, next)
+			continue
+		}
+		next.pre.pending = true
+		p.pending++
+		start = append(start, next)
+	}
+	if p.pending == 0 && len(p.queued) == 0 {
+		delete(s.peers, c.pre.peer)
+	}
+	s.mu.Unlock()
+	for _, q := range stale {
+		s.forget(q)
+	}
+	for _, q := range start {
+		s.workers.run(func() { s.serve(q) })
+	}
+}
+
+// refusedFirst is the error of a first Recv that failed: a peer that sent
+// nothing within RegisterTimeout, or a first frame over
+// MaxFrameBeforeRegister, is logged as refused and told why.
+func (s *Server) refusedFirst(c *conn, err error) error {
+	peer := c.nc.RemoteAddr().String()
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = status.Errorf(codes.DeadlineExceeded, "ctl: no registration from %s within %s of its handshake", peer, s.opts.RegisterTimeout)
+	case status.Code(err) == codes.ResourceExhausted:
+		err = status.Errorf(codes.ResourceExhausted, "%s, before registration", status.Convert(err).Message())
+	default:
+		return err
+	}
+	s.log.Warn(rpc.RefusedMessage, "peer", peer, "err", err)
+	return err
 }
 
 // Serve accepts connections on lis until Stop or GracefulStop, and then
@@ -121,17 +255,35 @@ func (s *Server) Serve(lis net.Listener) error {
 		}
 		backoff = 0
 		c := newConn(nc, s.opts)
+		c.maxRecv = min(MaxFrameBeforeRegister, s.opts.MaxFrame)
+		c.pre = &preRegister{srv: s, peer: peerOf(nc.RemoteAddr()), accepted: time.Now()}
+		c.workers = &s.workers
 		s.mu.Lock()
 		if s.done {
 			s.mu.Unlock()
 			_ = nc.Close()
 			return nil
 		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
+		start, refused := s.admitLocked(c)
+		warn := false
+		if refused {
+			p := s.peers[c.pre.peer]
+			warn, p.warned = !p.warned, true
+		} else {
+			s.conns[c] = struct{}{}
+			s.wg.Add(1)
+		}
 		s.mu.Unlock()
-		c.workers = &s.workers
-		s.workers.run(func() { s.serve(c) })
+		switch {
+		case refused:
+			if warn {
+				s.log.Warn(rpc.RefusedMessage, "peer", nc.RemoteAddr().String(),
+					"err", fmt.Sprintf("over %d connections of this address wait for their handshake or registration; closing more until they are done", s.maxQueued))
+			}
+			_ = nc.Close()
+		case start:
+			s.workers.run(func() { s.serve(c) })
+		}
 	}
 }
 
@@ -168,6 +320,7 @@ func (s *Server) run(c *conn, stream *ServerStream) {
 // forget closes c and drops it from the server's connections.
 func (s *Server) forget(c *conn) {
 	c.close()
+	s.release(c)
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
@@ -238,7 +391,13 @@ func (s *Server) handshake(c *conn) (*ServerStream, bool) {
 			return nil, false
 		}
 	}
+	// The write deadline is each write's; the read deadline is now the
+	// registration's: the executor sends its Register at once.
 	_ = c.nc.SetDeadline(time.Time{})
+	if c.pre != nil {
+		c.pre.deadline = time.Now().Add(s.opts.RegisterTimeout)
+		_ = c.nc.SetReadDeadline(c.pre.deadline)
+	}
 	c.raw = rawConn(c.nc)
 	return &ServerStream{c: c}, true
 }
@@ -251,9 +410,9 @@ var errNoProof = errors.New("missing or wrong application secret (spark.authenti
 // header, where reading it would have the driver allocate up to MaxFrame
 // bytes for each connection of a peer that knows no secret.
 func (s *Server) checkProof(c *conn, nonce []byte) error {
-	limit := c.opts.MaxFrame
-	c.opts.MaxFrame = 1 + rpc.ProofSize
-	defer func() { c.opts.MaxFrame = limit }()
+	limit := c.maxRecv
+	c.maxRecv = 1 + rpc.ProofSize
+	defer func() { c.maxRecv = limit }()
 	control, p, err := c.next()
 	if status.Code(err) == codes.ResourceExhausted {
 		// A client without the secret sends its first message at once.
@@ -278,15 +437,26 @@ func (s *Server) stop(hard bool) {
 		_ = l.Close()
 	}
 	s.lis = nil
-	var conns []*conn
+	var conns, queued []*conn
 	if hard {
 		for c := range s.conns {
 			conns = append(conns, c)
 		}
 	}
+	// Queued connections never started: nothing to wait for.
+	for key, p := range s.peers {
+		queued = append(queued, p.queued...)
+		p.queued = nil
+		if p.pending == 0 {
+			delete(s.peers, key)
+		}
+	}
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.close()
+	}
+	for _, c := range queued {
+		s.forget(c)
 	}
 	s.wg.Wait()
 	// Every piece of work ran for a connection, within s.wg.
