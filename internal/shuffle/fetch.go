@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 
+	"google.golang.org/grpc"
+
 	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/pb"
 )
 
@@ -212,9 +216,9 @@ func planRequests(blocks []BlockRef, target int64) []fetchRequest {
 // fetchRemote streams the blocks of one request and sends a result per block,
 // or one error result.
 func (m *Manager) fetchRemote(ctx context.Context, shuffleID, reduceID int, r *fetchRequest, results chan<- fetchResult, unconsumed *atomic.Int64) {
-	cur := 0
+	asm := blockAssembler{blocks: r.blocks}
 	fail := func(err error) {
-		b := r.blocks[min(cur, len(r.blocks)-1)]
+		b := r.blocks[min(asm.cur, len(r.blocks)-1)]
 		results <- fetchResult{req: r, err: &FetchFailedError{ShuffleID: shuffleID, MapID: b.MapID, ExecutorID: r.executorID, Address: r.address, Err: err}}
 	}
 	if r.address == "" {
@@ -235,17 +239,20 @@ func (m *Manager) fetchRemote(ctx context.Context, shuffleID, reduceID int, r *f
 	for i, b := range r.blocks {
 		req.Blocks[i] = &pb.BlockID{MapId: int32(b.MapID), TaskId: b.TaskID}
 	}
-	stream, err := pb.NewExecutorClient(pc.cc).FetchBlocks(ctx, req)
+	// A chunk is at most rpc.ChunkSize bytes of data (ServeBlocks): a
+	// peer's message header declaring more is refused before gRPC
+	// allocates for it, as the connection's limit (rpc.MaxMessageSize)
+	// would let it.
+	stream, err := pb.NewExecutorClient(pc.cc).FetchBlocks(ctx, req, grpc.MaxCallRecvMsgSize(maxChunkMessage))
 	if err != nil {
 		fail(err)
 		return
 	}
-	var buf []byte
 	for {
 		c, err := stream.Recv()
 		if err == io.EOF {
-			if cur < len(r.blocks) {
-				fail(fmt.Errorf("stream ended with %d of %d blocks received", cur, len(r.blocks)))
+			if asm.cur < len(r.blocks) {
+				fail(fmt.Errorf("stream ended with %d of %d blocks received", asm.cur, len(r.blocks)))
 			}
 			return
 		}
@@ -253,34 +260,72 @@ func (m *Manager) fetchRemote(ctx context.Context, shuffleID, reduceID int, r *f
 			fail(err)
 			return
 		}
-		if len(c.Data) == 0 {
-			continue
-		}
-		if int(c.BlockIndex) != cur || cur >= len(r.blocks) {
-			fail(fmt.Errorf("chunk of block %d while block %d is incomplete", c.BlockIndex, cur))
+		block, err := asm.add(int(c.BlockIndex), c.Data)
+		if err != nil {
+			fail(err)
 			return
-		}
-		b := r.blocks[cur]
-		switch {
-		case buf == nil && int64(len(c.Data)) == b.Size:
-			buf = c.Data
-		case int64(len(buf)+len(c.Data)) > b.Size:
-			fail(fmt.Errorf("block has more than the %d bytes its map status says", b.Size))
-			return
-		case buf == nil:
-			buf = make([]byte, 0, b.Size)
-			fallthrough
-		default:
-			buf = append(buf, c.Data...)
 		}
 		n := unconsumed.Add(int64(len(c.Data)))
 		if m.fetchObserve != nil {
 			m.fetchObserve(n)
 		}
-		if int64(len(buf)) == b.Size {
-			results <- fetchResult{req: r, mapID: b.MapID, data: buf, size: b.Size}
-			cur++
-			buf = nil
+		if block != nil {
+			b := r.blocks[asm.cur-1]
+			results <- fetchResult{req: r, mapID: b.MapID, data: block, size: b.Size}
 		}
 	}
 }
+
+// maxChunkMessage bounds the size of one Chunk message a fetch receives:
+// rpc.ChunkSize bytes of data and its two fields' tags and lengths.
+const maxChunkMessage = rpc.ChunkSize + 64
+
+// blockAssembler puts the blocks of a fetch request together from their
+// chunks, which arrive in order. A block's size comes from its map status,
+// which its executor reported: a claim, not a fact. Its chunks are kept as
+// they arrive and joined once they add up to it, so that the claim never
+// sizes an allocation: a peer that claims a block of 1 TiB and sends 10
+// bytes costs 10 bytes (and fails the fetch when its stream ends), where a
+// buffer of the claimed size would have been allocated at its first chunk.
+// Joining copies each byte once, as appending to that buffer did.
+type blockAssembler struct {
+	blocks []BlockRef
+	cur    int      // the block being received
+	parts  [][]byte // its chunks so far
+	got    int64    // their bytes
+}
+
+// add takes the data of a chunk of block index. It returns the block the
+// chunk completes, if it completes one; an error if the chunk is not the
+// next one (of another block while one is incomplete, or past the last)
+// or the block grows past its size.
+func (a *blockAssembler) add(index int, data []byte) ([]byte, error) {
+	if len(data) == 0 {
+		return nil, nil
+	}
+	if index != a.cur || a.cur >= len(a.blocks) {
+		return nil, fmt.Errorf("chunk of block %d while block %d is incomplete", index, a.cur)
+	}
+	size := a.blocks[a.cur].Size
+	if int64(len(data)) > size-a.got {
+		return nil, fmt.Errorf("block has more than the %d bytes its map status says", size)
+	}
+	a.got += int64(len(data))
+	var block []byte
+	switch {
+	case a.got < size:
+		a.parts = append(a.parts, data)
+		return nil, nil
+	case len(a.parts) == 0:
+		block = data // one chunk: the common case of small blocks
+	default:
+		block = slices.Concat(append(a.parts, data)...)
+	}
+	clear(a.parts)
+	a.parts, a.got = a.parts[:0], 0
+	a.cur++
+	return block, nil
+}
+
+// held is the bytes of the block being received, for tests.
+func (a *blockAssembler) held() int64 { return a.got }
