@@ -116,10 +116,12 @@ func DecoderFor[T any]() Decoder[T] {
 	}
 	c := mustCoder(reflect.TypeFor[T]())
 	tmp := new(T)
+	d := new(decState)
 	return func(b []byte) (T, []byte, error) {
 		var zero T
 		*tmp = zero
-		rest, err := c.dec(b, unsafe.Pointer(tmp))
+		*d = newDecState()
+		rest, err := c.dec(b, unsafe.Pointer(tmp), d)
 		v := *tmp
 		*tmp = zero
 		return v, rest, err

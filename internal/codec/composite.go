@@ -14,6 +14,7 @@ type sliceHeader struct {
 }
 
 func compileSlice(c *coder, t reflect.Type, inProgress map[reflect.Type]*coder) error {
+	c.min = 1 // the count
 	if t.Elem().Kind() == reflect.Uint8 {
 		c.enc = func(b []byte, p unsafe.Pointer) []byte { return appendBytes(b, *(*[]byte)(p)) }
 		c.dec = decodeWith(readBytes, store[[]byte])
@@ -33,23 +34,30 @@ func compileSlice(c *coder, t reflect.Type, inProgress map[reflect.Type]*coder) 
 		}
 		return b
 	}
-	c.dec = func(b []byte, p unsafe.Pointer) ([]byte, error) {
+	c.dec = func(b []byte, p unsafe.Pointer, d *decState) ([]byte, error) {
 		n, rest, err := readUvarint(b)
 		if err != nil {
 			return b, err
-		}
-		if n > uint64(len(rest)) && size > 0 { // every element takes at least one byte
-			return b, fmt.Errorf("slice of %d elements exceeds the %d bytes left", n, len(rest))
 		}
 		if n == 0 {
 			*(*sliceHeader)(p) = sliceHeader{}
 			return rest, nil
 		}
-		s := reflect.MakeSlice(t, int(n), int(n))
-		data := s.UnsafePointer()
-		for i := 0; i < int(n) && err == nil; i++ {
-			rest, err = ec.dec(rest, unsafe.Add(data, uintptr(i)*size))
+		// ec.min is read now: a recursive type's is set once compiled.
+		if err := d.elements("slice", n, len(rest), ec.min, size); err != nil {
+			return b, err
 		}
+		if err := d.enter(); err != nil {
+			return b, err
+		}
+		s := reflect.MakeSlice(t, int(n), int(n))
+		if ec.min > 0 { // else every element is its zero value, as made
+			data := s.UnsafePointer()
+			for i := 0; i < int(n) && err == nil; i++ {
+				rest, err = ec.dec(rest, unsafe.Add(data, uintptr(i)*size), d)
+			}
+		}
+		d.depth--
 		reflect.NewAt(t, p).Elem().Set(s)
 		return rest, err
 	}
@@ -68,6 +76,7 @@ func compileMap(c *coder, t reflect.Type, inProgress map[reflect.Type]*coder) er
 		return err
 	}
 	kt, vt := t.Key(), t.Elem()
+	c.min = 1 // the count
 	c.enc = func(b []byte, p unsafe.Pointer) []byte {
 		m := reflect.NewAt(t, p).Elem()
 		b = binary.AppendUvarint(b, uint64(m.Len()))
@@ -80,25 +89,34 @@ func compileMap(c *coder, t reflect.Type, inProgress map[reflect.Type]*coder) er
 		}
 		return b
 	}
-	c.dec = func(b []byte, p unsafe.Pointer) ([]byte, error) {
+	c.dec = func(b []byte, p unsafe.Pointer, d *decState) ([]byte, error) {
 		n, rest, err := readUvarint(b)
 		if err != nil {
 			return b, err
 		}
-		if n > uint64(len(rest)) {
-			return b, fmt.Errorf("map of %d entries exceeds the %d bytes left", n, len(rest))
+		if kc.min == 0 {
+			// Keys that encode to nothing are all the same key.
+			if n > 1 {
+				return b, fmt.Errorf("map of %d entries whose keys encode to nothing, which are one key", n)
+			}
+		} else if err := d.elements("map", n, len(rest), addMin(kc.min, vc.min), 0); err != nil {
+			return b, err
+		}
+		if err := d.enter(); err != nil {
+			return b, err
 		}
 		m := reflect.MakeMapWithSize(t, int(n))
 		for range n {
 			k, v := reflect.New(kt), reflect.New(vt)
-			if rest, err = kc.dec(rest, k.UnsafePointer()); err != nil {
+			if rest, err = kc.dec(rest, k.UnsafePointer(), d); err != nil {
 				return rest, err
 			}
-			if rest, err = vc.dec(rest, v.UnsafePointer()); err != nil {
+			if rest, err = vc.dec(rest, v.UnsafePointer(), d); err != nil {
 				return rest, err
 			}
 			m.SetMapIndex(k.Elem(), v.Elem())
 		}
+		d.depth--
 		reflect.NewAt(t, p).Elem().Set(m)
 		return rest, nil
 	}
@@ -126,8 +144,13 @@ func compileStruct(c *coder, t reflect.Type, inProgress map[reflect.Type]*coder)
 			return fmt.Errorf("field %s: %w", f.Name, err)
 		}
 		fields = append(fields, field{f.Offset, fc})
+		// A field's type is complete (a struct cannot hold itself).
+		c.min = addMin(c.min, fc.min)
 	}
 	pair := isPair(t)
+	if pair {
+		c.min = addMin(c.min, 1) // the key's length
+	}
 	c.enc = func(b []byte, p unsafe.Pointer) []byte {
 		if pair {
 			return appendPair(b, func(b []byte) []byte { return fields[0].c.enc(b, unsafe.Add(p, fields[0].off)) },
@@ -138,7 +161,7 @@ func compileStruct(c *coder, t reflect.Type, inProgress map[reflect.Type]*coder)
 		}
 		return b
 	}
-	c.dec = func(b []byte, p unsafe.Pointer) ([]byte, error) {
+	c.dec = func(b []byte, p unsafe.Pointer, d *decState) ([]byte, error) {
 		if pair {
 			if _, rest, err := ReadLen(b); err != nil {
 				return b, err
@@ -148,7 +171,7 @@ func compileStruct(c *coder, t reflect.Type, inProgress map[reflect.Type]*coder)
 		}
 		var err error
 		for _, f := range fields {
-			if b, err = f.c.dec(b, unsafe.Add(p, f.off)); err != nil {
+			if b, err = f.c.dec(b, unsafe.Add(p, f.off), d); err != nil {
 				return b, err
 			}
 		}

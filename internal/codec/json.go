@@ -119,12 +119,18 @@ func addJSONNames(s *Schema, t reflect.Type) {
 }
 
 // AppendJSON appends the JSON of the record at the front of b, as
-// json.Marshal writes the Go value, and returns the rest of b.
+// json.Marshal writes the Go value, and returns the rest of b. As Format,
+// it writes at most MaxEmptyElements elements that encode to nothing.
 func (s *Schema) AppendJSON(dst, b []byte) ([]byte, []byte, error) {
+	budget := MaxEmptyElements
+	return s.appendJSON(dst, b, &budget)
+}
+
+func (s *Schema) appendJSON(dst, b []byte, budget *int) ([]byte, []byte, error) {
 	switch s.Kind {
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return s.Format(dst, b)
+		return s.format(dst, b, budget)
 	case reflect.Float32, reflect.Float64:
 		var f float64
 		bits := 64
@@ -169,9 +175,9 @@ func (s *Schema) AppendJSON(dst, b []byte) ([]byte, []byte, error) {
 		if n == 0 {
 			return append(dst, "null"...), rest, nil // the codec decodes it as nil
 		}
-		return s.Elem.appendJSONList(dst, rest, int(n))
+		return s.Elem.appendJSONList(dst, rest, n, budget)
 	case reflect.Array:
-		return s.Elem.appendJSONList(dst, b, s.Len)
+		return s.Elem.appendJSONList(dst, b, uint64(s.Len), budget)
 	case reflect.Map:
 		n, rest, err := readUvarint(b)
 		if err != nil {
@@ -179,14 +185,21 @@ func (s *Schema) AppendJSON(dst, b []byte) ([]byte, []byte, error) {
 		}
 		// encoding/json sorts a map's keys.
 		type entry struct{ key, value []byte }
-		entries := make([]entry, 0, n)
+		// Sized by the input too: the count is a claim.
+		entries := make([]entry, 0, min(n, uint64(len(rest))))
 		for range n {
 			var k, v []byte
-			if k, rest, err = s.Key.Format(nil, rest); err != nil {
+			left := len(rest)
+			if k, rest, err = s.Key.format(nil, rest, budget); err != nil {
 				return dst, rest, err
 			}
-			if v, rest, err = s.Elem.AppendJSON(nil, rest); err != nil {
+			if v, rest, err = s.Elem.appendJSON(nil, rest, budget); err != nil {
 				return dst, rest, err
+			}
+			if len(rest) == left {
+				if err := spendEmpty(budget); err != nil {
+					return dst, rest, err
+				}
 			}
 			entries = append(entries, entry{k, v})
 		}
@@ -207,7 +220,7 @@ func (s *Schema) AppendJSON(dst, b []byte) ([]byte, []byte, error) {
 		if b[0] == 0 {
 			return append(dst, "null"...), b[1:], nil
 		}
-		return s.Elem.AppendJSON(dst, b[1:])
+		return s.Elem.appendJSON(dst, b[1:], budget)
 	case reflect.Struct:
 		if s.Pair {
 			_, rest, err := ReadLen(b)
@@ -230,7 +243,7 @@ func (s *Schema) AppendJSON(dst, b []byte) ([]byte, []byte, error) {
 			dst = append(appendJSONString(dst, jf.Name), ':')
 			valueAt := len(dst)
 			var err error
-			if dst, b, err = f.AppendJSON(dst, b); err != nil {
+			if dst, b, err = f.appendJSON(dst, b, budget); err != nil {
 				return dst, b, err
 			}
 			if jf.Name == "" || jf.OmitEmpty && f.emptyJSON(dst[valueAt:]) {
@@ -261,15 +274,21 @@ func (s *Schema) emptyJSON(v []byte) bool {
 	return false
 }
 
-func (s *Schema) appendJSONList(dst, b []byte, n int) ([]byte, []byte, error) {
+func (s *Schema) appendJSONList(dst, b []byte, n uint64, budget *int) ([]byte, []byte, error) {
 	dst = append(dst, '[')
 	var err error
 	for i := range n {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, b, err = s.AppendJSON(dst, b); err != nil {
+		left := len(b)
+		if dst, b, err = s.appendJSON(dst, b, budget); err != nil {
 			return dst, b, err
+		}
+		if len(b) == left {
+			if err := spendEmpty(budget); err != nil {
+				return dst, b, err
+			}
 		}
 	}
 	return append(dst, ']'), b, nil

@@ -70,8 +70,23 @@ func schemaOf(t reflect.Type, seen map[reflect.Type]bool) (*Schema, error) {
 }
 
 // Format appends the text of the value encoded at the front of b, as
-// fmt's %v prints the Go value, and returns the rest of b.
+// fmt's %v prints the Go value, and returns the rest of b. Elements that
+// encode to nothing (struct{}) have no input to bound their count: at most
+// MaxEmptyElements of them are written.
 func (s *Schema) Format(dst, b []byte) ([]byte, []byte, error) {
+	budget := MaxEmptyElements
+	return s.format(dst, b, &budget)
+}
+
+// spendEmpty counts one element that took no input against budget.
+func spendEmpty(budget *int) error {
+	if *budget--; *budget < 0 {
+		return fmt.Errorf("more than %d elements that encode to nothing", MaxEmptyElements)
+	}
+	return nil
+}
+
+func (s *Schema) format(dst, b []byte, budget *int) ([]byte, []byte, error) {
 	switch s.Kind {
 	case reflect.Bool:
 		if len(b) < 1 {
@@ -121,9 +136,9 @@ func (s *Schema) Format(dst, b []byte) ([]byte, []byte, error) {
 		if err != nil {
 			return dst, b, err
 		}
-		return s.Elem.formatList(append(dst, '['), rest, int(n), ']')
+		return s.Elem.formatList(append(dst, '['), rest, n, ']', budget)
 	case reflect.Array:
-		return s.Elem.formatList(append(dst, '['), b, s.Len, ']')
+		return s.Elem.formatList(append(dst, '['), b, uint64(s.Len), ']', budget)
 	case reflect.Map:
 		n, rest, err := readUvarint(b)
 		if err != nil {
@@ -134,12 +149,18 @@ func (s *Schema) Format(dst, b []byte) ([]byte, []byte, error) {
 			if i > 0 {
 				dst = append(dst, ' ')
 			}
-			if dst, rest, err = s.Key.Format(dst, rest); err != nil {
+			left := len(rest)
+			if dst, rest, err = s.Key.format(dst, rest, budget); err != nil {
 				return dst, rest, err
 			}
 			dst = append(dst, ':')
-			if dst, rest, err = s.Elem.Format(dst, rest); err != nil {
+			if dst, rest, err = s.Elem.format(dst, rest, budget); err != nil {
 				return dst, rest, err
+			}
+			if len(rest) == left {
+				if err := spendEmpty(budget); err != nil {
+					return dst, rest, err
+				}
 			}
 		}
 		return append(dst, ']'), rest, nil
@@ -150,7 +171,7 @@ func (s *Schema) Format(dst, b []byte) ([]byte, []byte, error) {
 		if b[0] == 0 {
 			return append(dst, "<nil>"...), b[1:], nil
 		}
-		return s.Elem.Format(dst, b[1:])
+		return s.Elem.format(dst, b[1:], budget)
 	case reflect.Struct:
 		if s.Pair {
 			_, rest, err := ReadLen(b)
@@ -165,7 +186,7 @@ func (s *Schema) Format(dst, b []byte) ([]byte, []byte, error) {
 			if i > 0 {
 				dst = append(dst, ' ')
 			}
-			if dst, b, err = f.Format(dst, b); err != nil {
+			if dst, b, err = f.format(dst, b, budget); err != nil {
 				return dst, b, err
 			}
 		}
@@ -174,14 +195,22 @@ func (s *Schema) Format(dst, b []byte) ([]byte, []byte, error) {
 	return dst, b, fmt.Errorf("cannot format %s values", s.Kind)
 }
 
-func (s *Schema) formatList(dst, b []byte, n int, closing byte) ([]byte, []byte, error) {
+// formatList formats n elements: as many as the input holds, and of those
+// that take none of it, as many as budget allows.
+func (s *Schema) formatList(dst, b []byte, n uint64, closing byte, budget *int) ([]byte, []byte, error) {
 	var err error
 	for i := range n {
 		if i > 0 {
 			dst = append(dst, ' ')
 		}
-		if dst, b, err = s.Format(dst, b); err != nil {
+		left := len(b)
+		if dst, b, err = s.format(dst, b, budget); err != nil {
 			return dst, b, err
+		}
+		if len(b) == left {
+			if err := spendEmpty(budget); err != nil {
+				return dst, b, err
+			}
 		}
 	}
 	return append(dst, closing), b, nil
