@@ -70,13 +70,19 @@ test: lint testbins testpackages
 chaos: testbin
 	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" $(GO) test -count=1 -timeout 20m -v -run 'Chaos|ResourceQuota' . ./internal/k8s/ ./internal/k8s/submit/
 
-## fuzz: the decoders of network and disk input (codec, shuffle record framing, map index), FUZZTIME each (60s);
-## the corpus found is kept under each package's testdata/fuzz, which go test replays every run
+## fuzz: every fuzz target in the module (each `func Fuzz…` of a _test.go outside hack/: the codec with recursive and
+## empty-element types, shuffle record framing, map index and block assembly, control-stream frames and a server's
+## pre-registration input, snappy, pod decoding), FUZZTIME each (60s); the corpus found is kept under each package's
+## testdata/fuzz, which go test replays every run
 FUZZTIME ?= 60s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/codec/
-	$(GO) test -run '^$$' -fuzz '^FuzzForEachRecord$$' -fuzztime $(FUZZTIME) ./internal/shuffle/
-	$(GO) test -run '^$$' -fuzz '^FuzzLocateBlock$$' -fuzztime $(FUZZTIME) ./internal/shuffle/
+	@set -e; for f in $$(grep -rl --include='*_test.go' --exclude-dir=hack --exclude-dir=.git '^func Fuzz' . | sort); do \
+		d=$$(dirname $${f#./}); \
+		for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "drover: $$t in ./$$d/, $(FUZZTIME)"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./$$d/; \
+		done; \
+	done
 
 ## lint: gofmt, go vet, staticcheck (pinned in hack/tools)
 lint:
