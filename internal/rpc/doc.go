@@ -3,6 +3,10 @@
 // with the application's secret when spark.authenticate is true. The same
 // Auth secures the driver↔executor control stream, which is not gRPC (the
 // ctl subpackage): ServerHandshake, ClientHandshake and Proof are its side
-// of the handshakes. The messages live in the pb subpackage (generated,
-// committed).
+// of the handshakes. With mutual TLS the role in the peer's certificate is
+// checked too: per call on gRPC (only the driver fetches results, either
+// role fetches blocks), and in the handshake on the control stream (only
+// executors dial it, and they accept only the driver). A shared secret
+// cannot tell roles apart. The messages live in the pb subpackage
+// (generated, committed).
 package rpc
