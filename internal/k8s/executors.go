@@ -61,9 +61,11 @@ const podIPWait = 10 * time.Second
 // excluded (coarse.ErrGone).
 //
 // Where this proves less: executors on the host network share their
-// node's IP (any process of the node passes); a pod that reaches the
-// driver through a proxy (a service mesh's sidecar) shows the proxy's
-// address, and is refused.
+// node's IP (any process of the node passes). Where it refuses real
+// executors: a pod that reaches the driver through a proxy (a service
+// mesh's sidecar) shows the proxy's address, and a client-mode driver
+// outside the pod network sees the node's address where the network
+// translates pods' source addresses (the refusal names both addresses).
 func (c *Cluster) admit(ctx context.Context, r coarse.Registration) error {
 	n := r.ID
 	if !c.alloc.Issued(n) {
