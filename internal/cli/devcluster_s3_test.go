@@ -72,7 +72,18 @@ func TestDevClusterNeedsNoSharedFileSystem(t *testing.T) {
 		}
 		return out
 	}
-	t.Cleanup(func() { _, _ = run("dev-cluster", "down", "--state-dir", state) })
+	t.Cleanup(func() {
+		// ctx is done by now (and t.Context() too): down needs its own, or
+		// the cluster outlives the test until its --ttl, with its state
+		// directory gone.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		c := exec.CommandContext(ctx, drover, "dev-cluster", "down", "--state-dir", state)
+		c.Env = env
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Errorf("drover dev-cluster down: %v\n%s", err, out)
+		}
+	})
 	if out, err := run("dev-cluster", "up", "--state-dir", state, "--ttl", "10m"); err != nil {
 		testenv.Unavailable(t, errors.New(out+err.Error()))
 	}

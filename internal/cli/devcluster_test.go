@@ -63,7 +63,12 @@ func TestDevCluster(t *testing.T) {
 		}
 		return run(4*time.Minute, drover, append(append([]string{"dev-cluster"}, args...), "--state-dir", state)...)
 	}
-	t.Cleanup(func() { _, _ = dc("down") })
+	t.Cleanup(func() {
+		// ctx is done by now: down needs its own context.
+		c := exec.Command(drover, "dev-cluster", "down", "--state-dir", state)
+		c.Env = env
+		_ = c.Run()
+	})
 
 	start = time.Now()
 	out, err := dc("up")
