@@ -89,6 +89,12 @@ const (
 	maxFailurePeers = 4096
 )
 
+// maxAdmittingPerPeer bounds the registrations of one peer address that
+// the Admit hook decides on at once (it may wait for a pod's IP): more are
+// told to try again (Unavailable), not counted as refusals. Executors of
+// one node on the host network share an address.
+const maxAdmittingPerPeer = 16
+
 // failureLimiter is a token bucket of refusals per peer. The backend's
 // lock guards it.
 type failureLimiter struct {

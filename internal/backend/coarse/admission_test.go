@@ -197,3 +197,59 @@ func ctlRegister(t *testing.T, url string, reg *pb.Register) (*ctl.ClientStream,
 	}
 	return stream, nil
 }
+
+// TestAdmissionsInProgressAreLimitedPerPeer: while the Admit hook waits on
+// maxAdmittingPerPeer registrations of one peer, its next is told to try
+// again (Unavailable, not counted as a refusal) without reaching the hook;
+// another peer's goes on, and once the waits end the peer registers.
+func TestAdmissionsInProgressAreLimitedPerPeer(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, maxAdmittingPerPeer+1)
+	crowd, other := netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("10.0.0.6")
+	h := startBackend(t, Options{Admit: func(ctx context.Context, r Registration) error {
+		if r.Peer != crowd || r.ID > 100 {
+			return nil
+		}
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return fmt.Errorf("pod p-exec-%d has no IP yet: %w", r.ID, ErrNotYet)
+	}})
+	done := make(chan error, maxAdmittingPerPeer)
+	for i := range maxAdmittingPerPeer {
+		go func() { done <- registerAs(h.b, executorid.ID(i+1), "", crowd) }()
+	}
+	for range maxAdmittingPerPeer {
+		<-entered
+	}
+	over := make(chan error, 1)
+	go func() { over <- registerAs(h.b, 50, "", crowd) }()
+	select {
+	case err := <-over:
+		if status.Code(err) != codes.Unavailable {
+			t.Errorf("one more from the same peer: %v, want Unavailable", err)
+		}
+	case <-entered:
+		t.Error("the registration past the limit reached the Admit hook")
+		defer func() { <-over }()
+	}
+	if err := registerAs(h.b, 60, "", other); err != nil {
+		t.Errorf("another peer meanwhile: %v", err)
+	}
+	close(release)
+	for range maxAdmittingPerPeer {
+		if err := <-done; status.Code(err) != codes.Unavailable {
+			t.Errorf("a waiting registration: %v, want Unavailable (ErrNotYet)", err)
+		}
+	}
+	if err := registerAs(h.b, 101, "", crowd); err != nil {
+		t.Errorf("after the waits: %v", err)
+	}
+	h.b.mu.Lock()
+	defer h.b.mu.Unlock()
+	if len(h.b.admitting) != 0 || !h.b.failures.allowed(crowd, h.b.opts.Clock.Now()) {
+		t.Errorf("left behind: admitting %v; the peer limited %v", h.b.admitting, !h.b.failures.allowed(crowd, h.b.opts.Clock.Now()))
+	}
+}

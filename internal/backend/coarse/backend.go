@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -180,8 +181,10 @@ type Backend struct {
 	mu        sync.Mutex
 	executors map[executorid.ID]*executorData
 	excluded  excludedIDs // killed or lost: may not register again
-	// failures are the refused registrations of each peer address.
+	// failures are the refused registrations of each peer address;
+	// admitting, its registrations the Admit hook is deciding on.
 	failures   failureLimiter
+	admitting  map[netip.Addr]int
 	registered chan struct{} // closed and replaced whenever an executor registers
 	// reachable is how many executors the cluster manager can have for
 	// now, < 0 for no limit; capped is closed and replaced when it changes.

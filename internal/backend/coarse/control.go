@@ -139,8 +139,27 @@ func (b *Backend) admitAndAdd(reg *pb.Register, peer netip.Addr) (*executorData,
 	}
 	// The hook may wait (for the pod watch to see the pod's address):
 	// not under the lock, and the checks above are made again after it.
+	// A peer has at most maxAdmittingPerPeer registrations in it at once:
+	// the control transport stops counting a connection against its peer
+	// once the Register is read, and each wait holds a connection and a
+	// goroutine for up to the hook's bound.
 	if b.opts.Admit != nil {
+		b.mu.Lock()
+		if b.admitting[peer] >= maxAdmittingPerPeer {
+			b.mu.Unlock()
+			return nil, status.Errorf(codes.Unavailable, "%d registrations from %s are being decided: try again", maxAdmittingPerPeer, peer)
+		}
+		if b.admitting == nil {
+			b.admitting = map[netip.Addr]int{}
+		}
+		b.admitting[peer]++
+		b.mu.Unlock()
 		err := b.opts.Admit(b.runCtx, Registration{ID: id, PodName: reg.GetPodName(), Peer: peer})
+		b.mu.Lock()
+		if b.admitting[peer]--; b.admitting[peer] == 0 {
+			delete(b.admitting, peer)
+		}
+		b.mu.Unlock()
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrGone):
