@@ -33,9 +33,13 @@ spark.eventLog.enabled=true wrote to DIR (spark.eventLog.dir), and serves each a
 as its driver did, under /history/<appId>/, its REST API under /api/v1/applications/<appId>/, and the
 list of them at / and /api/v1/applications. Logs of running applications are read again as they grow.
 DIR may be an s3:// prefix, reached with the spark.hadoop.fs.s3a.* settings of --conf or
---properties-file (or the AWS SDK's defaults). It serves until interrupted.`,
+--properties-file (or the AWS SDK's defaults). It serves until interrupted.
+
+It listens on 127.0.0.1 unless --host says otherwise: its pages carry no authentication and show every
+application's jobs, executors, errors and (redacted) configuration, so reaching it from other machines is a
+choice (--host 0.0.0.0 for every interface, as Spark's history server listens).`,
 		Example: `  drover history --dir /tmp/spark-events
-  drover history --dir ./events --port 18081 --host 127.0.0.1
+  drover history --dir ./events --port 18081 --host 0.0.0.0
   drover history --dir s3://logs/spark-events --conf spark.hadoop.fs.s3a.endpoint=http://127.0.0.1:7070`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -61,12 +65,14 @@ DIR may be an s3:// prefix, reached with the spark.hadoop.fs.s3a.* settings of -
 				return err
 			}
 			srv := ui.Serve(ln, s, log)
-			shown := host
-			if shown == "" {
+			// The address bound, so that what it says is what it does.
+			addr := ln.Addr().(*net.TCPAddr)
+			shown := addr.IP.String()
+			if addr.IP.IsUnspecified() {
 				shown = "localhost"
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "History server at http://%s (%d applications in %s)\n",
-				net.JoinHostPort(shown, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)), s.Apps(), dir)
+				net.JoinHostPort(shown, strconv.Itoa(addr.Port)), s.Apps(), dir)
 			<-cmd.Context().Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -76,7 +82,7 @@ DIR may be an s3:// prefix, reached with the spark.hadoop.fs.s3a.* settings of -
 	fl := cmd.Flags()
 	fl.StringVar(&dir, "dir", config.EventLogDir.Default(config.New()), "event log `directory` (spark.eventLog.dir): local, or s3://bucket/prefix")
 	fl.IntVar(&port, "port", 18080, "`port` to serve on (spark.history.ui.port); 0 picks a free one")
-	fl.StringVar(&host, "host", "", "`address` to listen on; every interface when empty, as Spark's history server")
+	fl.StringVar(&host, "host", "127.0.0.1", "`address` to listen on: this machine only unless set (0.0.0.0 or empty for every interface, as Spark's history server)")
 	fl.StringArrayVar(&f.conf, "conf", nil, "configuration property `key=value` (repeatable): spark.hadoop.fs.s3a.* for an s3:// directory")
 	fl.StringVar(&f.propertiesFile, "properties-file", "", "`file` of configuration properties (spark-defaults.conf format)")
 	return cmd

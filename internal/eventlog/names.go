@@ -30,6 +30,30 @@ func checkCodec(codec string) error {
 	return fmt.Errorf("event log compression codec %q is not supported: use %s", codec, strings.Join(Codecs, ", "))
 }
 
+// CheckAppID is nil for an application id of letters, digits, '-', '.'
+// and '_' only: the ids drover makes, and what a Kubernetes label value and
+// a certificate's URI allow. The history server serves only such ids: an
+// event log is written by whoever can write the directory, and its id
+// ends up in URL paths, links and headers.
+func CheckAppID(appID string) error {
+	if appID == "" {
+		return fmt.Errorf("empty application id")
+	}
+	if len(appID) > maxAppID {
+		return fmt.Errorf("application id of %d characters: at most %d are allowed", len(appID), maxAppID)
+	}
+	for _, r := range appID {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return fmt.Errorf("application id %q: only letters, digits, '-', '.' and '_' are allowed", appID)
+		}
+	}
+	return nil
+}
+
+// maxAppID is the longest application id served: a file name's limit
+// (pods labelled with one allow 63).
+const maxAppID = 255
+
 // sanitize makes an application id safe in a file name, as Spark's
 // Utils.sanitizeDirName does: lower case, no spaces, colons, slashes or
 // dots (the first dot starts the codec).

@@ -156,7 +156,7 @@ func replayFile(ctx context.Context, s storage, rel string, last bool, fn func(e
 		return fmt.Errorf("reading %s: %w", s.path(rel), err)
 	}
 	defer r.Close()
-	if err := replayStream(r, last, codec != "", fn, st); err != nil {
+	if err := replayStream(r, last, codec != "", MaxLineBytes, fn, st); err != nil {
 		return fmt.Errorf("reading %s: %w", s.path(rel), err)
 	}
 	return nil
@@ -191,10 +191,13 @@ func decompress(r io.Reader, codec string) (io.ReadCloser, error) {
 // of a log an event cut short at the end, by a killed driver, is dropped;
 // elsewhere it is an error. So is the compressed block a cut falls in: the
 // decoder's error ends the last file of a compressed log.
-func replayStream(r io.Reader, last, compressed bool, fn func(events.Event), st *Stats) error {
+func replayStream(r io.Reader, last, compressed bool, maxLine int, fn func(events.Event), st *Stats) error {
 	br := bufio.NewReaderSize(r, 256<<10)
 	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
+		line, err := readLine(br, maxLine)
+		if errors.Is(err, errLongLine) {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			if last && (compressed || errors.Is(err, io.ErrUnexpectedEOF)) {
 				st.Truncated = true
@@ -234,5 +237,34 @@ func replayStream(r io.Reader, last, compressed bool, fn func(events.Event), st 
 		if err != nil {
 			return nil
 		}
+	}
+}
+
+// MaxLineBytes caps one line of an event log: the history server reads
+// logs that whoever can write the directory wrote, and a line is held
+// whole while it is decoded. The driver's longest lines, batches of task
+// rows and a stage's info, stay far below it.
+const MaxLineBytes = 64 << 20
+
+// errLongLine is a line over the cap.
+var errLongLine = errors.New("event log line over the cap")
+
+// readLine reads up to and including the next '\n', as ReadBytes does,
+// but refuses a line longer than max bytes before holding more of it.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(line)+len(frag) > max {
+			return nil, fmt.Errorf("%w of %d bytes", errLongLine, max)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			if line == nil {
+				// The common case: the whole line was in the buffer.
+				return bytes.Clone(frag), err
+			}
+			return append(line, frag...), err
+		}
+		line = append(line, frag...)
 	}
 }

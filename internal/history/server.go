@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +25,11 @@ import (
 // DefaultUpdateInterval is how often the directory is read again at most,
 // as Spark's spark.history.fs.update.interval.
 const DefaultUpdateInterval = 10 * time.Second
+
+// forcedRescanInterval spaces the scans that a request for an unknown
+// application forces: each lists the directory, an S3 LIST on s3://, and
+// anyone who reaches the server can name ids that do not exist.
+const forcedRescanInterval = 5 * time.Second
 
 // Options configure a Server.
 type Options struct {
@@ -49,6 +56,8 @@ type Server struct {
 	apps    map[string]*app // by application id
 	order   []*app          // the most recently written first
 	scanned time.Time
+	// forced is when a request last forced a scan.
+	forced time.Time
 }
 
 // app is one application read from its log.
@@ -85,7 +94,7 @@ func New(opts Options) (*Server, error) {
 	s.mux.HandleFunc("GET /api/v1/applications/{appId}", s.apiApp)
 	s.mux.HandleFunc("GET /api/v1/applications/{appId}/", s.apiApp)
 	s.mux.HandleFunc("GET /history/{appId}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/history/"+r.PathValue("appId")+"/jobs/", http.StatusFound)
+		http.Redirect(w, r, "/history/"+url.PathEscape(r.PathValue("appId"))+"/jobs/", http.StatusFound)
 	})
 	s.mux.HandleFunc("GET /history/{appId}/", s.appPage)
 	return s, nil
@@ -101,11 +110,23 @@ func (s *Server) Apps() int {
 }
 
 // refresh scans the directory again when the last scan is older than the
-// update interval, or when force is set (an application not found).
+// update interval, or when force is set (an application not found) and no
+// forced scan ran within forcedRescanInterval.
 func (s *Server) refresh(force bool) {
-	s.mu.RLock()
-	fresh := s.opts.Clock.Since(s.scanned) < s.opts.UpdateInterval
-	s.mu.RUnlock()
+	s.mu.Lock()
+	now := s.opts.Clock.Now()
+	fresh := now.Sub(s.scanned) < s.opts.UpdateInterval
+	if force && !fresh {
+		force = false // the scan is due anyway
+	}
+	if force {
+		if !s.forced.IsZero() && now.Sub(s.forced) < forcedRescanInterval {
+			force = false
+		} else {
+			s.forced = now
+		}
+	}
+	s.mu.Unlock()
 	if fresh && !force {
 		return
 	}
@@ -136,6 +157,9 @@ func (s *Server) scan() error {
 		if a == nil || a.log.Size != l.Size || !a.log.Modified.Equal(l.Modified) {
 			a = s.load(l)
 		}
+		if a == nil {
+			continue
+		}
 		// Two logs of one application (written with and without rolling):
 		// the newer one, listed first, wins.
 		if _, dup := apps[a.id]; dup {
@@ -151,13 +175,20 @@ func (s *Server) scan() error {
 }
 
 // load replays one log into a new store. A log that cannot be read to
-// its end still shows what was read, and the error is logged.
+// its end still shows what was read, and the error is logged. A log whose
+// application id is not one drover makes (eventlog.CheckAppID) is not
+// served: the id goes into paths and links, and whoever wrote the log
+// chose it.
 func (s *Server) load(l eventlog.Log) *app {
 	store := appstate.New(appstate.DefaultOptions())
 	st, err := eventlog.Replay(context.Background(), l, store.Handle)
 	a := &app{id: store.App().ID, log: l, store: store, stats: st, err: err}
 	if a.id == "" {
 		a.id = l.AppID // a log without its AppStart
+	}
+	if err := eventlog.CheckAppID(a.id); err != nil {
+		s.opts.Logger.Warn("history: an event log is not served", "path", l.Path, "err", err)
+		return nil
 	}
 	switch {
 	case err != nil:
@@ -175,6 +206,9 @@ func (s *Server) load(l eventlog.Log) *app {
 // find is the application id names, reading the directory again when it
 // is unknown or the last scan is old.
 func (s *Server) find(id string) *app {
+	if eventlog.CheckAppID(id) != nil {
+		return nil // no log of it is served: no scan can find it
+	}
 	s.refresh(false)
 	s.mu.RLock()
 	a := s.apps[id]
@@ -217,9 +251,12 @@ func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unknown app: "+id, http.StatusNotFound)
 		return
 	}
-	prefix := "/history/" + id
+	// The id passed CheckAppID; escaped all the same, for the path and for
+	// the HTML the prefix goes into, as html/template escapes the UI's own.
+	prefix := "/history/" + url.PathEscape(id)
+	htmlPrefix := html.EscapeString(prefix)
 	inner := r.Clone(r.Context())
-	inner.URL.Path = strings.TrimPrefix(r.URL.Path, prefix)
+	inner.URL.Path = strings.TrimPrefix(r.URL.Path, "/history/"+id)
 	inner.URL.RawPath = ""
 	rec := &recorder{header: http.Header{}, code: http.StatusOK}
 	a.ui.ServeHTTP(rec, inner)
@@ -229,7 +266,7 @@ func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
 	body := rec.body.Bytes()
 	if strings.HasPrefix(rec.header.Get("Content-Type"), "text/html") {
 		for _, attr := range []string{`href="/`, `src="/`} {
-			body = bytes.ReplaceAll(body, []byte(attr), []byte(attr[:len(attr)-1]+prefix+"/"))
+			body = bytes.ReplaceAll(body, []byte(attr), []byte(attr[:len(attr)-1]+htmlPrefix+"/"))
 		}
 		rec.header.Del("Content-Length")
 	}

@@ -230,9 +230,11 @@ func TestHistoryServer(t *testing.T) {
 		}
 	}
 
-	// A log written since is found when asked for, and the list shows it
-	// once the update interval has passed.
+	// A log written since is found when asked for (once the scan that
+	// /history/nope/ forced is forcedRescanInterval old), and the list
+	// shows it once the update interval has passed.
 	writeLog(t, dir, appEvents("app-new", false, true), false)
+	clk.Step(forcedRescanInterval)
 	if got := getJSON[[]job](t, srv, "/api/v1/applications/app-new/jobs"); len(got) != 1 {
 		t.Errorf("app-new's jobs: %+v", got)
 	}
