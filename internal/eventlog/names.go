@@ -31,10 +31,11 @@ func checkCodec(codec string) error {
 }
 
 // CheckAppID is nil for an application id of letters, digits, '-', '.'
-// and '_' only: the ids drover makes, and what a Kubernetes label value and
-// a certificate's URI allow. The history server serves only such ids: an
-// event log is written by whoever can write the directory, and its id
-// ends up in URL paths, links and headers.
+// and '_' only, starting with a letter or digit: the ids drover and Spark
+// make, and what a Kubernetes label value and a certificate's URI allow.
+// The history server serves only such ids: an event log is written by
+// whoever can write the directory, and its id ends up in URL paths, links
+// and headers (where "." or ".." would name another path).
 func CheckAppID(appID string) error {
 	if appID == "" {
 		return fmt.Errorf("empty application id")
@@ -42,9 +43,10 @@ func CheckAppID(appID string) error {
 	if len(appID) > maxAppID {
 		return fmt.Errorf("application id of %d characters: at most %d are allowed", len(appID), maxAppID)
 	}
-	for _, r := range appID {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
-			return fmt.Errorf("application id %q: only letters, digits, '-', '.' and '_' are allowed", appID)
+	for i, r := range appID {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !alnum && (i == 0 || r != '-' && r != '.' && r != '_') {
+			return fmt.Errorf("application id %q: only letters, digits, '-', '.' and '_' are allowed, starting with a letter or digit", appID)
 		}
 	}
 	return nil

@@ -36,6 +36,8 @@ type Log struct {
 	// files are what Replay reads, in order, relative to the directory.
 	st    storage
 	files []string
+	// maxLine is MaxLineBytes when 0; tests set less.
+	maxLine int
 }
 
 // entry is a file of a log directory: its slash-separated path relative to
@@ -136,15 +138,16 @@ type Stats struct {
 // Replay reads the log and calls fn with each event in order.
 func Replay(ctx context.Context, l Log, fn func(events.Event)) (Stats, error) {
 	var st Stats
+	maxLine := cmp.Or(l.maxLine, MaxLineBytes)
 	for i, rel := range l.files {
-		if err := replayFile(ctx, l.st, rel, i == len(l.files)-1, fn, &st); err != nil {
+		if err := replayFile(ctx, l.st, rel, i == len(l.files)-1, maxLine, fn, &st); err != nil {
 			return st, err
 		}
 	}
 	return st, nil
 }
 
-func replayFile(ctx context.Context, s storage, rel string, last bool, fn func(events.Event), st *Stats) error {
+func replayFile(ctx context.Context, s storage, rel string, last bool, maxLine int, fn func(events.Event), st *Stats) error {
 	f, err := s.open(ctx, rel)
 	if err != nil {
 		return fmt.Errorf("reading event log: %w", err)
@@ -156,7 +159,7 @@ func replayFile(ctx context.Context, s storage, rel string, last bool, fn func(e
 		return fmt.Errorf("reading %s: %w", s.path(rel), err)
 	}
 	defer r.Close()
-	if err := replayStream(r, last, codec != "", MaxLineBytes, fn, st); err != nil {
+	if err := replayStream(r, last, codec != "", maxLine, fn, st); err != nil {
 		return fmt.Errorf("reading %s: %w", s.path(rel), err)
 	}
 	return nil

@@ -5,5 +5,14 @@
 // with the list of all of them at / and /api/v1/applications.
 //
 // Logs that change (applications still running) or appear are read again
-// when asked for, at most once per update interval.
+// when asked for, at most once per update interval; a request for an
+// unknown application reads the directory again sooner, but never within
+// 5 s of the last read (each can be an S3 LIST).
+//
+// Event logs are written by whoever can write the directory, so what they
+// say is not trusted: a log whose application id is not letters, digits,
+// '-', '.' and '_', starting with a letter or digit (eventlog.CheckAppID),
+// is logged and not served, the prefix given to an application's links is
+// escaped all the same, and a line over eventlog.MaxLineBytes ends the
+// read of its log.
 package history

@@ -26,9 +26,11 @@ import (
 // as Spark's spark.history.fs.update.interval.
 const DefaultUpdateInterval = 10 * time.Second
 
-// forcedRescanInterval spaces the scans that a request for an unknown
-// application forces: each lists the directory, an S3 LIST on s3://, and
-// anyone who reaches the server can name ids that do not exist.
+// forcedRescanInterval is how long after a scan a request for an unknown
+// application may force another: each lists the directory, an S3 LIST on
+// s3://, and anyone who reaches the server can name ids that do not exist.
+// With it no two scans are less than 5 s apart, so requests cause at most
+// 12 LISTs a minute, and a log just written is still found soon.
 const forcedRescanInterval = 5 * time.Second
 
 // Options configure a Server.
@@ -55,9 +57,9 @@ type Server struct {
 	mu      sync.RWMutex
 	apps    map[string]*app // by application id
 	order   []*app          // the most recently written first
+	// scanned is when the last scan was claimed: it began then, or soon
+	// will.
 	scanned time.Time
-	// forced is when a request last forced a scan.
-	forced time.Time
 }
 
 // app is one application read from its log.
@@ -82,7 +84,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux(), apps: map[string]*app{}}
+	s := &Server{opts: opts, mux: http.NewServeMux(), apps: map[string]*app{}, scanned: opts.Clock.Now()}
 	if err := s.scan(); err != nil {
 		return nil, err
 	}
@@ -109,25 +111,21 @@ func (s *Server) Apps() int {
 	return len(s.order)
 }
 
-// refresh scans the directory again when the last scan is older than the
-// update interval, or when force is set (an application not found) and no
-// forced scan ran within forcedRescanInterval.
+// refresh scans the directory again when the last scan began at least the
+// update interval ago or, when force is set (an application not found), at
+// least forcedRescanInterval ago. The request that finds a scan due claims
+// it under mu, failed or not: the others answer from the last scan
+// meanwhile, so neither a burst of requests nor a store that keeps failing
+// makes a LIST per request.
 func (s *Server) refresh(force bool) {
 	s.mu.Lock()
-	now := s.opts.Clock.Now()
-	fresh := now.Sub(s.scanned) < s.opts.UpdateInterval
-	if force && !fresh {
-		force = false // the scan is due anyway
-	}
-	if force {
-		if !s.forced.IsZero() && now.Sub(s.forced) < forcedRescanInterval {
-			force = false
-		} else {
-			s.forced = now
-		}
+	since := s.opts.Clock.Since(s.scanned)
+	due := since >= s.opts.UpdateInterval || force && since >= forcedRescanInterval
+	if due {
+		s.scanned = s.opts.Clock.Now()
 	}
 	s.mu.Unlock()
-	if fresh && !force {
+	if !due {
 		return
 	}
 	if err := s.scan(); err != nil {
@@ -144,6 +142,7 @@ func (s *Server) scan() error {
 	if err != nil {
 		return err
 	}
+	s.opts.Logger.Debug("history: listed the event log directory", "dir", s.opts.Dir, "logs", len(logs))
 	s.mu.RLock()
 	loaded := make(map[string]*app, len(s.order))
 	for _, a := range s.order {
@@ -169,7 +168,7 @@ func (s *Server) scan() error {
 		order = append(order, a)
 	}
 	s.mu.Lock()
-	s.apps, s.order, s.scanned = apps, order, s.opts.Clock.Now()
+	s.apps, s.order = apps, order
 	s.mu.Unlock()
 	return nil
 }
@@ -235,7 +234,7 @@ func (s *Server) apiApp(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("appId")
 	a := s.find(id)
 	if a == nil {
-		http.Error(w, "unknown app: "+id, http.StatusNotFound)
+		unknownApp(w, id)
 		return
 	}
 	a.ui.ServeHTTP(w, r)
@@ -248,7 +247,7 @@ func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("appId")
 	a := s.find(id)
 	if a == nil {
-		http.Error(w, "unknown app: "+id, http.StatusNotFound)
+		unknownApp(w, id)
 		return
 	}
 	// The id passed CheckAppID; escaped all the same, for the path and for
@@ -275,6 +274,17 @@ func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(rec.code)
 	w.Write(body)
+}
+
+// unknownApp answers a request for an application not served. It names
+// the id only when one could be served: any other is the requester's text,
+// which plain text with nosniff keeps inert but a reply need not repeat.
+func unknownApp(w http.ResponseWriter, id string) {
+	if eventlog.CheckAppID(id) != nil {
+		http.Error(w, "unknown app: no application id has those characters", http.StatusNotFound)
+		return
+	}
+	http.Error(w, "unknown app: "+id, http.StatusNotFound)
 }
 
 // recorder keeps a response to rewrite it.
