@@ -322,3 +322,37 @@ func (c *Cluster) endGang(ctx context.Context) {
 		c.log.Debug("ending the executors' Kueue pod group", "pod", p.Name, "err", err)
 	}
 }
+
+// startQueue prepares the queue before the first executor pod: a Kueue
+// LocalQueue that does not exist fails the application (Kueue would hold
+// its pods for good), when the driver may read it; a client-mode driver
+// creates the Volcano PodGroup (drover submit made a cluster-mode one).
+func (c *Cluster) startQueue(ctx context.Context) error {
+	q := c.queue.q
+	switch {
+	case q.System == podspec.QueueKueue && q.Name != "":
+		exists, err := localQueueExists(ctx, c.cs, c.ns, q.Name)
+		switch {
+		case err != nil:
+			c.log.Info("cannot check that the queue exists; executor pods that wait in it long will be reported",
+				"queue", q.Name, "err", err)
+		case !exists:
+			return config.Invalid(missingQueue(q.Name, c.ns))
+		}
+	case q.System == podspec.QueueVolcano && config.DeployMode.Get(c.conf) != "cluster":
+		pg, err := podspec.VolcanoPodGroup(c.conf, c.app.ID, false)
+		if err != nil {
+			return err
+		}
+		var owner *metav1.OwnerReference
+		if c.driverPod != nil {
+			ref := podspec.OwnerReference(c.driverPod)
+			owner = &ref
+		}
+		if err := createPodGroup(ctx, c.cs, pg, owner); err != nil {
+			return err
+		}
+		c.created = append(c.created, "podgroup/"+pg.GetName())
+	}
+	return nil
+}
