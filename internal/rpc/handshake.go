@@ -99,3 +99,39 @@ func (a Auth) CheckProof(nonce, proof []byte) error {
 	}
 	return nil
 }
+
+// ChannelProof is the driver's proof of its key on the TLS connection nc
+// that ServerHandshake returned (mtls.Loaded.SignChannel), for its hello:
+// an executor that resumed the prepared session learns from it that the
+// server is the driver, not another holder of the executors' Secret. Nil
+// without TLS.
+func (a Auth) ChannelProof(nc net.Conn) ([]byte, error) {
+	if a.tls == nil {
+		return nil, nil
+	}
+	tc, ok := nc.(*tls.Conn)
+	if !ok {
+		return nil, errors.New("rpc: channel proof: not a TLS connection")
+	}
+	return a.tls.loaded.SignChannel(tc.ConnectionState())
+}
+
+// CheckChannelProof checks the driver's ChannelProof on the TLS connection
+// nc that ClientHandshake returned to addr; a refusal is logged and
+// recorded for Refused(addr), as a handshake's: retrying cannot fix it.
+// Nil without TLS.
+func (a Auth) CheckChannelProof(addr string, nc net.Conn, proof []byte) error {
+	if a.tls == nil {
+		return nil
+	}
+	tc, ok := nc.(*tls.Conn)
+	if !ok {
+		return errors.New("rpc: channel proof: not a TLS connection")
+	}
+	if err := a.tls.loaded.CheckChannel(tc.ConnectionState(), proof, mtls.RoleDriver); err != nil {
+		a.tls.refused.Store(addr, err)
+		a.tls.log.Warn(RefusedMessage, "peer", nc.RemoteAddr().String(), "err", err)
+		return err
+	}
+	return nil
+}

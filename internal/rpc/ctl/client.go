@@ -40,18 +40,23 @@ func Dial(ctx context.Context, addr string, auth rpc.Auth, opts Options) (*Clien
 		_ = raw.Close()
 		return nil, status.Errorf(codes.Unavailable, "TLS handshake with %s: %v", addr, err)
 	}
-	return newClient(ctx, nc, auth, opts)
+	return newClient(ctx, addr, nc, auth, opts)
 }
 
 // NewClient runs the protocol over nc, a connection the caller opened (and
 // secured, or not): the preamble, and the proof of auth's secret if the
 // server asks for one. ctx bounds the handshake.
 func NewClient(ctx context.Context, nc net.Conn, auth rpc.Auth, opts Options) (*ClientStream, error) {
-	return newClient(ctx, nc, auth, opts.withDefaults())
+	return newClient(ctx, nc.RemoteAddr().String(), nc, auth, opts.withDefaults())
 }
 
-func newClient(ctx context.Context, nc net.Conn, auth rpc.Auth, opts Options) (*ClientStream, error) {
+func newClient(ctx context.Context, addr string, nc net.Conn, auth rpc.Auth, opts Options) (*ClientStream, error) {
 	c := newConn(nc, opts)
+	if auth.TLSEnabled() {
+		// Nothing from the server is taken before its hello proved the
+		// driver's key on this connection (rpc.Auth.ChannelProof).
+		c.checkHello = func(proof []byte) error { return auth.CheckChannelProof(addr, nc, proof) }
+	}
 	deadline := time.Now().Add(opts.HandshakeTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
@@ -117,6 +122,11 @@ func (c *conn) readHelloNonce() ([]byte, error) {
 		return nil, controlError(p)
 	case p[0] != kindHello:
 		return nil, status.Errorf(codes.Unavailable, "%s does not speak drover's control protocol (control frame %d)", c.nc.RemoteAddr(), p[0])
+	}
+	if c.checkHello != nil {
+		if err := c.checkHello(p[1:]); err != nil {
+			return nil, status.Error(codes.Unauthenticated, err.Error())
+		}
 	}
 	return bytes.Clone(p[1:]), nil
 }

@@ -142,6 +142,9 @@ type conn struct {
 	// hello: a client that sent its preamble without waiting for the
 	// server's hello (pipelined) reads it before the first message.
 	hello bool
+	// checkHello, on a client, checks the server's hello: with TLS, its
+	// proof of the driver's key.
+	checkHello func(payload []byte) error
 	// closed is under mu; here, beside hello, it fills what would be
 	// padding, which keeps a connection in the 288-byte size class.
 	closed bool

@@ -372,14 +372,26 @@ func (s *Server) handshake(c *conn) (*ServerStream, bool) {
 		nonce = make([]byte, 32)
 		_, _ = rand.Read(nonce)
 	}
+	hello := nonce
+	if s.auth.TLSEnabled() {
+		// The driver's key signs this connection: an executor that
+		// resumed the prepared session learns that the server is the
+		// driver, not another holder of the executors' Secret.
+		proof, err := s.auth.ChannelProof(c.nc)
+		if err != nil {
+			s.log.Warn("control connection: signing it", "peer", peer, "err", err)
+			return nil, false
+		}
+		hello = proof
+	}
 	if nonce == nil && c.w > c.r {
-		// Nothing to prove, and the client sent its first message with
-		// the preamble (a pipelined client, which reads the hello before
-		// the first answer): the hello goes out with that answer, one
-		// write and one TLS record less per connection. A client waiting
-		// for the hello before it sends gets it at once.
-		c.unsent = controlFrame(kindHello, nil)
-	} else if c.write(controlFrame(kindHello, nonce), nil) != nil {
+		// Nothing for the client to prove, and it sent its first message
+		// with the preamble (a pipelined client, which reads the hello
+		// before the first answer): the hello goes out with that answer,
+		// one write and one TLS record less per connection. A client
+		// waiting for the hello before it sends gets it at once.
+		c.unsent = controlFrame(kindHello, hello)
+	} else if c.write(controlFrame(kindHello, hello), nil) != nil {
 		return nil, false
 	}
 	if nonce != nil {
