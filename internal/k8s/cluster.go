@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -12,13 +11,10 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/drover-project/drover/internal/backend"
@@ -31,6 +27,7 @@ import (
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/lifecycle"
+	"github.com/drover-project/drover/internal/k8s/podcontrol"
 	"github.com/drover-project/drover/internal/k8s/podsource"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
@@ -54,6 +51,8 @@ type Cluster struct {
 	clock clock.WithTicker
 
 	cs       kubernetes.Interface
+	pods     podcontrol.PodControl
+	getenv   func(string) string
 	ns       string
 	selector labels.Selector
 	backend  *coarse.Backend
@@ -117,6 +116,12 @@ type Deps struct {
 	// WrapTransport, with a nil Client, wraps the built client's
 	// transport (benchmarks count requests with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// PodControl creates and deletes the executors' pods; nil talks to
+	// Client.
+	PodControl podcontrol.PodControl
+	// Getenv reads the driver's environment (the downward API's pod
+	// name, namespace and UID); nil is os.Getenv.
+	Getenv func(string) string
 }
 
 // New builds the cluster manager of app and checks everything that can be
@@ -126,11 +131,15 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
 	}
+	if deps.Getenv == nil {
+		deps.Getenv = os.Getenv
+	}
 	c := &Cluster{
 		app:     app,
 		conf:    app.Conf,
 		log:     app.Logger,
 		clock:   deps.Clock,
+		getenv:  deps.Getenv,
 		ns:      config.KubernetesNamespace.Get(app.Conf),
 		dirty:   make(chan struct{}, 1),
 		waiters: map[executorid.ID][]chan scheduler.LossReason{},
@@ -157,6 +166,10 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 			return nil, err
 		}
 		c.cs = cs
+	}
+	c.pods = deps.PodControl
+	if c.pods == nil {
+		c.pods = podcontrol.New(c.cs, c.log)
 	}
 	c.selector = labels.SelectorFromSet(labels.Set{snapshot.LabelAppID: app.ID, snapshot.LabelRole: snapshot.RoleExecutor})
 
@@ -189,9 +202,9 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 // trip before the first executor pod. Any other is read from the API
 // server.
 func (c *Cluster) getDriverPod(ctx context.Context, name string) (*corev1.Pod, error) {
-	if uid := os.Getenv(envvar.DriverPodUID); uid != "" && os.Getenv(envvar.DriverPodName) == name {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: os.Getenv(envvar.DriverPodNamespace), UID: types.UID(uid)},
-			Spec: corev1.PodSpec{ServiceAccountName: os.Getenv(envvar.DriverServiceAccount)}}, nil
+	if uid := c.getenv(envvar.DriverPodUID); uid != "" && c.getenv(envvar.DriverPodName) == name {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.getenv(envvar.DriverPodNamespace), UID: types.UID(uid)},
+			Spec: corev1.PodSpec{ServiceAccountName: c.getenv(envvar.DriverServiceAccount)}}, nil
 	}
 	pod, err := c.cs.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -319,62 +332,4 @@ func (c *Cluster) lifecycleOptions() lifecycle.Options {
 	o.StartTimeout = config.KubernetesExecutorStartTimeout.Get(c.conf)
 	o.EventProcessingInterval = config.KubernetesExecutorEventProcessingInterval.Get(c.conf)
 	return o
-}
-
-// deletePodCollection deletes the pods matching selector in one request.
-// The API server answers with every pod it deleted, which client-go's
-// typed DeleteCollection reads whole (a buffer grown by doubling) before
-// looking at the status: at 5,000 executors tens of megabytes, allocated
-// when the driver's heap is at its largest, which set its peak memory.
-// The answer is read in small pieces and dropped instead.
-func deletePodCollection(ctx context.Context, cs kubernetes.Interface, ns, selector string) error {
-	listOpts := metav1.ListOptions{LabelSelector: selector}
-	rc, ok := cs.CoreV1().RESTClient().(*rest.RESTClient)
-	if !ok || rc == nil {
-		// A fake clientset has no REST client.
-		return cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, listOpts)
-	}
-	return drain(rc.Delete().UseProtobufAsDefault().Namespace(ns).Resource("pods").
-		VersionedParams(&listOpts, scheme.ParameterCodec).Body(&metav1.DeleteOptions{}).Stream(ctx))
-}
-
-// createPod creates pod. The API server answers with the pod it created,
-// which the typed client decodes: a full pod per executor created, the
-// driver's own garbage while it starts thousands, when the watch brings the
-// same pod anyway. The answer is read and dropped instead.
-func createPod(ctx context.Context, cs kubernetes.Interface, ns string, pod *corev1.Pod) error {
-	rc, ok := cs.CoreV1().RESTClient().(*rest.RESTClient)
-	if !ok || rc == nil {
-		// A fake clientset has no REST client.
-		_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-		return err
-	}
-	// No options, so no query parameters (encoding empty ones costs a
-	// pass of reflection per pod).
-	return drain(rc.Post().UseProtobufAsDefault().Namespace(ns).Resource("pods").Body(pod).Stream(ctx))
-}
-
-// drain reads a successful answer's body in small pieces and drops it;
-// Stream has turned an unsuccessful one into its API status error.
-func drain(body io.ReadCloser, err error) error {
-	if err != nil {
-		return err
-	}
-	defer body.Close()
-	if _, err := io.Copy(io.Discard, body); err != nil {
-		return fmt.Errorf("reading the API server's answer: %w", err)
-	}
-	return nil
-}
-
-// deleteRetryable reports a delete-collection error that asking again may
-// get past: a timeout, an overloaded or failing server, or a transport
-// error (no API status at all, such as a reset HTTP/2 stream).
-func deleteRetryable(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return true
-	}
-	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
 }

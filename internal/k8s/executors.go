@@ -215,8 +215,9 @@ func (c *Cluster) publishDeleted(id executorid.ID, pod, why string, err error) {
 	c.events.Publish(e)
 }
 
-// deletePods deletes executor pods with one delete-collection call; with
-// onlyPending, pods that started meanwhile are kept.
+// deletePods deletes executor pods with one delete-collection call (asked
+// again while the API server times out); with onlyPending, pods that
+// started meanwhile are kept.
 func (c *Cluster) deletePods(ctx context.Context, ids []executorid.ID, onlyPending bool) error {
 	if len(ids) == 0 {
 		return nil
@@ -228,11 +229,7 @@ func (c *Cluster) deletePods(ctx context.Context, ids []executorid.ID, onlyPendi
 	if onlyPending {
 		opts.FieldSelector = "status.phase=Pending"
 	}
-	err := c.cs.CoreV1().Pods(c.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return c.pods.DeletePods(ctx, c.ns, opts)
 }
 
 // podClient creates and deletes executor pods for the allocator.
@@ -249,7 +246,7 @@ func (p *podClient) CreateExecutorPod(ctx context.Context, id executorid.ID) err
 			return fmt.Errorf("creating claim %s of executor %d: %w", pvc.Name, id, err)
 		}
 	}
-	if err := createPod(ctx, c.cs, c.ns, pod); err != nil {
+	if err := c.pods.CreatePod(ctx, c.ns, pod); err != nil {
 		return fmt.Errorf("creating executor pod %s: %w", pod.Name, err)
 	}
 	return nil
@@ -294,10 +291,7 @@ func (a *applier) RemoveExecutor(id executorid.ID, r scheduler.LossReason) {
 }
 
 func (a *applier) DeletePod(ctx context.Context, id executorid.ID, name string) error {
-	err := a.c.cs.CoreV1().Pods(a.c.ns).Delete(ctx, name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
-		err = nil
-	}
+	err := a.c.pods.DeletePod(ctx, a.c.ns, name)
 	a.c.publishDeleted(id, name, events.DeleteEnded, err)
 	return err
 }

@@ -71,7 +71,7 @@ func (c *Cluster) deleteExecutorObjects(ctx context.Context) []error {
 		for id := executorid.ID(1); id <= last; id++ {
 			name := podspec.ExecutorPodName(c.execConf.PodNamePrefix, id)
 			wg.Go(func() {
-				if err := c.cs.CoreV1().Pods(c.ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				if err := c.pods.DeletePod(ctx, c.ns, name); err != nil {
 					failed(fmt.Errorf("deleting executor pod %s: %w", name, err))
 				}
 			})
@@ -142,15 +142,7 @@ const stopDeleteByName = 16
 // deleteAllExecutorPods deletes the application's executor pods with one
 // delete-collection call, asked again while the API server times out.
 func (c *Cluster) deleteAllExecutorPods(ctx context.Context) error {
-	err := deletePodCollection(ctx, c.cs, c.ns, c.selector.String())
-	// Thousands of pods may take the API server longer than its request
-	// timeout: it answers 504, or resets the stream, and goes on
-	// deleting; asking again finishes the rest.
-	for attempt := 1; err != nil && deleteRetryable(err) && attempt < 10 && ctx.Err() == nil; attempt++ {
-		c.log.Info("deleting executor pods did not finish within the API server's request timeout; asking again", "err", err)
-		err = deletePodCollection(ctx, c.cs, c.ns, c.selector.String())
-	}
-	if err != nil {
+	if err := c.pods.DeletePods(ctx, c.ns, metav1.ListOptions{LabelSelector: c.selector.String()}); err != nil {
 		return fmt.Errorf("deleting executor pods: %w", err)
 	}
 	return nil

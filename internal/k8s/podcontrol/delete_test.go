@@ -1,4 +1,4 @@
-package k8s
+package podcontrol
 
 import (
 	"encoding/json"
@@ -76,7 +76,7 @@ func TestDeletePodCollectionDropsTheAnswer(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			err = deletePodCollection(t.Context(), cs, "spark", "spark-app-selector=a,spark-role=executor")
+			err = deletePodCollection(t.Context(), cs, "spark", metav1.ListOptions{LabelSelector: "spark-app-selector=a,spark-role=executor"})
 			runtime.ReadMemStats(&after)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want one: %v", err, tc.wantErr)
