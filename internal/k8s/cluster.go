@@ -96,12 +96,9 @@ var (
 	_ lifecycle.Applier                = (*applier)(nil)
 )
 
-// wrapTransport lets benchmarks count the driver's API requests.
-var wrapTransport func(http.RoundTripper) http.RoundTripper
-
 // newCluster is the registry's factory: the production dependencies.
 func newCluster(app master.App) (master.Cluster, error) {
-	return New(app, Deps{WrapTransport: wrapTransport})
+	return New(app, Deps{})
 }
 
 // Deps are what a Kubernetes cluster manager is built from, besides the

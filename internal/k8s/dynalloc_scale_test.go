@@ -55,7 +55,6 @@ func BenchmarkDynamicAllocationScaleUp(b *testing.B) {
 		ns := env.NewNamespace(b)
 		b.Setenv("KUBECONFIG", env.Kubeconfig)
 		counter := &requestCounter{n: map[string]int{}}
-		wrapTransport = counter.wrap
 		conf := config.New().
 			Set("spark.kubernetes.namespace", ns).
 			Set("spark.kubernetes.container.image", "drover-sim:latest").
@@ -69,12 +68,10 @@ func BenchmarkDynamicAllocationScaleUp(b *testing.B) {
 		sched := scheduler.New(scheduler.Options{MaxFailures: 4})
 		app := master.App{ID: "drover-dynalloc-scale", Conf: conf, Scheduler: sched, Logger: log,
 			Master: master.URL{Kind: master.Kubernetes, APIServer: env.URL}, Fail: func(error) {}}
-		mc, err := newCluster(app)
-		wrapTransport = nil
+		cl, err := New(app, Deps{WrapTransport: counter.wrap})
 		if err != nil {
 			b.Fatal(err)
 		}
-		cl := mc.(*Cluster)
 		sched.SetBackend(cl.Backend())
 		cfg, err := dynalloc.FromConf(conf, 0)
 		if err != nil {

@@ -141,8 +141,6 @@ func startQueueApp(t testing.TB, env *testenv.Env, ns, id string, pairs ...strin
 	})
 	a.sched = scheduler.New(scheduler.Options{MaxFailures: 4, Events: a.bus, Logger: log})
 	a.counter = &requestCounter{n: map[string]int{}}
-	wrapTransport = a.counter.wrap
-	defer func() { wrapTransport = nil }()
 	app := master.App{ID: id, Conf: conf, Scheduler: a.sched, Logger: log, Events: a.bus,
 		Master: master.URL{Kind: master.Kubernetes, APIServer: env.URL},
 		Fail: func(err error) {
@@ -152,11 +150,11 @@ func startQueueApp(t testing.TB, env *testenv.Env, ns, id string, pairs ...strin
 			}
 		}}
 	t.Setenv("KUBECONFIG", env.Kubeconfig)
-	mc, err := newCluster(app)
+	cl, err := New(app, Deps{WrapTransport: a.counter.wrap})
 	if err != nil {
 		return nil, err
 	}
-	a.cl = mc.(*Cluster)
+	a.cl = cl
 	a.sched.SetBackend(a.cl.Backend())
 
 	execCtx, stopExecs := context.WithCancel(context.Background())

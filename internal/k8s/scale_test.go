@@ -459,7 +459,6 @@ func driverMain(raw string) error {
 		return fmt.Errorf("reading %s: %w", driverEnv, err)
 	}
 	counter := &requestCounter{n: map[string]int{}}
-	wrapTransport = counter.wrap
 	conf := scaleConf(p)
 	log := slog.New(slog.DiscardHandler)
 	if p.LogInfo {
@@ -512,11 +511,10 @@ func driverMain(raw string) error {
 		sched = scheduler.New(schedOpts)
 		app.Scheduler = sched
 	}
-	mc, err := newCluster(app)
+	cl, err := New(app, Deps{WrapTransport: counter.wrap})
 	if err != nil {
 		return err
 	}
-	cl := mc.(*Cluster)
 	sched.SetBackend(cl.Backend())
 
 	if prof := os.Getenv("DROVER_SCALE_PROFILE"); prof != "" {
