@@ -172,7 +172,11 @@ func decompress(r io.Reader, codec string) (io.ReadCloser, error) {
 	case "":
 		return io.NopCloser(r), nil
 	case "zstd":
-		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+		// A log's header declares its window, which the decoder then
+		// allocates: 8 MiB is zstd's own at its highest level, 64 times
+		// the one drover writes, where the library would allow 512 MiB
+		// to whoever wrote the log.
+		d, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(8<<20))
 		if err != nil {
 			return nil, err
 		}
