@@ -15,8 +15,8 @@ import (
 
 // authKeys are the credentials of this driver: the cluster-mode driver's
 // own keys when it runs in its pod, else the client-mode keys.
-func authKeys(c *config.Conf) config.AuthKeys {
-	if config.KubernetesDriverPodName.Get(c) != "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+func authKeys(c *config.Conf, getenv func(string) string) config.AuthKeys {
+	if config.KubernetesDriverPodName.Get(c) != "" && getenv("KUBERNETES_SERVICE_HOST") != "" {
 		return config.KubernetesDriverAuth
 	}
 	return config.KubernetesAuth
@@ -25,11 +25,11 @@ func authKeys(c *config.Conf) config.AuthKeys {
 // localCredentialPaths is conf with the credential files drover submit
 // shipped in the driver's Secret found where the pod's volume is: their
 // mount path, or where a process node (tests) put the volume.
-func localCredentialPaths(conf *config.Conf) *config.Conf {
+func localCredentialPaths(conf *config.Conf, getenv func(string) string) *config.Conf {
 	out := conf
 	for _, e := range podspec.DriverCredentialFiles {
 		f := e.Get(conf)
-		if local := podspec.LocalConfFile(f, os.Getenv); f != "" && local != f {
+		if local := podspec.LocalConfFile(f, getenv); f != "" && local != f {
 			if out == conf {
 				out = conf.Clone()
 			}
@@ -43,10 +43,10 @@ func localCredentialPaths(conf *config.Conf) *config.Conf {
 // on: spark.driver.host (else this pod's IP, else this machine's address)
 // and spark.driver.bindAddress (else that host, or every interface when
 // the host is not loopback).
-func driverAddress(c *config.Conf) (host, bind string) {
+func driverAddress(c *config.Conf, getenv func(string) string) (host, bind string) {
 	host = config.DriverHost.Get(c)
 	if host == "" {
-		host = os.Getenv(envvar.DriverPodIP)
+		host = getenv(envvar.DriverPodIP)
 	}
 	if host == "" {
 		host = outboundIP()
@@ -91,4 +91,4 @@ func executorBinary(conf *config.Conf) (string, error) {
 
 // DriverAddress is where the driver's other servers, such as the web UI,
 // listen and are reached: the same host and bind address as its RPC server.
-func DriverAddress(c *config.Conf) (host, bind string) { return driverAddress(c) }
+func DriverAddress(c *config.Conf) (host, bind string) { return driverAddress(c, os.Getenv) }

@@ -12,6 +12,7 @@ import (
 	"github.com/drover-project/drover/internal/dynalloc"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
+	"github.com/drover-project/drover/internal/k8s/lifecycle"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 )
 
@@ -114,4 +115,21 @@ func CheckUnused(conf *config.Conf, appID string) (set []string, err error) {
 		return set, config.Invalid(fmt.Errorf("the Kubernetes settings, which this master does not use, have mistakes: %w", err))
 	}
 	return set, nil
+}
+
+// lifecycleOptions are the lifecycle manager's options from the configuration.
+func (c *Cluster) lifecycleOptions() lifecycle.Options {
+	o := lifecycle.DefaultOptions()
+	o.ContainerName = c.execConf.ContainerName
+	o.DeleteOnTermination = config.KubernetesExecutorDeleteOnTermination.Get(c.conf)
+	o.MaxExecutorFailures = max(3, 2*c.initial)
+	if n := config.ExecutorMaxNumFailures.Get(c.conf); n > 0 {
+		o.MaxExecutorFailures = n
+	}
+	o.FailuresValidityInterval = config.ExecutorFailuresValidityInterval.Get(c.conf)
+	o.MissingPodDetectDelta = config.KubernetesExecutorMissingPodDetectDelta.Get(c.conf)
+	o.DeletedCacheTimeout = config.KubernetesExecutorDeletedExecutorsCacheTimeout.Get(c.conf)
+	o.StartTimeout = config.KubernetesExecutorStartTimeout.Get(c.conf)
+	o.EventProcessingInterval = config.KubernetesExecutorEventProcessingInterval.Get(c.conf)
+	return o
 }

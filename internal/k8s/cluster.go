@@ -3,7 +3,6 @@ package k8s
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -11,9 +10,7 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -21,7 +18,6 @@ import (
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dynalloc"
-	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
@@ -117,7 +113,8 @@ type Deps struct {
 	// Client.
 	PodControl podcontrol.PodControl
 	// Getenv reads the driver's environment (the downward API's pod
-	// name, namespace and UID); nil is os.Getenv.
+	// fields, KUBERNETES_SERVICE_HOST, where credential files are
+	// mounted); nil is os.Getenv.
 	Getenv func(string) string
 }
 
@@ -154,8 +151,8 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 		cs, _, err := client.New(client.Options{
 			APIServer:     app.Master.APIServer,
 			Context:       config.KubernetesContext.Get(app.Conf),
-			Auth:          authKeys(app.Conf),
-			Conf:          localCredentialPaths(app.Conf),
+			Auth:          authKeys(app.Conf, c.getenv),
+			Conf:          localCredentialPaths(app.Conf, c.getenv),
 			UserAgent:     "drover-driver/" + app.ID,
 			WrapTransport: deps.WrapTransport,
 		})
@@ -174,7 +171,7 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 	if config.MinRegisteredResourcesRatio.IsSet(app.Conf) {
 		ratio = config.MinRegisteredResourcesRatio.Get(app.Conf)
 	}
-	host, bind := driverAddress(app.Conf)
+	host, bind := driverAddress(app.Conf, c.getenv)
 	bo := coarse.ConfOptions(app.ID, app.Conf, app.Security.Driver)
 	bo.BindAddress, bo.Port, bo.AdvertiseHost = bind, config.DriverPort.Get(app.Conf), host
 	bo.InitialExecutors, bo.MinRegisteredRatio = c.initial, ratio
@@ -190,24 +187,6 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 	c.events = app.Events
 	c.allocCtx, c.haltAlloc = context.WithCancel(context.Background())
 	return c, nil
-}
-
-// getDriverPod returns the driver pod, which owns the executors' pods. A
-// driver pod drover submit made knows its own name, namespace and UID from
-// the downward API (envvar.DriverPodUID), which is all an owner reference
-// takes, and its service account (for withRBACHint): that spares a round
-// trip before the first executor pod. Any other is read from the API
-// server.
-func (c *Cluster) getDriverPod(ctx context.Context, name string) (*corev1.Pod, error) {
-	if uid := c.getenv(envvar.DriverPodUID); uid != "" && c.getenv(envvar.DriverPodName) == name {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.getenv(envvar.DriverPodNamespace), UID: types.UID(uid)},
-			Spec: corev1.PodSpec{ServiceAccountName: c.getenv(envvar.DriverServiceAccount)}}, nil
-	}
-	pod, err := c.cs.CoreV1().Pods(c.ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("getting driver pod %s/%s (spark.kubernetes.driver.pod.name): %w", c.ns, name, err)
-	}
-	return pod, nil
 }
 
 // Backend is the coarse-grained backend executors register with.
@@ -313,20 +292,4 @@ func (c *Cluster) fail(err error) {
 	if c.app.Fail != nil {
 		c.app.Fail(err)
 	}
-}
-
-func (c *Cluster) lifecycleOptions() lifecycle.Options {
-	o := lifecycle.DefaultOptions()
-	o.ContainerName = c.execConf.ContainerName
-	o.DeleteOnTermination = config.KubernetesExecutorDeleteOnTermination.Get(c.conf)
-	o.MaxExecutorFailures = max(3, 2*c.initial)
-	if n := config.ExecutorMaxNumFailures.Get(c.conf); n > 0 {
-		o.MaxExecutorFailures = n
-	}
-	o.FailuresValidityInterval = config.ExecutorFailuresValidityInterval.Get(c.conf)
-	o.MissingPodDetectDelta = config.KubernetesExecutorMissingPodDetectDelta.Get(c.conf)
-	o.DeletedCacheTimeout = config.KubernetesExecutorDeletedExecutorsCacheTimeout.Get(c.conf)
-	o.StartTimeout = config.KubernetesExecutorStartTimeout.Get(c.conf)
-	o.EventProcessingInterval = config.KubernetesExecutorEventProcessingInterval.Get(c.conf)
-	return o
 }
