@@ -24,7 +24,6 @@ import (
 	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/lifecycle"
 	"github.com/drover-project/drover/internal/k8s/podcontrol"
-	"github.com/drover-project/drover/internal/k8s/podsource"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/logging"
@@ -59,9 +58,11 @@ type Cluster struct {
 	driverPod  *corev1.Pod
 	initial    int
 
-	src    *podsource.Source
-	dirty  chan struct{}
-	events *events.Bus
+	src PodSource
+	// podSource is Deps.PodSource, started as src by Start.
+	podSource PodSource
+	dirty     chan struct{}
+	events    *events.Bus
 	// placed is what the event stream was last told of each executor's
 	// pod: its node and phase. The snapshot and poll loops share it.
 	placedMu sync.Mutex
@@ -109,6 +110,9 @@ type Deps struct {
 	// WrapTransport, with a nil Client, wraps the built client's
 	// transport (benchmarks count requests with it).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// PodSource watches the executors' pods; nil watches them through
+	// Client (podsource.Source).
+	PodSource PodSource
 	// PodControl creates and deletes the executors' pods; nil talks to
 	// Client.
 	PodControl podcontrol.PodControl
@@ -129,14 +133,15 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 		deps.Getenv = os.Getenv
 	}
 	c := &Cluster{
-		app:     app,
-		conf:    app.Conf,
-		log:     app.Logger,
-		clock:   deps.Clock,
-		getenv:  deps.Getenv,
-		ns:      config.KubernetesNamespace.Get(app.Conf),
-		dirty:   make(chan struct{}, 1),
-		waiters: map[executorid.ID][]chan scheduler.LossReason{},
+		app:       app,
+		conf:      app.Conf,
+		log:       app.Logger,
+		clock:     deps.Clock,
+		getenv:    deps.Getenv,
+		podSource: deps.PodSource,
+		ns:        config.KubernetesNamespace.Get(app.Conf),
+		dirty:     make(chan struct{}, 1),
+		waiters:   map[executorid.ID][]chan scheduler.LossReason{},
 	}
 	if err := CheckConf(app.Conf, app.ID, nil); err != nil {
 		return nil, err

@@ -17,6 +17,21 @@ import (
 // The pod source loop: snapshots of the executor pods for the allocator and
 // the lifecycle manager.
 
+// PodSource is the watch of the application's executor pods that the
+// snapshots are taken from: podsource.Source, or a test's.
+type PodSource interface {
+	Run(ctx context.Context)
+	WaitSynced(ctx context.Context) error
+	Changed() <-chan struct{}
+	Take() (pods []*snapshot.Pod, touched map[executorid.ID]bool, relisted bool)
+	Behind(listRV string, pods []*snapshot.Pod) (bool, error)
+	Relist()
+	WaitPod(ctx context.Context, name string, ready func(*snapshot.Pod) bool, d time.Duration) (*snapshot.Pod, bool)
+	Pods() []*snapshot.Pod
+}
+
+var _ PodSource = (*podsource.Source)(nil)
+
 // startSource starts the one watch of the application's executor pods
 // (filtered by app id and role) and the loop that turns it into snapshots,
 // at most one per spark.kubernetes.allocation.batch.delay. The watch
@@ -24,8 +39,13 @@ import (
 // healthy; drover.kubernetes.executor.poll.enabled adds one as a safety
 // net.
 func (c *Cluster) startSource(ctx context.Context) error {
-	c.src = podsource.New(c.cs, podsource.Options{Namespace: c.ns, Selector: c.selector, Clock: c.clock,
-		Logger: c.log.With("component", "pods")})
+	// c.src is set only now: before Start, admit and Stop see no source.
+	src := c.podSource
+	if src == nil {
+		src = podsource.New(c.cs, podsource.Options{Namespace: c.ns, Selector: c.selector, Clock: c.clock,
+			Logger: c.log.With("component", "pods")})
+	}
+	c.src = src
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.src.Run(ctx) }()
 	if err := c.src.WaitSynced(ctx); err != nil {
