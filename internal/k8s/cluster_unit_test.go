@@ -290,11 +290,8 @@ func TestGetDriverPod(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			for _, k := range []string{"DROVER_DRIVER_POD_NAME", "DROVER_DRIVER_POD_NAMESPACE", "DROVER_DRIVER_POD_UID", "DROVER_DRIVER_SERVICE_ACCOUNT"} {
-				t.Setenv(k, tc.env[k])
-			}
 			cs := fake.NewClientset(stored)
-			c := &Cluster{cs: cs, ns: "ns"}
+			c := &Cluster{cs: cs, ns: "ns", getenv: func(k string) string { return tc.env[k] }}
 			pod, err := c.getDriverPod(t.Context(), tc.name)
 			gets := 0
 			for _, a := range cs.Actions() {

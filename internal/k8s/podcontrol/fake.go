@@ -11,7 +11,8 @@ import (
 // Fake is a PodControl for unit tests: it records each call and answers
 // with the error a test set for it.
 type Fake struct {
-	mu sync.Mutex
+	// Lock guards the recorded calls while the code under test runs.
+	sync.Mutex
 	// Created, Deleted and Collections are the calls so far: the pods
 	// created, the pods deleted by name ("ns/name") and the collection
 	// deletes' options.
@@ -26,8 +27,8 @@ type Fake struct {
 var _ PodControl = (*Fake)(nil)
 
 func (f *Fake) CreatePod(_ context.Context, ns string, pod *corev1.Pod) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.Lock()
+	defer f.Unlock()
 	p := pod.DeepCopy()
 	p.Namespace = ns
 	f.Created = append(f.Created, p)
@@ -35,15 +36,15 @@ func (f *Fake) CreatePod(_ context.Context, ns string, pod *corev1.Pod) error {
 }
 
 func (f *Fake) DeletePod(_ context.Context, ns, name string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.Lock()
+	defer f.Unlock()
 	f.Deleted = append(f.Deleted, ns+"/"+name)
 	return f.DeleteErr
 }
 
 func (f *Fake) DeletePods(_ context.Context, _ string, opts metav1.ListOptions) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.Lock()
+	defer f.Unlock()
 	f.Collections = append(f.Collections, opts)
 	return f.DeletePodsErr
 }
