@@ -2,7 +2,6 @@ package mtls
 
 import (
 	"crypto/tls"
-	"encoding/pem"
 	"errors"
 	"net"
 	"strings"
@@ -56,25 +55,14 @@ func channelExchange(t *testing.T, server *tls.Config, signer *Loaded, client *L
 // driver's certificate; it cannot sign the connection with the driver's
 // key, and executors check that signature before they take anything.
 func TestResumedServerMustProveTheDriversKey(t *testing.T) {
-	a := newApp(t, "app-a", time.Now())
-	driver, resuming := prepared(t, a)
-	client, err := resuming.Load()
+	driver, client, posing := sessionImpostor(t)
+	impostor := posing(true)
+	// The impostor signs with the key it holds: the executors'.
+	signer, err := client.Bundle().Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	posing, err := resuming.Load() // another executor, the same bundle
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(resuming.SessionPEM)
-	state, err := tls.ParseSessionState(block.Bytes[1+block.Bytes[0]:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	impostor := posing.ServerConfig(nil)
-	impostor.UnwrapSession = func([]byte, tls.ConnectionState) (*tls.SessionState, error) { return state, nil }
-
-	resumed, err := channelExchange(t, impostor, posing, client)
+	resumed, err := channelExchange(t, impostor, signer, client)
 	if !resumed {
 		t.Fatal("the impostor's connection did not resume the session: the test shows nothing")
 	}
