@@ -55,11 +55,11 @@ test: lint testbins testpackages
 	@echo "drover: race detector on the core packages"
 	$(GO) test -count=1 -race -timeout 15m ./internal/config/... ./internal/master/... ./internal/scheduler/... ./internal/backend/... ./internal/executor/... ./internal/rpc/... ./internal/local/... ./internal/codec/... ./internal/dag/... ./internal/dataflow/... ./internal/shuffle/... ./internal/objstore/... \
 		./internal/k8s/allocator/... ./internal/k8s/podsource/... ./internal/k8s/lifecycle/... ./internal/k8s/snapshot/... \
-		./internal/k8s/podspec/... ./internal/k8s/client/... ./internal/executorid/... ./internal/dynalloc/... \
+		./internal/k8s/podspec/... ./internal/k8s/client/... ./internal/k8s/podcontrol/... ./internal/executorid/... ./internal/dynalloc/... \
 		./internal/appstate/... ./internal/ui/... \
 		./internal/events/... ./internal/metrics/...
 	@echo "drover: race detector on the Kubernetes cluster manager and the root package's tests without a control plane (those ran above)"
-	$(GO) test -count=1 -race -timeout 15m -run 'TestClusterWithInjectedClient|TestSnapshotDelay' ./internal/k8s/
+	$(GO) test -count=1 -race -timeout 15m -run 'TestClusterWithInjectedClient|TestSnapshotDelay|TestAdmit|TestPodsGoThroughPodControl|TestGetDriverPod' ./internal/k8s/
 	$(GO) test -count=1 -race -timeout 15m -run '$(RACE_ROOT_TESTS)' .
 	@echo "drover: docs/getting-started.md, followed verbatim"
 	./hack/getting-started.sh
