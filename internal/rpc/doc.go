@@ -6,7 +6,9 @@
 // of the handshakes. With mutual TLS the role in the peer's certificate is
 // checked too: per call on gRPC (only the driver fetches results, either
 // role fetches blocks), and in the handshake on the control stream (only
-// executors dial it, and they accept only the driver). A shared secret
-// cannot tell roles apart. The messages live in the pb subpackage
+// executors dial it, and they accept only the driver, which signs each
+// such connection with its key: a resumed handshake proves only the
+// session's secret, which executors share). A shared secret cannot tell
+// roles apart. The messages live in the pb subpackage
 // (generated, committed).
 package rpc

@@ -17,7 +17,9 @@ import (
 // Refused bookkeeping as the gRPC connections. With TLS the transport's
 // roles are checked in the handshake: its server is the driver, which
 // accepts only executors' certificates, and its clients are executors,
-// which accept only the driver's (and so take tasks only from it).
+// which accept only the driver's, and, since a resumed handshake proves
+// only the session's secret, only once the driver's hello proved its key
+// on the connection (ChannelProof): so they take tasks only from it.
 
 // TLSEnabled reports whether connections are mutual TLS (WithTLS).
 func (a Auth) TLSEnabled() bool { return a.tls != nil }

@@ -67,7 +67,8 @@ type Options struct {
 
 // MaxFrameBeforeRegister is the largest frame a server reads before the
 // connection's first message, and a client's largest hello: a Register is
-// a few hundred bytes, a hello 33. Until a peer has registered it is
+// a few hundred bytes, a hello at most 73 (a nonce's 32 bytes or, with
+// TLS, a signature's 72, after its kind). Until a peer has registered it is
 // nobody, and its frames' headers must not make the driver hold more.
 const MaxFrameBeforeRegister = 64 << 10
 

@@ -25,7 +25,8 @@
 //     bytes. A message frame (control 0) is one protobuf message; a control
 //     frame's first byte says what it is: hello (server → client, first
 //     frame, carrying the nonce the client must prove the secret for, if
-//     any; to a pipelined client, in one write with the first answer),
+//     any, or with TLS the driver's proof of its key, below; to a
+//     pipelined client, in one write with the first answer),
 //     proof (client → server), end (the sender sends no more, as a
 //     gRPC half-close or an OK status) or error (server → client, the
 //     stream's gRPC status code and message). Frames are at most
@@ -43,11 +44,19 @@
 //
 // Security is rpc.Auth's: with TLS, the connection is TLS 1.3 with mutual
 // authentication by the application's certificates, refusals logged as for
-// gRPC connections; with a secret and no TLS, the client proves the secret
-// with an HMAC of the server's fresh nonce (so a recorded connection cannot
-// be replayed); otherwise the connection is plain. A client that does not
-// speak TLS to a TLS server is told so in plaintext (Unauthenticated), and a
-// TLS client of a plaintext server gets a TLS alert, so either side of a
+// gRPC connections, and the hello carries the driver's ECDSA signature of
+// the connection's exported keying material (rpc.Auth.ChannelProof), which
+// the client checks against the driver's certificate before it takes
+// anything from the stream (a pipelined client has sent its Register by
+// then, nothing it would keep from another executor): executors resume a
+// session whose secret they all hold, so the handshake alone does not
+// prove the server is the driver (mtls's resume.go). A refused proof is
+// Unauthenticated and recorded for rpc.Auth.Refused, so the executor
+// stops. With a secret and no TLS, the client proves the secret with an
+// HMAC of the server's fresh nonce (so a recorded connection cannot be
+// replayed); otherwise the connection is plain. A client that does not
+// speak TLS to a TLS server is told so in plaintext (Unauthenticated), and
+// a TLS client of a plaintext server gets a TLS alert, so either side of a
 // mismatch fails at once with a clear error instead of retrying.
 //
 // Dead peers: TCP keep-alive probes (KeepAlive) close a connection whose

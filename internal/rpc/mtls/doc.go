@@ -34,7 +34,11 @@
 // Executors resume a TLS session the driver prepared at start-up and put in
 // their bundle, instead of a full handshake each (Loaded.PrepareSession):
 // the certificates of that session are verified on every connection as
-// above, and each still runs a fresh hybrid key exchange.
+// above, and each still runs a fresh hybrid key exchange. Serving that
+// session takes only its secret, which executors hold too, so on the
+// control stream the driver also signs each connection's exported keying
+// material with its key ([Loaded.SignChannel]), and executors check the
+// signature against the driver's certificate ([Loaded.CheckChannel]).
 //
 // Every refusal the verification makes is reported through an onRefuse
 // callback with the peer's address and the reason, so an operator can tell a

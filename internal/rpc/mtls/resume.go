@@ -52,13 +52,14 @@ import (
 //   - at an executor, the server's role, driver, proves only that the
 //     server holds the session's secret, which every executor holds too:
 //     a holder of the executors' credentials that also takes over the
-//     driver's address on the pod network can pose as the driver to
+//     driver's address on the pod network completes the handshake with
 //     executors that dial it. A full handshake (a server without the
-//     session, or after its 7 days) proves the driver's key. Closing this
-//     would take a proof from the driver's key on each connection (a
-//     signature over the connection's exported keying material: one
-//     signature per connection, some of what resumption saves the
-//     driver), or executors that refuse resumed connections.
+//     session, or after its 7 days) proves the driver's key; a resumed
+//     one does not, so the driver proves it on each control connection
+//     besides, by signing the connection's exported keying material, and
+//     executors take nothing from the stream before they checked that
+//     signature (channel.go: one signature per connection, some of what
+//     resumption saves the driver).
 //
 // Result and block fetches (gRPC) never resume: their clients offer no
 // session and executors' servers hold none, so the roles they check are

@@ -1,9 +1,6 @@
 package mtls
 
 import (
-	"crypto/tls"
-	"encoding/pem"
-	"strings"
 	"testing"
 	"time"
 )
@@ -76,56 +73,5 @@ func TestAcceptingRoles(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestResumedServerRoleIsTheSessions shows the limit resume.go states: a
-// server that holds the executors' bundle with its session (every
-// executor does) resumes it with an executor and shows the driver's
-// certificate from it, which passes Accepting(RoleDriver), without the
-// driver's key. A full handshake from the same server is refused.
-func TestResumedServerRoleIsTheSessions(t *testing.T) {
-	_, client, posing := sessionImpostor(t)
-	for _, serve := range []bool{true, false} {
-		server := posing(serve)
-		var cr recorder
-		res := exchange(t, server, client.Accepting(RoleDriver).ResumingClientConfig(cr.onRefuse))
-		switch {
-		case serve && (res.clientErr != nil || !res.state.DidResume):
-			// If crypto/tls ever refuses this, resume.go's caveat can go.
-			t.Errorf("serving the session: client error %v, resumed %v; want the resumed connection resume.go warns of",
-				res.clientErr, res.state.DidResume)
-		case !serve && (res.clientErr == nil || !strings.Contains(res.clientErr.Error(), "only its driver may be the server")):
-			t.Errorf("a full handshake with an executor's certificate: client error %v, want the role refused", res.clientErr)
-		}
-	}
-}
-
-// sessionImpostor prepares an application's session as its driver does,
-// and returns the driver, an executor resuming it, and the configuration
-// of a server holding another executor's copy of the same bundle, which
-// serves the session when serve is set.
-func sessionImpostor(t *testing.T) (driver, client *Loaded, posing func(serve bool) *tls.Config) {
-	t.Helper()
-	driver, resuming := prepared(t, newApp(t, "app-a", time.Now()))
-	client, err := resuming.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := resuming.Load() // another executor, the same bundle
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(resuming.SessionPEM)
-	state, err := tls.ParseSessionState(block.Bytes[1+block.Bytes[0]:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return driver, client, func(serve bool) *tls.Config {
-		server := other.ServerConfig(nil)
-		if serve {
-			server.UnwrapSession = func([]byte, tls.ConnectionState) (*tls.SessionState, error) { return state, nil }
-		}
-		return server
 	}
 }
