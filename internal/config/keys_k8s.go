@@ -293,6 +293,14 @@ var (
 			"node's files or a network share outside Kubernetes' access control, and break the restricted Pod Security "+
 			"profile, so they are refused unless this is true; submit --verbose then names them.")
 
+	KubernetesExecutorCheckPeerAddress = Bool("drover.kubernetes.executor.checkPeerAddress", true,
+		"Admit an executor's registration only when its control connection comes from its pod's IP and the "+
+			"address it registers for the driver's result fetches is at that IP. false keeps the check of the pod's "+
+			"name but compares no address (the driver warns): for a service-mesh sidecar that proxies the "+
+			"executors' connections, or a client-mode driver outside the pod network behind source NAT. Any "+
+			"holder of the executors' credentials can then register as a pending executor, take its tasks, "+
+			"and point the driver's result fetches at any address.")
+
 	KubernetesLocalDirsTmpfs = Bool("spark.kubernetes.local.dirs.tmpfs", false,
 		"Back the executors' local directories (emptyDir volumes) with memory (tmpfs). Faster, but what they "+
 			"hold counts against the pod's memory limit: raise spark.executor.memoryOverhead accordingly.")

@@ -39,6 +39,7 @@ func TestKubernetesDefaults(t *testing.T) {
 		"burst":                  {KubernetesClientBurst.Get(c), 100},
 		"start timeout":          {KubernetesExecutorStartTimeout.Get(c), 300 * time.Second},
 		"poll enabled":           {KubernetesExecutorPollEnabled.Get(c), false},
+		"check peer address":     {KubernetesExecutorCheckPeerAddress.Get(c), true},
 		"executor image (unset)": {KubernetesExecutorContainerImage.Get(c), ""},
 		"max failures (unset)":   {ExecutorMaxNumFailures.IsSet(c), false},
 	} {

@@ -57,6 +57,9 @@ type Cluster struct {
 	classifier *snapshot.Classifier
 	driverPod  *corev1.Pod
 	initial    int
+	// checkPeer: admit compares a registration's addresses with its pod's
+	// IP (drover.kubernetes.executor.checkPeerAddress).
+	checkPeer bool
 
 	src PodSource
 	// podSource is Deps.PodSource, started as src by Start.
@@ -151,6 +154,7 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 		c.log = slog.Default()
 	}
 	logging.RouteKlog(c.log)
+	c.checkPeer = checkPeerAddress(app.Conf, c.log)
 	c.cs = deps.Client
 	if c.cs == nil {
 		cs, _, err := client.New(client.Options{

@@ -23,6 +23,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
+	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/scheduler"
 )
@@ -147,31 +148,12 @@ func TestAdmit(t *testing.T) {
 	for creates(cs) < 4 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	pod := func(n int) string { return fmt.Sprintf("%s-exec-%d", c.execConf.PodNamePrefix, n) }
-	// setPod changes pod n as its kubelet (or a deletion) would, and waits
-	// for the driver's watch to show it.
-	setPod := func(n int, change func(p *corev1.Pod), seen func(p *snapshot.Pod) bool) {
-		t.Helper()
-		p, err := cs.CoreV1().Pods("spark").Get(t.Context(), pod(n), metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		change(p)
-		if _, err := cs.CoreV1().Pods("spark").Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := c.src.WaitPod(t.Context(), pod(n), func(p *snapshot.Pod) bool { return p != nil && seen(p) }, 10*time.Second); !ok {
-			t.Fatalf("the driver's watch did not show the change of %s", pod(n))
-		}
-	}
-	setIP := func(n int, ip string) {
-		t.Helper()
-		setPod(n, func(p *corev1.Pod) { p.Status.PodIP = ip }, func(p *snapshot.Pod) bool { return p.IP == ip })
-	}
+	pod := func(n int) string { return podName(c, n) }
+	setIP := func(n int, ip string) { t.Helper(); setPodIP(t, cs, c, n, ip) }
 	setIP(1, "10.0.0.1")
 	setIP(2, "10.0.0.2")
 	setIP(4, "10.0.0.4")
-	setPod(4, func(p *corev1.Pod) { now := metav1.Now(); p.DeletionTimestamp = &now }, func(p *snapshot.Pod) bool { return p.Deleting })
+	deletePod(t, cs, c, 4)
 	ip := netip.MustParseAddr
 	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -179,11 +161,17 @@ func TestAdmit(t *testing.T) {
 		id       executorid.ID
 		pod      string
 		peer     netip.Addr
+		serves   string          // Register.Address
 		ctx      context.Context // the wait's; the test's if nil
 		wantErr  string
 		wantKind error // coarse.ErrGone, coarse.ErrNotYet, or nil for neither
 	}{
-		"its own pod, from its IP":      {id: 1, pod: pod(1), peer: ip("10.0.0.1")},
+		"its own pod, from its IP":      {id: 1, pod: pod(1), peer: ip("10.0.0.1"), serves: "10.0.0.1:7079"},
+		"serving at another IP":         {id: 1, pod: pod(1), peer: ip("10.0.0.1"), serves: "10.0.0.2:7079", wantErr: `it serves results at "10.0.0.2:7079", but pod ` + pod(1) + " has IP 10.0.0.1"},
+		"serving at a host name":        {id: 1, pod: pod(1), peer: ip("10.0.0.1"), serves: "exec-1.example:7079", wantErr: `serves results at "exec-1.example:7079"`},
+		"serving at no address":         {id: 1, pod: pod(1), peer: ip("10.0.0.1"), wantErr: `serves results at ""`},
+		"serving at no port":            {id: 1, pod: pod(1), peer: ip("10.0.0.1"), serves: "10.0.0.1", wantErr: `serves results at "10.0.0.1"`},
+		"serving at its IPv4-mapped IP": {id: 1, pod: pod(1), peer: ip("10.0.0.1"), serves: "[::ffff:10.0.0.1]:7079"},
 		"its own pod, from another IP":  {id: 1, pod: pod(1), peer: ip("10.0.0.2"), wantErr: "connects from 10.0.0.2, but pod " + pod(1) + " has IP 10.0.0.1"},
 		"from an unknown address":       {id: 1, pod: pod(1), wantErr: "connects from an unknown address"},
 		"no pod name":                   {id: 2, peer: ip("10.0.0.2"), wantErr: "it names no pod (DROVER_EXECUTOR_POD_NAME)"},
@@ -192,7 +180,7 @@ func TestAdmit(t *testing.T) {
 		"another executor's pod":        {id: 2, pod: pod(1), peer: ip("10.0.0.1"), wantErr: "executor 2 of this application is pod"},
 		"a pod without its IP, not yet": {id: 3, pod: pod(3), peer: ip("10.0.0.3"), ctx: cancelled, wantErr: "pod " + pod(3) + " has no IP yet", wantKind: coarse.ErrNotYet},
 		"a pod being deleted, for good": {id: 4, pod: pod(4), peer: ip("10.0.0.4"), wantErr: "pod " + pod(4) + " is ending (deleted)", wantKind: coarse.ErrGone},
-		"an IPv4-mapped peer is its IP": {id: 2, pod: pod(2), peer: ip("::ffff:10.0.0.2").Unmap()},
+		"an IPv4-mapped peer is its IP": {id: 2, pod: pod(2), peer: ip("::ffff:10.0.0.2").Unmap(), serves: "10.0.0.2:7079"},
 		"from another executor's IP":    {id: 2, pod: pod(2), peer: ip("10.0.0.1"), wantErr: "connects from 10.0.0.1"},
 	}
 	for name, tc := range testCases {
@@ -201,7 +189,7 @@ func TestAdmit(t *testing.T) {
 			if ctx == nil {
 				ctx = t.Context()
 			}
-			err := c.admit(ctx, coarse.Registration{ID: tc.id, PodName: tc.pod, Peer: tc.peer})
+			err := c.admit(ctx, coarse.Registration{ID: tc.id, PodName: tc.pod, Peer: tc.peer, Address: tc.serves})
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Errorf("refused: %v", err)
@@ -222,7 +210,7 @@ func TestAdmit(t *testing.T) {
 	t.Run("a registration before its pod's IP waits for it", func(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
-			done <- c.admit(t.Context(), coarse.Registration{ID: 3, PodName: pod(3), Peer: ip("10.0.0.3")})
+			done <- c.admit(t.Context(), coarse.Registration{ID: 3, PodName: pod(3), Peer: ip("10.0.0.3"), Address: "10.0.0.3:7079"})
 		}()
 		setIP(3, "10.0.0.3")
 		if err := <-done; err != nil {
@@ -231,9 +219,104 @@ func TestAdmit(t *testing.T) {
 	})
 }
 
+// TestAdmitWithoutPeerCheck: with
+// drover.kubernetes.executor.checkPeerAddress=false the driver warns at
+// start, admits an executor whatever addresses it connects from and
+// serves at (a sidecar's, a NAT's), and still refuses another pod's name,
+// an id it never issued and a pod that is gone.
+func TestAdmitWithoutPeerCheck(t *testing.T) {
+	var log logtest.Buffer
+	cs := fake.NewClientset()
+	c := startFakeClusterLogging(t, cs, slog.New(slog.NewTextHandler(&log, nil)),
+		"spark.executor.instances=2", "drover.kubernetes.executor.checkPeerAddress=false")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.Stop(ctx)
+	})
+	if want := "drover.kubernetes.executor.checkPeerAddress=false: executors' registrations are not checked against their pods' IPs"; !strings.Contains(log.String(), want) {
+		t.Errorf("no warning at start; the log:\n%s", log.String())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for creates(cs) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	setPodIP(t, cs, c, 1, "10.0.0.1")
+	setPodIP(t, cs, c, 2, "10.0.0.2")
+	deletePod(t, cs, c, 2)
+	sidecar := netip.MustParseAddr("127.0.0.6")
+	got := map[string]string{}
+	for name, r := range map[string]coarse.Registration{
+		"from a sidecar, serving at its IP": {ID: 1, PodName: podName(c, 1), Peer: sidecar, Address: "10.0.0.1:7079"},
+		"from a NAT, serving elsewhere":     {ID: 1, PodName: podName(c, 1), Peer: netip.MustParseAddr("192.168.1.5"), Address: "10.9.9.9:7079"},
+		"another pod's name":                {ID: 1, PodName: podName(c, 2), Peer: sidecar, Address: "10.0.0.1:7079"},
+		"an id never issued":                {ID: 9, PodName: podName(c, 9), Peer: sidecar, Address: "10.0.0.9:7079"},
+		"a pod being deleted":               {ID: 2, PodName: podName(c, 2), Peer: sidecar, Address: "10.0.0.2:7079"},
+	} {
+		got[name] = ""
+		if err := c.admit(t.Context(), r); err != nil {
+			got[name] = err.Error()
+		}
+	}
+	want := map[string]string{
+		"from a sidecar, serving at its IP": "",
+		"from a NAT, serving elsewhere":     "",
+		"another pod's name":                "it says it runs in pod " + podName(c, 2) + ", but executor 1 of this application is pod " + podName(c, 1),
+		"an id never issued":                "this driver created no executor 9",
+		"a pod being deleted":               "pod " + podName(c, 2) + " is ending (deleted): " + coarse.ErrGone.Error(),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("admissions (-want +got):\n%s", diff)
+	}
+}
+
+// podName is executor n's pod name in c.
+func podName(c *Cluster, n int) string {
+	return fmt.Sprintf("%s-exec-%d", c.execConf.PodNamePrefix, n)
+}
+
+// setPodIP gives executor n's pod ip as its kubelet would, and waits for
+// the driver's watch to show it.
+func setPodIP(t *testing.T, cs *fake.Clientset, c *Cluster, n int, ip string) {
+	t.Helper()
+	updatePod(t, cs, c, n, func(p *corev1.Pod) { p.Status.PodIP = ip }, func(p *snapshot.Pod) bool { return p.IP == ip })
+}
+
+// deletePod marks executor n's pod deleted, and waits for the driver's
+// watch to show it.
+func deletePod(t *testing.T, cs *fake.Clientset, c *Cluster, n int) {
+	t.Helper()
+	updatePod(t, cs, c, n, func(p *corev1.Pod) { now := metav1.Now(); p.DeletionTimestamp = &now },
+		func(p *snapshot.Pod) bool { return p.Deleting })
+}
+
+// updatePod changes executor n's pod as its kubelet (or a deletion)
+// would, and waits until the driver's watch shows it seen.
+func updatePod(t *testing.T, cs *fake.Clientset, c *Cluster, n int, change func(p *corev1.Pod), seen func(p *snapshot.Pod) bool) {
+	t.Helper()
+	name := podName(c, n)
+	p, err := cs.CoreV1().Pods("spark").Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(p)
+	if _, err := cs.CoreV1().Pods("spark").Update(t.Context(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.src.WaitPod(t.Context(), name, func(p *snapshot.Pod) bool { return p != nil && seen(p) }, 10*time.Second); !ok {
+		t.Fatalf("the driver's watch did not show the change of %s", name)
+	}
+}
+
 // startFakeCluster builds and starts the cluster manager of an application
 // with pairs on the fake clientset cs.
 func startFakeCluster(t *testing.T, cs *fake.Clientset, pairs ...string) *Cluster {
+	t.Helper()
+	return startFakeClusterLogging(t, cs, slog.New(slog.DiscardHandler), pairs...)
+}
+
+// startFakeClusterLogging is startFakeCluster logging to log.
+func startFakeClusterLogging(t *testing.T, cs *fake.Clientset, log *slog.Logger, pairs ...string) *Cluster {
 	t.Helper()
 	conf, _, err := config.Load(config.Sources{Env: func(string) string { return "" }, Pairs: append([]string{
 		"spark.kubernetes.namespace=spark", "spark.kubernetes.container.image=app:1", "spark.driver.host=127.0.0.1",
@@ -245,7 +328,7 @@ func startFakeCluster(t *testing.T, cs *fake.Clientset, pairs ...string) *Cluste
 	sched := scheduler.New(scheduler.Options{})
 	app := master.App{ID: "drover-0123456789abcdef", Conf: conf, Scheduler: sched,
 		Master: master.URL{Raw: "k8s://https://127.0.0.1:1", Kind: master.Kubernetes, APIServer: "https://127.0.0.1:1"},
-		Logger: slog.New(slog.DiscardHandler)}
+		Logger: log}
 	c, err := New(app, Deps{Client: cs})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package k8s
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/netip"
 	"sort"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drover-project/drover/internal/backend/coarse"
+	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
@@ -52,13 +55,16 @@ const podIPWait = 10 * time.Second
 
 // admit lets an executor register only as an executor this driver
 // created, from that executor's own pod: the pod it names must be its
-// pod (<prefix>-exec-<id>), and the connection must come from the IP the
-// driver's pod watch shows for that pod. Executors share one certificate,
-// so without this any holder of it could register as a pending executor
-// and receive its tasks. Refusals of ids this driver did not issue, or
-// of a pod name or address that is not the executor's, leave the id free
-// for the executor it belongs to; only an issued id whose pod is gone is
-// excluded (coarse.ErrGone).
+// pod (<prefix>-exec-<id>), the connection must come from the IP the
+// driver's pod watch shows for that pod, and the address it registers
+// for result fetches must be at that IP. Executors share one
+// certificate, so without this any holder of it could register as a
+// pending executor and receive its tasks, and an executor could point
+// the driver's fetches of its results at an address of its choosing.
+// Refusals of ids this driver did not issue, or of a pod name or address
+// that is not the executor's, leave the id free for the executor it
+// belongs to; only an issued id whose pod is gone is excluded
+// (coarse.ErrGone).
 //
 // Where this proves less: executors on the host network share their
 // node's IP (any process of the node passes). Where it refuses real
@@ -66,6 +72,8 @@ const podIPWait = 10 * time.Second
 // mesh's sidecar) shows the proxy's address, and a client-mode driver
 // outside the pod network sees the node's address where the network
 // translates pods' source addresses (the refusal names both addresses).
+// drover.kubernetes.executor.checkPeerAddress=false (c.checkPeer) is for
+// those: the pod's name is still checked, no address is.
 func (c *Cluster) admit(ctx context.Context, r coarse.Registration) error {
 	n := r.ID
 	if !c.alloc.Issued(n) {
@@ -96,6 +104,9 @@ func (c *Cluster) admit(ctx context.Context, r coarse.Registration) error {
 	case podGone(pod):
 		return fmt.Errorf("pod %s is ending (%s): %w", want, podEnd(pod), coarse.ErrGone)
 	}
+	if !c.checkPeer {
+		return nil
+	}
 	ip, err := netip.ParseAddr(pod.IP)
 	if err != nil || ip.Unmap() != r.Peer {
 		from := "an unknown address"
@@ -104,7 +115,35 @@ func (c *Cluster) admit(ctx context.Context, r coarse.Registration) error {
 		}
 		return fmt.Errorf("it connects from %s, but pod %s has IP %s", from, want, pod.IP)
 	}
+	if !servesAt(r.Address, ip.Unmap()) {
+		return fmt.Errorf("it serves results at %q, but pod %s has IP %s", r.Address, want, pod.IP)
+	}
 	return nil
+}
+
+// checkPeerAddress reads drover.kubernetes.executor.checkPeerAddress, and
+// warns of what false opens.
+func checkPeerAddress(conf *config.Conf, log *slog.Logger) bool {
+	if config.KubernetesExecutorCheckPeerAddress.Get(conf) {
+		return true
+	}
+	log.Warn(config.KubernetesExecutorCheckPeerAddress.Key() + "=false: executors' registrations are not " +
+		"checked against their pods' IPs, only their pods' names: any holder of the executors' credentials " +
+		"that reaches the driver can register as a pending executor, take its tasks, and point the " +
+		"driver's result fetches at any address")
+	return false
+}
+
+// servesAt reports whether address, an executor's host:port, is at ip: a
+// host name is not, whatever it resolves to (the driver would fetch from
+// wherever DNS says).
+func servesAt(address string, ip netip.Addr) bool {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return false
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap() == ip
 }
 
 // podGone reports a pod whose executor cannot be starting: it is being

@@ -20,6 +20,9 @@ type Registration struct {
 	// Peer is the address the executor's control connection comes from
 	// (IPv4-mapped addresses unmapped); the zero Addr when unknown.
 	Peer netip.Addr
+	// Address is where the executor says it serves results and shuffle
+	// blocks (host:port): the driver fetches results there.
+	Address string
 }
 
 // Errors an Admit hook wraps to say what its refusal means. Any other

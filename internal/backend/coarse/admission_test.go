@@ -27,7 +27,8 @@ func registerAs(b *Backend, id executorid.ID, pod string, peer netip.Addr) error
 }
 
 // TestAdmitHearsTheConnectionsPeer: the Admit hook is told the pod the
-// executor names and the address its connection comes from.
+// executor names, the address its connection comes from and the address
+// it serves results at.
 func TestAdmitHearsTheConnectionsPeer(t *testing.T) {
 	var mu sync.Mutex
 	var got []Registration
@@ -44,7 +45,7 @@ func TestAdmitHearsTheConnectionsPeer(t *testing.T) {
 	defer stream.Close()
 	mu.Lock()
 	defer mu.Unlock()
-	want := Registration{ID: 3, PodName: "p-exec-3", Peer: netip.MustParseAddr("127.0.0.1")}
+	want := Registration{ID: 3, PodName: "p-exec-3", Peer: netip.MustParseAddr("127.0.0.1"), Address: "127.0.0.1:1"}
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("Admit heard %+v, want %+v", got, want)
 	}

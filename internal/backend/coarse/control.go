@@ -154,7 +154,7 @@ func (b *Backend) admitAndAdd(reg *pb.Register, peer netip.Addr) (*executorData,
 		}
 		b.admitting[peer]++
 		b.mu.Unlock()
-		err := b.opts.Admit(b.runCtx, Registration{ID: id, PodName: reg.GetPodName(), Peer: peer})
+		err := b.opts.Admit(b.runCtx, Registration{ID: id, PodName: reg.GetPodName(), Peer: peer, Address: reg.GetAddress()})
 		b.mu.Lock()
 		if b.admitting[peer]--; b.admitting[peer] == 0 {
 			delete(b.admitting, peer)
