@@ -128,10 +128,10 @@ func TestExecutorTakesTasksOnlyFromTheDriversKey(t *testing.T) {
 	}
 }
 
-// serveImpostor serves one control connection on a loopback port as a
-// server with tls's credentials speaks the protocol: its hello carries
-// proof(the connection's state), and it answers the first message with
-// launch(1, 1), a task. It returns the address.
+// serveImpostor serves one control connection on a loopback port with
+// cfg's TLS credentials, speaking the protocol as a driver would: its
+// hello carries proof(the connection's state), and it answers the first
+// message with launch(1, 1), a task. It returns the address.
 func serveImpostor(t *testing.T, cfg *tls.Config, proof func(tls.ConnectionState) []byte) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
