@@ -147,7 +147,7 @@ type conn struct {
 	// proof of the driver's key.
 	checkHello func(payload []byte) error
 	// closed is under mu; here, beside hello, it fills what would be
-	// padding, which keeps a connection in the 288-byte size class.
+	// padding (a connection is 304 bytes, in the 320-byte size class).
 	closed bool
 
 	wmu  sync.Mutex
