@@ -132,6 +132,10 @@ type FileSplit struct {
 	// since fails (objstore.ErrChanged) instead of reading another
 	// version's bytes at the listed offsets.
 	ETag string
+	// ModTime is a local file's modification time in the driver's listing
+	// (Unix nanoseconds), so that a rewritten input changes its dataset's
+	// lineage fingerprint (internal/lineage) as an ETag does for objects.
+	ModTime int64
 	// Compression is the codec of a compressed file ("gzip", "zstd"),
 	// read whole by one split; "" for plain files.
 	Compression string
