@@ -172,6 +172,11 @@ type Shuffle struct {
 	Side int
 	// Tagged is set when values carry a side byte.
 	Tagged bool
+	// Lineage is the shuffle's lineage fingerprint (internal/lineage),
+	// set by the driver: an executor keeps it with the map outputs it
+	// writes, and names them by it to a restarted driver, whose shuffle
+	// ids are its own.
+	Lineage string
 }
 
 // Stage is what an executor needs to run one stage's tasks: its nodes, the

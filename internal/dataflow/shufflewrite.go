@@ -104,6 +104,9 @@ func (r *runner) writeShuffle(p Producer) ([]byte, error) {
 		return nil, err
 	}
 	ok = true
+	if s.Lineage != "" {
+		mgr.Keep(s.Lineage, st)
+	}
 	for _, n := range st.Sizes {
 		r.m.ShuffleWriteBytes += n
 	}

@@ -142,7 +142,7 @@ func (h *Hasher) Shuffle(id int) (Fingerprint, error) {
 		return Fingerprint{}, err
 	}
 	c := shuffle{Shuffle: *s, Parent: p}
-	c.Shuffle.ID, c.Shuffle.Parent = 0, 0
+	c.Shuffle.ID, c.Shuffle.Parent, c.Shuffle.Lineage = 0, 0, ""
 	f, err := digest("shuffle", c)
 	if err != nil {
 		return Fingerprint{}, err

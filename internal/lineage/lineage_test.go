@@ -56,7 +56,10 @@ func fingerprints(t *testing.T, g *graph, base int) [2]string {
 }
 
 func TestSameLineageSameFingerprintWhateverTheIDs(t *testing.T) {
-	if diff := cmp.Diff(fingerprints(t, wordCount(0), 0), fingerprints(t, wordCount(40), 40)); diff != "" {
+	again := wordCount(40)
+	// The fingerprint the driver stamps on a shuffle is not part of it.
+	again.shuffles[43].Lineage = "stamped"
+	if diff := cmp.Diff(fingerprints(t, wordCount(0), 0), fingerprints(t, again, 40)); diff != "" {
 		t.Errorf("a program numbering its datasets anew changed the fingerprints (-first +second):\n%s", diff)
 	}
 }

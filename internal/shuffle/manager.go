@@ -1,13 +1,16 @@
 package shuffle
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -50,6 +53,9 @@ type Manager struct {
 
 	peers *peerConns
 
+	heldMu sync.Mutex
+	held   map[heldKey]HeldOutput // the committed map outputs kept with their lineage
+
 	// dialOptions (tests) are added to the peer connections' options.
 	dialOptions []grpc.DialOption
 	// fetchObserve, when set (tests), is called with the bytes fetched and
@@ -83,7 +89,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	m := &Manager{opts: opts, dir: dir, log: log}
+	m := &Manager{opts: opts, dir: dir, log: log, held: map[heldKey]HeldOutput{}}
 	m.peers = &peerConns{clock: opts.Clock, limit: opts.MaxPeerConnections, idleTimeout: opts.PeerIdleTimeout,
 		dial: m.dial, peers: map[string]*peerConn{}}
 	return m, nil
@@ -139,6 +145,13 @@ func (m *Manager) RemoveShuffles(ids ...int) (int, error) {
 	for _, id := range ids {
 		want[fmt.Sprintf("shuffle_%d_", id)] = true
 	}
+	m.heldMu.Lock()
+	for k := range m.held {
+		if slices.Contains(ids, k.shuffleID) {
+			delete(m.held, k)
+		}
+	}
+	m.heldMu.Unlock()
 	removed := 0
 	var errs []error
 	for _, e := range entries {
@@ -154,6 +167,47 @@ func (m *Manager) RemoveShuffles(ids ...int) (int, error) {
 		removed++
 	}
 	return removed, errors.Join(errs...)
+}
+
+// HeldOutput is a committed map output and the lineage fingerprint of
+// its shuffle.
+type HeldOutput struct {
+	Lineage string
+	Status  MapStatus
+}
+
+type heldKey struct {
+	shuffleID, mapID int
+	taskID           int64
+}
+
+// Keep records a committed map output under its shuffle's lineage, for
+// Held. Outputs whose shuffle has no lineage are not kept: they cannot be
+// named to another driver.
+func (m *Manager) Keep(lineage string, st MapStatus) {
+	if lineage == "" {
+		return
+	}
+	m.heldMu.Lock()
+	m.held[heldKey{st.ShuffleID, st.MapID, st.TaskID}] = HeldOutput{Lineage: lineage, Status: st}
+	m.heldMu.Unlock()
+}
+
+// Held returns the kept map outputs that RemoveShuffles has not removed,
+// ordered by shuffle, map and task: what an executor names when it
+// registers with a restarted driver.
+func (m *Manager) Held() []HeldOutput {
+	m.heldMu.Lock()
+	out := make([]HeldOutput, 0, len(m.held))
+	for _, h := range m.held {
+		out = append(out, h)
+	}
+	m.heldMu.Unlock()
+	slices.SortFunc(out, func(a, b HeldOutput) int {
+		return cmp.Or(cmp.Compare(a.Status.ShuffleID, b.Status.ShuffleID), cmp.Compare(a.Status.MapID, b.Status.MapID),
+			cmp.Compare(a.Status.TaskID, b.Status.TaskID))
+	})
+	return out
 }
 
 // shufflePrefix is "shuffle_<id>_" of a map output file's name.

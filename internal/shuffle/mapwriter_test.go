@@ -264,3 +264,39 @@ const (
 	execC    executorid.ID = 3
 	execGone executorid.ID = 99
 )
+
+// TestHeldOutputs: the outputs kept with a lineage are listed until their
+// shuffle is removed; those without one are not kept.
+func TestHeldOutputs(t *testing.T) {
+	m := newTestManager(t, execA, "127.0.0.1:1")
+	rng := rand.New(rand.NewPCG(3, 4))
+	var want []HeldOutput
+	for _, sid := range []int{2, 1, 10} {
+		for mapID := range 2 {
+			st, _ := writeMap(t, m, sid, mapID, int64(100*sid+mapID), 3, 20, 1<<20, rng)
+			lineage := fmt.Sprintf("lineage-%d", sid)
+			if sid == 10 && mapID == 1 {
+				lineage = "" // a shuffle of a driver that names none
+			}
+			m.Keep(lineage, st)
+			if sid == 10 && lineage != "" {
+				want = append(want, HeldOutput{Lineage: lineage, Status: st})
+			}
+		}
+	}
+	all := m.Held()
+	if len(all) != 5 {
+		t.Errorf("%d outputs held, want 5: %v", len(all), all)
+	}
+	for i := 1; i < len(all); i++ {
+		if a, b := all[i-1].Status, all[i].Status; a.ShuffleID > b.ShuffleID || a.ShuffleID == b.ShuffleID && a.MapID > b.MapID {
+			t.Errorf("outputs out of order: %v before %v", a, b)
+		}
+	}
+	if _, err := m.RemoveShuffles(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, m.Held()); diff != "" {
+		t.Errorf("held after removing shuffles 1 and 2 (-want +got):\n%s", diff)
+	}
+}
