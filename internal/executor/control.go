@@ -16,6 +16,7 @@ import (
 	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/pb"
+	"github.com/drover-project/drover/internal/shuffle"
 )
 
 // register opens the control stream and waits for the driver's reply,
@@ -73,6 +74,8 @@ func (e *Executor) tryRegister(deadline time.Time, addr string) (*ctl.ClientStre
 		Cores:       int32(e.opts.Cores),
 		PodName:     e.opts.PodName,
 		MemoryBytes: e.opts.MemoryBytes,
+		Epoch:       e.epoch.Load(),
+		Outputs:     e.heldOutputs(),
 	}}})
 	if err != nil {
 		return nil, err
@@ -88,10 +91,34 @@ func (e *Executor) tryRegister(deadline time.Time, addr string) (*ctl.ClientStre
 	if reg == nil {
 		return nil, fmt.Errorf("driver answered registration with %T", msg.GetMsg())
 	}
+	// A driver of an older attempt than one obeyed before is a zombie
+	// (frozen, then thawed, after its replacement started): never obeyed.
+	if obeyed := e.epoch.Load(); reg.GetEpoch() < obeyed {
+		return nil, fmt.Errorf("the driver answering is attempt %d; this executor obeys attempt %d or later", reg.GetEpoch(), obeyed)
+	}
+	e.epoch.Store(reg.GetEpoch())
 	ok = true
 	e.touch()
 	e.applyConf(reg.GetConf())
 	return stream, nil
+}
+
+// heldOutputs is the map outputs the executor holds, as its registration
+// names them.
+func (e *Executor) heldOutputs() []*pb.HeldMapOutput {
+	var held []shuffle.HeldOutput
+	if e.shuffles != nil {
+		held = e.shuffles.Held()
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	out := make([]*pb.HeldMapOutput, len(held))
+	for i, h := range held {
+		out[i] = &pb.HeldMapOutput{Lineage: h.Lineage, ShuffleId: int32(h.Status.ShuffleID), MapId: int32(h.Status.MapID),
+			TaskId: h.Status.TaskID, Sizes: h.Status.Sizes}
+	}
+	return out
 }
 
 // dialTimeout bounds connecting to the driver and the TLS handshake, as

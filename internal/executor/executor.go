@@ -18,6 +18,7 @@ import (
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/rpc"
+	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/shuffle"
 )
@@ -50,6 +51,11 @@ type Options struct {
 	// carries them to the driver's counter. Unset for an executor that
 	// shares the driver's process, whose counter already has them.
 	StoreRetries func() map[string]int64
+	// Reconnect is set when the driver may come back: its pod restarts it
+	// in place (spark.kubernetes.driver.restartPolicy=OnFailure). A lost
+	// driver is then registered with again, within spark.network.timeout,
+	// naming the map outputs this executor holds, instead of ending it.
+	Reconnect bool
 }
 
 // ErrDriverLost means the executor exited because the driver went away.
@@ -83,8 +89,14 @@ type Executor struct {
 	lastContact atomic.Int64 // clock time of the last message from the driver, unix nanos
 	draining    atomic.Bool
 
-	mu        sync.Mutex
-	running   map[int64]context.CancelFunc
+	// epoch is the newest driver attempt this executor obeyed (Registered).
+	epoch atomic.Int64
+
+	mu sync.Mutex
+	// gen counts the drivers' sessions this executor served; a task's
+	// status goes out only in the session that launched it.
+	gen       atomic.Uint64
+	running   map[int64]runningTask
 	results   map[int64][]byte // results kept for the driver to fetch
 	idle      *sync.Cond
 	freeCores int
@@ -141,7 +153,7 @@ func newExecutor(opts Options) (*Executor, error) {
 		plans:             map[int64]*pb.StagePlan{},
 		waiting:           make(chan func()),
 		done:              make(chan struct{}),
-		running:           map[int64]context.CancelFunc{},
+		running:           map[int64]runningTask{},
 		results:           map[int64][]byte{},
 	}
 	e.idle = sync.NewCond(&e.mu)
@@ -171,22 +183,42 @@ func (e *Executor) run(ctx context.Context) error {
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()
 
-	stream, err := e.register(ctx, lis.Addr().String())
-	if err != nil {
-		return err
+	addr := lis.Addr().String()
+	for {
+		stream, err := e.register(ctx, addr)
+		if err != nil {
+			return err
+		}
+		err = e.session(ctx, stream)
+		if !e.opts.Reconnect || !errors.Is(err, ErrDriverLost) || ctx.Err() != nil {
+			return err
+		}
+		// The driver's pod restarts it in place: its next attempt adopts
+		// this executor and the map outputs it holds.
+		e.log.Warn("driver lost: registering with its next attempt", "err", err, "outputs", len(e.shuffles.Held()))
+		e.forgetSession()
 	}
-	// The stream outlives ctx: SIGTERM starts a graceful exit in which
-	// statuses must still reach the driver.
-	defer stream.Close()
-	e.log.Info("registered with driver", "driver", e.opts.DriverURL, "cores", e.opts.Cores)
+}
 
+// session serves one registration's control stream until the driver ends
+// it, is lost, or ctx is cancelled (SIGTERM) and the running tasks have
+// finished. Every goroutine it starts has ended when it returns.
+func (e *Executor) session(ctx context.Context, stream *ctl.ClientStream) error {
+	e.log.Info("registered with driver", "driver", e.opts.DriverURL, "cores", e.opts.Cores, "attempt", e.epoch.Load())
 	ended := make(chan error, 3)
 	stop := make(chan struct{})
-	defer close(stop)
 	received := make(chan struct{}) // the driver ended the stream
-	go func() { defer close(received); ended <- e.receive(stream) }()
-	go func() { ended <- e.send(stream, stop) }()
-	go func() { ended <- e.heartbeat(stop) }()
+	var wg sync.WaitGroup
+	// The stream outlives ctx: SIGTERM starts a graceful exit in which
+	// statuses must still reach the driver.
+	defer func() {
+		close(stop)
+		_ = stream.Close()
+		wg.Wait()
+	}()
+	wg.Go(func() { defer close(received); ended <- e.receive(stream) })
+	wg.Go(func() { ended <- e.send(stream, stop) })
+	wg.Go(func() { ended <- e.heartbeat(stop) })
 
 	select {
 	case err := <-ended:
@@ -218,6 +250,21 @@ func (e *Executor) run(ctx context.Context) error {
 		e.log.Warn("the driver did not acknowledge the last task statuses")
 	}
 	return nil
+}
+
+// forgetSession drops what belonged to a lost driver's session: its
+// tasks (killed already; statuses they still report are not sent), its
+// plans, the results kept for it and the messages not sent to it. The map
+// outputs stay: they are what the next attempt adopts.
+func (e *Executor) forgetSession() {
+	e.mu.Lock()
+	e.gen.Add(1)
+	clear(e.running)
+	clear(e.results)
+	e.idle.Broadcast()
+	e.mu.Unlock()
+	clear(e.plans)
+	e.out.reset()
 }
 
 // FetchBlocks serves this executor's map outputs to reducers.

@@ -56,6 +56,18 @@ func (o *outbox) wake() {
 	}
 }
 
+// reset drops every message not sent yet: they were for a driver that
+// is gone.
+func (o *outbox) reset() {
+	o.mu.Lock()
+	o.statuses, o.other, o.finished, o.nanos, o.closing = nil, nil, nil, nil, false
+	o.mu.Unlock()
+	select {
+	case <-o.notify:
+	default:
+	}
+}
+
 // closeAfterFlush asks the sender to close the stream once everything
 // queued so far has been sent.
 func (o *outbox) closeAfterFlush() {

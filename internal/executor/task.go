@@ -56,9 +56,10 @@ func (e *Executor) launch(t *pb.TaskDescription, p *pb.StagePlan) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.mu.Lock()
-	e.running[tid] = cancel
+	gen := e.gen.Load()
+	e.running[tid] = runningTask{cancel: cancel, gen: gen}
 	e.mu.Unlock()
-	e.spawn(func() { e.runTask(ctx, cancel, t, p) })
+	e.spawn(func() { e.runTask(ctx, cancel, gen, t, p) })
 }
 
 // spawn runs f on a worker goroutine: one that finished its task and waits
@@ -110,10 +111,17 @@ func (e *Executor) release(cpus int) {
 	e.mu.Unlock()
 }
 
-func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb.TaskDescription, p *pb.StagePlan) {
+// runningTask is a task launched and not finished: how to kill it, and
+// the session (Executor.gen) its status belongs to.
+type runningTask struct {
+	cancel context.CancelFunc
+	gen    uint64
+}
+
+func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, gen uint64, t *pb.TaskDescription, p *pb.StagePlan) {
 	if !e.acquire(int(p.GetCpus())) {
 		cancel()
-		e.finish(t.GetTaskId(), &pb.TaskStatus{TaskId: t.GetTaskId(), State: pb.TaskState_TASK_STATE_KILLED, Error: "executor is decommissioning"})
+		e.finish(t.GetTaskId(), gen, &pb.TaskStatus{TaskId: t.GetTaskId(), State: pb.TaskState_TASK_STATE_KILLED, Error: "executor is decommissioning"})
 		return
 	}
 	defer e.release(int(p.GetCpus()))
@@ -140,7 +148,7 @@ func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb
 		retries = e.opts.StoreRetries()
 	}
 	if !killed && o.Err == nil && len(o.Result) == 0 && m == (funcs.Metrics{}) && len(retries) == 0 {
-		e.finishQuiet(t.GetTaskId(), d)
+		e.finishQuiet(t.GetTaskId(), gen, d)
 		return
 	}
 	st := &pb.TaskStatus{TaskId: t.GetTaskId(), DurationNanos: int64(d), Metrics: MetricsProto(m)}
@@ -165,14 +173,16 @@ func (e *Executor) runTask(ctx context.Context, cancel context.CancelFunc, t *pb
 		st.State = pb.TaskState_TASK_STATE_FINISHED
 		if int64(len(o.Result)) > e.maxDirectResult {
 			e.mu.Lock()
-			e.results[t.GetTaskId()] = o.Result
+			if e.gen.Load() == gen {
+				e.results[t.GetTaskId()] = o.Result
+			}
 			e.mu.Unlock()
 			st.Indirect, st.ResultSize = true, int64(len(o.Result))
 		} else {
 			st.Result = o.Result
 		}
 	}
-	e.finish(t.GetTaskId(), st)
+	e.finish(t.GetTaskId(), gen, st)
 }
 
 // MetricsProto is m as the task status carries it; nil when nothing was
@@ -190,29 +200,42 @@ func MetricsProto(m funcs.Metrics) *pb.TaskMetrics {
 	}
 }
 
-func (e *Executor) finish(tid int64, st *pb.TaskStatus) {
-	e.out.addStatus(st)
-	e.forget(tid)
+// finish reports a task's status to the driver of the session that
+// launched it (gen); a lost driver's tasks report nothing to its next
+// attempt. The status is queued before the task stops counting as running,
+// so that a decommission waiting for idleness sends it.
+func (e *Executor) finish(tid int64, gen uint64, st *pb.TaskStatus) {
+	e.mu.Lock()
+	if e.gen.Load() == gen {
+		e.out.addStatus(st)
+	}
+	e.forgetLocked(tid, gen)
+	e.mu.Unlock()
 }
 
 // finishQuiet reports a task that finished with nothing but its duration.
-func (e *Executor) finishQuiet(tid int64, d time.Duration) {
-	e.out.addFinished(tid, d)
-	e.forget(tid)
+func (e *Executor) finishQuiet(tid int64, gen uint64, d time.Duration) {
+	e.mu.Lock()
+	if e.gen.Load() == gen {
+		e.out.addFinished(tid, d)
+	}
+	e.forgetLocked(tid, gen)
+	e.mu.Unlock()
 }
 
-func (e *Executor) forget(tid int64) {
-	e.mu.Lock()
+func (e *Executor) forgetLocked(tid int64, gen uint64) {
+	if r, ok := e.running[tid]; !ok || r.gen != gen {
+		return
+	}
 	delete(e.running, tid)
 	if len(e.running) == 0 {
 		e.idle.Broadcast()
 	}
-	e.mu.Unlock()
 }
 
 func (e *Executor) killTask(tid int64, reason string) {
 	e.mu.Lock()
-	cancel := e.running[tid]
+	cancel := e.running[tid].cancel
 	e.mu.Unlock()
 	if cancel != nil {
 		e.log.Info("killing task", "task", tid, "reason", reason)
@@ -223,9 +246,9 @@ func (e *Executor) killTask(tid int64, reason string) {
 func (e *Executor) killAll(reason string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for tid, cancel := range e.running {
+	for tid, r := range e.running {
 		e.log.Debug("killing task", "task", tid, "reason", reason)
-		cancel()
+		r.cancel()
 	}
 }
 

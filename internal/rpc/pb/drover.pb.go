@@ -365,11 +365,17 @@ type Register struct {
 	AppId      string                 `protobuf:"bytes,1,opt,name=app_id,json=appId,proto3" json:"app_id,omitempty"`
 	ExecutorId string                 `protobuf:"bytes,2,opt,name=executor_id,json=executorId,proto3" json:"executor_id,omitempty"`
 	// host:port of the executor's own server (result and block fetches).
-	Address       string `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
-	Cores         int32  `protobuf:"varint,4,opt,name=cores,proto3" json:"cores,omitempty"`
-	PodName       string `protobuf:"bytes,5,opt,name=pod_name,json=podName,proto3" json:"pod_name,omitempty"`
-	MemoryBytes   int64  `protobuf:"varint,6,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
-	Pid           int32  `protobuf:"varint,7,opt,name=pid,proto3" json:"pid,omitempty"`
+	Address     string `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
+	Cores       int32  `protobuf:"varint,4,opt,name=cores,proto3" json:"cores,omitempty"`
+	PodName     string `protobuf:"bytes,5,opt,name=pod_name,json=podName,proto3" json:"pod_name,omitempty"`
+	MemoryBytes int64  `protobuf:"varint,6,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	Pid         int32  `protobuf:"varint,7,opt,name=pid,proto3" json:"pid,omitempty"`
+	// The newest driver attempt (epoch) this executor obeyed, 0 before its
+	// first registration: set when it registers again with a restarted driver.
+	Epoch int64 `protobuf:"varint,8,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// The map outputs the executor holds, named by their shuffles' lineage
+	// fingerprints, for a restarted driver to adopt instead of recomputing.
+	Outputs       []*HeldMapOutput `protobuf:"bytes,9,rep,name=outputs,proto3" json:"outputs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -453,17 +459,114 @@ func (x *Register) GetPid() int32 {
 	return 0
 }
 
+func (x *Register) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *Register) GetOutputs() []*HeldMapOutput {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+// HeldMapOutput is a committed map output an executor holds.
+type HeldMapOutput struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The shuffle's lineage fingerprint, in hex (internal/lineage).
+	Lineage string `protobuf:"bytes,1,opt,name=lineage,proto3" json:"lineage,omitempty"`
+	// The ids the output was written under, which its blocks are fetched by.
+	ShuffleId int32 `protobuf:"varint,2,opt,name=shuffle_id,json=shuffleId,proto3" json:"shuffle_id,omitempty"`
+	MapId     int32 `protobuf:"varint,3,opt,name=map_id,json=mapId,proto3" json:"map_id,omitempty"`
+	TaskId    int64 `protobuf:"varint,4,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The block size of every reduce partition, in bytes.
+	Sizes         []int64 `protobuf:"varint,5,rep,packed,name=sizes,proto3" json:"sizes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeldMapOutput) Reset() {
+	*x = HeldMapOutput{}
+	mi := &file_drover_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeldMapOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeldMapOutput) ProtoMessage() {}
+
+func (x *HeldMapOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_drover_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeldMapOutput.ProtoReflect.Descriptor instead.
+func (*HeldMapOutput) Descriptor() ([]byte, []int) {
+	return file_drover_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *HeldMapOutput) GetLineage() string {
+	if x != nil {
+		return x.Lineage
+	}
+	return ""
+}
+
+func (x *HeldMapOutput) GetShuffleId() int32 {
+	if x != nil {
+		return x.ShuffleId
+	}
+	return 0
+}
+
+func (x *HeldMapOutput) GetMapId() int32 {
+	if x != nil {
+		return x.MapId
+	}
+	return 0
+}
+
+func (x *HeldMapOutput) GetTaskId() int64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *HeldMapOutput) GetSizes() []int64 {
+	if x != nil {
+		return x.Sizes
+	}
+	return nil
+}
+
 type Registered struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Explicitly set configuration of the application, for the executor.
-	Conf          map[string]string `protobuf:"bytes,1,rep,name=conf,proto3" json:"conf,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Conf map[string]string `protobuf:"bytes,1,rep,name=conf,proto3" json:"conf,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The driver's attempt: its container's restart count. An executor
+	// obeys no driver of an older attempt than one it has obeyed.
+	Epoch         int64 `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Registered) Reset() {
 	*x = Registered{}
-	mi := &file_drover_proto_msgTypes[3]
+	mi := &file_drover_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +578,7 @@ func (x *Registered) String() string {
 func (*Registered) ProtoMessage() {}
 
 func (x *Registered) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[3]
+	mi := &file_drover_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +591,7 @@ func (x *Registered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Registered.ProtoReflect.Descriptor instead.
 func (*Registered) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{3}
+	return file_drover_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Registered) GetConf() map[string]string {
@@ -496,6 +599,13 @@ func (x *Registered) GetConf() map[string]string {
 		return x.Conf
 	}
 	return nil
+}
+
+func (x *Registered) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
 }
 
 type Heartbeat struct {
@@ -508,7 +618,7 @@ type Heartbeat struct {
 
 func (x *Heartbeat) Reset() {
 	*x = Heartbeat{}
-	mi := &file_drover_proto_msgTypes[4]
+	mi := &file_drover_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -520,7 +630,7 @@ func (x *Heartbeat) String() string {
 func (*Heartbeat) ProtoMessage() {}
 
 func (x *Heartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[4]
+	mi := &file_drover_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -533,7 +643,7 @@ func (x *Heartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Heartbeat.ProtoReflect.Descriptor instead.
 func (*Heartbeat) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{4}
+	return file_drover_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Heartbeat) GetUnixNano() int64 {
@@ -560,7 +670,7 @@ type HeartbeatAck struct {
 
 func (x *HeartbeatAck) Reset() {
 	*x = HeartbeatAck{}
-	mi := &file_drover_proto_msgTypes[5]
+	mi := &file_drover_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -572,7 +682,7 @@ func (x *HeartbeatAck) String() string {
 func (*HeartbeatAck) ProtoMessage() {}
 
 func (x *HeartbeatAck) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[5]
+	mi := &file_drover_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -585,7 +695,7 @@ func (x *HeartbeatAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatAck.ProtoReflect.Descriptor instead.
 func (*HeartbeatAck) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{5}
+	return file_drover_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *HeartbeatAck) GetReregister() bool {
@@ -613,7 +723,7 @@ type TaskDescription struct {
 
 func (x *TaskDescription) Reset() {
 	*x = TaskDescription{}
-	mi := &file_drover_proto_msgTypes[6]
+	mi := &file_drover_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +735,7 @@ func (x *TaskDescription) String() string {
 func (*TaskDescription) ProtoMessage() {}
 
 func (x *TaskDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[6]
+	mi := &file_drover_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +748,7 @@ func (x *TaskDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskDescription.ProtoReflect.Descriptor instead.
 func (*TaskDescription) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{6}
+	return file_drover_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TaskDescription) GetTaskId() int64 {
@@ -695,7 +805,7 @@ type StagePlan struct {
 
 func (x *StagePlan) Reset() {
 	*x = StagePlan{}
-	mi := &file_drover_proto_msgTypes[7]
+	mi := &file_drover_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +817,7 @@ func (x *StagePlan) String() string {
 func (*StagePlan) ProtoMessage() {}
 
 func (x *StagePlan) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[7]
+	mi := &file_drover_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +830,7 @@ func (x *StagePlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StagePlan.ProtoReflect.Descriptor instead.
 func (*StagePlan) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{7}
+	return file_drover_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StagePlan) GetTaskSet() int64 {
@@ -783,7 +893,7 @@ type LaunchBatch struct {
 
 func (x *LaunchBatch) Reset() {
 	*x = LaunchBatch{}
-	mi := &file_drover_proto_msgTypes[8]
+	mi := &file_drover_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -795,7 +905,7 @@ func (x *LaunchBatch) String() string {
 func (*LaunchBatch) ProtoMessage() {}
 
 func (x *LaunchBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[8]
+	mi := &file_drover_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -808,7 +918,7 @@ func (x *LaunchBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LaunchBatch.ProtoReflect.Descriptor instead.
 func (*LaunchBatch) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{8}
+	return file_drover_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LaunchBatch) GetTasks() []*TaskDescription {
@@ -835,7 +945,7 @@ type ForgetPlans struct {
 
 func (x *ForgetPlans) Reset() {
 	*x = ForgetPlans{}
-	mi := &file_drover_proto_msgTypes[9]
+	mi := &file_drover_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +957,7 @@ func (x *ForgetPlans) String() string {
 func (*ForgetPlans) ProtoMessage() {}
 
 func (x *ForgetPlans) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[9]
+	mi := &file_drover_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +970,7 @@ func (x *ForgetPlans) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForgetPlans.ProtoReflect.Descriptor instead.
 func (*ForgetPlans) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{9}
+	return file_drover_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ForgetPlans) GetTaskSets() []int64 {
@@ -895,7 +1005,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_drover_proto_msgTypes[10]
+	mi := &file_drover_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -907,7 +1017,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[10]
+	mi := &file_drover_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -920,7 +1030,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{10}
+	return file_drover_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TaskStatus) GetTaskId() int64 {
@@ -1026,7 +1136,7 @@ type TaskMetrics struct {
 
 func (x *TaskMetrics) Reset() {
 	*x = TaskMetrics{}
-	mi := &file_drover_proto_msgTypes[11]
+	mi := &file_drover_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1038,7 +1148,7 @@ func (x *TaskMetrics) String() string {
 func (*TaskMetrics) ProtoMessage() {}
 
 func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[11]
+	mi := &file_drover_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1051,7 +1161,7 @@ func (x *TaskMetrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskMetrics.ProtoReflect.Descriptor instead.
 func (*TaskMetrics) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{11}
+	return file_drover_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TaskMetrics) GetInputBytes() int64 {
@@ -1137,7 +1247,7 @@ type FetchFailure struct {
 
 func (x *FetchFailure) Reset() {
 	*x = FetchFailure{}
-	mi := &file_drover_proto_msgTypes[12]
+	mi := &file_drover_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1149,7 +1259,7 @@ func (x *FetchFailure) String() string {
 func (*FetchFailure) ProtoMessage() {}
 
 func (x *FetchFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[12]
+	mi := &file_drover_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1162,7 +1272,7 @@ func (x *FetchFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchFailure.ProtoReflect.Descriptor instead.
 func (*FetchFailure) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{12}
+	return file_drover_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *FetchFailure) GetShuffleId() int32 {
@@ -1214,7 +1324,7 @@ type StatusBatch struct {
 
 func (x *StatusBatch) Reset() {
 	*x = StatusBatch{}
-	mi := &file_drover_proto_msgTypes[13]
+	mi := &file_drover_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1226,7 +1336,7 @@ func (x *StatusBatch) String() string {
 func (*StatusBatch) ProtoMessage() {}
 
 func (x *StatusBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[13]
+	mi := &file_drover_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1239,7 +1349,7 @@ func (x *StatusBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusBatch.ProtoReflect.Descriptor instead.
 func (*StatusBatch) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{13}
+	return file_drover_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StatusBatch) GetStatuses() []*TaskStatus {
@@ -1274,7 +1384,7 @@ type Decommission struct {
 
 func (x *Decommission) Reset() {
 	*x = Decommission{}
-	mi := &file_drover_proto_msgTypes[14]
+	mi := &file_drover_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1396,7 @@ func (x *Decommission) String() string {
 func (*Decommission) ProtoMessage() {}
 
 func (x *Decommission) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[14]
+	mi := &file_drover_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1409,7 @@ func (x *Decommission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decommission.ProtoReflect.Descriptor instead.
 func (*Decommission) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{14}
+	return file_drover_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Decommission) GetReason() string {
@@ -1319,7 +1429,7 @@ type KillTask struct {
 
 func (x *KillTask) Reset() {
 	*x = KillTask{}
-	mi := &file_drover_proto_msgTypes[15]
+	mi := &file_drover_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1441,7 @@ func (x *KillTask) String() string {
 func (*KillTask) ProtoMessage() {}
 
 func (x *KillTask) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[15]
+	mi := &file_drover_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1454,7 @@ func (x *KillTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillTask.ProtoReflect.Descriptor instead.
 func (*KillTask) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{15}
+	return file_drover_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *KillTask) GetTaskId() int64 {
@@ -1370,7 +1480,7 @@ type Shutdown struct {
 
 func (x *Shutdown) Reset() {
 	*x = Shutdown{}
-	mi := &file_drover_proto_msgTypes[16]
+	mi := &file_drover_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1382,7 +1492,7 @@ func (x *Shutdown) String() string {
 func (*Shutdown) ProtoMessage() {}
 
 func (x *Shutdown) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[16]
+	mi := &file_drover_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1395,7 +1505,7 @@ func (x *Shutdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shutdown.ProtoReflect.Descriptor instead.
 func (*Shutdown) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{16}
+	return file_drover_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Shutdown) GetReason() string {
@@ -1416,7 +1526,7 @@ type RemoveShuffles struct {
 
 func (x *RemoveShuffles) Reset() {
 	*x = RemoveShuffles{}
-	mi := &file_drover_proto_msgTypes[17]
+	mi := &file_drover_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1428,7 +1538,7 @@ func (x *RemoveShuffles) String() string {
 func (*RemoveShuffles) ProtoMessage() {}
 
 func (x *RemoveShuffles) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[17]
+	mi := &file_drover_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1441,7 +1551,7 @@ func (x *RemoveShuffles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveShuffles.ProtoReflect.Descriptor instead.
 func (*RemoveShuffles) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{17}
+	return file_drover_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RemoveShuffles) GetShuffleIds() []int64 {
@@ -1460,7 +1570,7 @@ type FetchResultRequest struct {
 
 func (x *FetchResultRequest) Reset() {
 	*x = FetchResultRequest{}
-	mi := &file_drover_proto_msgTypes[18]
+	mi := &file_drover_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1472,7 +1582,7 @@ func (x *FetchResultRequest) String() string {
 func (*FetchResultRequest) ProtoMessage() {}
 
 func (x *FetchResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[18]
+	mi := &file_drover_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1485,7 +1595,7 @@ func (x *FetchResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResultRequest.ProtoReflect.Descriptor instead.
 func (*FetchResultRequest) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{18}
+	return file_drover_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *FetchResultRequest) GetTaskId() int64 {
@@ -1506,7 +1616,7 @@ type Chunk struct {
 
 func (x *Chunk) Reset() {
 	*x = Chunk{}
-	mi := &file_drover_proto_msgTypes[19]
+	mi := &file_drover_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1518,7 +1628,7 @@ func (x *Chunk) String() string {
 func (*Chunk) ProtoMessage() {}
 
 func (x *Chunk) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[19]
+	mi := &file_drover_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1531,7 +1641,7 @@ func (x *Chunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chunk.ProtoReflect.Descriptor instead.
 func (*Chunk) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{19}
+	return file_drover_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Chunk) GetData() []byte {
@@ -1559,7 +1669,7 @@ type FetchBlocksRequest struct {
 
 func (x *FetchBlocksRequest) Reset() {
 	*x = FetchBlocksRequest{}
-	mi := &file_drover_proto_msgTypes[20]
+	mi := &file_drover_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1681,7 @@ func (x *FetchBlocksRequest) String() string {
 func (*FetchBlocksRequest) ProtoMessage() {}
 
 func (x *FetchBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[20]
+	mi := &file_drover_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1694,7 @@ func (x *FetchBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchBlocksRequest.ProtoReflect.Descriptor instead.
 func (*FetchBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{20}
+	return file_drover_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FetchBlocksRequest) GetShuffleId() int32 {
@@ -1618,7 +1728,7 @@ type BlockID struct {
 
 func (x *BlockID) Reset() {
 	*x = BlockID{}
-	mi := &file_drover_proto_msgTypes[21]
+	mi := &file_drover_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1740,7 @@ func (x *BlockID) String() string {
 func (*BlockID) ProtoMessage() {}
 
 func (x *BlockID) ProtoReflect() protoreflect.Message {
-	mi := &file_drover_proto_msgTypes[21]
+	mi := &file_drover_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1753,7 @@ func (x *BlockID) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockID.ProtoReflect.Descriptor instead.
 func (*BlockID) Descriptor() ([]byte, []int) {
-	return file_drover_proto_rawDescGZIP(), []int{21}
+	return file_drover_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BlockID) GetMapId() int32 {
@@ -1681,7 +1791,7 @@ const file_drover_proto_rawDesc = "" +
 	"\rheartbeat_ack\x18\x05 \x01(\v2\x17.drover.v1.HeartbeatAckH\x00R\fheartbeatAck\x12D\n" +
 	"\x0fremove_shuffles\x18\x06 \x01(\v2\x19.drover.v1.RemoveShufflesH\x00R\x0eremoveShuffles\x12;\n" +
 	"\fforget_plans\x18\a \x01(\v2\x16.drover.v1.ForgetPlansH\x00R\vforgetPlansB\x05\n" +
-	"\x03msg\"\xc2\x01\n" +
+	"\x03msg\"\x8c\x02\n" +
 	"\bRegister\x12\x15\n" +
 	"\x06app_id\x18\x01 \x01(\tR\x05appId\x12\x1f\n" +
 	"\vexecutor_id\x18\x02 \x01(\tR\n" +
@@ -1690,10 +1800,20 @@ const file_drover_proto_rawDesc = "" +
 	"\x05cores\x18\x04 \x01(\x05R\x05cores\x12\x19\n" +
 	"\bpod_name\x18\x05 \x01(\tR\apodName\x12!\n" +
 	"\fmemory_bytes\x18\x06 \x01(\x03R\vmemoryBytes\x12\x10\n" +
-	"\x03pid\x18\a \x01(\x05R\x03pid\"z\n" +
+	"\x03pid\x18\a \x01(\x05R\x03pid\x12\x14\n" +
+	"\x05epoch\x18\b \x01(\x03R\x05epoch\x122\n" +
+	"\aoutputs\x18\t \x03(\v2\x18.drover.v1.HeldMapOutputR\aoutputs\"\x8e\x01\n" +
+	"\rHeldMapOutput\x12\x18\n" +
+	"\alineage\x18\x01 \x01(\tR\alineage\x12\x1d\n" +
+	"\n" +
+	"shuffle_id\x18\x02 \x01(\x05R\tshuffleId\x12\x15\n" +
+	"\x06map_id\x18\x03 \x01(\x05R\x05mapId\x12\x17\n" +
+	"\atask_id\x18\x04 \x01(\x03R\x06taskId\x12\x14\n" +
+	"\x05sizes\x18\x05 \x03(\x03R\x05sizes\"\x90\x01\n" +
 	"\n" +
 	"Registered\x123\n" +
-	"\x04conf\x18\x01 \x03(\v2\x1f.drover.v1.Registered.ConfEntryR\x04conf\x1a7\n" +
+	"\x04conf\x18\x01 \x03(\v2\x1f.drover.v1.Registered.ConfEntryR\x04conf\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x1a7\n" +
 	"\tConfEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"R\n" +
@@ -1816,64 +1936,66 @@ func file_drover_proto_rawDescGZIP() []byte {
 }
 
 var file_drover_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_drover_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_drover_proto_goTypes = []any{
 	(TaskState)(0),             // 0: drover.v1.TaskState
 	(*ExecutorMessage)(nil),    // 1: drover.v1.ExecutorMessage
 	(*DriverMessage)(nil),      // 2: drover.v1.DriverMessage
 	(*Register)(nil),           // 3: drover.v1.Register
-	(*Registered)(nil),         // 4: drover.v1.Registered
-	(*Heartbeat)(nil),          // 5: drover.v1.Heartbeat
-	(*HeartbeatAck)(nil),       // 6: drover.v1.HeartbeatAck
-	(*TaskDescription)(nil),    // 7: drover.v1.TaskDescription
-	(*StagePlan)(nil),          // 8: drover.v1.StagePlan
-	(*LaunchBatch)(nil),        // 9: drover.v1.LaunchBatch
-	(*ForgetPlans)(nil),        // 10: drover.v1.ForgetPlans
-	(*TaskStatus)(nil),         // 11: drover.v1.TaskStatus
-	(*TaskMetrics)(nil),        // 12: drover.v1.TaskMetrics
-	(*FetchFailure)(nil),       // 13: drover.v1.FetchFailure
-	(*StatusBatch)(nil),        // 14: drover.v1.StatusBatch
-	(*Decommission)(nil),       // 15: drover.v1.Decommission
-	(*KillTask)(nil),           // 16: drover.v1.KillTask
-	(*Shutdown)(nil),           // 17: drover.v1.Shutdown
-	(*RemoveShuffles)(nil),     // 18: drover.v1.RemoveShuffles
-	(*FetchResultRequest)(nil), // 19: drover.v1.FetchResultRequest
-	(*Chunk)(nil),              // 20: drover.v1.Chunk
-	(*FetchBlocksRequest)(nil), // 21: drover.v1.FetchBlocksRequest
-	(*BlockID)(nil),            // 22: drover.v1.BlockID
-	nil,                        // 23: drover.v1.Registered.ConfEntry
-	nil,                        // 24: drover.v1.TaskMetrics.StoreRetriesEntry
+	(*HeldMapOutput)(nil),      // 4: drover.v1.HeldMapOutput
+	(*Registered)(nil),         // 5: drover.v1.Registered
+	(*Heartbeat)(nil),          // 6: drover.v1.Heartbeat
+	(*HeartbeatAck)(nil),       // 7: drover.v1.HeartbeatAck
+	(*TaskDescription)(nil),    // 8: drover.v1.TaskDescription
+	(*StagePlan)(nil),          // 9: drover.v1.StagePlan
+	(*LaunchBatch)(nil),        // 10: drover.v1.LaunchBatch
+	(*ForgetPlans)(nil),        // 11: drover.v1.ForgetPlans
+	(*TaskStatus)(nil),         // 12: drover.v1.TaskStatus
+	(*TaskMetrics)(nil),        // 13: drover.v1.TaskMetrics
+	(*FetchFailure)(nil),       // 14: drover.v1.FetchFailure
+	(*StatusBatch)(nil),        // 15: drover.v1.StatusBatch
+	(*Decommission)(nil),       // 16: drover.v1.Decommission
+	(*KillTask)(nil),           // 17: drover.v1.KillTask
+	(*Shutdown)(nil),           // 18: drover.v1.Shutdown
+	(*RemoveShuffles)(nil),     // 19: drover.v1.RemoveShuffles
+	(*FetchResultRequest)(nil), // 20: drover.v1.FetchResultRequest
+	(*Chunk)(nil),              // 21: drover.v1.Chunk
+	(*FetchBlocksRequest)(nil), // 22: drover.v1.FetchBlocksRequest
+	(*BlockID)(nil),            // 23: drover.v1.BlockID
+	nil,                        // 24: drover.v1.Registered.ConfEntry
+	nil,                        // 25: drover.v1.TaskMetrics.StoreRetriesEntry
 }
 var file_drover_proto_depIdxs = []int32{
 	3,  // 0: drover.v1.ExecutorMessage.register:type_name -> drover.v1.Register
-	5,  // 1: drover.v1.ExecutorMessage.heartbeat:type_name -> drover.v1.Heartbeat
-	14, // 2: drover.v1.ExecutorMessage.status:type_name -> drover.v1.StatusBatch
-	15, // 3: drover.v1.ExecutorMessage.decommission:type_name -> drover.v1.Decommission
-	4,  // 4: drover.v1.DriverMessage.registered:type_name -> drover.v1.Registered
-	9,  // 5: drover.v1.DriverMessage.launch:type_name -> drover.v1.LaunchBatch
-	16, // 6: drover.v1.DriverMessage.kill:type_name -> drover.v1.KillTask
-	17, // 7: drover.v1.DriverMessage.shutdown:type_name -> drover.v1.Shutdown
-	6,  // 8: drover.v1.DriverMessage.heartbeat_ack:type_name -> drover.v1.HeartbeatAck
-	18, // 9: drover.v1.DriverMessage.remove_shuffles:type_name -> drover.v1.RemoveShuffles
-	10, // 10: drover.v1.DriverMessage.forget_plans:type_name -> drover.v1.ForgetPlans
-	23, // 11: drover.v1.Registered.conf:type_name -> drover.v1.Registered.ConfEntry
-	7,  // 12: drover.v1.LaunchBatch.tasks:type_name -> drover.v1.TaskDescription
-	8,  // 13: drover.v1.LaunchBatch.plans:type_name -> drover.v1.StagePlan
-	0,  // 14: drover.v1.TaskStatus.state:type_name -> drover.v1.TaskState
-	13, // 15: drover.v1.TaskStatus.fetch_failure:type_name -> drover.v1.FetchFailure
-	12, // 16: drover.v1.TaskStatus.metrics:type_name -> drover.v1.TaskMetrics
-	24, // 17: drover.v1.TaskMetrics.store_retries:type_name -> drover.v1.TaskMetrics.StoreRetriesEntry
-	11, // 18: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
-	22, // 19: drover.v1.FetchBlocksRequest.blocks:type_name -> drover.v1.BlockID
-	19, // 20: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
-	21, // 21: drover.v1.Executor.FetchBlocks:input_type -> drover.v1.FetchBlocksRequest
-	20, // 22: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
-	20, // 23: drover.v1.Executor.FetchBlocks:output_type -> drover.v1.Chunk
-	22, // [22:24] is the sub-list for method output_type
-	20, // [20:22] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	6,  // 1: drover.v1.ExecutorMessage.heartbeat:type_name -> drover.v1.Heartbeat
+	15, // 2: drover.v1.ExecutorMessage.status:type_name -> drover.v1.StatusBatch
+	16, // 3: drover.v1.ExecutorMessage.decommission:type_name -> drover.v1.Decommission
+	5,  // 4: drover.v1.DriverMessage.registered:type_name -> drover.v1.Registered
+	10, // 5: drover.v1.DriverMessage.launch:type_name -> drover.v1.LaunchBatch
+	17, // 6: drover.v1.DriverMessage.kill:type_name -> drover.v1.KillTask
+	18, // 7: drover.v1.DriverMessage.shutdown:type_name -> drover.v1.Shutdown
+	7,  // 8: drover.v1.DriverMessage.heartbeat_ack:type_name -> drover.v1.HeartbeatAck
+	19, // 9: drover.v1.DriverMessage.remove_shuffles:type_name -> drover.v1.RemoveShuffles
+	11, // 10: drover.v1.DriverMessage.forget_plans:type_name -> drover.v1.ForgetPlans
+	4,  // 11: drover.v1.Register.outputs:type_name -> drover.v1.HeldMapOutput
+	24, // 12: drover.v1.Registered.conf:type_name -> drover.v1.Registered.ConfEntry
+	8,  // 13: drover.v1.LaunchBatch.tasks:type_name -> drover.v1.TaskDescription
+	9,  // 14: drover.v1.LaunchBatch.plans:type_name -> drover.v1.StagePlan
+	0,  // 15: drover.v1.TaskStatus.state:type_name -> drover.v1.TaskState
+	14, // 16: drover.v1.TaskStatus.fetch_failure:type_name -> drover.v1.FetchFailure
+	13, // 17: drover.v1.TaskStatus.metrics:type_name -> drover.v1.TaskMetrics
+	25, // 18: drover.v1.TaskMetrics.store_retries:type_name -> drover.v1.TaskMetrics.StoreRetriesEntry
+	12, // 19: drover.v1.StatusBatch.statuses:type_name -> drover.v1.TaskStatus
+	23, // 20: drover.v1.FetchBlocksRequest.blocks:type_name -> drover.v1.BlockID
+	20, // 21: drover.v1.Executor.FetchResult:input_type -> drover.v1.FetchResultRequest
+	22, // 22: drover.v1.Executor.FetchBlocks:input_type -> drover.v1.FetchBlocksRequest
+	21, // 23: drover.v1.Executor.FetchResult:output_type -> drover.v1.Chunk
+	21, // 24: drover.v1.Executor.FetchBlocks:output_type -> drover.v1.Chunk
+	23, // [23:25] is the sub-list for method output_type
+	21, // [21:23] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_drover_proto_init() }
@@ -1902,7 +2024,7 @@ func file_drover_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_drover_proto_rawDesc), len(file_drover_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
