@@ -7,6 +7,7 @@ import (
 
 	"github.com/drover-project/drover/internal/dataflow"
 	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/lineage"
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/shuffle"
 )
@@ -23,7 +24,12 @@ type Options struct {
 	// RemoveShuffles deletes the executors' map outputs of shuffles the
 	// graph forgot; nil keeps them until the executors exit.
 	RemoveShuffles func(ids []int)
-	Logger         *slog.Logger
+	// Lineage stamps every shuffle with its lineage fingerprint, which
+	// executors keep with its map outputs, and lets Adopt hand a restarted
+	// driver's graph the outputs an earlier attempt computed. Set when the
+	// driver may restart (spark.kubernetes.driver.restartPolicy=OnFailure).
+	Lineage bool
+	Logger  *slog.Logger
 }
 
 // Graph holds an application's datasets and shuffles, the map outputs of
@@ -42,6 +48,11 @@ type Graph struct {
 	// lost are the executors reported lost: their map outputs are gone,
 	// also those whose tasks report success afterwards.
 	lost map[executorid.ID]bool
+	// lineage fingerprints shuffles when Options.Lineage is set.
+	lineage *lineage.Hasher
+	// adopted are the map outputs earlier attempts of the driver computed
+	// that live executors hold: by shuffle lineage, then map id.
+	adopted map[string]map[int]*shuffle.MapStatus
 }
 
 // shuffleState is a shuffle and the map outputs that exist.
@@ -79,8 +90,25 @@ func New(sched *scheduler.Scheduler, opts Options) *Graph {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Graph{sched: sched, opts: opts, log: opts.Logger, nodes: map[int]*dataflow.Node{},
-		data: map[int][][]byte{}, shuffles: map[int]*shuffleState{}, lost: map[executorid.ID]bool{}}
+	g := &Graph{sched: sched, opts: opts, log: opts.Logger, nodes: map[int]*dataflow.Node{},
+		data: map[int][][]byte{}, shuffles: map[int]*shuffleState{}, lost: map[executorid.ID]bool{},
+		adopted: map[string]map[int]*shuffle.MapStatus{}}
+	if opts.Lineage {
+		g.lineage = lineage.NewHasher(lockedView{g})
+	}
+	return g
+}
+
+// lockedView is the graph as the lineage hasher reads it, with g.mu held.
+type lockedView struct{ g *Graph }
+
+func (v lockedView) Node(id int) *dataflow.Node { return v.g.nodes[id] }
+func (v lockedView) Data(id int) [][]byte       { return v.g.data[id] }
+func (v lockedView) Shuffle(id int) *dataflow.Shuffle {
+	if s := v.g.shuffles[id]; s != nil {
+		return s.dep
+	}
+	return nil
 }
 
 // AddNode adds a dataset and returns its id; data holds a Parallelize
@@ -104,6 +132,17 @@ func (g *Graph) AddShuffle(s dataflow.Shuffle) int {
 	g.nextID++
 	s.ID = g.nextID
 	st := &shuffleState{dep: &s, outputs: make([]*shuffle.MapStatus, g.nodes[s.Parent].NumPartitions)}
+	if g.lineage != nil {
+		g.shuffles[s.ID] = st
+		f, err := g.lineage.Shuffle(s.ID)
+		if err != nil {
+			// Without a fingerprint the shuffle is computed in every
+			// attempt, as without restarts.
+			g.log.Warn("shuffle without a lineage fingerprint", "shuffle", s.ID, "err", err)
+		} else {
+			s.Lineage = f.String()
+		}
+	}
 	st.reads = g.shuffleReadsLocked(s.Parent)
 	st.indeterminate = s.Partitioner == dataflow.RoundRobin && len(st.reads) > 0
 	st.unstable = st.indeterminate

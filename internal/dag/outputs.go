@@ -1,6 +1,7 @@
 package dag
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/drover-project/drover/internal/dataflow"
@@ -83,6 +84,9 @@ func (g *Graph) ExecutorLost(id executorid.ID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.lost[id] = true
+	for _, outs := range g.adopted {
+		maps.DeleteFunc(outs, func(_ int, o *shuffle.MapStatus) bool { return o.ExecutorID == id })
+	}
 	lost := 0
 	for sid := range g.shuffles {
 		lost += g.dropOutputsLocked(sid, func(o *shuffle.MapStatus) bool { return o.ExecutorID == id })
@@ -131,6 +135,63 @@ func (g *Graph) recordMapOutput(sid, p int, b []byte, gens map[int]int) {
 	if !g.lost[ms.ExecutorID] {
 		g.shuffles[sid].outputs[p] = &ms
 	}
+}
+
+// Adopt records the map outputs an executor holds from earlier attempts
+// of the driver, named by their shuffles' lineage (shuffle.HeldOutput), at
+// address: the shuffles of this attempt with the same lineage take them
+// instead of computing them (adoptLocked). The outputs keep the shuffle
+// ids they were written under, which their blocks are fetched by.
+func (g *Graph) Adopt(exec executorid.ID, address string, held []shuffle.HeldOutput) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.lost[exec] {
+		return
+	}
+	for _, h := range held {
+		if h.Lineage == "" {
+			continue
+		}
+		outs := g.adopted[h.Lineage]
+		if outs == nil {
+			outs = map[int]*shuffle.MapStatus{}
+			g.adopted[h.Lineage] = outs
+		}
+		if _, ok := outs[h.Status.MapID]; ok {
+			continue // a speculative or retried copy: the first will do
+		}
+		st := h.Status
+		st.ExecutorID, st.Address = exec, address
+		outs[st.MapID] = &st
+	}
+}
+
+// adoptLocked fills the missing map outputs of s from the adopted ones of
+// its lineage and returns how many it took. A shuffle computed from an
+// indeterminate one takes all its missing outputs or none: outputs of two
+// computations of its input must not mix.
+func (g *Graph) adoptLocked(s *shuffleState) int {
+	outs := g.adopted[s.dep.Lineage]
+	if len(outs) == 0 || s.dep.Lineage == "" {
+		return 0
+	}
+	var take []int
+	for i, o := range s.outputs {
+		if o != nil {
+			continue
+		}
+		if outs[i] == nil {
+			if s.unstable {
+				return 0
+			}
+			continue
+		}
+		take = append(take, i)
+	}
+	for _, i := range take {
+		s.outputs[i] = outs[i]
+	}
+	return len(take)
 }
 
 func (g *Graph) missing(s *shuffleState) []int {

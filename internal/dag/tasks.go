@@ -115,8 +115,11 @@ func (g *Graph) inputsLocked(st *dataflow.Stage, id, p int, t *dataflow.Task) {
 				if o == nil || o.Sizes[p] == 0 {
 					continue
 				}
-				refs = append(refs, shuffle.BlockRef{MapID: m, TaskID: o.TaskID, ExecutorID: o.ExecutorID,
-					Address: o.Address, Size: o.Sizes[p]})
+				ref := shuffle.BlockRef{MapID: m, TaskID: o.TaskID, ExecutorID: o.ExecutorID, Address: o.Address, Size: o.Sizes[p]}
+				if o.ShuffleID != sid {
+					ref.ShuffleID = o.ShuffleID // adopted from an earlier attempt
+				}
+				refs = append(refs, ref)
 			}
 			t.Blocks[sid][p] = refs
 		}

@@ -1,6 +1,7 @@
 package shuffle
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,10 @@ const DefaultMaxInFlight = 48 << 20
 // BlockRef names one map output's block for a reduce partition, as the
 // map-output tracker knows it.
 type BlockRef struct {
+	// ShuffleID is the id the map output was written under when it is not
+	// the shuffle's being read: an output a restarted driver adopted keeps
+	// the id of the attempt that wrote it. 0 means the shuffle's own.
+	ShuffleID  int
 	MapID      int
 	TaskID     int64
 	ExecutorID executorid.ID
@@ -134,7 +139,7 @@ func (m *Manager) Fetch(ctx context.Context, shuffleID, reduceID int, blocks []B
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		data, err := m.readLocalBlock(shuffleID, b.MapID, b.TaskID, reduceID)
+		data, err := m.readLocalBlock(cmp.Or(b.ShuffleID, shuffleID), b.MapID, b.TaskID, reduceID)
 		if err == nil && int64(len(data)) != b.Size {
 			err = fmt.Errorf("block has %d bytes, its map status says %d", len(data), b.Size)
 		}
@@ -237,7 +242,7 @@ func (m *Manager) fetchRemote(ctx context.Context, shuffleID, reduceID int, r *f
 	defer cancel()
 	req := &pb.FetchBlocksRequest{ShuffleId: int32(shuffleID), ReduceId: int32(reduceID), Blocks: make([]*pb.BlockID, len(r.blocks))}
 	for i, b := range r.blocks {
-		req.Blocks[i] = &pb.BlockID{MapId: int32(b.MapID), TaskId: b.TaskID}
+		req.Blocks[i] = &pb.BlockID{MapId: int32(b.MapID), TaskId: b.TaskID, ShuffleId: int32(b.ShuffleID)}
 	}
 	// A chunk is at most rpc.ChunkSize bytes of data (ServeBlocks): a
 	// peer's message header declaring more is refused before gRPC

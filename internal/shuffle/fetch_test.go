@@ -431,3 +431,31 @@ func BenchmarkFetchRemote(b *testing.B) {
 		}
 	}
 }
+
+// TestFetchAdoptedOutputsByTheirOwnShuffleID: blocks written under another
+// shuffle id (a driver attempt's that a restarted driver adopted) are read
+// by that id, locally and remotely, beside the shuffle's own.
+func TestFetchAdoptedOutputsByTheirOwnShuffleID(t *testing.T) {
+	execs := []*testExecutor{startExecutor(t, execA, rpc.Auth{}), startExecutor(t, execB, rpc.Auth{})}
+	rng := rand.New(rand.NewPCG(9, 10))
+	var refs []BlockRef
+	var want []delivered
+	for mapID := range 4 {
+		// Maps 0 and 1 were written by an earlier attempt as shuffle 3;
+		// 2 and 3 by this one, as shuffle 5.
+		written, ref := 5, 0
+		if mapID < 2 {
+			written, ref = 3, 3
+		}
+		st, recs := writeMap(t, execs[mapID%2].m, written, mapID, int64(1000+mapID), 2, 200, 256, rng)
+		refs = append(refs, BlockRef{ShuffleID: ref, MapID: mapID, TaskID: st.TaskID, ExecutorID: st.ExecutorID, Address: st.Address, Size: st.Sizes[1]})
+		want = append(want, delivered{mapID, recs[1]})
+	}
+	fn, got := collect(t)
+	if err := execs[0].m.Fetch(t.Context(), 5, 1, refs, 0, fn); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got()); diff != "" {
+		t.Errorf("blocks (-want +got):\n%s", diff)
+	}
+}

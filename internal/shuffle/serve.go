@@ -1,6 +1,7 @@
 package shuffle
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -35,13 +36,14 @@ func (m *Manager) ServeBlocks(req *pb.FetchBlocksRequest, stream grpc.ServerStre
 }
 
 func (m *Manager) serveBlock(req *pb.FetchBlocksRequest, i int, b *pb.BlockID, stream grpc.ServerStreamingServer[pb.Chunk]) error {
-	bf, err := m.openBlock(int(req.GetShuffleId()), int(b.GetMapId()), b.GetTaskId(), int(req.GetReduceId()))
+	sid := cmp.Or(b.GetShuffleId(), req.GetShuffleId())
+	bf, err := m.openBlock(int(sid), int(b.GetMapId()), b.GetTaskId(), int(req.GetReduceId()))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return status.Errorf(codes.NotFound, "shuffle %d map %d task %d reduce %d: no such block on executor %s",
-				req.GetShuffleId(), b.GetMapId(), b.GetTaskId(), req.GetReduceId(), m.opts.ExecutorID)
+				sid, b.GetMapId(), b.GetTaskId(), req.GetReduceId(), m.opts.ExecutorID)
 		}
-		return status.Errorf(codes.Internal, "shuffle %d map %d: open block: %v", req.GetShuffleId(), b.GetMapId(), err)
+		return status.Errorf(codes.Internal, "shuffle %d map %d: open block: %v", sid, b.GetMapId(), err)
 	}
 	defer bf.Close()
 	remaining := bf.size
@@ -59,7 +61,7 @@ func (m *Manager) serveBlock(req *pb.FetchBlocksRequest, i int, b *pb.BlockID, s
 				if errors.Is(err, io.EOF) {
 					err = io.ErrUnexpectedEOF
 				}
-				return status.Errorf(codes.Internal, "shuffle %d map %d: read block: %v", req.GetShuffleId(), b.GetMapId(), err)
+				return status.Errorf(codes.Internal, "shuffle %d map %d: read block: %v", sid, b.GetMapId(), err)
 			}
 			crc = crc32.Update(crc, castagnoli, buf[n:n+int(k)])
 			n += int(k)
@@ -69,7 +71,7 @@ func (m *Manager) serveBlock(req *pb.FetchBlocksRequest, i int, b *pb.BlockID, s
 				// reader never gets all of a corrupt block.
 				if err := checkSegment(s, crc); err != nil {
 					return status.Errorf(codes.DataLoss, "shuffle %d map %d reduce %d on executor %s: %v",
-						req.GetShuffleId(), b.GetMapId(), req.GetReduceId(), m.opts.ExecutorID, err)
+						sid, b.GetMapId(), req.GetReduceId(), m.opts.ExecutorID, err)
 				}
 				seg, segOff, crc = seg+1, 0, 0
 			}

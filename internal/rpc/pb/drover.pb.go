@@ -1719,9 +1719,13 @@ func (x *FetchBlocksRequest) GetBlocks() []*BlockID {
 }
 
 type BlockID struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	MapId         int32                  `protobuf:"varint,1,opt,name=map_id,json=mapId,proto3" json:"map_id,omitempty"`
-	TaskId        int64                  `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	MapId  int32                  `protobuf:"varint,1,opt,name=map_id,json=mapId,proto3" json:"map_id,omitempty"`
+	TaskId int64                  `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The shuffle id the map output was written under, when not the
+	// request's: an output a restarted driver adopted keeps the id of the
+	// attempt that wrote it. 0 means the request's.
+	ShuffleId     int32 `protobuf:"varint,3,opt,name=shuffle_id,json=shuffleId,proto3" json:"shuffle_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1766,6 +1770,13 @@ func (x *BlockID) GetMapId() int32 {
 func (x *BlockID) GetTaskId() int64 {
 	if x != nil {
 		return x.TaskId
+	}
+	return 0
+}
+
+func (x *BlockID) GetShuffleId() int32 {
+	if x != nil {
+		return x.ShuffleId
 	}
 	return 0
 }
@@ -1909,10 +1920,12 @@ const file_drover_proto_rawDesc = "" +
 	"\n" +
 	"shuffle_id\x18\x01 \x01(\x05R\tshuffleId\x12\x1b\n" +
 	"\treduce_id\x18\x02 \x01(\x05R\breduceId\x12*\n" +
-	"\x06blocks\x18\x03 \x03(\v2\x12.drover.v1.BlockIDR\x06blocks\"9\n" +
+	"\x06blocks\x18\x03 \x03(\v2\x12.drover.v1.BlockIDR\x06blocks\"X\n" +
 	"\aBlockID\x12\x15\n" +
 	"\x06map_id\x18\x01 \x01(\x05R\x05mapId\x12\x17\n" +
-	"\atask_id\x18\x02 \x01(\x03R\x06taskId*\x86\x01\n" +
+	"\atask_id\x18\x02 \x01(\x03R\x06taskId\x12\x1d\n" +
+	"\n" +
+	"shuffle_id\x18\x03 \x01(\x05R\tshuffleId*\x86\x01\n" +
 	"\tTaskState\x12\x1a\n" +
 	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TASK_STATE_RUNNING\x10\x01\x12\x17\n" +
