@@ -24,6 +24,7 @@ import (
 	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
+	"github.com/drover-project/drover/internal/shuffle"
 )
 
 // ConfOptions are the options every cluster manager takes from the
@@ -99,6 +100,13 @@ type Options struct {
 	// Its error may wrap ErrGone or ErrNotYet, which say what the refusal
 	// means.
 	Admit func(ctx context.Context, r Registration) error
+	// Epoch is the driver's attempt (its container's restart count), sent
+	// with every registration reply: executors obey no older attempt.
+	Epoch int64
+	// Adopt, when set, is given the map outputs an executor names when it
+	// registers with a restarted driver, before the executor is offered
+	// tasks or OnExecutorsChanged hears of it (dag.Graph.Adopt).
+	Adopt func(executor executorid.ID, address string, held []shuffle.HeldOutput)
 	// OnExecutorsChanged, when set, is called after an executor registers
 	// or is removed, without the backend's lock held.
 	OnExecutorsChanged func()

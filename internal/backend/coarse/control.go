@@ -20,6 +20,7 @@ import (
 	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
+	"github.com/drover-project/drover/internal/shuffle"
 )
 
 // The control stream of one executor: registration, launches, statuses and
@@ -63,16 +64,35 @@ func (b *Backend) start(stream *ctl.ServerStream, first *pb.ExecutorMessage) (*e
 		b.log.Warn("executor registration refused", "executor", reg.GetExecutorId(), "peer", stream.Peer(), "err", err)
 		return nil, err
 	}
-	if err := stream.Send(&pb.DriverMessage{Msg: &pb.DriverMessage_Registered{Registered: &pb.Registered{Conf: b.opts.Conf}}}); err != nil {
+	if err := stream.Send(&pb.DriverMessage{Msg: &pb.DriverMessage_Registered{Registered: &pb.Registered{Conf: b.opts.Conf,
+		Epoch: b.opts.Epoch}}}); err != nil {
 		b.disconnected(ex, err)
 		return nil, err
 	}
 	b.log.Info("executor registered", "executor", ex.ID, "address", ex.Address, "cores", ex.TotalCores, "pod", ex.PodName)
+	// Before the executor is offered tasks or announced: a restarted
+	// driver waits for its executors, then decides what to compute from
+	// what they hold.
+	if held := reg.GetOutputs(); len(held) > 0 && b.opts.Adopt != nil {
+		b.log.Info("executor holds map outputs of an earlier attempt", "executor", ex.ID, "attempt", reg.GetEpoch(),
+			"outputs", len(held))
+		b.opts.Adopt(ex.ID, ex.Address, HeldOutputs(held))
+	}
 	b.changed()
 
 	ex.out.start(stream.Send, stream.Go)
 	b.makeOffers(ex.ID)
 	return ex, nil
+}
+
+// HeldOutputs is the map outputs a registration names.
+func HeldOutputs(held []*pb.HeldMapOutput) []shuffle.HeldOutput {
+	out := make([]shuffle.HeldOutput, len(held))
+	for i, h := range held {
+		out[i] = shuffle.HeldOutput{Lineage: h.GetLineage(), Status: shuffle.MapStatus{ShuffleID: int(h.GetShuffleId()),
+			MapID: int(h.GetMapId()), TaskID: h.GetTaskId(), Sizes: h.GetSizes()}}
+	}
+	return out
 }
 
 // peerAddr is the address of a connection's remote end, "ip:port"; the
