@@ -34,6 +34,10 @@ const (
 	// driver: from the application's Secret on Kubernetes, in the child's
 	// environment under local-cluster. Read by the executor at start.
 	TLS = "DROVER_TLS"
+	// Reconnect is "true" when the driver may restart in place
+	// (spark.kubernetes.driver.restartPolicy=OnFailure): the executor
+	// then registers again with a lost driver instead of exiting.
+	Reconnect = "DROVER_EXECUTOR_RECONNECT"
 	// LocalDirs is Spark's variable for an executor's scratch directories
 	// (comma-separated); the first takes shuffle files.
 	LocalDirs = "SPARK_LOCAL_DIRS"

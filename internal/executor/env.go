@@ -37,6 +37,9 @@ func (o Options) Env() []string {
 	if o.LocalDir != "" {
 		env = append(env, envvar.LocalDirs+"="+o.LocalDir)
 	}
+	if o.Reconnect {
+		env = append(env, envvar.Reconnect+"=true")
+	}
 	return env
 }
 
@@ -72,6 +75,11 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 		}
 		if o.Auth, err = o.Auth.WithTLS(b, nil); err != nil {
 			return o, fmt.Errorf("starting executor: environment variable %s: %w", envvar.TLS, err)
+		}
+	}
+	if v := getenv(envvar.Reconnect); v != "" {
+		if o.Reconnect, err = strconv.ParseBool(v); err != nil {
+			return o, fmt.Errorf("starting executor: environment variable %s is %q, want true or false", envvar.Reconnect, v)
 		}
 	}
 	if o.Cores, err = envInt(getenv, envvar.Cores, 1); err != nil {

@@ -253,7 +253,7 @@ func TestResultServerRequiresTheSecret(t *testing.T) {
 
 func TestOptionsFromEnv(t *testing.T) {
 	good := Options{DriverURL: "10.0.0.1:7078", AppID: "app", ExecutorID: 3, BindHost: "10.0.0.9", Cores: 2, MemoryBytes: 512 << 20,
-		Auth: rpc.Auth{AppID: "app", Secret: "k"}, PodName: "p-exec-3"}
+		Auth: rpc.Auth{AppID: "app", Secret: "k"}, PodName: "p-exec-3", Reconnect: true}
 	env := map[string]string{}
 	for _, kv := range good.Env() {
 		k, v, _ := strings.Cut(kv, "=")
@@ -265,7 +265,8 @@ func TestOptionsFromEnv(t *testing.T) {
 	}
 	if diff := cmp.Diff(good, got, cmp.Comparer(func(a, b Options) bool {
 		return a.DriverURL == b.DriverURL && a.AppID == b.AppID && a.ExecutorID == b.ExecutorID && a.BindHost == b.BindHost &&
-			a.Cores == b.Cores && a.MemoryBytes == b.MemoryBytes && a.Auth == b.Auth && a.PodName == b.PodName
+			a.Cores == b.Cores && a.MemoryBytes == b.MemoryBytes && a.Auth == b.Auth && a.PodName == b.PodName &&
+			a.Reconnect == b.Reconnect
 	})); diff != "" {
 		t.Errorf("options round trip (-want +got):\n%s", diff)
 	}
@@ -284,6 +285,11 @@ func TestOptionsFromEnv(t *testing.T) {
 		t.Errorf("missing driver URL: %v", err)
 	}
 	env[envvar.DriverURL] = "x"
+	env[envvar.Reconnect] = "sometimes"
+	if _, err := OptionsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), envvar.Reconnect) {
+		t.Errorf("bad reconnect flag: %v", err)
+	}
+	env[envvar.Reconnect] = "false"
 	env[envvar.Cores] = "two"
 	if _, err := OptionsFromEnv(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), envvar.Cores) {
 		t.Errorf("bad cores: %v", err)
