@@ -52,6 +52,11 @@ type Options struct {
 	// MaxTaskSize is spark.rpc.message.maxSize: a task whose payload is
 	// larger fails its task set at submission; 0 means no limit.
 	MaxTaskSize int64
+	// FirstTaskID is the id just below the first task's: a restarted
+	// driver's attempt numbers its tasks above every earlier attempt's, so
+	// an executor never takes one attempt's task for another's, and map
+	// outputs, named by task, never collide across attempts.
+	FirstTaskID int64
 	// ExecutorLost, when set, is told of every lost executor (after the
 	// scheduler has resubmitted its tasks), so map outputs on it can be
 	// forgotten.
@@ -175,6 +180,7 @@ func New(opts Options) *Scheduler {
 	}
 	return &Scheduler{
 		opts:       opts,
+		nextTaskID: opts.FirstTaskID,
 		log:        opts.Logger,
 		running:    map[int64]*attempt{},
 		byExecutor: map[executorid.ID]map[int64]struct{}{},

@@ -533,3 +533,18 @@ func TestStartsHeldBack(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 }
+
+// TestTaskIDsStartAboveFirstTaskID: a restarted driver's tasks are
+// numbered above every earlier attempt's.
+func TestTaskIDsStartAboveFirstTaskID(t *testing.T) {
+	s := New(Options{FirstTaskID: 2 << 40})
+	s.SetBackend(&fakeBackend{})
+	s.Submit(specOf(2, map[int]string{}))
+	var ids []int64
+	for _, d := range s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 2}}) {
+		ids = append(ids, d.TaskID)
+	}
+	if diff := cmp.Diff([]int64{2<<40 + 1, 2<<40 + 2}, ids); diff != "" {
+		t.Errorf("task ids (-want +got):\n%s", diff)
+	}
+}
