@@ -1,0 +1,52 @@
+package eventlog
+
+import (
+	"log/slog"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/objstore"
+)
+
+// DefaultFlushInterval is how often a Writer writes out the events it
+// buffered, so a running application's log is never far behind.
+const DefaultFlushInterval = time.Second
+
+// Options configure a Writer.
+type Options struct {
+	// Dir is spark.eventLog.dir: a local path, a file: URI or an s3://
+	// prefix.
+	Dir   string
+	AppID string
+	// Codec compresses the files: one of Codecs, or "" for none.
+	Codec string
+	// Rolling writes a directory of files of at most MaxFileSize bytes of
+	// events each (before compression).
+	Rolling     bool
+	MaxFileSize int64
+	// Overwrite replaces a log of the same application id.
+	Overwrite bool
+	// FlushInterval is DefaultFlushInterval when 0.
+	FlushInterval time.Duration
+	// Store is the object-store client of an s3:// Dir.
+	Store  *objstore.Store
+	Clock  clock.WithTicker
+	Logger *slog.Logger
+}
+
+// FromConf is the event log's configuration, and whether it is enabled.
+func FromConf(c *config.Conf, appID string) (Options, bool) {
+	o := Options{
+		Dir:         config.EventLogDir.Get(c),
+		AppID:       appID,
+		Rolling:     config.EventLogRolling.Get(c),
+		MaxFileSize: config.EventLogRollingMaxFileSize.Get(c),
+		Overwrite:   config.EventLogOverwrite.Get(c),
+	}
+	if config.EventLogCompress.Get(c) {
+		o.Codec = config.EventLogCompressionCodec.Get(c)
+	}
+	return o, config.EventLogEnabled.Get(c)
+}
