@@ -74,6 +74,9 @@ func describe(c prometheus.Collector) ([]Doc, error) {
 		if !ok {
 			t, ok = vecType(c)
 		}
+		if tc, isTyped := c.(typedCollector); !ok && isTyped {
+			t, ok = tc.metricType(), true
+		}
 		if !ok {
 			return nil, fmt.Errorf("metric %s: cannot tell its type (%T yields no sample)", docs[i].Name, c)
 		}
@@ -95,6 +98,10 @@ func sampleType(m *dto.Metric) string {
 	}
 	return "untyped"
 }
+
+// typedCollector is a collector of drover's that tells its type, which
+// the documentation cannot read from a sample before the first one.
+type typedCollector interface{ metricType() string }
 
 func vecType(c prometheus.Collector) (string, bool) {
 	switch c.(type) {

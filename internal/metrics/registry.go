@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/drover-project/drover/internal/dynalloc"
-	"github.com/drover-project/drover/internal/objstore"
 )
 
 // Paths the driver serves its metrics at, on the UI port: Path, and Spark's
@@ -96,7 +95,7 @@ func NewDriver(o Options, dynamicAllocation bool) *Driver {
 	r := NewRegistry()
 	d := &Driver{Registry: r, Events: New(r, o)}
 	RegisterKubernetes(r)
-	objstore.RegisterMetrics(r)
+	RegisterObjstore(r)
 	if dynamicAllocation {
 		d.Dynalloc = dynalloc.NewMetrics(r)
 	}

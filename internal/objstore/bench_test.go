@@ -49,9 +49,8 @@ func BenchmarkUpload(b *testing.B) {
 	for _, unsigned := range []bool{false, true} {
 		name := map[bool]string{false: "payload=signed", true: "payload=unsigned"}[unsigned]
 		b.Run(name, func(b *testing.B) {
-			defer objstore.SetUnsignedPayloadOverHTTP(unsigned)()
 			store := objstore.New(objstore.Config{Endpoint: srv.Endpoint, PathStyle: true, Region: srv.Region,
-				AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+				AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, SignPayloadOverHTTP: !unsigned})
 			benchUpload(ctx, b, srv, store, chunk, size)
 		})
 	}

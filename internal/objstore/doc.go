@@ -12,12 +12,20 @@
 // SuccessMarker). docs/storage.md describes the protocol. Objects written
 // whole (the event log's) go through the AWS SDK's transfer manager
 // (Upload), which cannot leave an upload open. Every request goes through
-// an explicit retry policy whose retries are counted (RegisterMetrics;
-// TakeRetries and AddRetries carry executors' counts to the driver).
+// an explicit retry policy whose retries are counted process-wide
+// (RetryTotals, which internal/metrics exports; TakeRetries and AddRetries
+// carry executors' counts to the driver).
+//
+// Files: store.go (the client), writer.go (streaming multipart writes),
+// commit.go (pending uploads: staging, completing, aborting), object.go
+// (whole-object operations: Put, Copy, Delete, RemovePrefix), upload.go
+// (the transfer manager), read.go, list.go, retry.go.
 //
 // Configuration uses Hadoop S3A's key names under spark.hadoop. (Config,
-// ConfigFrom); credentials come from those keys or the AWS SDK's default
-// chain (environment, shared config, web identity). Executors are sent only
-// the non-secret settings (ExecutorKeys): their credentials come from their
-// own environment.
+// ConfigFrom); tuning (part size, backoff, payload signing, copy limits)
+// is Config's too, defaulted in one place (Config.WithDefaults), so tests
+// set it per Store and no package-level knob exists. Credentials come from
+// those keys or the AWS SDK's default chain (environment, shared config,
+// web identity). Executors are sent only the non-secret settings
+// (ExecutorKeys): their credentials come from their own environment.
 package objstore

@@ -197,8 +197,8 @@ func TestStore(t *testing.T) {
 	})
 
 	t.Run("multipart write", func(t *testing.T) {
-		defer func(old int) { objstore.PartSize = old }(objstore.PartSize)
-		objstore.PartSize = 5 << 20 // S3's smallest part
+		st := objstore.New(objstore.Config{Endpoint: srv.Endpoint, PathStyle: true, Region: srv.Region,
+			AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PartSize: 5 << 20}) // S3's smallest part
 		want := bytes.Repeat([]byte("multipart line\n"), (11<<20)/15)
 		w, err := st.Create(ctx, objstore.URI{Bucket: "data", Key: "w/big"})
 		if err != nil {
@@ -269,9 +269,9 @@ func TestStore(t *testing.T) {
 		// Larger than one CopyObject may copy: in parts (5 MiB is S3's smallest).
 		big := strings.Repeat("0123456789abcdef", (11<<20)/16)
 		put(t, srv, "c/big", big)
-		restore := objstore.SetCopyLimits(5<<20, 5<<20)
-		err := st.Copy(ctx, objstore.URI{Bucket: "data", Key: "c/big"}, objstore.URI{Bucket: "data", Key: "c/out/big"})
-		restore()
+		inParts := objstore.New(objstore.Config{Endpoint: srv.Endpoint, PathStyle: true, Region: srv.Region,
+			AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, MaxCopySize: 5 << 20, CopyPartSize: 5 << 20})
+		err := inParts.Copy(ctx, objstore.URI{Bucket: "data", Key: "c/big"}, objstore.URI{Bucket: "data", Key: "c/out/big"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -560,7 +560,6 @@ func TestRemovePrefixRemovesThePendingMarkerLast(t *testing.T) {
 func TestCompleteRetriedAfterSuccess(t *testing.T) {
 	srv, st := server(t)
 	ctx := context.Background()
-	defer objstore.SetMaxBackoff(time.Millisecond)()
 	proxy := testenv.SignedProxy(t, srv.Endpoint, nil)
 	// forward says whether the next completion reaches the store.
 	var forward atomic.Bool
@@ -584,7 +583,7 @@ func TestCompleteRetriedAfterSuccess(t *testing.T) {
 	}))
 	defer front.Close()
 	viaFront := objstore.New(objstore.Config{Endpoint: front.URL, PathStyle: true, Region: srv.Region,
-		AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+		AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, MaxBackoff: time.Millisecond})
 	stage := func(key, body string) objstore.Pending {
 		t.Helper()
 		w, err := st.Create(ctx, objstore.URI{Bucket: "data", Key: key})
@@ -761,7 +760,7 @@ func TestUnsignedPayloadOverHTTP(t *testing.T) {
 func TestUpload(t *testing.T) {
 	srv, st := server(t)
 	ctx := context.Background()
-	big := strings.Repeat("0123456789abcdef", (objstore.PartSize+3<<20)/16) // two parts
+	big := strings.Repeat("0123456789abcdef", (objstore.DefaultPartSize+3<<20)/16) // two parts
 	for _, tc := range []struct {
 		name, body string
 		abort      bool

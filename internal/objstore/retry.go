@@ -2,7 +2,9 @@ package objstore
 
 import (
 	"errors"
+	"maps"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,37 +13,58 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/smithy-go"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Retries: the SDK's standard retryer, set explicitly so the policy does
 // not move with the SDK's defaults or the environment (AWS_MAX_ATTEMPTS):
 // 5 attempts, as S3A's fs.s3a.attempts.maximum, with exponential backoff
-// and jitter up to maxBackoff. It retries 5xx answers, throttling
+// and jitter up to Config.MaxBackoff. It retries 5xx answers, throttling
 // (SlowDown, 503) and connection errors; a permanent error (4xx) fails at
 // once with the store's message. Unlike the SDK's default, retries draw on
 // no quota: the SDK's (500 tokens, 14 a retry, given back only when the
 // retry succeeds) is the whole client's, and an executor's tasks share one
 // store, so a short outage used it up and every later transient error failed
-// at its first attempt; S3A has no such limit. Variables for tests.
-var (
-	maxAttempts = 5
-	maxBackoff  = 10 * time.Second
-)
+// at its first attempt; S3A has no such limit.
+const maxAttempts = 5
 
-// retries counts the requests retried, by reason: "throttled", "server"
-// (5xx) or "connection". Process-wide, since every Store of a process
-// shares it; RegisterMetrics exports it. A driver's counts its executors'
-// retries too (AddRetries).
-var retries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drover_objstore_retries_total",
-	Help: "Object-store requests retried after a transient error, by reason (throttled, server, connection), by the driver and its executors."}, []string{"reason"})
-
-// retryReasons are retries' reasons, in the order of unreported.
+// retryReasons are the reasons of the retries this process makes, in the
+// order of unreported.
 var retryReasons = [...]string{"throttled", "server", "connection"}
 
-// unreported counts this process's retries since TakeRetries last took
-// them, by retryReasons.
-var unreported [len(retryReasons)]atomic.Int64
+// The process's retries are counted process-wide, since every Store of a
+// process shares them and an executor reports them whatever Store made
+// them: unreported since TakeRetries last took them, by retryReasons; and
+// retried in all, by reason, a driver's executors' included (AddRetries),
+// which internal/metrics exports as drover_objstore_retries_total.
+var (
+	unreported [len(retryReasons)]atomic.Int64
+	retried    retryTotals
+)
+
+// retryTotals counts retries by reason; reasons are few and retries rare,
+// so a locked map will do.
+type retryTotals struct {
+	mu       sync.Mutex
+	byReason map[string]int64
+}
+
+func (t *retryTotals) add(reason string, n int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byReason == nil {
+		t.byReason = make(map[string]int64, len(retryReasons))
+	}
+	t.byReason[reason] += n
+}
+
+// RetryTotals returns the requests this process retried since it started,
+// and those its executors reported (AddRetries), by reason: "throttled",
+// "server" (5xx) or "connection". Reasons with none are left out.
+func RetryTotals() map[string]int64 {
+	retried.mu.Lock()
+	defer retried.mu.Unlock()
+	return maps.Clone(retried.byReason)
+}
 
 // TakeRetries returns the retries this process made since its last call,
 // by reason (none: nil), for an executor to send to its driver.
@@ -58,27 +81,18 @@ func TakeRetries() map[string]int64 {
 	return m
 }
 
-// AddRetries adds to this process's counter the retries another process
+// AddRetries adds to this process's totals the retries another process
 // reported (an executor's, with a task's status), by reason. Reasons this
 // process does not know are counted as they are named.
 func AddRetries(byReason map[string]int64) {
 	for reason, n := range byReason {
 		if n > 0 {
-			retries.WithLabelValues(reason).Add(float64(n))
+			retried.add(reason, n)
 		}
 	}
 }
 
-// RegisterMetrics registers the object store's metrics with r.
-func RegisterMetrics(r prometheus.Registerer) {
-	if err := r.Register(retries); err != nil {
-		if _, dup := errors.AsType[prometheus.AlreadyRegisteredError](err); !dup {
-			panic(err)
-		}
-	}
-}
-
-func newRetryer() aws.Retryer {
+func newRetryer(maxBackoff time.Duration) aws.Retryer {
 	return countingRetryer{retry.NewStandard(func(o *retry.StandardOptions) {
 		o.MaxAttempts = maxAttempts
 		o.MaxBackoff = maxBackoff
@@ -94,7 +108,7 @@ func (r countingRetryer) RetryDelay(attempt int, err error) (time.Duration, erro
 	d, derr := r.Standard.RetryDelay(attempt, err)
 	if derr == nil {
 		reason := retryReason(err)
-		retries.WithLabelValues(reason).Inc()
+		retried.add(reason, 1)
 		for i, r := range retryReasons {
 			if r == reason {
 				unreported[i].Add(1)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/drover-project/drover/internal/objstore"
 )
@@ -23,7 +22,6 @@ import (
 func TestRetries(t *testing.T) {
 	answers := map[int][2]string{503: {"SlowDown", "Please reduce your request rate."},
 		500: {"InternalError", "oops"}, 403: {"AccessDenied", "no, you may not"}}
-	defer objstore.SetMaxBackoff(time.Millisecond)()
 	for _, tc := range []struct {
 		name      string
 		failures  []int // statuses of the first answers; then 200
@@ -48,7 +46,8 @@ func TestRetries(t *testing.T) {
 				twoBytes(w)
 			}))
 			defer srv.Close()
-			store := objstore.New(objstore.Config{Endpoint: srv.URL, PathStyle: true, AccessKey: "k", SecretKey: "s"})
+			store := objstore.New(objstore.Config{Endpoint: srv.URL, PathStyle: true, AccessKey: "k", SecretKey: "s",
+				MaxBackoff: time.Millisecond})
 			objstore.TakeRetries() // others' before
 			before := retryCount(t, tc.reason)
 			body, err := store.OpenRange(context.Background(), objstore.URI{Bucket: "bucket", Key: "k"}, "", 0, 2)
@@ -94,11 +93,7 @@ func TestRetries(t *testing.T) {
 
 func retryCount(t *testing.T, reason string) float64 {
 	t.Helper()
-	var m dto.Metric
-	if err := objstore.Retries.WithLabelValues(reason).Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
+	return float64(objstore.RetryTotals()[reason])
 }
 
 // TestRetriesOutlastAnOutage: after an outage in which every request
@@ -107,7 +102,6 @@ func retryCount(t *testing.T, reason string) float64 {
 // retry, given back only when a retry succeeds) the outage used it up and
 // that read failed at its first attempt.
 func TestRetriesOutlastAnOutage(t *testing.T) {
-	defer objstore.SetMaxBackoff(time.Microsecond)()
 	var outage atomic.Bool
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -118,7 +112,8 @@ func TestRetriesOutlastAnOutage(t *testing.T) {
 		twoBytes(w)
 	}))
 	defer srv.Close()
-	store := objstore.New(objstore.Config{Endpoint: srv.URL, PathStyle: true, AccessKey: "k", SecretKey: "s"})
+	store := objstore.New(objstore.Config{Endpoint: srv.URL, PathStyle: true, AccessKey: "k", SecretKey: "s",
+		MaxBackoff: time.Microsecond})
 	ctx := context.Background()
 	u := objstore.URI{Bucket: "bucket", Key: "k"}
 	outage.Store(true)

@@ -32,8 +32,8 @@ type Store struct {
 	err    error
 }
 
-// New returns a store client for cfg.
-func New(cfg Config) *Store { return &Store{cfg: cfg} }
+// New returns a store client for cfg, its zero tuning fields defaulted.
+func New(cfg Config) *Store { return &Store{cfg: cfg.WithDefaults()} }
 
 func (s *Store) s3(ctx context.Context) (*s3.Client, error) {
 	s.once.Do(func() { s.client, s.err = newClient(ctx, s.cfg) })
@@ -70,26 +70,25 @@ func newClient(ctx context.Context, cfg Config) (*s3.Client, error) {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
-		o.Retryer = newRetryer()
+		o.Retryer = newRetryer(cfg.MaxBackoff)
 		// A ranged GET has no whole-object checksum to check; without this
 		// the SDK logs so to stderr for every split a task reads.
 		o.DisableLogOutputChecksumValidationSkipped = true
-		if unsignedPayloadOverHTTP {
+		if !cfg.SignPayloadOverHTTP {
 			o.APIOptions = append(o.APIOptions, addUnsignedPayloadOverHTTP)
 		}
 	}), nil
 }
 
-// unsignedPayloadOverHTTP: requests to a plain-http endpoint carry an
-// unsigned payload and a signed CRC32 of it (x-amz-checksum-crc32), as the
-// SDK sends every request over https (there, with the CRC32 in a trailer).
-// Left to itself, the SDK signs the SHA-256 of each body over http, which
-// both sides compute: 0.7 CPU-seconds per GiB uploaded here and as much in
-// the store (docs/storage.md says why integrity holds without it). A
-// variable for the benchmark that compares both.
-var unsignedPayloadOverHTTP = true
-
-// addUnsignedPayloadOverHTTP adds to a client's stack the middleware that
+// addUnsignedPayloadOverHTTP (unless Config.SignPayloadOverHTTP): requests
+// to a plain-http endpoint carry an unsigned payload and a signed CRC32 of
+// it (x-amz-checksum-crc32), as the SDK sends every request over https
+// (there, with the CRC32 in a trailer). Left to itself, the SDK signs the
+// SHA-256 of each body over http, which both sides compute: 0.7
+// CPU-seconds per GiB uploaded here and as much in the store
+// (docs/storage.md says why integrity holds without it).
+//
+// It adds to a client's stack the middleware that
 // marks a plain-http request's payload unsigned. It goes right after the
 // endpoint's resolution, where the request's URL is known, and before the
 // checksum middleware, which then computes the CRC32 alone instead of the

@@ -21,9 +21,9 @@ var errUploadAborted = errors.New("upload aborted")
 // Upload streams one whole object to the store through the AWS SDK's
 // transfer manager (feature/s3/transfermanager): what is written goes
 // through a pipe to its UploadObject, which sends one PUT when the object
-// is smaller than PartSize and otherwise a multipart upload of PartSize
-// parts, partsInFlight at once; Close completes it and the object appears
-// whole. For objects the driver writes and shows at once, such as the event
+// is smaller than Config.PartSize and otherwise a multipart upload of
+// parts of that size, partsInFlight at once; Close completes it and the
+// object appears whole. For objects the driver writes and shows at once, such as the event
 // log. Task output does not use it: the transfer manager always completes
 // its uploads, and a task's must stay pending until the driver commits
 // them (docs/storage.md). Close or Abort must be called: until then the
@@ -43,8 +43,8 @@ func (s *Store) Upload(ctx context.Context, u URI) (*Upload, error) {
 		return nil, err
 	}
 	tm := transfermanager.New(c, func(o *transfermanager.Options) {
-		o.PartSizeBytes = int64(PartSize)
-		o.MultipartUploadThreshold = int64(PartSize)
+		o.PartSizeBytes = int64(s.cfg.PartSize)
+		o.MultipartUploadThreshold = int64(s.cfg.PartSize)
 		o.Concurrency = partsInFlight
 		// A fresh context for aborting the multipart upload of a failed
 		// or cancelled transfer, so that it is not left open.
@@ -68,7 +68,7 @@ func (s *Store) Upload(ctx context.Context, u URI) (*Upload, error) {
 	return up, nil
 }
 
-// Write hands p to the transfer, waiting while it has PartSize bytes and
+// Write hands p to the transfer, waiting while it has a part's bytes and
 // partsInFlight parts in hand.
 func (up *Upload) Write(p []byte) (int, error) {
 	if up.closed {
