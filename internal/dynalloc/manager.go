@@ -7,7 +7,6 @@ import (
 
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 )
 
@@ -56,25 +55,37 @@ type Manager struct {
 	killed   map[executorid.ID]bool
 }
 
-// Metrics are the allocation's Prometheus metrics.
+// Metrics is what the manager records into: hooks, each optional, which
+// internal/metrics fills with the driver's Prometheus collectors
+// (metrics.NewDynalloc), so that the policy's package defines none.
 type Metrics struct {
-	Target  prometheus.Gauge
-	Changes *prometheus.CounterVec
-	Removed prometheus.Counter
+	// SetTarget records the executor target.
+	SetTarget func(target int)
+	// TargetChanged counts a change of the target, by direction: "up" or
+	// "down".
+	TargetChanged func(direction string)
+	// IdleRemoved counts an executor removed because it was idle.
+	IdleRemoved func()
 }
 
-// NewMetrics registers the metrics on r.
-func NewMetrics(r prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		Target: prometheus.NewGauge(prometheus.GaugeOpts{Name: "drover_dynalloc_target_executors",
-			Help: "Number of executors dynamic allocation asks for."}),
-		Changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drover_dynalloc_target_changes_total",
-			Help: "Changes of the executor target, by direction."}, []string{"direction"}),
-		Removed: prometheus.NewCounter(prometheus.CounterOpts{Name: "drover_dynalloc_idle_executors_removed_total",
-			Help: "Executors removed because they were idle."}),
+// The hooks are called through these, which a nil Metrics or hook skips.
+
+func (m *Metrics) setTarget(target int) {
+	if m != nil && m.SetTarget != nil {
+		m.SetTarget(target)
 	}
-	r.MustRegister(m.Target, m.Changes, m.Removed)
-	return m
+}
+
+func (m *Metrics) targetChanged(direction string) {
+	if m != nil && m.TargetChanged != nil {
+		m.TargetChanged(direction)
+	}
+}
+
+func (m *Metrics) idleRemoved() {
+	if m != nil && m.IdleRemoved != nil {
+		m.IdleRemoved()
+	}
 }
 
 // Run runs the policy until ctx is done.
@@ -87,9 +98,7 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 	m.state = NewState(m.Config)
 	m.idleSince, m.removing, m.killed = map[executorid.ID]time.Time{}, map[executorid.ID]bool{}, map[executorid.ID]bool{}
-	if m.Metrics != nil {
-		m.Metrics.Target.Set(float64(m.state.Target))
-	}
+	m.Metrics.setTarget(m.state.Target)
 	t := m.Clock.NewTicker(Interval)
 	defer t.Stop()
 	for {
@@ -145,14 +154,12 @@ func (m *Manager) tick(now time.Time) {
 		} else {
 			m.Logger.Info("executor target changed", "target", d.Target, "previous", prev.Target, "reason", d.Reason)
 			m.Events.Publish(&events.TargetChanged{Target: d.Target, Backlog: in.PendingTasks + in.Running, Reason: d.Reason})
-			if m.Metrics != nil {
-				m.Metrics.Target.Set(float64(d.Target))
-				dir := "up"
-				if d.Target < prev.Target {
-					dir = "down"
-				}
-				m.Metrics.Changes.WithLabelValues(dir).Inc()
+			m.Metrics.setTarget(d.Target)
+			dir := "up"
+			if d.Target < prev.Target {
+				dir = "down"
 			}
+			m.Metrics.targetChanged(dir)
 		}
 	}
 	m.remove(d.Remove, running)
@@ -168,9 +175,7 @@ func (m *Manager) remove(chosen []executorid.ID, running map[executorid.ID]int) 
 			m.Exclude(id)
 		}
 		m.Logger.Info("removing idle executor", "executor", id, "idle", m.Clock.Since(m.idleSince[id]).Round(time.Millisecond))
-		if m.Metrics != nil {
-			m.Metrics.Removed.Inc()
-		}
+		m.Metrics.idleRemoved()
 	}
 	var kill []executorid.ID
 	for id := range m.removing {

@@ -41,7 +41,7 @@ func TestDocsListEveryFamilyServed(t *testing.T) {
 	apiRequests.WithLabelValues("GET", "200").Add(0)
 	apiLatency.WithLabelValues("GET").Observe(0)
 	apiThrottled.WithLabelValues("GET").Observe(0)
-	d.Dynalloc.Changes.WithLabelValues("up").Add(0)
+	d.Dynalloc.TargetChanged("up")
 	families, err := d.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -97,7 +97,7 @@ func NewDriver(o Options, dynamicAllocation bool) *Driver {
 	RegisterKubernetes(r)
 	RegisterObjstore(r)
 	if dynamicAllocation {
-		d.Dynalloc = dynalloc.NewMetrics(r)
+		d.Dynalloc = NewDynalloc(r)
 	}
 	return d
 }
