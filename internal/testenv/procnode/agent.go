@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 )
 
 // NodeLabel is set to "true" on every node an Agent registers, so pods can
@@ -60,6 +61,16 @@ type Config struct {
 	ClientCAs *x509.CertPool
 	// LeaseDuration of the node leases, renewed every quarter of it; default 40s.
 	LeaseDuration time.Duration
+	// InitialBackoff and MaxBackoff bound the crash-loop back-off between
+	// restarts of a failed container: the first restart is immediate, the
+	// next waits InitialBackoff, doubling up to MaxBackoff, and a container
+	// that ran 2×MaxBackoff starts over. Zero means the kubelet's 10s and
+	// 300s; only tests shorten them, so that a process node behaves like a
+	// kubelet everywhere else.
+	InitialBackoff, MaxBackoff time.Duration
+	// Clock is the time restarts are decided and reported with; default the
+	// real clock.
+	Clock clock.WithDelayedExecution
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -68,6 +79,8 @@ type Config struct {
 // run it with Run.
 type Agent struct {
 	cfg     Config
+	clock   clock.WithDelayedExecution
+	backoff backoffPolicy
 	log     *slog.Logger
 	ips     *ipPool
 	ready   chan struct{}
@@ -108,6 +121,21 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.LeaseDuration <= 0 {
 		cfg.LeaseDuration = 40 * time.Second
 	}
+	if cfg.InitialBackoff < 0 || cfg.MaxBackoff < 0 {
+		return nil, errors.New("procnode: negative Config.InitialBackoff or MaxBackoff")
+	}
+	if cfg.InitialBackoff == 0 {
+		cfg.InitialBackoff = DefaultInitialBackoff
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = max(DefaultMaxBackoff, cfg.InitialBackoff)
+	}
+	if cfg.MaxBackoff < cfg.InitialBackoff {
+		return nil, fmt.Errorf("procnode: Config.MaxBackoff %s is below InitialBackoff %s", cfg.MaxBackoff, cfg.InitialBackoff)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -117,6 +145,8 @@ func New(cfg Config) (*Agent, error) {
 	}
 	return &Agent{
 		cfg:     cfg,
+		clock:   cfg.Clock,
+		backoff: backoffPolicy{initial: cfg.InitialBackoff, max: cfg.MaxBackoff},
 		log:     cfg.Logger.With("component", "procnode"),
 		ips:     ips,
 		ready:   make(chan struct{}),

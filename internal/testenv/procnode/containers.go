@@ -109,7 +109,7 @@ func (w *podWorker) launch(pod *corev1.Pod, c *ctrState, env []string) *process 
 	}
 	fail := func(err error) *process {
 		w.log.Info("container failed to start", "container", c.spec.Name, "err", err)
-		c.setStartError(err, time.Now())
+		c.setStartError(err, w.a.clock.Now())
 		return nil
 	}
 	if len(argv) == 0 {
@@ -132,7 +132,7 @@ func (w *podWorker) launch(pod *corev1.Pod, c *ctrState, env []string) *process 
 		return fail(err)
 	}
 	defer f.Close()
-	p, err := startProcess(path, argv, env, dir, f)
+	p, err := startProcess(w.a.clock, path, argv, env, dir, f)
 	if err != nil {
 		return fail(err)
 	}
@@ -161,25 +161,27 @@ func restarts(policy corev1.RestartPolicy, code int32) bool {
 }
 
 // runContainers runs ctrs until every one has ended for good, restarting
-// them as the pod's restart policy says; a deletion signals them and ends the
-// wait once they have exited.
+// them as the pod's restart policy says after the kubelet's crash-loop
+// back-off; a deletion signals them and ends the wait once they have exited.
 func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podState, ctrs []*ctrState, envs map[string][]string) outcome {
 	policy := pod.Spec.RestartPolicy
 	if policy == corev1.RestartPolicyAlways && len(st.initCtrs) > 0 && !st.initDone {
 		policy = corev1.RestartPolicyOnFailure // init containers never restart after success
 	}
+	clk := w.a.clock
 	procs := make([]*process, len(ctrs))
 	exits := make(chan int, len(ctrs))
-	restartCh := make(chan int, len(ctrs))
-	pending := 0 // restarts waiting for their back-off
+	// One buffered slot per container: a timer that fires after this
+	// function returned must not block.
+	retry := make(chan int, len(ctrs))
+	backingOff := make([]bool, len(ctrs))
+	var deleting bool
+
+	var ended func(i int)
 	start := func(i int) {
 		p := w.launch(pod, ctrs[i], envs[ctrs[i].spec.Name])
 		if p == nil {
-			if restarts(policy, 128) {
-				ctrs[i].setWaiting(reasonCrashLoop, ctrs[i].state.Terminated.Message)
-				w.scheduleRestart(ctrs[i], i, restartCh)
-				pending++
-			}
+			ended(i) // a start error is an exit with code 128
 			return
 		}
 		procs[i] = p
@@ -189,17 +191,39 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 			exits <- i
 		}()
 	}
+	// restart starts container i again unless it is still backing off since
+	// its last exit, in which case it waits CrashLoopBackOff and is asked
+	// again when the back-off ends.
+	restart := func(i int) {
+		c := ctrs[i]
+		wait, next := w.a.backoff.decide(c.backoff, c.finished(), clk.Now())
+		if wait > 0 {
+			c.setCrashLoop(crashLoopMessage(c.backoff.backoff, c.spec.Name, pod.Name, pod.Namespace, string(pod.UID)))
+			backingOff[i] = true
+			clk.AfterFunc(wait, func() { retry <- i })
+			return
+		}
+		backingOff[i] = false
+		c.backoff = next
+		c.restarts++
+		start(i)
+	}
+	ended = func(i int) {
+		term := ctrs[i].state.Terminated
+		if !deleting && term != nil && restarts(policy, term.ExitCode) {
+			restart(i)
+		}
+	}
 	for i := range ctrs {
 		start(i)
 	}
 	if st.initDone {
-		st.phase = corev1.PodRunning
+		st.phase = corev1.PodRunning // and it stays Running while containers restart
 	}
 	w.post(ctx, st)
 
 	stop := w.stop
 	var kill <-chan time.Time
-	deleting := false
 	killAll := func() {
 		for _, p := range procs {
 			if p != nil {
@@ -209,12 +233,12 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 	}
 	for {
 		live := 0
-		for _, p := range procs {
-			if p != nil {
+		for i, p := range procs {
+			if p != nil || backingOff[i] && !deleting {
 				live++
 			}
 		}
-		if live == 0 && (pending == 0 || deleting) {
+		if live == 0 {
 			if deleting {
 				return stopped
 			}
@@ -227,20 +251,15 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 			ctrs[i].setExited(p)
 			w.setActive(ctrs[i].spec.Name, false)
 			w.log.Debug("container exited", "container", ctrs[i].spec.Name, "code", p.exit.code)
-			if !deleting && restarts(policy, p.exit.code) {
-				w.scheduleRestart(ctrs[i], i, restartCh)
-				pending++
-			}
-			if live > 1 || pending > 0 {
+			ended(i)
+			if procs[i] != nil || backingOff[i] || live > 1 {
 				w.post(ctx, st)
 			}
-		case i := <-restartCh:
-			pending--
-			if deleting {
+		case i := <-retry:
+			if deleting || !backingOff[i] {
 				continue
 			}
-			ctrs[i].restarts++
-			start(i)
+			restart(i)
 			w.post(ctx, st)
 		case <-stop:
 			stop, deleting = nil, true
@@ -251,7 +270,7 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 					p.signal(syscall.SIGTERM)
 				}
 			}
-			kill = time.After(grace)
+			kill = clk.After(grace)
 		case <-kill:
 			killAll()
 		case <-w.gone:
@@ -272,18 +291,4 @@ func waitAll(procs []*process) {
 			<-p.done
 		}
 	}
-}
-
-// scheduleRestart restarts container i of the set after a back-off that
-// doubles with every restart, like a kubelet's crash-loop back-off but
-// shorter, so tests don't wait minutes.
-func (w *podWorker) scheduleRestart(c *ctrState, i int, ch chan<- int) {
-	d := restartBackoff << min(c.restarts, 8)
-	d = min(d, maxRestartBackoff)
-	if c.state.Terminated != nil {
-		msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, c.spec.Name, w.latest().Name)
-		c.last = c.state
-		c.setWaiting(reasonCrashLoop, msg)
-	}
-	time.AfterFunc(d, func() { ch <- i })
 }

@@ -18,11 +18,9 @@ import (
 )
 
 const (
-	defaultGrace      = 30 * time.Second
-	configRetry       = 2 * time.Second
-	restartBackoff    = time.Second
-	maxRestartBackoff = 20 * time.Second
-	apiTimeout        = 15 * time.Second
+	defaultGrace = 30 * time.Second
+	configRetry  = 2 * time.Second
+	apiTimeout   = 15 * time.Second
 )
 
 // podWorker runs one pod from its first sight to its deletion. It is the only

@@ -10,12 +10,15 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // process is one run of a container: the command's process leads its own
 // process group, so signals reach everything it started, like signals to a
 // container reach its whole cgroup.
 type process struct {
+	clock   clock.PassiveClock
 	cmd     *exec.Cmd
 	pid     int
 	started time.Time
@@ -66,7 +69,7 @@ func executable(p string) error {
 
 // startProcess starts argv with env in dir, stdout and stderr appended to
 // log. The caller keeps no reference to log: the child has its own copy.
-func startProcess(path string, argv, env []string, dir string, log *os.File) (*process, error) {
+func startProcess(clk clock.PassiveClock, path string, argv, env []string, dir string, log *os.File) (*process, error) {
 	cmd := &exec.Cmd{
 		Path:        path,
 		Args:        argv,
@@ -79,14 +82,14 @@ func startProcess(path string, argv, env []string, dir string, log *os.File) (*p
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, pid: cmd.Process.Pid, started: time.Now(), done: make(chan struct{})}
+	p := &process{clock: clk, cmd: cmd, pid: cmd.Process.Pid, started: clk.Now(), done: make(chan struct{})}
 	go p.wait()
 	return p, nil
 }
 
 func (p *process) wait() {
 	err := p.cmd.Wait()
-	st := exitStatus{finished: time.Now()}
+	st := exitStatus{finished: p.clock.Now()}
 	var ws syscall.WaitStatus
 	if p.cmd.ProcessState != nil {
 		ws, _ = p.cmd.ProcessState.Sys().(syscall.WaitStatus)

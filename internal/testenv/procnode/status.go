@@ -29,6 +29,20 @@ type ctrState struct {
 	restarts int32
 	state    corev1.ContainerState
 	last     corev1.ContainerState
+	ended    time.Time    // when the last run ended, at full precision
+	backoff  backoffEntry // the kubelet's crash-loop back-off of this container
+}
+
+// finished is when the container's last run ended.
+func (c *ctrState) finished() time.Time { return c.ended }
+
+// setCrashLoop makes the ended container wait out its back-off; its
+// termination becomes the last state, as the kubelet shows it.
+func (c *ctrState) setCrashLoop(msg string) {
+	if c.state.Terminated != nil {
+		c.last = c.state
+	}
+	c.setWaiting(reasonCrashLoop, msg)
 }
 
 func (c *ctrState) setWaiting(reason, msg string) {
@@ -57,6 +71,7 @@ func (c *ctrState) setExited(p *process) {
 		ContainerID: c.id,
 	}
 	c.state = corev1.ContainerState{Terminated: t}
+	c.ended = p.exit.finished
 }
 
 // setStartError records a command that could not be started; runtimes
@@ -69,6 +84,7 @@ func (c *ctrState) setStartError(err error, now time.Time) {
 		ExitCode: 128, Reason: reasonStartError, Message: err.Error(),
 		StartedAt: mtime(now), FinishedAt: mtime(now),
 	}}
+	c.ended = now
 }
 
 func (c *ctrState) terminatedOK() bool {

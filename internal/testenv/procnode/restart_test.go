@@ -1,0 +1,89 @@
+package procnode
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// TestAgentCrashLoopBackOff runs a container that always fails, with the
+// kubelet's back-off on a fake clock: it restarts at once, then waits in
+// CrashLoopBackOff until the clock has moved 10s, then 20s.
+func TestAgentCrashLoopBackOff(t *testing.T) {
+	client := fake.NewClientset()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	a, err := New(Config{
+		Client: client, NodeNames: []string{"n1"}, Dir: t.TempDir(),
+		PodCIDR: netip.MustParsePrefix("127.79.0.0/16"),
+		Clock:   clk,
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	<-a.Ready()
+
+	p := pod("crashy", 30, "/bin/sh", "-c", "exit 3")
+	p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	pods := client.CoreV1().Pods("ns")
+	if _, err := pods.Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	backingOff := func(restarts int32, backoff string) {
+		t.Helper()
+		var cs corev1.ContainerStatus
+		waitFor(t, fmt.Sprintf("back-off %s after restart %d", backoff, restarts), func() (bool, error) {
+			p, err := pods.Get(t.Context(), "crashy", metav1.GetOptions{})
+			if err != nil || len(p.Status.ContainerStatuses) == 0 {
+				return false, err
+			}
+			if p.Status.Phase != corev1.PodRunning {
+				t.Fatalf("phase %s while restarting, want Running", p.Status.Phase)
+			}
+			cs = p.Status.ContainerStatuses[0]
+			return cs.RestartCount == restarts && cs.State.Waiting != nil, nil
+		})
+		want := &corev1.ContainerStateWaiting{
+			Reason:  "CrashLoopBackOff",
+			Message: "back-off " + backoff + " restarting failed container=c pod=crashy_ns(uid-crashy)",
+		}
+		if diff := cmp.Diff(want, cs.State.Waiting); diff != "" {
+			t.Errorf("waiting state (-want,+got):\n%s", diff)
+		}
+		if last := cs.LastTerminationState.Terminated; last == nil || last.ExitCode != 3 || last.Reason != "Error" || last.ContainerID == "" {
+			t.Errorf("last state = %+v, want terminated with exit code 3, reason Error and a container ID", last)
+		}
+	}
+	// The first exit restarts at once: the fake clock has not moved.
+	backingOff(1, "10s")
+	// Nothing happens until the back-off is over.
+	waitFor(t, "a back-off timer", func() (bool, error) { return clk.HasWaiters(), nil })
+	clk.Step(9 * time.Second)
+	if !clk.HasWaiters() {
+		t.Fatal("the back-off timer fired after 9s of 10s")
+	}
+	backingOff(1, "10s")
+	clk.Step(time.Second)
+	backingOff(2, "20s")
+	clk.Step(20 * time.Second)
+	backingOff(3, "40s")
+}
