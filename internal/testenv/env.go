@@ -48,6 +48,10 @@ type Options struct {
 	// PodCIDR is the process nodes' loopback pod range; default a random
 	// 127.X.0.0/16, so environments on one machine rarely share addresses.
 	PodCIDR netip.Prefix
+	// ProcessNodeBackoff and ProcessNodeMaxBackoff shorten the process
+	// nodes' crash-loop back-off between container restarts, for tests only;
+	// zero keeps the kubelet's 10s and 300s (see procnode.Config).
+	ProcessNodeBackoff, ProcessNodeMaxBackoff time.Duration
 	// Logf receives progress messages during Start; default none.
 	Logf func(format string, args ...any)
 	// Kueue runs Kueue's controller manager (built by hack/build-kueue.sh)

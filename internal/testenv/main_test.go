@@ -30,6 +30,9 @@ var cluster = &testenv.Shared{Options: testenv.Options{
 	ControllerManager: true,
 	KwokNodes:         5,
 	ProcessNodes:      2,
+	// The kubelet's back-off, 10s doubling to 300s, scaled down tenfold.
+	ProcessNodeBackoff:    time.Second,
+	ProcessNodeMaxBackoff: 30 * time.Second,
 }}
 
 // helperEnv makes the test binary, run as a pod's command, act as a small

@@ -46,7 +46,10 @@ func (e *Env) startProcessNodes(files *pkiFiles, apiPort int) error {
 		PodCIDR:   cidr,
 		APIServer: "127.0.0.1:" + strconv.Itoa(apiPort),
 		ClientCAs: ca,
-		Logger:    slog.New(slog.NewTextHandler(e.agentLog, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		// Zero, the kubelet's back-off, unless a test shortens it.
+		InitialBackoff: e.opts.ProcessNodeBackoff,
+		MaxBackoff:     e.opts.ProcessNodeMaxBackoff,
+		Logger:         slog.New(slog.NewTextHandler(e.agentLog, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		return err

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/drover-project/drover/internal/testenv"
 )
 
 func TestPodExitCodes(t *testing.T) {
@@ -246,21 +250,119 @@ func TestPodsListenOnTheSamePort(t *testing.T) {
 	}
 }
 
+// TestPodRestartOnFailure: a container that fails twice and then succeeds
+// is restarted in the same pod as a kubelet does it, at once after the first
+// failure and after the (scaled-down) CrashLoopBackOff after the second.
 func TestPodRestartOnFailure(t *testing.T) {
 	e := cluster.Env(t)
 	ns := e.NewNamespace(t)
 	// The working directory is the pod's own and survives restarts.
-	pod := procPod(ns, "flaky", "/bin/sh", "-c", `if [ -e marker ]; then echo second; exit 0; fi; touch marker; echo first; exit 1`)
+	pod := procPod(ns, "flaky", "/bin/sh", "-c", `n=$(cat runs 2>/dev/null || echo 0); n=$((n+1)); echo $n >runs
+echo "run $n ip=$POD_IP uid=$POD_UID"; [ $n -gt 2 ] || exit 7`)
 	pod.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	c := &pod.Spec.Containers[0]
+	c.Env = append(c.Env, fieldEnv("POD_IP", "status.podIP"), fieldEnv("POD_UID", "metadata.uid"))
+	seen := watchPod(t, e, ns, pod.Name)
 	createPod(t, e, pod)
 	p := waitPod(t, e, ns, "flaky", "ended", time.Minute, ended)
+
 	cs := p.Status.ContainerStatuses[0]
-	if p.Status.Phase != corev1.PodSucceeded || cs.RestartCount != 1 || cs.LastTerminationState.Terminated == nil || cs.LastTerminationState.Terminated.ExitCode != 1 {
-		t.Errorf("phase %s, restarts %d, last termination %+v; want Succeeded after 1 restart from exit code 1", p.Status.Phase, cs.RestartCount, cs.LastTerminationState.Terminated)
+	if p.Status.Phase != corev1.PodSucceeded || cs.RestartCount != 2 {
+		t.Errorf("phase %s after %d restarts; want Succeeded after 2", p.Status.Phase, cs.RestartCount)
 	}
+	if term := cs.State.Terminated; term == nil || term.ExitCode != 0 || term.Reason != "Completed" {
+		t.Errorf("terminated state = %+v, want exit code 0, reason Completed", term)
+	}
+	last := cs.LastTerminationState.Terminated
+	if last == nil || last.ExitCode != 7 || last.Reason != "Error" || last.ContainerID == "" || last.ContainerID == cs.ContainerID || last.FinishedAt.IsZero() {
+		t.Errorf("last termination = %+v; want the second run's: exit code 7, reason Error, its own container ID", last)
+	}
+
+	// Between the second failure and the third run it backed off, Running.
+	var backoff *corev1.Pod
+	for _, o := range seen() {
+		if s := o.Status.ContainerStatuses; len(s) == 1 && s[0].State.Waiting != nil && s[0].State.Waiting.Reason == "CrashLoopBackOff" {
+			backoff = o
+			break
+		}
+	}
+	if backoff == nil {
+		t.Fatal("the container never waited in CrashLoopBackOff")
+	}
+	bs := backoff.Status.ContainerStatuses[0]
+	want := "back-off 1s restarting failed container=main pod=flaky_" + ns + "(" + string(p.UID) + ")"
+	if backoff.Status.Phase != corev1.PodRunning || bs.RestartCount != 1 || bs.State.Waiting.Message != want || bs.Ready {
+		t.Errorf("backing off: phase %s, restarts %d, waiting %+v, ready %v; want Running, 1, message %q, not ready",
+			backoff.Status.Phase, bs.RestartCount, bs.State.Waiting, bs.Ready, want)
+	}
+	if bl := bs.LastTerminationState.Terminated; bl == nil || bl.ExitCode != 7 || bl.Reason != "Error" {
+		t.Errorf("last termination while backing off = %+v, want exit code 7, reason Error", bl)
+	}
+
+	// Every run was in the same pod: same IP, same UID, same directory.
 	logs, _ := e.ProcessNode.Logs(ns, "flaky")
-	if string(logs) != "first\nsecond\n" {
-		t.Errorf("logs = %q, want both runs", logs)
+	id := " ip=" + p.Status.PodIP + " uid=" + string(p.UID) + "\n"
+	if diff := cmp.Diff("run 1"+id+"run 2"+id+"run 3"+id, string(logs)); diff != "" {
+		t.Errorf("logs (-want,+got):\n%s", diff)
+	}
+}
+
+// TestPodNeverRestarts: with restartPolicy Never a failed container stays
+// failed.
+func TestPodNeverRestarts(t *testing.T) {
+	e := cluster.Env(t)
+	ns := e.NewNamespace(t)
+	seen := watchPod(t, e, ns, "once")
+	createPod(t, e, procPod(ns, "once", "/bin/sh", "-c", "echo ran; exit 5"))
+	p := waitPod(t, e, ns, "once", "ended", time.Minute, ended)
+	cs := p.Status.ContainerStatuses[0]
+	if p.Status.Phase != corev1.PodFailed || cs.RestartCount != 0 || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 5 {
+		t.Errorf("phase %s, restarts %d, state %+v; want Failed, 0, exit code 5", p.Status.Phase, cs.RestartCount, cs.State)
+	}
+	if cs.LastTerminationState != (corev1.ContainerState{}) {
+		t.Errorf("last state = %+v, want none", cs.LastTerminationState)
+	}
+	for _, o := range seen() {
+		if s := o.Status.ContainerStatuses; len(s) == 1 && (s[0].RestartCount != 0 || s[0].State.Waiting != nil && s[0].State.Waiting.Reason == "CrashLoopBackOff") {
+			t.Errorf("status on the way: %+v", s[0])
+		}
+	}
+	if logs, _ := e.ProcessNode.Logs(ns, "once"); string(logs) != "ran\n" {
+		t.Errorf("logs = %q, want one run", logs)
+	}
+}
+
+// watchPod records every version of pod ns/name from now on; the function
+// it returns gives those seen so far.
+func watchPod(t *testing.T, e *testenv.Env, ns, name string) func() []*corev1.Pod {
+	t.Helper()
+	w, err := e.Client.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatalf("watching pod %s: %v", name, err)
+	}
+	var (
+		mu   sync.Mutex
+		seen []*corev1.Pod
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				mu.Lock()
+				seen = append(seen, p)
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		w.Stop()
+		<-done
+	})
+	return func() []*corev1.Pod {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
 	}
 }
 

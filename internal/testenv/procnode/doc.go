@@ -19,7 +19,9 @@
 // account tokens) and hostPath volumes, materialised in a per-pod directory
 // whose path is exported to the container as DROVER_VOLUME_<NAME> (the mount
 // path itself is not honoured: processes share this machine's filesystem);
-// restart policies Never, OnFailure and Always (with a capped back-off); init
+// restart policies Never, OnFailure and Always with the kubelet's restart
+// count, last termination state and CrashLoopBackOff (10s doubling to 300s,
+// shortened only by Config.InitialBackoff and MaxBackoff in tests); init
 // containers, run in order before the app containers; container logs through
 // Logs and through the kubelet API (kubectl logs) when the API server is given
 // a client certificate the agent trusts. Not supported: probes (containers are
