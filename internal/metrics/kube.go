@@ -1,20 +1,16 @@
 package metrics
 
 import (
-	"context"
 	"errors"
-	"net/url"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	clientmetrics "k8s.io/client-go/tools/metrics"
 )
 
 // The Kubernetes client's metrics are process-wide: client-go takes its
-// metric hooks once per process, and every client of the process (the
-// driver's, drover submit's) reports to them. RegisterKubernetes exports
-// them on a registry.
+// metric hooks once per process (internal/k8s/client sets them to record
+// into KubeRequests), and every client of the process (the driver's, drover
+// submit's) reports to them. RegisterKubernetes exports them on a registry.
 var (
 	apiRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drover_kubernetes_api_requests_total",
 		Help: "Kubernetes API requests of this process, by HTTP method and status code " +
@@ -25,23 +21,32 @@ var (
 	apiThrottled = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "drover_kubernetes_api_client_throttle_seconds",
 		Help:    "Time Kubernetes API requests of this process waited for the client's rate limiter (QPS, burst), by HTTP method.",
 		Buckets: []float64{.001, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}, []string{"method"})
-
-	hookOnce sync.Once
 )
 
-// RegisterKubernetes hooks the Kubernetes client's request metrics (once
-// per process) and exports them on r.
+// RegisterKubernetes exports the Kubernetes client's request metrics on r.
 func RegisterKubernetes(r prometheus.Registerer) {
-	hookOnce.Do(func() {
-		clientmetrics.Register(clientmetrics.RegisterOpts{
-			RequestResult:      requestResult{},
-			RequestLatency:     latency{apiLatency},
-			RateLimiterLatency: latency{apiThrottled},
-		})
-	})
 	for _, c := range []prometheus.Collector{apiRequests, apiLatency, apiThrottled} {
 		registerShared(r, c)
 	}
+}
+
+// KubeRequests records the Kubernetes client's requests into the
+// process's collectors. This package does not import client-go: the
+// adapter from client-go's hooks is internal/k8s/client's.
+type KubeRequests struct{}
+
+// Result counts a request by HTTP method and status code.
+func (KubeRequests) Result(method, code string) { apiRequests.WithLabelValues(method, code).Inc() }
+
+// Latency observes how long a request took to answer.
+func (KubeRequests) Latency(method string, d time.Duration) {
+	apiLatency.WithLabelValues(method).Observe(d.Seconds())
+}
+
+// Throttled observes how long a request waited for the client's rate
+// limiter.
+func (KubeRequests) Throttled(method string, d time.Duration) {
+	apiThrottled.WithLabelValues(method).Observe(d.Seconds())
 }
 
 // registerShared registers a process-wide collector, which every driver
@@ -52,16 +57,4 @@ func registerShared(r prometheus.Registerer, c prometheus.Collector) {
 			panic(err)
 		}
 	}
-}
-
-type requestResult struct{}
-
-func (requestResult) Increment(_ context.Context, code, method, _ string) {
-	apiRequests.WithLabelValues(method, code).Inc()
-}
-
-type latency struct{ h *prometheus.HistogramVec }
-
-func (l latency) Observe(_ context.Context, verb string, _ url.URL, d time.Duration) {
-	l.h.WithLabelValues(verb).Observe(d.Seconds())
 }
