@@ -42,7 +42,7 @@ func TestAgentCrashLoopBackOff(t *testing.T) {
 	})
 	<-a.Ready()
 
-	p := pod("crashy", 30, "/bin/sh", "-c", "exit 3")
+	p := pod("crashy", 30, "/bin/sh", "-c", "echo run; exit 3")
 	p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	pods := client.CoreV1().Pods("ns")
 	if _, err := pods.Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
@@ -56,10 +56,10 @@ func TestAgentCrashLoopBackOff(t *testing.T) {
 			if err != nil || len(p.Status.ContainerStatuses) == 0 {
 				return false, err
 			}
-			if p.Status.Phase != corev1.PodRunning {
+			cs = p.Status.ContainerStatuses[0]
+			if cs.RestartCount > 0 && p.Status.Phase != corev1.PodRunning {
 				t.Fatalf("phase %s while restarting, want Running", p.Status.Phase)
 			}
-			cs = p.Status.ContainerStatuses[0]
 			return cs.RestartCount == restarts && cs.State.Waiting != nil, nil
 		})
 		want := &corev1.ContainerStateWaiting{
@@ -86,4 +86,18 @@ func TestAgentCrashLoopBackOff(t *testing.T) {
 	backingOff(2, "20s")
 	clk.Step(20 * time.Second)
 	backingOff(3, "40s")
+
+	// A pod deleted while backing off is not started again.
+	if err := pods.Delete(t.Context(), "crashy", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the worker to end", func() (bool, error) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.workers[p.UID] == nil, nil
+	})
+	clk.Step(time.Hour)
+	if logs, err := a.Logs("ns", "crashy"); err != nil || string(logs) != "run\nrun\nrun\nrun\n" {
+		t.Errorf("logs = %q, %v; want the 4 runs before the deletion", logs, err)
+	}
 }
