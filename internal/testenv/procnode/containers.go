@@ -171,17 +171,22 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 	clk := w.a.clock
 	procs := make([]*process, len(ctrs))
 	exits := make(chan int, len(ctrs))
-	// One buffered slot per container: a timer that fires after this
-	// function returned must not block.
+	// One buffered slot per container in each: at most one of its sends is
+	// outstanding, and a timer that fires after this function returned must
+	// not block.
 	retry := make(chan int, len(ctrs))
-	backingOff := make([]bool, len(ctrs))
+	startErrs := make(chan int, len(ctrs))
+	waiting := make([]bool, len(ctrs)) // to be started again: backing off or failed to start
 	var deleting bool
 
-	var ended func(i int)
 	start := func(i int) {
 		p := w.launch(pod, ctrs[i], envs[ctrs[i].spec.Name])
 		if p == nil {
-			ended(i) // a start error is an exit with code 128
+			// A start error is an exit with code 128, handled by the loop
+			// like any other, not here: no recursion however short the
+			// back-off.
+			waiting[i] = true
+			startErrs <- i
 			return
 		}
 		procs[i] = p
@@ -199,16 +204,15 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 		wait, next := w.a.backoff.decide(c.backoff, c.finished(), clk.Now())
 		if wait > 0 {
 			c.setCrashLoop(crashLoopMessage(c.backoff.backoff, c.spec.Name, pod.Name, pod.Namespace, string(pod.UID)))
-			backingOff[i] = true
+			waiting[i] = true
 			clk.AfterFunc(wait, func() { retry <- i })
 			return
 		}
-		backingOff[i] = false
 		c.backoff = next
 		c.restarts++
 		start(i)
 	}
-	ended = func(i int) {
+	ended := func(i int) {
 		term := ctrs[i].state.Terminated
 		if !deleting && term != nil && restarts(policy, term.ExitCode) {
 			restart(i)
@@ -234,7 +238,7 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 	for {
 		live := 0
 		for i, p := range procs {
-			if p != nil || backingOff[i] && !deleting {
+			if p != nil || waiting[i] && !deleting {
 				live++
 			}
 		}
@@ -252,11 +256,18 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 			w.setActive(ctrs[i].spec.Name, false)
 			w.log.Debug("container exited", "container", ctrs[i].spec.Name, "code", p.exit.code)
 			ended(i)
-			if procs[i] != nil || backingOff[i] || live > 1 {
+			if procs[i] != nil || waiting[i] || live > 1 {
+				w.post(ctx, st)
+			}
+		case i := <-startErrs:
+			waiting[i] = false
+			ended(i)
+			if procs[i] != nil || waiting[i] || live > 1 {
 				w.post(ctx, st)
 			}
 		case i := <-retry:
-			if deleting || !backingOff[i] {
+			waiting[i] = false
+			if deleting {
 				continue
 			}
 			restart(i)

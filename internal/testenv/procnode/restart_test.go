@@ -101,3 +101,47 @@ func TestAgentCrashLoopBackOff(t *testing.T) {
 		t.Errorf("logs = %q, %v; want the 4 runs before the deletion", logs, err)
 	}
 }
+
+// TestAgentRestartsStartErrors: a command that cannot start is an exit
+// with code 128 and reason StartError, restarted with the same back-off,
+// however short.
+func TestAgentRestartsStartErrors(t *testing.T) {
+	client := fake.NewClientset()
+	a, err := New(Config{
+		Client: client, NodeNames: []string{"n1"}, Dir: t.TempDir(),
+		PodCIDR:        netip.MustParsePrefix("127.80.0.0/16"),
+		InitialBackoff: time.Nanosecond, MaxBackoff: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	<-a.Ready()
+	p := pod("nocmd", 30, "/no/such/command")
+	p.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	pods := client.CoreV1().Pods("ns")
+	if _, err := pods.Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var cs corev1.ContainerStatus
+	waitFor(t, "5 restarts", func() (bool, error) {
+		p, err := pods.Get(t.Context(), "nocmd", metav1.GetOptions{})
+		if err != nil || len(p.Status.ContainerStatuses) == 0 {
+			return false, err
+		}
+		cs = p.Status.ContainerStatuses[0]
+		return cs.RestartCount >= 5 && p.Status.Phase == corev1.PodRunning, nil
+	})
+	if last := cs.LastTerminationState.Terminated; last == nil || last.Reason != "StartError" || last.ExitCode != 128 {
+		t.Errorf("last state = %+v, want StartError with exit code 128", last)
+	}
+}
