@@ -1,3 +1,5 @@
+//go:build integration
+
 package drover
 
 import (
@@ -326,6 +328,15 @@ func TestChaosExecutorProcessKilled(t *testing.T) {
 
 // envChaosDriver makes the test binary a client-mode driver running the
 // chaos word count with the arguments in $DROVER_TEST_CHAOS_ARGS (JSON).
+func init() {
+	binaryModes = append(binaryModes, func() (bool, int) {
+		if os.Getenv(envChaosDriver) != "" {
+			return true, chaosDriverMain()
+		}
+		return false, 0
+	})
+}
+
 const envChaosDriver = "DROVER_TEST_CHAOS_DRIVER"
 
 // chaosDriverMain is the driver process of TestChaosClientDriverSignals.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/funcs"
 )
@@ -23,24 +25,47 @@ var (
 	withChan = Register("test.chan", func(_ *TaskContext, c chan int) (int, error) { return 0, nil })
 )
 
-// TestMain freezes registration as Main does, and lets the test binary be
-// an executor process for local-cluster tests.
+// binaryModes let the test binary be another process an integration test
+// started (a driver under chaos); afterTests stop what the tests shared (the
+// control plane). The integration files' init fill both.
+var (
+	binaryModes []func() (handled bool, code int)
+	afterTests  []func()
+)
+
+// TestMain freezes registration as Main does, lets the test binary be an
+// executor process for local-cluster tests, and fails the package when a
+// goroutine a test started outlives it.
 func TestMain(m *testing.M) {
 	funcs.Freeze()
 	if os.Getenv(envvar.Role) == envvar.RoleExecutor {
 		os.Exit(runExecutor())
 	}
-	if os.Getenv(envChaosDriver) != "" {
-		os.Exit(chaosDriverMain())
-	}
 	if os.Getenv(envRSSDriver) != "" {
 		os.Exit(rssDriverMain())
 	}
+	for _, mode := range binaryModes {
+		if ok, code := mode(); ok {
+			os.Exit(code)
+		}
+	}
 	code := m.Run()
-	if err := cluster.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the test control plane:", err)
+	for _, f := range afterTests {
+		f()
+	}
+	if code == 0 {
+		if err := goleak.Find(leakOptions...); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
+}
+
+// leakOptions ignore process-wide goroutines started once and kept.
+var leakOptions = []goleak.Option{
+	// klog's flush daemon, started by client-go's logging on first use.
+	goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
 }
 
 func TestRunPartitionsInEveryLocalMode(t *testing.T) {

@@ -1,9 +1,12 @@
+//go:build integration
+
 package drover
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +25,14 @@ import (
 // cluster is one real control plane (etcd, kube-apiserver, kube-scheduler,
 // kube-controller-manager for resource quotas, a process node) shared by
 // this package's Kubernetes tests.
+func init() {
+	afterTests = append(afterTests, func() {
+		if err := cluster.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the test control plane:", err)
+		}
+	})
+}
+
 var cluster = &testenv.Shared{Options: testenv.Options{Scheduler: true, ControllerManager: true, ProcessNodes: 1,
 	AuditPodCreates: true}}
 
