@@ -1,3 +1,5 @@
+//go:build integration
+
 package submit_test
 
 import (
@@ -52,16 +54,6 @@ func BenchmarkSubmitProcess(b *testing.B) {
 	b.ReportMetric(float64(toPod.Milliseconds())/float64(b.N), "ms/submit")
 	b.StopTimer()
 	_ = env.Client.CoreV1().Pods(ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{})
-}
-
-// BenchmarkHelp is the process time of drover --help: the CLI's start-up.
-func BenchmarkHelp(b *testing.B) {
-	bin, _ := binaries(b)
-	for b.Loop() {
-		if out, err := exec.Command(bin, "--help").CombinedOutput(); err != nil {
-			b.Fatalf("drover --help: %v\n%s", err, out)
-		}
-	}
 }
 
 // BenchmarkSubmitToResult is a cluster-mode application end to end on the

@@ -1,7 +1,8 @@
+//go:build integration
+
 package submit_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,91 +46,32 @@ var cluster = &testenv.Shared{Options: testenv.Options{Scheduler: true, Controll
 // for SIGTERM instead of running tests: a driver that runs until killed.
 const helperEnv = "DROVER_SUBMIT_TEST_HELPER"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "sleep" {
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		defer stop()
-		fmt.Println("sleeping until killed")
-		select {
-		case <-ctx.Done():
-		case <-time.After(5 * time.Minute):
+// init makes this test binary also a driver pod's command that runs until
+// killed (helperEnv=sleep) or serves the UI (serve-ui), and stops the shared
+// control plane after the tests (TestMain, main_test.go).
+func init() {
+	binaryModes = append(binaryModes, func() (bool, int) {
+		switch os.Getenv(helperEnv) {
+		case "sleep":
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			fmt.Println("sleeping until killed")
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Minute):
+			}
+			return true, 0
+		case "serve-ui":
+			return true, serveUIHelper()
 		}
-		os.Exit(0)
-	}
-	if os.Getenv(helperEnv) == "serve-ui" {
-		os.Exit(serveUIHelper())
-	}
-	code := m.Run()
-	if err := cluster.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the shared control plane:", err)
-		code = 1
-	}
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
-// binaries builds the drover CLI and examples/wordcount once.
-func binaries(t testing.TB) (drover, wordcount string) {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "drover-submit-e2e-")
-		if buildErr != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		out, err := exec.CommandContext(ctx, "go", "build", "-o", binDir+"/",
-			"github.com/drover-project/drover/cmd/drover", "github.com/drover-project/drover/examples/wordcount",
-			"github.com/drover-project/drover/internal/k8s/submit/testdata/panicapp",
-			"github.com/drover-project/drover/internal/k8s/submit/testdata/sleepapp",
-			"github.com/drover-project/drover/internal/k8s/submit/testdata/chaosapp",
-			"github.com/drover-project/drover/internal/k8s/submit/testdata/uiapp",
-			"github.com/drover-project/drover/internal/k8s/submit/testdata/envapp").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		return false, 0
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "drover"), filepath.Join(binDir, "wordcount")
-}
-
-// result is one run of the CLI.
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
-// drover runs the CLI with KUBECONFIG kubeconfig, bounded by timeout.
-func drover(t testing.TB, kubeconfig string, timeout time.Duration, args ...string) result {
-	t.Helper()
-	bin, _ := binaries(t)
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("drover %s did not end within %s; stderr:\n%s", strings.Join(args, " "), timeout, stderr.String())
-	}
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running drover: %v", err)
-	}
-	return r
+	afterTests = append(afterTests, func() error {
+		if err := cluster.Stop(); err != nil {
+			return fmt.Errorf("stopping the shared control plane: %w", err)
+		}
+		return nil
+	})
 }
 
 // restrictedNamespace is a namespace for t that enforces the restricted
@@ -543,25 +484,6 @@ func kubeconfigFor(t *testing.T, env *testenv.Env, ns, name string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// TestClientMode runs the local binary with submit's flags: the driver
-// runs here, and its exit code is submit's.
-func TestClientMode(t *testing.T) {
-	_, wordcount := binaries(t)
-	input := filepath.Join(t.TempDir(), "input.txt")
-	if err := os.WriteFile(input, []byte("a b a\nc a b\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := drover(t, "/nonexistent", time.Minute, "submit", "--master", "local[2]", "--name", "wc",
-		"--conf", "spark.ui.showConsoleProgress=false", wordcount, input, "2")
-	if r.code != 0 || r.stdout != "a\t3\nb\t2\n" {
-		t.Errorf("client mode: exit %d, stdout %q, stderr:\n%s", r.code, r.stdout, r.stderr)
-	}
-	r = drover(t, "/nonexistent", time.Minute, "submit", "--master", "local[2]", wordcount)
-	if r.code != 1 || !strings.Contains(r.stderr, "usage: wordcount") {
-		t.Errorf("client mode, failing: exit %d, stderr:\n%s", r.code, r.stderr)
-	}
 }
 
 // The executor pod template is read by submit on this machine and
