@@ -16,15 +16,15 @@ import (
 
 	"github.com/drover-project/drover/internal/backend"
 	"github.com/drover-project/drover/internal/backend/coarse"
-	"github.com/drover-project/drover/internal/config"
-	"github.com/drover-project/drover/internal/dynalloc"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/client"
+	"github.com/drover-project/drover/internal/k8s/k8sconf"
 	"github.com/drover-project/drover/internal/k8s/lifecycle"
 	"github.com/drover-project/drover/internal/k8s/podcontrol"
 	"github.com/drover-project/drover/internal/k8s/podspec"
+	"github.com/drover-project/drover/internal/k8s/queueapi"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/master"
@@ -32,7 +32,7 @@ import (
 )
 
 func init() {
-	master.RegisterClusterManager(master.Kubernetes, newCluster)
+	master.RegisterClusterManager(master.Kubernetes, fromApp)
 }
 
 // Cluster is the Kubernetes cluster manager of one application: the
@@ -41,7 +41,7 @@ func init() {
 // executor removals, and the one informer that feeds both.
 type Cluster struct {
 	app   master.App
-	conf  *config.Conf
+	opts  k8sconf.Options
 	log   *slog.Logger
 	clock clock.WithTicker
 
@@ -57,9 +57,6 @@ type Cluster struct {
 	classifier *snapshot.Classifier
 	driverPod  *corev1.Pod
 	initial    int
-	// checkPeer: admit compares a registration's addresses with its pod's
-	// IP (drover.kubernetes.executor.checkPeerAddress).
-	checkPeer bool
 
 	src PodSource
 	// podSource is Deps.PodSource, started as src by Start.
@@ -96,9 +93,14 @@ var (
 	_ lifecycle.Applier                = (*applier)(nil)
 )
 
-// newCluster is the registry's factory: the production dependencies.
-func newCluster(app master.App) (master.Cluster, error) {
-	return New(app, Deps{})
+// fromApp is the registry's factory: the options read from the
+// application's configuration, and the production dependencies.
+func fromApp(app master.App) (master.Cluster, error) {
+	opts, err := k8sconf.Load(app.Conf, app.ID, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return New(app, opts, Deps{})
 }
 
 // Deps are what a Kubernetes cluster manager is built from, besides the
@@ -125,10 +127,10 @@ type Deps struct {
 	Getenv func(string) string
 }
 
-// New builds the cluster manager of app and checks everything that can be
-// checked without the API server, so bad configuration fails before
-// anything is created.
-func New(app master.App, deps Deps) (*Cluster, error) {
+// New builds the cluster manager of app with opts (k8sconf.Load, which
+// checked them, so bad configuration fails before anything is created).
+// app.Conf is read only by the coarse backend's own options.
+func New(app master.App, opts k8sconf.Options, deps Deps) (*Cluster, error) {
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
 	}
@@ -137,34 +139,28 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 	}
 	c := &Cluster{
 		app:       app,
-		conf:      app.Conf,
+		opts:      opts,
 		log:       app.Logger,
 		clock:     deps.Clock,
 		getenv:    deps.Getenv,
 		podSource: deps.PodSource,
-		ns:        config.KubernetesNamespace.Get(app.Conf),
+		ns:        opts.Namespace,
+		initial:   opts.InitialExecutors,
 		dirty:     make(chan struct{}, 1),
 		waiters:   map[executorid.ID][]chan scheduler.LossReason{},
 	}
-	if err := CheckConf(app.Conf, app.ID, nil); err != nil {
-		return nil, err
-	}
-	c.initial, _ = dynalloc.InitialExecutors(app.Conf) // checked above
 	if c.log == nil {
 		c.log = slog.Default()
 	}
 	logging.RouteKlog(c.log)
-	c.checkPeer = checkPeerAddress(app.Conf, c.log)
+	if !opts.CheckPeerAddress {
+		warnNoPeerCheck(c.log)
+	}
 	c.cs = deps.Client
 	if c.cs == nil {
-		cs, _, err := client.New(client.Options{
-			APIServer:     app.Master.APIServer,
-			Context:       config.KubernetesContext.Get(app.Conf),
-			Auth:          authKeys(app.Conf, c.getenv),
-			Conf:          localCredentialPaths(app.Conf, c.getenv),
-			UserAgent:     "drover-driver/" + app.ID,
-			WrapTransport: deps.WrapTransport,
-		})
+		co := opts.Client
+		co.APIServer, co.UserAgent, co.WrapTransport = app.Master.APIServer, "drover-driver/"+app.ID, deps.WrapTransport
+		cs, _, err := client.New(co)
 		if err != nil {
 			return nil, err
 		}
@@ -176,21 +172,16 @@ func New(app master.App, deps Deps) (*Cluster, error) {
 	}
 	c.selector = labels.SelectorFromSet(labels.Set{snapshot.LabelAppID: app.ID, snapshot.LabelRole: snapshot.RoleExecutor})
 
-	ratio := 0.8 // Spark's default for Kubernetes
-	if config.MinRegisteredResourcesRatio.IsSet(app.Conf) {
-		ratio = config.MinRegisteredResourcesRatio.Get(app.Conf)
-	}
-	host, bind := driverAddress(app.Conf, c.getenv)
 	bo := coarse.ConfOptions(app.ID, app.Conf, app.Security.Driver)
-	bo.BindAddress, bo.Port, bo.AdvertiseHost = bind, config.DriverPort.Get(app.Conf), host
-	bo.InitialExecutors, bo.MinRegisteredRatio = c.initial, ratio
+	bo.BindAddress, bo.Port, bo.AdvertiseHost = opts.BindAddress, opts.DriverPort, opts.DriverHost
+	bo.InitialExecutors, bo.MinRegisteredRatio = c.initial, opts.MinRegisteredRatio
 	bo.Admit, bo.OnExecutorsChanged, bo.Logger, bo.Events = c.admit, c.markDirty, c.log, app.Events
 	c.backend = coarse.New(app.Scheduler, c, bo)
-	allocOpts := allocatorOptions(app.Conf)
-	c.alloc = allocator.New(allocOpts, &podClient{c}, c.clock, c.log.With("component", "allocator"))
+	c.alloc = allocator.New(opts.Allocator, &podClient{c}, c.clock, c.log.With("component", "allocator"))
 	c.alloc.OnLimit(c.limitChanged)
-	q, _ := podspec.ResolveQueue(app.Conf, app.ID) // checked above
-	c.queue = &queueWatch{c: c, q: q, timeout: config.KubernetesQueueTimeout.Get(app.Conf)}
+	q := opts.Queue
+	c.queue = &queueWatch{c: c, q: q, timeout: opts.QueueTimeout,
+		exists: func(ctx context.Context) (bool, error) { return queueapi.LocalQueueExists(ctx, c.cs, c.ns, q.Name) }}
 	c.alloc.OnRound(c.queue.onRound)
 	c.alloc.PublishTo(app.Events)
 	c.events = app.Events
@@ -210,7 +201,7 @@ func (c *Cluster) Allocation() backend.Scalable { return backend.NewScalable(c, 
 func (c *Cluster) Start(ctx context.Context) error { return c.withRBACHint(c.start(ctx)) }
 
 func (c *Cluster) start(ctx context.Context) error {
-	if name := config.KubernetesDriverPodName.Get(c.conf); name != "" {
+	if name := c.opts.DriverPodName; name != "" {
 		pod, err := c.getDriverPod(ctx, name)
 		if err != nil {
 			return err
@@ -220,11 +211,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.backend.Start(ctx); err != nil {
 		return err
 	}
-	exe, err := executorBinary(c.conf)
-	if err != nil {
-		return err
-	}
-	ec, err := podspec.NewExecutorConf(c.conf, c.app.ID, c.driverPod, c.backend.URL(), []string{exe})
+	ec, err := c.opts.Executor.Bind(c.driverPod, c.backend.URL())
 	if err != nil {
 		return err
 	}
@@ -243,7 +230,9 @@ func (c *Cluster) start(ctx context.Context) error {
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	life := lifecycle.New(c.lifecycleOptions(), &applier{c}, c.clock, c.log.With("component", "lifecycle"))
+	lo := c.opts.Lifecycle
+	lo.ContainerName = ec.ContainerName
+	life := lifecycle.New(lo, &applier{c}, c.clock, c.log.With("component", "lifecycle"))
 	c.lifePtr.Store(life)
 	// The driver's context ends on SIGINT/SIGTERM and when the application
 	// fails: allocation stops at once, before the job and the backend wind
@@ -268,7 +257,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.alloc.SetTarget(c.initial)
 	c.log.Info("requesting executor pods", "namespace", c.ns, "executors", c.initial,
-		"policy", config.KubernetesAllocationPolicy.Get(c.conf), "driver", c.backend.URL())
+		"policy", c.opts.Allocator.Policy, "driver", c.backend.URL())
 	return nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/k8s/podcontrol"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/master"
@@ -329,7 +330,9 @@ func startFakeClusterLogging(t *testing.T, cs *fake.Clientset, log *slog.Logger,
 	app := master.App{ID: "drover-0123456789abcdef", Conf: conf, Scheduler: sched,
 		Master: master.URL{Raw: "k8s://https://127.0.0.1:1", Kind: master.Kubernetes, APIServer: "https://127.0.0.1:1"},
 		Logger: log}
-	c, err := New(app, Deps{Client: cs})
+	// The pods go to the fake clientset through the typed client, so the
+	// pod watch sees them; the wire path is podcontrol's own tests.
+	c, err := New(app, loadOptions(t, app, nil), Deps{Client: cs, PodControl: &podcontrol.Fake{Client: cs}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func BenchmarkDynamicAllocationScaleUp(b *testing.B) {
 		sched := scheduler.New(scheduler.Options{MaxFailures: 4})
 		app := master.App{ID: "drover-dynalloc-scale", Conf: conf, Scheduler: sched, Logger: log,
 			Master: master.URL{Kind: master.Kubernetes, APIServer: env.URL}, Fail: func(error) {}}
-		cl, err := New(app, Deps{WrapTransport: counter.wrap})
+		cl, err := New(app, loadOptions(b, app, nil), Deps{WrapTransport: counter.wrap})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -72,7 +72,7 @@ const podIPWait = 10 * time.Second
 // mesh's sidecar) shows the proxy's address, and a client-mode driver
 // outside the pod network sees the node's address where the network
 // translates pods' source addresses (the refusal names both addresses).
-// drover.kubernetes.executor.checkPeerAddress=false (c.checkPeer) is for
+// drover.kubernetes.executor.checkPeerAddress=false (c.opts.CheckPeerAddress) is for
 // those: the pod's name is still checked, no address is.
 func (c *Cluster) admit(ctx context.Context, r coarse.Registration) error {
 	n := r.ID
@@ -104,7 +104,7 @@ func (c *Cluster) admit(ctx context.Context, r coarse.Registration) error {
 	case podGone(pod):
 		return fmt.Errorf("pod %s is ending (%s): %w", want, podEnd(pod), coarse.ErrGone)
 	}
-	if !c.checkPeer {
+	if !c.opts.CheckPeerAddress {
 		return nil
 	}
 	ip, err := netip.ParseAddr(pod.IP)
@@ -121,17 +121,13 @@ func (c *Cluster) admit(ctx context.Context, r coarse.Registration) error {
 	return nil
 }
 
-// checkPeerAddress reads drover.kubernetes.executor.checkPeerAddress, and
-// warns of what false opens.
-func checkPeerAddress(conf *config.Conf, log *slog.Logger) bool {
-	if config.KubernetesExecutorCheckPeerAddress.Get(conf) {
-		return true
-	}
+// warnNoPeerCheck warns of what
+// drover.kubernetes.executor.checkPeerAddress=false opens.
+func warnNoPeerCheck(log *slog.Logger) {
 	log.Warn(config.KubernetesExecutorCheckPeerAddress.Key() + "=false: executors' registrations are not " +
 		"checked against their pods' IPs, only their pods' names: any holder of the executors' credentials " +
 		"that reaches the driver can register as a pending executor, take its tasks, and point the " +
 		"driver's result fetches at any address")
-	return false
 }
 
 // servesAt reports whether address, an executor's host:port, is at ip: a
@@ -205,7 +201,8 @@ func (c *Cluster) deleteExecutorPod(id executorid.ID, byDriver bool, why string)
 	c.goTracked(func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		err := c.deletePods(ctx, []executorid.ID{id}, false)
+		name := podspec.ExecutorPodName(c.execConf.PodNamePrefix, id)
+		err := c.pods.DeletePod(ctx, c.ns, name)
 		if err != nil && ctx.Err() == nil {
 			c.log.Warn("deleting executor pod", "executor", id, "err", err)
 		}
@@ -254,9 +251,10 @@ func (c *Cluster) publishDeleted(id executorid.ID, pod, why string, err error) {
 	c.events.Publish(e)
 }
 
-// deletePods deletes executor pods with one delete-collection call (asked
-// again while the API server times out); with onlyPending, pods that
-// started meanwhile are kept.
+// deletePods deletes the allocator's excess executor pods with one
+// delete-collection call (asked again while the API server times out); with
+// onlyPending, pods that started meanwhile are kept, which a delete by name
+// cannot do.
 func (c *Cluster) deletePods(ctx context.Context, ids []executorid.ID, onlyPending bool) error {
 	if len(ids) == 0 {
 		return nil

@@ -19,12 +19,12 @@ func (c *Cluster) withRBACHint(err error) error {
 		return err
 	}
 	saKey := config.KubernetesDriverServiceAccountName.Key()
-	if config.KubernetesDriverPodName.Get(c.conf) == "" {
+	if c.opts.DriverPodName == "" {
 		// Client mode: the driver uses the kubeconfig's credentials.
 		return fmt.Errorf("%w (the kubeconfig's user lacks the rights the driver needs in namespace %s: "+
 			"drover rbac --namespace %s prints them as a Role)", err, c.ns, c.ns)
 	}
-	sa := config.KubernetesDriverServiceAccountName.Get(c.conf)
+	sa := c.opts.DriverServiceAccount
 	if c.driverPod != nil && c.driverPod.Spec.ServiceAccountName != "" {
 		sa = c.driverPod.Spec.ServiceAccountName
 	}

@@ -21,6 +21,7 @@ import (
 // through Deps.PodControl, none through the clientset; Stop deletes a few
 // by name and many with one collection delete of the application's pods.
 func TestPodsGoThroughPodControl(t *testing.T) {
+	noEnv := func(string) string { return "" }
 	const appID = "drover-0123456789abcdef"
 	tests := map[string]struct {
 		executors   int
@@ -46,7 +47,7 @@ func TestPodsGoThroughPodControl(t *testing.T) {
 			app := master.App{ID: appID, Conf: conf, Scheduler: sched,
 				Master: master.URL{Raw: "k8s://https://127.0.0.1:1", Kind: master.Kubernetes, APIServer: "https://127.0.0.1:1"},
 				Logger: slog.New(slog.DiscardHandler)}
-			c, err := New(app, Deps{Client: cs, PodControl: pc, Getenv: func(string) string { return "" }})
+			c, err := New(app, loadOptions(t, app, noEnv), Deps{Client: cs, PodControl: pc, Getenv: noEnv})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,29 +2,24 @@ package k8s
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/podspec"
+	"github.com/drover-project/drover/internal/k8s/queueapi"
 )
 
 // ErrQueue is wrapped by the errors that end an application its queue
 // holds for good: a Kueue LocalQueue that does not exist, or
 // drover.kubernetes.queue.timeout.
-var ErrQueue = errors.New("queue")
+var ErrQueue = queueapi.ErrQueue
 
 // How the driver follows executors waiting in a queue: the driver pod's
 // status annotation says so once they have waited statusDelay (Kueue
@@ -45,6 +40,9 @@ type queueWatch struct {
 	c       *Cluster
 	q       podspec.Queue
 	timeout time.Duration
+	// exists looks the LocalQueue up (queueapi.LocalQueueExists, on the
+	// API server).
+	exists func(ctx context.Context) (bool, error)
 
 	mu         sync.Mutex
 	status     string // what the driver pod's annotation should say
@@ -128,7 +126,7 @@ func (w *queueWatch) write(ctx context.Context) {
 // executors runs, and is a warning otherwise; unreadable, a warning says
 // what waits.
 func (w *queueWatch) check(ctx context.Context, gated, running int, waited time.Duration) {
-	exists, err := localQueueExists(ctx, w.c.cs, w.c.ns, w.q.Name)
+	exists, err := w.exists(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.checking = false
@@ -140,33 +138,12 @@ func (w *queueWatch) check(ctx context.Context, gated, running int, waited time.
 			w.q.Name, w.q.Name, w.q.Name, w.c.ns), "err", err)
 	case err == nil && !exists && running == 0 && !w.failed:
 		w.failed = true
-		w.c.fail(missingQueue(w.q.Name, w.c.ns))
+		w.c.fail(queueapi.MissingQueue(w.q.Name, w.c.ns))
 	case err == nil && !exists && !w.warned:
 		w.warned = true
 		w.c.log.Warn(fmt.Sprintf("LocalQueue %s of namespace %s no longer exists: Kueue will hold the %d executor pods waiting in it "+
 			"for good; the application goes on with its %d running executors", w.q.Name, w.c.ns, gated, running))
 	}
-}
-
-// CheckQueue fails when q is a Kueue queue of namespace ns that does not
-// exist: a pod in it would wait for good. drover submit checks before it
-// creates the driver pod (which waits in the queue too, so its driver
-// could not tell). A LocalQueue the client may not read passes.
-func CheckQueue(ctx context.Context, cs kubernetes.Interface, ns string, q podspec.Queue) error {
-	if q.System != podspec.QueueKueue || q.Name == "" {
-		return nil
-	}
-	exists, err := localQueueExists(ctx, cs, ns, q.Name)
-	if err == nil && !exists {
-		return config.Invalid(missingQueue(q.Name, ns))
-	}
-	return nil
-}
-
-// missingQueue is the error of a LocalQueue that does not exist.
-func missingQueue(name, ns string) error {
-	return fmt.Errorf("%w %s: namespace %s has no Kueue LocalQueue %s (%s; kubectl get localqueues -n %s); Kueue would hold "+
-		"the executor pods until it exists", ErrQueue, name, ns, name, config.KubernetesQueue.Key(), ns)
 }
 
 // annotateHeld writes what holds the executors back on the driver pod,
@@ -185,115 +162,6 @@ func (c *Cluster) annotateHeld(ctx context.Context, status string) {
 	if _, err := c.cs.CoreV1().Pods(c.ns).Patch(ctx, c.driverPod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		c.log.Debug("annotating the driver pod with what holds executors back", "err", err)
 	}
-}
-
-// restClient is the clientset's untyped REST client, for the queue
-// systems' resources drover has no Go types for; nil for a fake clientset.
-func restClient(cs kubernetes.Interface) rest.Interface {
-	if cs == nil || cs.Discovery() == nil {
-		return nil
-	}
-	return cs.Discovery().RESTClient()
-}
-
-// localQueueExists reports whether namespace ns has the Kueue LocalQueue
-// name, in either of Kueue's API versions. A fake clientset, which cannot
-// tell, says it has.
-func localQueueExists(ctx context.Context, cs kubernetes.Interface, ns, name string) (bool, error) {
-	rc := restClient(cs)
-	if rc == nil {
-		return true, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for _, version := range []string{"v1beta2", "v1beta1"} {
-		err := rc.Get().AbsPath("/apis/kueue.x-k8s.io", version, "namespaces", ns, "localqueues", name).Do(ctx).Error()
-		if err == nil {
-			return true, nil
-		}
-		// Not found: the object, or the whole resource (Kueue serves
-		// the other version only, or is not installed).
-		if !apierrors.IsNotFound(err) {
-			return false, err
-		}
-		var status apierrors.APIStatus
-		if errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Name == name {
-			return false, nil
-		}
-	}
-	return false, nil
-}
-
-// createPodGroup creates the application's Volcano PodGroup, owned by the
-// driver pod when there is one; one that exists already is kept (a
-// cluster-mode driver finds the one drover submit made).
-func createPodGroup(ctx context.Context, cs kubernetes.Interface, pg *unstructured.Unstructured, owner *metav1.OwnerReference) error {
-	rc := restClient(cs)
-	if rc == nil {
-		return errors.New("creating the Volcano PodGroup: the client cannot reach custom resources")
-	}
-	if owner != nil {
-		pg = pg.DeepCopy()
-		pg.SetOwnerReferences([]metav1.OwnerReference{*owner})
-	}
-	body, err := pg.MarshalJSON()
-	if err != nil {
-		return fmt.Errorf("encoding the Volcano PodGroup: %w", err)
-	}
-	gvr := podspec.PodGroupGVR
-	err = rc.Post().AbsPath("/apis", gvr.Group, gvr.Version, "namespaces", pg.GetNamespace(), gvr.Resource).
-		SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Error()
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		return nil
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("creating Volcano PodGroup %s/%s: %w (is Volcano installed? spark.kubernetes.scheduler.name=volcano needs "+
-			"its PodGroup CRD, podgroups.scheduling.volcano.sh)", pg.GetNamespace(), pg.GetName(), err)
-	case err != nil:
-		return fmt.Errorf("creating Volcano PodGroup %s/%s: %w", pg.GetNamespace(), pg.GetName(), err)
-	}
-	return nil
-}
-
-// CreatePodGroup is createPodGroup for drover submit, which creates the
-// PodGroup before the driver pod that names it (Spark's pre-resource),
-// then has the pod own it with OwnPodGroup.
-func CreatePodGroup(ctx context.Context, cs kubernetes.Interface, pg *unstructured.Unstructured) error {
-	return createPodGroup(ctx, cs, pg, nil)
-}
-
-// OwnPodGroup makes the driver pod the PodGroup's owner.
-func OwnPodGroup(ctx context.Context, cs kubernetes.Interface, ns, name string, owner metav1.OwnerReference) error {
-	rc := restClient(cs)
-	if rc == nil {
-		return errors.New("owning the Volcano PodGroup: the client cannot reach custom resources")
-	}
-	body, err := json.Marshal(podspec.PodGroupOwner(owner))
-	if err != nil {
-		return err
-	}
-	gvr := podspec.PodGroupGVR
-	err = rc.Patch(types.MergePatchType).AbsPath("/apis", gvr.Group, gvr.Version, "namespaces", ns, gvr.Resource, name).
-		Body(body).Do(ctx).Error()
-	if err != nil {
-		return fmt.Errorf("making the driver pod own Volcano PodGroup %s/%s: %w", ns, name, err)
-	}
-	return nil
-}
-
-// DeletePodGroup deletes the application's PodGroup; one already gone is
-// no error.
-func DeletePodGroup(ctx context.Context, cs kubernetes.Interface, ns, name string) error {
-	rc := restClient(cs)
-	if rc == nil {
-		return nil
-	}
-	gvr := podspec.PodGroupGVR
-	err := rc.Delete().AbsPath("/apis", gvr.Group, gvr.Version, "namespaces", ns, gvr.Resource, name).Do(ctx).Error()
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting Volcano PodGroup %s/%s: %w", ns, name, err)
-	}
-	return nil
 }
 
 // endGang tells Kueue the executors' pod group is done before the driver
@@ -331,25 +199,22 @@ func (c *Cluster) startQueue(ctx context.Context) error {
 	q := c.queue.q
 	switch {
 	case q.System == podspec.QueueKueue && q.Name != "":
-		exists, err := localQueueExists(ctx, c.cs, c.ns, q.Name)
+		exists, err := c.queue.exists(ctx)
 		switch {
 		case err != nil:
 			c.log.Info("cannot check that the queue exists; executor pods that wait in it long will be reported",
 				"queue", q.Name, "err", err)
 		case !exists:
-			return config.Invalid(missingQueue(q.Name, c.ns))
+			return config.Invalid(queueapi.MissingQueue(q.Name, c.ns))
 		}
-	case q.System == podspec.QueueVolcano && config.DeployMode.Get(c.conf) != "cluster":
-		pg, err := podspec.VolcanoPodGroup(c.conf, c.app.ID, false)
-		if err != nil {
-			return err
-		}
+	case c.opts.PodGroup != nil:
+		pg := c.opts.PodGroup
 		var owner *metav1.OwnerReference
 		if c.driverPod != nil {
 			ref := podspec.OwnerReference(c.driverPod)
 			owner = &ref
 		}
-		if err := createPodGroup(ctx, c.cs, pg, owner); err != nil {
+		if err := queueapi.CreatePodGroup(ctx, c.cs, pg, owner); err != nil {
 			return err
 		}
 		c.created = append(c.created, "podgroup/"+pg.GetName())

@@ -150,7 +150,7 @@ func startQueueApp(t testing.TB, env *testenv.Env, ns, id string, pairs ...strin
 			}
 		}}
 	t.Setenv("KUBECONFIG", env.Kubeconfig)
-	cl, err := New(app, Deps{WrapTransport: a.counter.wrap})
+	cl, err := New(app, loadOptions(t, app, nil), Deps{WrapTransport: a.counter.wrap})
 	if err != nil {
 		return nil, err
 	}

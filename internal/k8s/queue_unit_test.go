@@ -30,7 +30,8 @@ func TestQueueWatch(t *testing.T) {
 	var failed error
 	c := &Cluster{clock: clk, log: slog.New(slog.DiscardHandler), ns: "spark", cs: cs, driverPod: driver,
 		app: master.App{Fail: func(err error) { failed = err }}, allocCtx: context.Background(), haltAlloc: func() {}}
-	w := &queueWatch{c: c, q: podspec.Queue{System: podspec.QueueKueue, Name: "team-a"}, timeout: 10 * time.Minute}
+	w := &queueWatch{c: c, q: podspec.Queue{System: podspec.QueueKueue, Name: "team-a"}, timeout: 10 * time.Minute,
+		exists: func(context.Context) (bool, error) { return true, nil }}
 	status := func() string {
 		t.Helper()
 		c.tracked.Wait()

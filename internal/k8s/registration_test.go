@@ -139,11 +139,10 @@ func TestRegistrationBoundToPod(t *testing.T) {
 	if app.Security, err = master.NewSecurity(app.ID, conf, app.Master, time.Now(), log); err != nil {
 		t.Fatal(err)
 	}
-	mc, err := newCluster(app)
+	cl, err := New(app, loadOptions(t, app, nil), Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := mc.(*Cluster)
 	sched.SetBackend(cl.Backend())
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

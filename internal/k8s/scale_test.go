@@ -40,6 +40,7 @@ import (
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
+	"github.com/drover-project/drover/internal/k8s/k8sconf"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/metrics"
 	"github.com/drover-project/drover/internal/rpc"
@@ -511,7 +512,11 @@ func driverMain(raw string) error {
 		sched = scheduler.New(schedOpts)
 		app.Scheduler = sched
 	}
-	cl, err := New(app, Deps{WrapTransport: counter.wrap})
+	opts, err := k8sconf.Load(app.Conf, app.ID, os.Getenv)
+	if err != nil {
+		return err
+	}
+	cl, err := New(app, opts, Deps{WrapTransport: counter.wrap})
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
@@ -53,7 +52,7 @@ func (c *Cluster) startSource(ctx context.Context) error {
 	}
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.snapshotLoop(ctx) }()
-	if config.KubernetesExecutorPollEnabled.Get(c.conf) {
+	if c.opts.Poll {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.pollLoop(ctx) }()
 	}
@@ -87,8 +86,8 @@ func (c *Cluster) snapshotLoop(ctx context.Context) {
 	// starts its next round as soon as the cluster admitted the last one,
 	// so it hears of pods sooner (a snapshot costs a pass over the cached
 	// pods, no API request).
-	batchDelay := config.KubernetesAllocationBatchDelay.Get(c.conf)
-	policy := allocator.Policy(config.KubernetesAllocationPolicy.Get(c.conf))
+	batchDelay := c.opts.Allocator.BatchDelay
+	policy := c.opts.Allocator.Policy
 	for {
 		select {
 		case <-ctx.Done():
@@ -117,7 +116,7 @@ func (c *Cluster) snapshotLoop(ctx context.Context) {
 // streams (the poll's and the watch's) showed a pod, then not, and the
 // allocator created it again.
 func (c *Cluster) pollLoop(ctx context.Context) {
-	t := c.clock.NewTicker(config.KubernetesExecutorAPIPollingInterval.Get(c.conf))
+	t := c.clock.NewTicker(c.opts.PollInterval)
 	defer t.Stop()
 	for {
 		select {

@@ -28,7 +28,7 @@ func (c *Cluster) createSupportObjects(ctx context.Context) error {
 		}
 		c.created = append(c.created, obj)
 	}
-	if cm := podspec.ExecutorConfigMap(c.execConf, c.conf.Explicit()); cm != nil {
+	if cm := podspec.ExecutorConfigMap(c.execConf, c.opts.ExecutorConfig); cm != nil {
 		wg.Go(func() {
 			_, err := c.cs.CoreV1().ConfigMaps(c.ns).Create(ctx, cm, metav1.CreateOptions{})
 			if err != nil {

@@ -10,9 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/podspec"
+	"github.com/drover-project/drover/internal/k8s/queueapi"
 )
 
 // Stop shuts the executors down, stops the loops and, unless
@@ -38,7 +38,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		// themselves in a small application's stop.
 		var deleted []error
 		var wg sync.WaitGroup
-		if config.KubernetesExecutorDeleteOnTermination.Get(c.conf) {
+		if c.opts.Lifecycle.DeleteOnTermination {
 			wg.Go(func() { deleted = c.deleteExecutorObjects(ctx) })
 		}
 		if err := c.backend.Stop(ctx); err != nil {
@@ -103,7 +103,7 @@ func (c *Cluster) deleteExecutorObjects(ctx context.Context) []error {
 	// A gang's PodGroup goes after its pods, as before.
 	for _, obj := range podGroups {
 		_, name, _ := strings.Cut(obj, "/")
-		if err := DeletePodGroup(ctx, c.cs, c.ns, name); err != nil {
+		if err := queueapi.DeletePodGroup(ctx, c.cs, c.ns, name); err != nil {
 			failed(fmt.Errorf("deleting %s: %w", obj, err))
 		}
 	}

@@ -9,8 +9,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/drover-project/drover/internal/config"
 )
 
 // InClusterHost is the API server of a pod's own cluster.
@@ -23,9 +21,11 @@ type Options struct {
 	APIServer string
 	// Context is spark.kubernetes.context.
 	Context string
-	// Auth overrides credentials from the kubeconfig or service account.
-	Auth config.AuthKeys
-	Conf *config.Conf
+	// Credentials override the kubeconfig's or the service account's.
+	Credentials Credentials
+	// QPS and Burst are the client's rate limit; zero keeps client-go's.
+	QPS   float32
+	Burst int
 	// UserAgent names the component in the API server's logs and metrics.
 	UserAgent string
 	// WrapTransport, when set, wraps the client's transport (request
@@ -54,12 +54,14 @@ func RESTConfig(o Options) (*rest.Config, error) {
 				contextNote(o.Context), err)
 		}
 	}
-	if o.Conf != nil {
-		if err := applyAuth(cfg, o.Auth, o.Conf); err != nil {
-			return nil, err
-		}
-		cfg.QPS = float32(config.KubernetesClientQPS.Get(o.Conf))
-		cfg.Burst = config.KubernetesClientBurst.Get(o.Conf)
+	if err := applyAuth(cfg, o.Credentials); err != nil {
+		return nil, err
+	}
+	if o.QPS != 0 {
+		cfg.QPS = o.QPS
+	}
+	if o.Burst != 0 {
+		cfg.Burst = o.Burst
 	}
 	server := cfg.Host
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return schemeCheck{next: rt, server: server} })
@@ -102,27 +104,35 @@ func contextNote(ctx string) string {
 	return ", context " + ctx
 }
 
-func applyAuth(cfg *rest.Config, a config.AuthKeys, c *config.Conf) error {
-	if a.OAuthToken == nil {
-		return nil
-	}
-	if tok := a.OAuthToken.Get(c); tok != "" {
+// Credentials are the spark.kubernetes.authenticate.* settings of one
+// side (submission, driver); empty fields keep the kubeconfig's or the
+// service account's.
+type Credentials struct {
+	OAuthToken string
+	// OAuthTokenFile is read when the client is built; OAuthTokenFileKey
+	// is its setting's name, for the error.
+	OAuthTokenFile, OAuthTokenFileKey         string
+	ClientCertFile, ClientKeyFile, CACertFile string
+}
+
+func applyAuth(cfg *rest.Config, c Credentials) error {
+	if tok := c.OAuthToken; tok != "" {
 		cfg.BearerToken, cfg.BearerTokenFile = tok, ""
 	}
-	if f := a.OAuthTokenFile.Get(c); f != "" {
+	if f := c.OAuthTokenFile; f != "" {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return fmt.Errorf("reading %s: %w", a.OAuthTokenFile.Key(), err)
+			return fmt.Errorf("reading %s: %w", c.OAuthTokenFileKey, err)
 		}
 		cfg.BearerToken, cfg.BearerTokenFile = strings.TrimSpace(string(b)), ""
 	}
-	if f := a.ClientCertFile.Get(c); f != "" {
+	if f := c.ClientCertFile; f != "" {
 		cfg.CertFile, cfg.CertData = f, nil
 	}
-	if f := a.ClientKeyFile.Get(c); f != "" {
+	if f := c.ClientKeyFile; f != "" {
 		cfg.KeyFile, cfg.KeyData = f, nil
 	}
-	if f := a.CACertFile.Get(c); f != "" {
+	if f := c.CACertFile; f != "" {
 		cfg.CAFile, cfg.CAData = f, nil
 	}
 	return nil

@@ -5,12 +5,18 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // Fake is a PodControl for unit tests: it records each call and answers
-// with the error a test set for it.
+// with the error a test set for it. With Client set, calls that succeed
+// are also carried out on it through the typed client, so a pod watch on
+// a fake clientset sees the pods come and go.
 type Fake struct {
+	// Client, when set, receives the creates and deletes.
+	Client kubernetes.Interface
 	// Lock guards the recorded calls while the code under test runs.
 	sync.Mutex
 	// Created, Deleted and Collections are the calls so far: the pods
@@ -26,25 +32,42 @@ type Fake struct {
 
 var _ PodControl = (*Fake)(nil)
 
-func (f *Fake) CreatePod(_ context.Context, ns string, pod *corev1.Pod) error {
+func (f *Fake) CreatePod(ctx context.Context, ns string, pod *corev1.Pod) error {
 	f.Lock()
 	defer f.Unlock()
 	p := pod.DeepCopy()
 	p.Namespace = ns
 	f.Created = append(f.Created, p)
-	return f.CreateErr
+	if f.CreateErr != nil || f.Client == nil {
+		return f.CreateErr
+	}
+	_, err := f.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	return err
 }
 
-func (f *Fake) DeletePod(_ context.Context, ns, name string) error {
+func (f *Fake) DeletePod(ctx context.Context, ns, name string) error {
 	f.Lock()
 	defer f.Unlock()
 	f.Deleted = append(f.Deleted, ns+"/"+name)
-	return f.DeleteErr
+	if f.DeleteErr != nil || f.Client == nil {
+		return f.DeleteErr
+	}
+	return ignoreNotFound(f.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}))
 }
 
-func (f *Fake) DeletePods(_ context.Context, _ string, opts metav1.ListOptions) error {
+func (f *Fake) DeletePods(ctx context.Context, ns string, opts metav1.ListOptions) error {
 	f.Lock()
 	defer f.Unlock()
 	f.Collections = append(f.Collections, opts)
-	return f.DeletePodsErr
+	if f.DeletePodsErr != nil || f.Client == nil {
+		return f.DeletePodsErr
+	}
+	return f.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts)
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 )
 
 // PodControl creates and deletes pods. A pod already gone is no error of
@@ -20,14 +19,18 @@ import (
 type PodControl interface {
 	// CreatePod creates pod in ns.
 	CreatePod(ctx context.Context, ns string, pod *corev1.Pod) error
-	// DeletePod deletes the pod name of ns.
+	// DeletePod deletes the pod name of ns (one executor), asked again
+	// while the API server times out.
 	DeletePod(ctx context.Context, ns, name string) error
-	// DeletePods deletes the pods of ns that opts selects with one
-	// delete-collection call, asked again while the API server times out.
+	// DeletePods deletes the pods of ns that opts selects (the whole
+	// application, or a batch of pending ones) with one delete-collection
+	// call, asked again while the API server times out.
 	DeletePods(ctx context.Context, ns string, opts metav1.ListOptions) error
 }
 
-// Real is the PodControl of an API server.
+// Real is the PodControl of an API server. It speaks to the API server's
+// REST interface directly (see createPod), so it needs a clientset built
+// for one: unit tests on a fake clientset use [Fake].
 type Real struct {
 	cs  kubernetes.Interface
 	log *slog.Logger
@@ -49,24 +52,30 @@ func (r *Real) CreatePod(ctx context.Context, ns string, pod *corev1.Pod) error 
 }
 
 func (r *Real) DeletePod(ctx context.Context, ns, name string) error {
-	err := r.cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return r.retryDelete(ctx, "deleting executor pod "+name, func() error {
+		return r.cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	})
 }
 
-// maxDeleteAttempts bounds how often one collection delete is asked.
+func (r *Real) DeletePods(ctx context.Context, ns string, opts metav1.ListOptions) error {
+	return r.retryDelete(ctx, "deleting executor pods", func() error {
+		return deletePodCollection(ctx, r.cs, ns, opts)
+	})
+}
+
+// maxDeleteAttempts bounds how often one delete is asked.
 const maxDeleteAttempts = 10
 
-func (r *Real) DeletePods(ctx context.Context, ns string, opts metav1.ListOptions) error {
-	err := deletePodCollection(ctx, r.cs, ns, opts)
-	// Thousands of pods may take the API server longer than its request
-	// timeout: it answers 504, or resets the stream, and goes on
-	// deleting; asking again finishes the rest.
+// retryDelete runs del until it succeeds, fails for good or has been
+// asked maxDeleteAttempts times. Thousands of pods may take the API server
+// longer than its request timeout: it answers 504, or resets the stream,
+// and goes on deleting; asking again finishes the rest. A pod already gone
+// is no error.
+func (r *Real) retryDelete(ctx context.Context, what string, del func() error) error {
+	err := del()
 	for attempt := 1; err != nil && deleteRetryable(err) && attempt < maxDeleteAttempts && ctx.Err() == nil; attempt++ {
-		r.log.Info("deleting executor pods did not finish within the API server's request timeout; asking again", "err", err)
-		err = deletePodCollection(ctx, r.cs, ns, opts)
+		r.log.Info(what+" did not finish within the API server's request timeout; asking again", "err", err)
+		err = del()
 	}
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -81,12 +90,7 @@ func (r *Real) DeletePods(ctx context.Context, ns string, opts metav1.ListOption
 // when the driver's heap is at its largest, which set its peak memory.
 // The answer is read in small pieces and dropped instead.
 func deletePodCollection(ctx context.Context, cs kubernetes.Interface, ns string, listOpts metav1.ListOptions) error {
-	rc, ok := cs.CoreV1().RESTClient().(*rest.RESTClient)
-	if !ok || rc == nil {
-		// A fake clientset has no REST client.
-		return cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, listOpts)
-	}
-	return drain(rc.Delete().UseProtobufAsDefault().Namespace(ns).Resource("pods").
+	return drain(cs.CoreV1().RESTClient().Delete().UseProtobufAsDefault().Namespace(ns).Resource("pods").
 		VersionedParams(&listOpts, scheme.ParameterCodec).Body(&metav1.DeleteOptions{}).Stream(ctx))
 }
 
@@ -95,15 +99,9 @@ func deletePodCollection(ctx context.Context, cs kubernetes.Interface, ns string
 // driver's own garbage while it starts thousands, when the watch brings the
 // same pod anyway. The answer is read and dropped instead.
 func createPod(ctx context.Context, cs kubernetes.Interface, ns string, pod *corev1.Pod) error {
-	rc, ok := cs.CoreV1().RESTClient().(*rest.RESTClient)
-	if !ok || rc == nil {
-		// A fake clientset has no REST client.
-		_, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
-		return err
-	}
 	// No options, so no query parameters (encoding empty ones costs a
 	// pass of reflection per pod).
-	return drain(rc.Post().UseProtobufAsDefault().Namespace(ns).Resource("pods").Body(pod).Stream(ctx))
+	return drain(cs.CoreV1().RESTClient().Post().UseProtobufAsDefault().Namespace(ns).Resource("pods").Body(pod).Stream(ctx))
 }
 
 // drain reads a successful answer's body in small pieces and drops it;

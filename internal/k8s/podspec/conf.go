@@ -157,11 +157,51 @@ var reservedEnv = []string{
 // image, bad volumes, secrets or labels, an unreadable or invalid pod
 // template, a CPU request above the limit, and so on.
 func NewExecutorConf(c *config.Conf, appID string, driverPod *corev1.Pod, driverURL string, command []string) (*ExecutorConf, error) {
+	return newExecutorConf(c, appID, driverPod, driverURL, command, true)
+}
+
+// ParseExecutorConf is NewExecutorConf before the driver runs: the
+// driver's pod and URL are left for [ExecutorConf.Bind], so the
+// configuration is read and checked once, at start-up.
+func ParseExecutorConf(c *config.Conf, appID string, command []string) (*ExecutorConf, error) {
+	return newExecutorConf(c, appID, nil, "", command, false)
+}
+
+// Bind returns a copy of ec for the driver at driverURL, in driverPod (nil
+// when it runs in none), with NewExecutorConf's checks of them.
+func (ec *ExecutorConf) Bind(driverPod *corev1.Pod, driverURL string) (*ExecutorConf, error) {
+	p := &parser{}
+	if driverURL == "" {
+		p.fail("building executor pods: the driver URL is empty")
+	}
+	out := *ec
+	out.DriverURL, out.DriverPod = driverURL, driverPod
+	p.checkDriverPod(&out)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// checkDriverPod checks that ec.DriverPod can own the executor pods.
+func (p *parser) checkDriverPod(ec *ExecutorConf) {
+	if driverPod := ec.DriverPod; driverPod != nil {
+		switch {
+		case driverPod.Name == "" || driverPod.UID == "":
+			p.fail("building executor pods: the driver pod has no name or uid, so it cannot own the executor pods")
+		case driverPod.Namespace != "" && driverPod.Namespace != ec.Namespace:
+			p.fail("%s=%s: executor pods must be in the driver pod's namespace %s",
+				config.KubernetesNamespace.Key(), ec.Namespace, driverPod.Namespace)
+		}
+	}
+}
+
+func newExecutorConf(c *config.Conf, appID string, driverPod *corev1.Pod, driverURL string, command []string, bound bool) (*ExecutorConf, error) {
 	p := &parser{c: c}
 	if appID == "" {
 		p.fail("building executor pods: the application id is empty")
 	}
-	if driverURL == "" {
+	if bound && driverURL == "" {
 		p.fail("building executor pods: the driver URL is empty")
 	}
 	ec := &ExecutorConf{
@@ -173,15 +213,7 @@ func NewExecutorConf(c *config.Conf, appID string, driverPod *corev1.Pod, driver
 		Command:   slices.Clone(command),
 		Cores:     get(p, config.ExecutorCores),
 	}
-	if driverPod != nil {
-		switch {
-		case driverPod.Name == "" || driverPod.UID == "":
-			p.fail("building executor pods: the driver pod has no name or uid, so it cannot own the executor pods")
-		case driverPod.Namespace != "" && driverPod.Namespace != ec.Namespace:
-			p.fail("%s=%s: executor pods must be in the driver pod's namespace %s",
-				config.KubernetesNamespace.Key(), ec.Namespace, driverPod.Namespace)
-		}
-	}
+	p.checkDriverPod(ec)
 
 	ec.PodNamePrefix = get(p, config.KubernetesExecutorPodNamePrefix)
 	if ec.PodNamePrefix == "" {

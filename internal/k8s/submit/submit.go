@@ -23,9 +23,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/drover-project/drover/internal/config"
-	"github.com/drover-project/drover/internal/k8s"
 	"github.com/drover-project/drover/internal/k8s/client"
+	"github.com/drover-project/drover/internal/k8s/k8sconf"
 	"github.com/drover-project/drover/internal/k8s/podspec"
+	"github.com/drover-project/drover/internal/k8s/queueapi"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/ui"
 )
@@ -135,7 +136,7 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 		}
 		pod, err = podspec.BuildDriverPod(dc)
 	}
-	if err := errors.Join(err, k8s.CheckConf(conf, appID, pod)); err != nil {
+	if err := errors.Join(err, k8sconf.CheckConf(conf, appID, pod)); err != nil {
 		return nil, err
 	}
 	// Checked by CheckConf above.
@@ -226,13 +227,9 @@ func NewClient(conf *config.Conf, m master.URL) (kubernetes.Interface, error) {
 // NewClientConfig is NewClient with its REST configuration, for requests
 // a clientset does not make (port-forwarding).
 func NewClientConfig(conf *config.Conf, m master.URL) (kubernetes.Interface, *rest.Config, error) {
-	return client.New(client.Options{
-		APIServer: m.APIServer,
-		Context:   config.KubernetesContext.Get(conf),
-		Auth:      config.KubernetesSubmissionAuth,
-		Conf:      conf,
-		UserAgent: "drover-submit",
-	})
+	o := k8sconf.ClientOptions(conf, config.KubernetesSubmissionAuth, nil)
+	o.APIServer, o.UserAgent = m.APIServer, "drover-submit"
+	return client.New(o)
 }
 
 // Create creates the driver's config map (and Secret, for sensitive
@@ -254,7 +251,7 @@ func (p *Plan) Create(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod
 		}
 		return nil, err
 	}
-	if err := k8s.CheckQueue(ctx, cs, p.Namespace, p.Driver.Queue); err != nil {
+	if err := queueapi.CheckQueue(ctx, cs, p.Namespace, p.Driver.Queue); err != nil {
 		return nil, err
 	}
 	if p.Driver.SecretName != "" {
@@ -265,10 +262,10 @@ func (p *Plan) Create(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod
 		undo = append(undo, func() error { return secrets.Delete(cleanup, sec.Name, metav1.DeleteOptions{}) })
 	}
 	if pg := p.PodGroup; pg != nil {
-		if err := k8s.CreatePodGroup(ctx, cs, pg); err != nil {
+		if err := queueapi.CreatePodGroup(ctx, cs, pg, nil); err != nil {
 			return fail(explain(err, p.Namespace, "podgroups.scheduling.volcano.sh"))
 		}
-		undo = append(undo, func() error { return k8s.DeletePodGroup(cleanup, cs, p.Namespace, pg.GetName()) })
+		undo = append(undo, func() error { return queueapi.DeletePodGroup(cleanup, cs, p.Namespace, pg.GetName()) })
 	}
 	cm := podspec.DriverConfigMap(p.Driver, p.DriverProperties, p.DriverFiles, nil)
 	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
@@ -293,7 +290,7 @@ func (p *Plan) Create(ctx context.Context, cs kubernetes.Interface) (*corev1.Pod
 		}
 	}
 	if pg := p.PodGroup; pg != nil {
-		if err := k8s.OwnPodGroup(ctx, cs, p.Namespace, pg.GetName(), podspec.OwnerReference(created)); err != nil {
+		if err := queueapi.OwnPodGroup(ctx, cs, p.Namespace, pg.GetName(), podspec.OwnerReference(created)); err != nil {
 			return fail(explain(err, p.Namespace, "podgroups.scheduling.volcano.sh"))
 		}
 	}

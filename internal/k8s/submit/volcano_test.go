@@ -23,6 +23,7 @@ import (
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/k8s"
+	"github.com/drover-project/drover/internal/k8s/k8sconf"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/k8s/submit"
@@ -66,7 +67,11 @@ func startDriverSide(t *testing.T, env *testenv.Env, id string, conf *config.Con
 	sched := scheduler.New(scheduler.Options{MaxFailures: 4})
 	app := master.App{ID: id, Conf: conf, Scheduler: sched, Logger: slog.New(slog.DiscardHandler),
 		Master: master.URL{Kind: master.Kubernetes, APIServer: env.URL}, Fail: func(err error) { t.Errorf("%s failed: %v", id, err) }}
-	cl, err := k8s.New(app, k8s.Deps{})
+	opts, err := k8sconf.Load(conf, id, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := k8s.New(app, opts, k8s.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,102 @@
+package k8sconf
+
+import (
+	"net"
+
+	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/envvar"
+	"github.com/drover-project/drover/internal/k8s/client"
+	"github.com/drover-project/drover/internal/k8s/podspec"
+)
+
+// Where the driver listens, and the API client's credentials.
+
+// ClientOptions are the API client's settings from conf: spark.kubernetes.
+// context, the rate limit, and the credentials under keys, their files
+// found where getenv says the driver's volume is (nil for submit, whose
+// files are where the user named them).
+func ClientOptions(conf *config.Conf, keys config.AuthKeys, getenv func(string) string) client.Options {
+	if getenv != nil {
+		conf = localCredentialPaths(conf, getenv)
+	}
+	o := client.Options{
+		Context: config.KubernetesContext.Get(conf),
+		QPS:     float32(config.KubernetesClientQPS.Get(conf)),
+		Burst:   config.KubernetesClientBurst.Get(conf),
+	}
+	if keys.OAuthToken != nil {
+		o.Credentials = client.Credentials{
+			OAuthToken:        keys.OAuthToken.Get(conf),
+			OAuthTokenFile:    keys.OAuthTokenFile.Get(conf),
+			OAuthTokenFileKey: keys.OAuthTokenFile.Key(),
+			ClientCertFile:    keys.ClientCertFile.Get(conf),
+			ClientKeyFile:     keys.ClientKeyFile.Get(conf),
+			CACertFile:        keys.CACertFile.Get(conf),
+		}
+	}
+	return o
+}
+
+// authKeys are the credentials of this driver: the cluster-mode driver's
+// own keys when it runs in its pod, else the client-mode keys.
+func authKeys(c *config.Conf, getenv func(string) string) config.AuthKeys {
+	if config.KubernetesDriverPodName.Get(c) != "" && getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return config.KubernetesDriverAuth
+	}
+	return config.KubernetesAuth
+}
+
+// localCredentialPaths is conf with the credential files drover submit
+// shipped in the driver's Secret found where the pod's volume is: their
+// mount path, or where a process node (tests) put the volume.
+func localCredentialPaths(conf *config.Conf, getenv func(string) string) *config.Conf {
+	out := conf
+	for _, e := range podspec.DriverCredentialFiles {
+		f := e.Get(conf)
+		if local := podspec.LocalConfFile(f, getenv); f != "" && local != f {
+			if out == conf {
+				out = conf.Clone()
+			}
+			out.Set(e.Key(), local)
+		}
+	}
+	return out
+}
+
+// DriverAddress is where the driver's servers listen and are reached: the
+// host executors dial and the address to listen on, spark.driver.host
+// (else this pod's IP, else this machine's address) and
+// spark.driver.bindAddress (else that host, or every interface when the
+// host is not loopback).
+func DriverAddress(c *config.Conf, getenv func(string) string) (host, bind string) {
+	return driverAddress(c, getenv)
+}
+
+func driverAddress(c *config.Conf, getenv func(string) string) (host, bind string) {
+	host = config.DriverHost.Get(c)
+	if host == "" {
+		host = getenv(envvar.DriverPodIP)
+	}
+	if host == "" {
+		host = outboundIP()
+	}
+	bind = config.DriverBindAddress.Get(c)
+	if bind == "" {
+		bind = host
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			bind = "0.0.0.0"
+		}
+	}
+	return host, bind
+}
+
+// outboundIP is the address this machine uses to reach other hosts; it
+// sends no packet.
+func outboundIP() string {
+	conn, err := net.Dial("udp", "10.255.255.255:9")
+	if err != nil {
+		return "127.0.0.1"
+	}
+	defer conn.Close()
+	return conn.LocalAddr().(*net.UDPAddr).IP.String()
+}
