@@ -2,20 +2,13 @@ package drover
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"runtime"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/drover-project/drover/internal/codec"
+	"github.com/drover-project/drover/internal/commit"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dataflow"
 	"github.com/drover-project/drover/internal/objstore"
@@ -185,56 +178,18 @@ func (d *Dataset[T]) SaveAsTextFile(dir string) (err error) {
 
 // save runs a job whose tasks write their partitions with out (a SaveText
 // output) and commits the files of the successful attempts into dir,
-// atomically as SaveAsTextFile describes; errors start with action.
-func (d *Dataset[T]) save(out dataflow.Output, dir, action string) (err error) {
+// atomically as SaveAsTextFile describes (internal/commit); errors start
+// with action.
+func (d *Dataset[T]) save(out dataflow.Output, dir, action string) error {
+	var store *objstore.Store
 	if objstore.HasScheme(dir) {
-		if err := d.saveToStore(out, dir); err != nil {
-			return fmt.Errorf("%s: %w", action, err)
-		}
-		return nil
+		store = d.c.d.Store()
 	}
-	dir, err = filepath.Abs(dir)
-	if err != nil {
-		return fmt.Errorf("%s: %w", action, err)
+	run := func(out dataflow.Output, onResult func(p int, b []byte) error) error {
+		return d.run(out, seq(d.parts), onResult)
 	}
-	if _, err := os.Lstat(dir); err == nil {
-		return fmt.Errorf("%s: output directory %s already exists", action, dir)
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fmt.Errorf("%s: %w", action, err)
-	}
-	staging := filepath.Join(filepath.Dir(dir), stagingName(filepath.Base(dir)))
-	attempts := filepath.Join(staging, "_temporary")
-	if err := os.MkdirAll(attempts, 0o755); err != nil {
-		return fmt.Errorf("%s: %w", action, err)
-	}
-	defer func() {
-		if err != nil {
-			os.RemoveAll(staging)
-		}
-	}()
-	out.Dir = attempts
-	names := make([]string, d.parts)
-	err = d.run(out, seq(d.parts), func(p int, b []byte) error {
-		names[p] = string(b)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if err := commitParts(attempts, staging, names, out.Ext); err != nil {
-		return fmt.Errorf("%s: %w", action, err)
-	}
-	if err := os.RemoveAll(attempts); err != nil {
-		return fmt.Errorf("%s: %w", action, err)
-	}
-	if err := os.WriteFile(filepath.Join(staging, "_SUCCESS"), nil, 0o644); err != nil {
-		return fmt.Errorf("%s: %w", action, err)
-	}
-	if err := os.Rename(staging, dir); err != nil {
-		return fmt.Errorf("%s: committing %s: %w", action, dir, err)
-	}
-	return nil
+	return commit.Save(d.c, dir, store, out, run, commit.Options{Action: action, AppID: d.c.appID, Partitions: d.parts,
+		AtStop: d.c.d.AtStop, Hook: d.c.commitHook, Logger: d.c.log})
 }
 
 // SaveAsJSONLines writes the records as JSON lines, one value per line as
@@ -270,251 +225,4 @@ func (d *Dataset[T]) SaveAsParquet(dir string) error {
 	}
 	return d.save(dataflow.Output{Kind: dataflow.SaveText, Format: dataflow.Parquet, Columns: cols, Ext: ".parquet",
 		Codec: config.ParquetCompressionCodec.Get(d.c.conf)}, dir, "save as Parquet")
-}
-
-// commitParts moves each partition's file, named by its task's result, from
-// attempts into staging as part-NNNNN (and ext). The names come from executors, so
-// each must be a plain file name in attempts: a path (such as ../x) would
-// move a file of the driver's choosing.
-func commitParts(attempts, staging string, names []string, ext string) error {
-	if err := checkPartNames(names); err != nil {
-		return err
-	}
-	for p, name := range names {
-		if err := os.Rename(filepath.Join(attempts, name), filepath.Join(staging, fmt.Sprintf("part-%05d%s", p, ext))); err != nil {
-			return fmt.Errorf("committing partition %d: %w", p, err)
-		}
-	}
-	return nil
-}
-
-// checkPartNames checks that each name a task returned is a plain file name.
-func checkPartNames(names []string) error {
-	for p, name := range names {
-		if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
-			return fmt.Errorf("partition %d: its task named the file %q, not a file name in the output's temporary directory", p, name)
-		}
-	}
-	return nil
-}
-
-// stagingName is the hidden sibling of output base where a job's tasks
-// write: hidden, so no glob or directory listing of the parent reads it.
-func stagingName(base string) string {
-	suffix := make([]byte, 6)
-	_, _ = rand.Read(suffix)
-	return "." + base + ".drover-" + hex.EncodeToString(suffix)
-}
-
-// commitParallelism bounds the uploads a job's commit completes at once:
-// each is one short request, and a store throttles a burst.
-const commitParallelism = 16
-
-// testHookStoreCommit, when set, is called before the commit and after each
-// part the commit completes, with how many are complete; an error stops the
-// commit there. errDriverKilled stops it without any clean-up, as a
-// killed driver would.
-var testHookStoreCommit func(completed int) error
-
-var errDriverKilled = errors.New("driver killed (test)")
-
-// saveToStore is SaveAsTextFile into an object store: a commit of pending
-// multipart uploads, as Hadoop's S3A magic committer does (docs/storage.md).
-// The driver writes dir/_PENDING; each task attempt uploads its part to its
-// final key and leaves the upload open, returning its id; once every
-// partition has a successful attempt, the driver completes the winning
-// uploads, writes _SUCCESS, aborts every other upload under dir/ (failed
-// and duplicate attempts) and deletes _PENDING. Until _SUCCESS, a reader of
-// dir (List) refuses it; a failed job removes everything under dir/.
-func (d *Dataset[T]) saveToStore(out dataflow.Output, dir string) (err error) {
-	u, err := objstore.Parse(dir)
-	if err != nil {
-		return err
-	}
-	u.Key = strings.TrimSuffix(u.Key, "/")
-	if u.Key == "" {
-		return fmt.Errorf("output %s: name a prefix in the bucket, not the bucket itself", dir)
-	}
-	ctx := d.c
-	store := objstore.New(objstore.ConfigFrom(d.c.conf))
-	switch exists, err := store.Exists(ctx, u); {
-	case err != nil:
-		return err
-	case exists:
-		if _, err := store.Size(ctx, u.Join(objstore.PendingMarker)); err == nil {
-			return fmt.Errorf("output %s already exists: the uncommitted output of a job that failed to clean up or was killed (it holds %s); "+
-				"remove the prefix and its pending uploads (docs/storage.md)", u, objstore.PendingMarker)
-		}
-		return fmt.Errorf("output %s already exists", u)
-	}
-	if err := insideUncommitted(ctx, store, u); err != nil {
-		return err
-	}
-	pending := u.Join(objstore.PendingMarker)
-	marker := fmt.Sprintf("drover job output, uncommitted: application %s, started %s, writer %s\n",
-		d.c.appID, time.Now().UTC().Format(time.RFC3339), rand.Text())
-	// The store decides between two jobs that both found the prefix empty;
-	// a marker with this writer's token is this job's own, stored by a
-	// first attempt whose answer was lost.
-	if err := store.PutIfAbsent(ctx, pending, []byte(marker)); err != nil {
-		if !errors.Is(err, objstore.ErrExists) {
-			return err
-		}
-		if got, rerr := store.ReadAll(ctx, pending); rerr != nil || string(got) != marker {
-			return fmt.Errorf("output %s already exists: another job began writing it just now", u)
-		}
-	}
-	// A job writing a prefix above or below this one may have checked
-	// before this marker was there: looking again after it is, one of the
-	// two sees the other and steps back.
-	objs, err := store.ListTree(ctx, u)
-	if err == nil && (len(objs) != 1 || objs[0].URI != pending) {
-		err = fmt.Errorf("output %s: another job began writing inside it just now", u)
-	}
-	if err == nil {
-		err = insideUncommitted(ctx, store, u)
-	}
-	if err != nil {
-		if derr := store.Delete(context.WithoutCancel(ctx), pending); derr != nil {
-			err = errors.Join(err, derr)
-		}
-		return err
-	}
-	defer func() {
-		if err == nil || errors.Is(err, errDriverKilled) {
-			return
-		}
-		// Even when the driver's context has ended (a cancelled job): the
-		// prefix was empty, so everything under it is this job's.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if rerr := store.RemovePrefix(cctx, u); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("removing the output of the failed job from %s: %w", u, rerr))
-		}
-		// An attempt the failure killed may still start an upload after
-		// this sweep; once the executors have stopped, none can.
-		d.c.sweepUploadsAtStop(store, u)
-	}()
-	out.Dir = u.String()
-	uploads := make([]objstore.Pending, d.parts)
-	err = d.run(out, seq(d.parts), func(p int, b []byte) error {
-		// Results come from executors: the key must be this partition's.
-		if err := json.Unmarshal(b, &uploads[p]); err != nil {
-			return fmt.Errorf("partition %d: its task's result is no pending upload: %w", p, err)
-		}
-		if want := u.Join(fmt.Sprintf("part-%05d%s", p, out.Ext)).String(); uploads[p].Key != want {
-			return fmt.Errorf("partition %d: its task uploaded %s, not %s", p, uploads[p].Key, want)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if err := commitUploads(ctx, store, uploads); err != nil {
-		return err
-	}
-	if err := store.Put(ctx, u.Join(objstore.SuccessMarker), nil); err != nil {
-		return err
-	}
-	// Committed: what follows only tidies, and its failure does not undo
-	// the output (readers go by _SUCCESS).
-	if n, err := store.AbortUploads(ctx, u); err != nil {
-		d.c.log.Warn("aborting the uploads of failed or duplicate task attempts", "prefix", u.String(), "err", err)
-	} else if n > 0 {
-		d.c.log.Info("aborted the uploads of failed or duplicate task attempts", "prefix", u.String(), "uploads", n)
-	}
-	// An attempt still running on an executor thought lost may start an
-	// upload after that sweep, as after a failure.
-	d.c.sweepUploadsAtStop(store, u)
-	if err := store.Delete(ctx, pending); err != nil {
-		d.c.log.Warn("deleting the pending marker of a committed output", "marker", pending.String(), "err", err)
-	}
-	return nil
-}
-
-// commitUploads completes the pending uploads, commitParallelism at a time,
-// and stops at the first failure.
-func commitUploads(ctx context.Context, store *objstore.Store, uploads []objstore.Pending) error {
-	if testHookStoreCommit != nil {
-		if err := testHookStoreCommit(0); err != nil {
-			return err
-		}
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, commitParallelism)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	completed := 0
-	for p, up := range uploads {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			// Not cancelled with the job: a completion the store received
-			// may take effect after its client gave up, behind the
-			// clean-up's back; let each finish so the clean-up sees it.
-			if err := store.Complete(context.WithoutCancel(ctx), up); err != nil {
-				cancel(fmt.Errorf("committing partition %d: %w", p, err))
-				return
-			}
-			if testHookStoreCommit != nil {
-				mu.Lock()
-				completed++
-				err := testHookStoreCommit(completed)
-				mu.Unlock()
-				if err != nil {
-					cancel(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return err
-	}
-	return nil
-}
-
-// sweepUploadsAtStop aborts the uploads of parts open directly under the
-// output prefix u once the application's executors have stopped: those of
-// task attempts that outlived their job (killed by its failure, or running
-// on an executor thought lost), started after the job's own sweep and
-// billed until aborted. Deeper keys are left alone: once this job's
-// _PENDING is gone, another job may be writing an output inside u.
-func (c *Context) sweepUploadsAtStop(store *objstore.Store, u objstore.URI) {
-	if c.afterStop == nil {
-		return
-	}
-	c.afterStop.add(func(ctx context.Context) {
-		if n, err := store.AbortUploadsDirectlyUnder(ctx, u); err != nil {
-			c.log.Warn("aborting the uploads of task attempts that outlived their job", "prefix", u.String(), "err", err)
-		} else if n > 0 {
-			c.log.Info("aborted the uploads of task attempts that outlived their job", "prefix", u.String(), "uploads", n)
-		}
-	})
-}
-
-// insideUncommitted refuses an output u inside another job's uncommitted
-// output (a prefix above it holding _PENDING and no _SUCCESS): that job's
-// clean-up or sweep would take this one's parts and uploads.
-func insideUncommitted(ctx context.Context, store *objstore.Store, u objstore.URI) error {
-	for key := u.Key; strings.Contains(key, "/"); {
-		key = key[:strings.LastIndex(key, "/")]
-		parent := objstore.URI{Bucket: u.Bucket, Key: key}
-		if _, err := store.Size(ctx, parent.Join(objstore.PendingMarker)); err != nil {
-			continue
-		}
-		if _, err := store.Size(ctx, parent.Join(objstore.SuccessMarker)); err == nil {
-			continue // committed; only its marker's delete failed
-		}
-		return fmt.Errorf("output %s is inside %s, the uncommitted output of another job (it holds %s): write elsewhere, "+
-			"or wait for that job", u, parent, objstore.PendingMarker)
-	}
-	return nil
 }

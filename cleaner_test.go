@@ -118,7 +118,7 @@ func TestReferenceTrackingOff(t *testing.T) {
 // the dataset: the cleaner deletes the data and the executor is idle.
 func TestDynamicAllocationReleasesExecutorsOfDroppedShuffles(t *testing.T) {
 	runJob(t, "local-cluster[2,1,256]", func(ctx *Context) error {
-		lister := ctx.cluster.Backend().(interface{ Executors() []coarse.ExecutorInfo })
+		lister := ctx.backend.(interface{ Executors() []coarse.ExecutorInfo })
 		counts := ReduceByKey(FlatMap(Parallelize(ctx, generatedLines(500), 4), testWords), testSum, 2)
 		if _, err := counts.Count(); err != nil {
 			return err

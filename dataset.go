@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -15,6 +13,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/dataflow"
+	"github.com/drover-project/drover/internal/inputsplit"
 	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/parquetio"
 )
@@ -168,153 +167,30 @@ func ReadParquet[T any](c *Context, path string) *Dataset[T] {
 	if err != nil {
 		return failed[T](c, fmt.Errorf("read Parquet %s: %w", path, err))
 	}
-	files, err := listFiles(c, path)
+	var store *objstore.Store
+	if objstore.HasScheme(path) {
+		store = c.d.Store()
+	}
+	files, err := inputsplit.Files(c, path, store)
 	if err != nil {
 		return failed[T](c, fmt.Errorf("read Parquet: %w", err))
 	}
-	var store *objstore.Store
-	if objstore.HasScheme(path) {
-		store = objstore.New(objstore.ConfigFrom(c.conf))
-	}
-	var splits []dataflow.FileSplit
-	for _, f := range files {
-		groups, err := rowGroups(c, f, store)
-		if err != nil {
-			return failed[T](c, fmt.Errorf("read Parquet %s: %w", f.Path, err))
-		}
-		for g := range groups {
-			f.RowGroup = g
-			splits = append(splits, f)
-		}
+	splits, err := inputsplit.RowGroups(c, files, store)
+	if err != nil {
+		return failed[T](c, fmt.Errorf("read Parquet %w", err))
 	}
 	return newDataset[T](c, dataflow.Node{Kind: dataflow.TextFile, Format: dataflow.Parquet, Columns: cols,
 		Splits: splits, NumPartitions: len(splits)}, nil)
 }
 
-// rowGroups is the number of row groups of a Parquet file, from its footer.
-func rowGroups(c *Context, file dataflow.FileSplit, store *objstore.Store) (int, error) {
-	ra, err := dataflow.OpenReaderAt(c, file.Path, file.ETag, file.FileSize, store)
-	if err != nil {
-		return 0, err
-	}
-	defer ra.Close()
-	f, err := parquetio.Open(ra, file.FileSize)
-	if err != nil {
-		return 0, err
-	}
-	return len(f.RowGroups()), nil
-}
-
 // lineSplits lists the files of path and cuts them into byte ranges whose
-// lines each split reads (see TextFile).
+// lines each split reads (see TextFile; internal/inputsplit).
 func lineSplits(c *Context, path string) ([]dataflow.FileSplit, error) {
-	files, err := listFiles(c, path)
-	if err != nil {
-		return nil, err
-	}
-	var total int64
-	for _, f := range files {
-		total += f.FileSize
-	}
-	split := config.FilesMaxPartitionBytes.Get(c.conf)
-	const minSplit = 4 << 20 // Spark's spark.files.openCostInBytes
-	if perCore := total / int64(max(1, c.DefaultParallelism())); perCore < split {
-		split = max(perCore, minSplit)
-	}
-	var splits []dataflow.FileSplit
-	for _, f := range files {
-		if c := dataflow.CompressionOf(f.Path); c != "" {
-			// A gzip or zstd stream cannot be entered in the middle: one
-			// split reads the whole file, as Spark does for codecs that
-			// cannot split.
-			f.Size, f.Compression = f.FileSize, c
-			splits = append(splits, f)
-			continue
-		}
-		for off := int64(0); off < f.FileSize || (off == 0 && f.FileSize == 0); off += split {
-			f.Start, f.Size = off, min(split, f.FileSize-off)
-			splits = append(splits, f)
-			if f.FileSize == 0 {
-				break
-			}
-		}
-	}
-	return splits, nil
-}
-
-// listFiles is the files path names, each as a split of none of its bytes
-// yet: its path, its size and, for an object of a store (path is a URI),
-// the version listed; local files otherwise.
-func listFiles(c *Context, path string) ([]dataflow.FileSplit, error) {
+	opts := inputsplit.Options{MaxPartitionBytes: config.FilesMaxPartitionBytes.Get(c.conf), Parallelism: c.DefaultParallelism()}
 	if objstore.HasScheme(path) {
-		objs, err := objstore.New(objstore.ConfigFrom(c.conf)).List(c, path)
-		if err != nil {
-			return nil, err
-		}
-		files := make([]dataflow.FileSplit, len(objs))
-		for i, o := range objs {
-			files[i] = dataflow.FileSplit{Path: o.URI.String(), FileSize: o.Size, ETag: o.ETag}
-		}
-		return files, nil
+		opts.Store = c.d.Store()
 	}
-	paths, err := expandPath(path)
-	if err != nil {
-		return nil, err
-	}
-	files := make([]dataflow.FileSplit, len(paths))
-	for i, p := range paths {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		files[i] = dataflow.FileSplit{Path: p, FileSize: fi.Size()}
-	}
-	return files, nil
-}
-
-func expandPath(path string) ([]string, error) {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		entries, err := os.ReadDir(path)
-		if err != nil {
-			return nil, err
-		}
-		var files []string
-		for _, e := range entries {
-			if !e.IsDir() && !objstore.Hidden(e.Name()) {
-				abs, err := filepath.Abs(filepath.Join(path, e.Name()))
-				if err != nil {
-					return nil, err
-				}
-				files = append(files, abs)
-			}
-		}
-		if len(files) == 0 {
-			return nil, fmt.Errorf("directory %s has no files", path)
-		}
-		return files, nil
-	}
-	files, err := filepath.Glob(path)
-	if err != nil {
-		return nil, fmt.Errorf("bad pattern %q: %w", path, err)
-	}
-	// As in a directory, hidden names are left out (a job's output markers
-	// are not data) unless the pattern's last part is one.
-	if !objstore.Hidden(filepath.Base(path)) {
-		files = slices.DeleteFunc(files, func(f string) bool { return objstore.Hidden(filepath.Base(f)) })
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no file matches %s", path)
-	}
-	slices.Sort(files)
-	abs := files[:0]
-	for _, f := range files {
-		a, err := filepath.Abs(f)
-		if err != nil {
-			return nil, err
-		}
-		abs = append(abs, a)
-	}
-	return abs, nil
+	return inputsplit.Lines(c, path, opts)
 }
 
 // narrow adds a registered function applied record by record.

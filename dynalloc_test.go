@@ -20,7 +20,7 @@ var testSleepy = Register("test.sleepy", func(tc *TaskContext, n int) (int, erro
 // executorCount samples the registered executors every 20 ms until stop
 // is closed, and returns the most seen at once.
 func executorCount(ctx *Context) (peak func() int, stop func()) {
-	lister := ctx.cluster.Backend().(interface{ Executors() []coarse.ExecutorInfo })
+	lister := ctx.backend.(interface{ Executors() []coarse.ExecutorInfo })
 	var mu sync.Mutex
 	most := 0
 	done := make(chan struct{})
@@ -47,7 +47,7 @@ func executorCount(ctx *Context) (peak func() int, stop func()) {
 // and the executors go once idle.
 func dynamicAllocationJob(t *testing.T) func(ctx *Context) error {
 	return func(ctx *Context) error {
-		lister := ctx.cluster.Backend().(interface{ Executors() []coarse.ExecutorInfo })
+		lister := ctx.backend.(interface{ Executors() []coarse.ExecutorInfo })
 		inputs := make([]int, 200)
 		for i := range inputs {
 			inputs[i] = i

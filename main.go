@@ -9,87 +9,55 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"os/user"
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/utils/clock"
 
+	"github.com/drover-project/drover/internal/backend"
 	"github.com/drover-project/drover/internal/codec"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
-	"github.com/drover-project/drover/internal/dynalloc"
+	"github.com/drover-project/drover/internal/driver"
 	"github.com/drover-project/drover/internal/envvar"
-	"github.com/drover-project/drover/internal/eventlog"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executor"
-	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/funcs"
-	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/master"
-	"github.com/drover-project/drover/internal/metrics"
 	"github.com/drover-project/drover/internal/objstore"
-	"github.com/drover-project/drover/internal/progress"
 	"github.com/drover-project/drover/internal/scheduler"
-
-	// Cluster managers register themselves.
-	"github.com/drover-project/drover/internal/k8s"
-	_ "github.com/drover-project/drover/internal/local"
 )
 
 // Context is the driver's handle on the running application. It is also a
 // context.Context, cancelled on SIGINT or SIGTERM.
 type Context struct {
 	context.Context
+	// d is the assembled driver (internal/driver); the fields below are
+	// its parts the datasets and actions use most.
+	d       *driver.Driver
 	appID   string
 	conf    *config.Conf
 	args    []string
 	log     *slog.Logger
 	sched   *scheduler.Scheduler
 	graph   *dag.Graph
-	cluster master.Cluster
-	metrics *metrics.Registry
+	backend backend.SchedulerBackend
 	events  *events.Bus
-	// web serves the UI and the metrics; nil when spark.ui.enabled is
-	// false or it could not start.
-	web  *webUI
-	jobs atomic.Int64
+	jobs    atomic.Int64
 	// tracking is spark.cleaner.referenceTracking: datasets the program
 	// dropped are forgotten, with their shuffles' files.
 	tracking bool
-	// afterStop runs once the executors are stopped.
-	afterStop *afterStop
+	// commitHook is the Save actions' commit.Options.Hook (tests).
+	commitHook func(completed int) error
 }
 
-// afterStop holds clean-ups that must wait until no executor runs a task:
-// a failed job's output prefix is swept again then, because an attempt the
-// failure killed may have started an upload after the first sweep.
-type afterStop struct {
-	mu  sync.Mutex
-	fns []func(context.Context)
-}
-
-func (a *afterStop) add(fn func(context.Context)) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.fns = append(a.fns, fn)
-}
-
-func (a *afterStop) run(ctx context.Context) {
-	a.mu.Lock()
-	fns := a.fns
-	a.fns = nil
-	a.mu.Unlock()
-	for _, fn := range fns {
-		fn(ctx)
-	}
+func newContext(ctx context.Context, d *driver.Driver, args []string) *Context {
+	return &Context{Context: ctx, d: d, appID: d.AppID(), conf: d.Conf(), args: args, log: d.Logger(), sched: d.Scheduler(),
+		graph: d.Graph(), backend: d.Backend(), events: d.Events(), tracking: config.CleanerReferenceTracking.Get(d.Conf())}
 }
 
 // AppID is the application's id.
@@ -98,7 +66,7 @@ func (c *Context) AppID() string { return c.appID }
 // UIWebURL is where the driver serves its web UI and REST API, as Spark's
 // SparkContext.uiWebUrl; empty when spark.ui.enabled is false or the UI
 // could not start.
-func (c *Context) UIWebURL() string { return c.web.URL() }
+func (c *Context) UIWebURL() string { return c.d.UIURL() }
 
 // Args are the program's arguments after drover's own flags.
 func (c *Context) Args() []string { return c.args }
@@ -111,10 +79,10 @@ func (c *Context) Logger() *slog.Logger { return c.log }
 
 // Metrics is the driver's Prometheus registry: the metrics the driver serves
 // (docs/metrics.md).
-func (c *Context) Metrics() prometheus.Gatherer { return c.metrics }
+func (c *Context) Metrics() prometheus.Gatherer { return c.d.Metrics() }
 
 // DefaultParallelism is spark.default.parallelism, or the executors' cores.
-func (c *Context) DefaultParallelism() int { return c.cluster.Backend().DefaultParallelism() }
+func (c *Context) DefaultParallelism() int { return c.backend.DefaultParallelism() }
 
 // RunPartitions runs f once per input, each as a task on an executor, and
 // returns the outputs in input order. A task that fails
@@ -261,16 +229,7 @@ func runDriver(args []string, stderr io.Writer, run func(*Context) error) int {
 	if err != nil {
 		return 2
 	}
-	// A cluster-mode driver reads the configuration drover submit mounted
-	// (a process node in tests says where it put it).
-	propsFile := podspec.LocalConfFile(df.propertiesFile, os.Getenv)
-	// A cluster-mode driver's sensitive settings are in drover submit's
-	// Secret, beside its properties file.
-	var secretsFile string
-	if df.propertiesFile == podspec.DriverConfFile {
-		secretsFile = podspec.LocalConfFile(podspec.DriverSecretFile, os.Getenv)
-	}
-	conf, warnings, err := config.Load(config.Sources{PropertiesFile: propsFile, SecretsFile: secretsFile, Pairs: df.conf, Overrides: df.overrides})
+	conf, warnings, err := driver.LoadConf(df.propertiesFile, df.conf, df.overrides, os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "drover: %v\n", err)
 		return config.ExitInvalid
@@ -308,265 +267,10 @@ func masterOrDefault(c *config.Conf) string {
 	return "local[*]"
 }
 
-func drive(parent context.Context, conf *config.Conf, m master.URL, args []string, log *slog.Logger, console io.Writer, run func(*Context) error) (err error) {
-	// A cluster manager that finds the application cannot go on (no
-	// executor can start, a pod spec the API server rejects) ends it
-	// through this context.
-	ctx, fail := context.WithCancelCause(parent)
-	defer fail(nil)
-	// drover submit names a cluster-mode driver's application, and labels
-	// the driver pod with that id.
-	appID := config.AppID.Get(conf)
-	if appID == "" {
-		appID = master.NewAppID()
-	}
-	log = log.With("app", appID)
-	security, err := master.NewSecurity(appID, conf, m, time.Now(), log)
-	if err != nil {
-		return err
-	}
-	// Every consumer subscribes before the first event: the stream starts
-	// with AppStart. Closed last, after the cluster manager stopped, so
-	// the executors' removals reach the consumers.
-	bus := events.NewBus(clock.RealClock{}, log)
-	evlog := startEventLog(ctx, conf, appID, log)
-	defer func() {
-		bus.Close()
-		if evlog != nil {
-			if err := evlog.Close(); err == nil {
-				log.Info("event log written", "path", evlog.Path())
-			}
-		}
-	}()
-	defer func() {
-		end := &events.AppEnd{}
-		if err != nil {
-			end.Err = err.Error()
-		}
-		bus.Publish(end)
-	}()
-	var tracker *progress.Tracker
-	if config.ShowConsoleProgress.Get(conf) {
-		tracker = &progress.Tracker{}
-		bus.Subscribe("progress", 0, tracker.Handle)
-	}
-	maxFailures := config.TaskMaxFailures.Get(conf)
-	if m.Kind == master.Local {
-		maxFailures = m.MaxFailures
-	}
-	var graph *dag.Graph
-	var cluster master.Cluster
-	sched := scheduler.New(scheduler.Options{
-		MaxFailures:   maxFailures,
-		CPUsPerTask:   config.TaskCPUs.Get(conf),
-		MaxResultSize: config.DriverMaxResultSize.Get(conf),
-		MaxTaskSize:   config.RPCMessageMaxSize.Get(conf),
-		ExecutorLost:  func(id executorid.ID) { graph.ExecutorLost(id) },
-		Events:        bus,
-		Logger:        log,
-	})
-	mo := metrics.Options{AppID: appID, AppName: config.AppName.Get(conf), TaskCPUs: config.TaskCPUs.Get(conf),
-		Backlog: sched, Bus: bus}
-	if m.Kind == master.Local {
-		mo.LocalCores = m.Threads
-	}
-	dm := metrics.NewDriver(mo, config.DynamicAllocationEnabled.Get(conf) && m.Kind != master.Local)
-	web := startUI(conf, log)
-	defer web.stop()
-	web.announceLogin(console)
-	capacity, handle := statusConsumer(dm.Events, web, evlog)
-	bus.SubscribeBatches(statusQueue, capacity, consumerLinger, handle)
-	metricsHandler := metrics.Handler(dm.Registry)
-	web.Handle(metrics.Path, metricsHandler)
-	web.Handle(metrics.SparkExecutorsPath, metricsHandler)
-	bus.Publish(&events.AppStart{AppID: appID, Name: config.AppName.Get(conf), Master: m.Raw, User: currentUser(),
-		DeployMode: config.DeployMode.Get(conf), Conf: conf.Redacted(), DriverHost: driverHost()})
-	graph = dag.New(sched, dag.Options{
-		MaxStageAttempts: config.StageMaxConsecutiveAttempts.Get(conf),
-		MemoryBytes:      taskMemory(conf, m),
-		MaxInFlight:      config.ReducerMaxSizeInFlight.Get(conf),
-		RemoveShuffles:   func(ids []int) { cluster.Backend().RemoveShuffles(ids) },
-		Logger:           log,
-	})
-	// Dynamic allocation's settings are checked before anything starts.
-	var dyn *dynalloc.Config
-	if config.DynamicAllocationEnabled.Get(conf) {
-		if m.Kind == master.Local {
-			log.Warn("spark.dynamicAllocation.enabled has no effect in local mode: its task slots are fixed")
-		} else {
-			limit := 0
-			if m.Kind == master.LocalCluster {
-				limit = m.Executors
-			}
-			cfg, err := dynalloc.FromConf(conf, limit)
-			if err != nil {
-				return config.Invalid(fmt.Errorf("dynamic allocation: %w", err))
-			}
-			dyn = &cfg
-		}
-	}
-	if m.Kind != master.Kubernetes {
-		set, err := k8s.CheckUnused(conf, appID)
-		if err != nil {
-			return err
-		}
-		if len(set) > 0 {
-			log.Warn("settings for Kubernetes have no effect under this master", "master", m.Raw, "keys", strings.Join(set, ","))
-		}
-	}
-	cluster, err = master.NewCluster(master.App{ID: appID, Conf: conf, Master: m, Scheduler: sched, Security: security, Events: bus, Logger: log,
-		Fail: func(err error) { fail(err) }})
-	if err != nil {
-		return err
-	}
-	sched.SetBackend(cluster.Backend())
-	start := time.Now()
-	sweeps := &afterStop{}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := cluster.Stop(stopCtx); err != nil {
-			log.Warn("stopping the cluster manager", "err", err)
-		}
-		sweeps.run(stopCtx)
-	}()
-	if err := cluster.Start(ctx); err != nil {
-		return fmt.Errorf("starting %s: %w", m.Raw, err)
-	}
-	if err := cluster.Backend().WaitReady(ctx); err != nil {
-		return fmt.Errorf("waiting for executors: %w", context.Cause(ctx))
-	}
-	log.Info("application started", "master", m.Raw, "name", config.AppName.Get(conf), "startup", time.Since(start).Round(time.Millisecond))
-	c := &Context{Context: ctx, appID: appID, conf: conf, args: args, log: log, sched: sched, graph: graph, cluster: cluster,
-		metrics: dm.Registry, events: bus, web: web, tracking: config.CleanerReferenceTracking.Get(conf), afterStop: sweeps}
-	if dyn != nil {
-		stop, err := startDynamicAllocation(ctx, *dyn, conf, sched, graph, cluster, dm.Dynalloc, bus, log)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	if tracker != nil {
-		progressCtx, stopProgress := context.WithCancel(ctx)
-		reporter := &progress.Reporter{W: console, Terminal: isTerminal(console), Interval: config.ProgressInterval.Get(conf),
-			Source: tracker.Stages, Waiting: tracker.Waiting}
-		done := make(chan struct{})
-		go func() { reporter.Run(progressCtx); close(done) }()
-		defer func() { stopProgress(); <-done }()
-	}
-	err = runApp(c, run)
-	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(err, cause) {
-		err = fmt.Errorf("%w (%v)", err, cause)
-	}
-	return err
-}
-
-// startEventLog starts the event log when spark.eventLog.enabled; the
-// status consumer feeds it. A log that cannot be created is reported, and
-// the application runs without it, as it does when writing fails later.
-func startEventLog(ctx context.Context, conf *config.Conf, appID string, log *slog.Logger) *eventlog.Writer {
-	opts, enabled := eventlog.FromConf(conf, appID)
-	if !enabled {
-		return nil
-	}
-	if objstore.HasScheme(opts.Dir) {
-		opts.Store = objstore.New(objstore.ConfigFrom(conf))
-	}
-	opts.Logger = log
-	w, err := eventlog.Start(ctx, opts)
-	if err != nil {
-		log.Error("the application runs without its event log", "err", err)
-		return nil
-	}
-	log.Info("writing the event log", "path", w.Path())
-	return w
-}
-
-// runApp runs the application's function. A panic becomes its error, with
-// the stack, so the driver still stops its executors and deletes its pods.
-func runApp(c *Context, run func(*Context) error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			// The stack goes to the log first, so the message stays the
-			// last line, where submit and kubectl show it.
-			c.log.Error("the application panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			err = fmt.Errorf("the application panicked: %v", r)
-		}
-	}()
-	return run(c)
-}
-
-// startDynamicAllocation runs the allocation policy until the returned
-// function is called.
-func startDynamicAllocation(ctx context.Context, cfg dynalloc.Config, conf *config.Conf, sched *scheduler.Scheduler,
-	graph *dag.Graph, cluster master.Cluster, metrics *dynalloc.Metrics, events *events.Bus, log *slog.Logger) (func(), error) {
-	client := cluster.Allocation()
-	if client == nil {
-		return nil, errors.New("dynamic allocation: this cluster manager cannot add or remove executors")
-	}
-	m := &dynalloc.Manager{
-		Config:       cfg,
-		Tasks:        sched,
-		Client:       client,
-		Executors:    client.ExecutorIDs,
-		Exclude:      client.ExcludeExecutor,
-		Shuffles:     graph.ShuffleHolders,
-		Decommission: config.DecommissionEnabled.Get(conf),
-		Logger:       log,
-		Metrics:      metrics,
-		Events:       events,
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { m.Run(runCtx); close(done) }()
-	log.Info("dynamic allocation started", "min", cfg.Min, "max", cfg.Max, "initial", cfg.Initial,
-		"idleTimeout", cfg.IdleTimeout)
-	return func() { cancel(); <-done }, nil
-}
-
-// taskMemory is each task's share of its executor's memory for shuffle
-// buffers, aggregation and sorting before they spill to disk:
-// spark.memory.fraction of the executor's memory divided among its cores.
-func taskMemory(conf *config.Conf, m master.URL) int64 {
-	mem, cores := config.ExecutorMemory.Get(conf), int64(config.ExecutorCores.Get(conf))
-	switch m.Kind {
-	case master.Local:
-		mem, cores = config.DriverMemory.Get(conf), int64(m.Threads)
-	case master.LocalCluster:
-		mem, cores = int64(m.MemoryMiB)<<20, int64(m.CoresPerExecutor)
-	}
-	return int64(float64(mem)*config.MemoryFraction.Get(conf)) / max(1, cores)
-}
-
-// isTerminal reports whether w is a character device: a progress bar can
-// be redrawn in place there, not in a log file or pipe.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+// drive runs the application as the driver assembled from conf.
+func drive(ctx context.Context, conf *config.Conf, m master.URL, args []string, log *slog.Logger, console io.Writer, run func(*Context) error) error {
+	return driver.Run(ctx, driver.Options{Conf: conf, Master: m, Logger: log, Console: console},
+		func(ctx context.Context, d *driver.Driver) error { return run(newContext(ctx, d, args)) })
 }
 
 func isFrozen(err error) bool { return errors.Is(err, funcs.ErrFrozen) }
-
-// currentUser is who runs the driver, as Spark's sparkUser: the login
-// name, else $USER.
-func currentUser() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return os.Getenv("USER")
-}
-
-// driverHost is the driver's host name: its pod's name on Kubernetes
-// (which a process node, running pods as processes, does not make the
-// host name).
-func driverHost() string {
-	if pod := os.Getenv(envvar.DriverPodName); pod != "" {
-		return pod
-	}
-	h, _ := os.Hostname()
-	return h
-}

@@ -141,17 +141,17 @@ func benchSaves(b *testing.B, save func(ctx *Context, dir string) error) {
 	store := s3Store(srv, srv.Endpoint)
 	localDir := b.TempDir()
 	var commitStart time.Time
-	testHookStoreCommit = func(completed int) error {
+	hook := func(completed int) error {
 		if completed == 0 {
 			commitStart = time.Now()
 		}
 		return nil
 	}
-	defer func() { testHookStoreCommit = nil }()
 	var local, remote, commit time.Duration
 	var written int64
 	cpu0, cpuErr := testenv.ProcessCPU(srv.PID())
 	benchDriver(b, func(ctx *Context) error {
+		ctx.commitHook = hook
 		i := 0
 		for b.Loop() {
 			for k := range 2 {

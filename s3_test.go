@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/drover-project/drover/internal/commit"
 	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/testenv"
 )
@@ -439,14 +440,13 @@ func TestObjectStorageRetriedAttempt(t *testing.T) {
 	}
 	marker := filepath.Join(t.TempDir(), "died")
 	var atCommit []string
-	testHookStoreCommit = func(completed int) error {
-		if completed == 0 {
-			atCommit = s3Uploads(t, srv, "results")
-		}
-		return nil
-	}
-	t.Cleanup(func() { testHookStoreCommit = nil })
 	runJob(t, "local-cluster[2,1,256]", func(ctx *Context) error {
+		ctx.commitHook = func(completed int) error {
+			if completed == 0 {
+				atCommit = s3Uploads(t, srv, "results")
+			}
+			return nil
+		}
 		return FlatMap(Parallelize(ctx, []string{"small", marker, "empty"}, 3), testS3Part).SaveAsTextFile("s3a://results/out")
 	}, append(srv.Conf(), "spark.task.maxFailures=3")...)
 
@@ -492,26 +492,25 @@ func TestObjectStorageKilledJob(t *testing.T) {
 		stop   error // what stops it
 		killed bool
 	}{
-		{"killed before the commit", 0, errDriverKilled, true},
-		{"killed during the commit", 1, errDriverKilled, true},
+		{"killed before the commit", 0, commit.ErrKilled, true},
+		{"killed during the commit", 1, commit.ErrKilled, true},
 		{"cancelled during the commit", 1, context.Canceled, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := fmt.Sprintf("out%d", i)
-			testHookStoreCommit = func(completed int) error {
-				if completed == tc.at {
-					return tc.stop
-				}
-				return nil
-			}
-			t.Cleanup(func() { testHookStoreCommit = nil })
 			runJob(t, "local[2]", func(ctx *Context) error {
+				ctx.commitHook = func(completed int) error {
+					if completed == tc.at {
+						return tc.stop
+					}
+					return nil
+				}
 				words := Parallelize(ctx, []string{"a", "b", "c", "d", "e", "f"}, 6)
 				err := words.SaveAsTextFile("s3://results/" + out)
 				if !errors.Is(err, tc.stop) {
 					t.Errorf("SaveAsTextFile: err = %v, want %v", err, tc.stop)
 				}
-				testHookStoreCommit = nil
+				ctx.commitHook = nil
 				_, err = TextFile(ctx, "s3://results/"+out).Count()
 				if tc.killed && (err == nil || !strings.Contains(err.Error(), "has not committed")) {
 					t.Errorf("reading the output of a killed job: err = %v, want 'has not committed'", err)

@@ -245,7 +245,7 @@ func TestWebUIOfAKubernetesJobInABrowser(t *testing.T) {
 			waitForRunningTasks(t, url, token, dc.AppID(), 2)
 			waitForPage(t, url+"/allocation/", token, "The allocator waits:")
 
-			p.Open(dc.web.auth.LoginLink(url)) // the cookie admits the browser from now on
+			p.Open(dc.d.UILoginLink()) // the cookie admits the browser from now on
 			p.Open(url + "/executors/")
 			p.Expect("executors", "procnode-0", "(pod Running)", "wordcount-")
 			if _, ok := p.Attr(`#executors a[href^="http://logs.invalid/`+ns+`/wordcount-"]`, "href"); !ok {

@@ -1,4 +1,4 @@
-package drover
+package driver
 
 import (
 	"context"

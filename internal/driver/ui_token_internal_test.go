@@ -1,4 +1,4 @@
-package drover
+package driver
 
 import (
 	"io"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/metrics"
 )
 
@@ -75,7 +76,11 @@ func TestUIRequiresTheToken(t *testing.T) {
 			}
 			var logged strings.Builder
 			log := slog.New(slog.NewTextHandler(&logged, nil))
-			w := startUI(conf, log)
+			m, err := master.Parse(tc.master)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := startUI(conf, m, log)
 			if w == nil {
 				t.Fatal("the web UI did not start")
 			}

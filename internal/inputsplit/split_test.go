@@ -83,4 +83,3 @@ func TestLines(t *testing.T) {
 		})
 	}
 }
-

@@ -60,7 +60,9 @@ func RegisterClusterManager(k Kind, f Factory) {
 	factories[k] = f
 }
 
-// NewCluster creates the cluster manager for app.Master.
+// NewCluster creates the cluster manager for app.Master, and makes its
+// backend the one app.Scheduler launches on: backend and scheduler refer
+// to each other, and this is where both exist first.
 func NewCluster(app App) (Cluster, error) {
 	mu.RLock()
 	f := factories[app.Master.Kind]
@@ -68,7 +70,14 @@ func NewCluster(app App) (Cluster, error) {
 	if f == nil {
 		return nil, fmt.Errorf("master URL %q: %s cluster manager is not available in this build", app.Master.Raw, app.Master.Kind)
 	}
-	return f(app)
+	c, err := f(app)
+	if err != nil {
+		return nil, err
+	}
+	if app.Scheduler != nil {
+		app.Scheduler.SetBackend(c.Backend())
+	}
+	return c, nil
 }
 
 // NewAppID returns a new application id, drover-<16 hex digits>: the

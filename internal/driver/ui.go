@@ -1,4 +1,4 @@
-package drover
+package driver
 
 import (
 	"context"
@@ -14,11 +14,8 @@ import (
 
 	"github.com/drover-project/drover/internal/appstate"
 	"github.com/drover-project/drover/internal/config"
-	"github.com/drover-project/drover/internal/eventlog"
 	"github.com/drover-project/drover/internal/events"
-	"github.com/drover-project/drover/internal/k8s"
 	"github.com/drover-project/drover/internal/master"
-	"github.com/drover-project/drover/internal/metrics"
 	"github.com/drover-project/drover/internal/ui"
 )
 
@@ -44,23 +41,15 @@ type webUI struct {
 	broken atomic.Bool
 }
 
-// consumerLinger is how late the driver's pages, metrics and event log may
-// see an event (Spark's live UI updates every 100 ms): they take the
-// stream a batch at a time, gathered over this long or until a quarter of
-// their queue is full, waking tens of times a second at the scheduler's
-// pace instead of once or twice per task; each wake costs the process
-// tens of microseconds, which the tasks pay for when the cores are busy.
-const consumerLinger = 10 * time.Millisecond
-
 // startUI serves the web UI on spark.ui.port when spark.ui.enabled; its
 // store takes the event stream through handle (see statusConsumer), which
 // must be subscribed before AppStart is published. It never fails the
 // application: a UI that cannot start is logged and left out.
-func startUI(conf *config.Conf, log *slog.Logger) *webUI {
+func startUI(conf *config.Conf, m master.URL, log *slog.Logger) *webUI {
 	if !config.UIEnabled.Get(conf) {
 		return nil
 	}
-	host, bind := k8s.DriverAddress(conf)
+	host, bind := address(conf, m)
 	if bind == "0.0.0.0" {
 		bind = "" // every interface, IPv6 too
 	}
@@ -73,7 +62,7 @@ func startUI(conf *config.Conf, log *slog.Logger) *webUI {
 	w.feed = w.store.HandleAll
 	w.ui = ui.New(w.store, ui.Options{Version: droverVersion(), Logger: log})
 	w.url = "http://" + net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-	w.auth, w.generated = uiAuth(conf, w.url, log)
+	w.auth, w.generated = uiAuth(conf, m, w.url, log)
 	var pages http.Handler = w.ui
 	if w.auth != nil {
 		pages = w.auth.Wrap(w.ui)
@@ -93,8 +82,8 @@ func startUI(conf *config.Conf, log *slog.Logger) *webUI {
 // with the application's token (drover.ui.token, which drover submit puts
 // in a cluster-mode driver's Secret; else a new one), unless
 // drover.ui.requireToken=false. Local masters answer everyone, as before.
-func uiAuth(conf *config.Conf, url string, log *slog.Logger) (auth *ui.Auth, generated bool) {
-	if m, err := master.Parse(masterOrDefault(conf)); err != nil || m.Kind != master.Kubernetes {
+func uiAuth(conf *config.Conf, m master.URL, url string, log *slog.Logger) (auth *ui.Auth, generated bool) {
+	if m.Kind != master.Kubernetes {
 		return nil, false
 	}
 	if !config.UIRequireToken.Get(conf) {
@@ -138,54 +127,20 @@ func (w *webUI) handle(evs []events.Event) {
 	w.feed(evs)
 }
 
-// statusQueue names the consumer of statusConsumer
-// (drover_events_dropped_total's label).
-const statusQueue = "status"
-
-// statusChunk is how many events statusConsumer hands each of its
-// handlers in turn: the next reads them while the one before left them in
-// the processor's cache.
-const statusChunk = 64
-
-// statusConsumer feeds the metrics, the web UI's store and the event log
-// (web and evlog nil when off) from one consumer of the event stream, of
-// capacity events. None of them waits for anything but memory (the event
-// log hands its bytes to a goroutine of its own, which writes them), so
-// none holds the others up, and one goroutine wakes once per batch and
-// reads each event for all three while it is in the cache. (The no-op
-// task throughput with all three on did not measurably change against a
-// consumer each: see docs/benchmarks-notes.md, 26 Nov.) A store that
-// panics stops its pages only. The queue is the event log's when it
-// is on: deeper than the others', since the log must not lose events.
-func statusConsumer(m *metrics.Metrics, web *webUI, evlog *eventlog.Writer) (capacity int, handle func([]events.Event)) {
-	handlers := []func([]events.Event){m.HandleAll}
-	if web != nil {
-		handlers = append(handlers, web.handle)
-	}
-	if evlog != nil {
-		capacity = 10 * events.DefaultCapacity
-		handlers = append(handlers, evlog.HandleAll)
-	}
-	if len(handlers) == 1 {
-		return capacity, m.HandleAll
-	}
-	return capacity, func(evs []events.Event) {
-		for len(evs) > 0 {
-			n := min(len(evs), statusChunk)
-			for _, h := range handlers {
-				h(evs[:n])
-			}
-			evs = evs[n:]
-		}
-	}
-}
-
 // Handle mounts h on the UI's port, beside the pages (Prometheus' /metrics),
 // answering without the token: h must show no configuration.
 func (w *webUI) Handle(pattern string, h http.Handler) {
 	if w != nil {
 		w.mux.Handle(pattern, h)
 	}
+}
+
+// loginLink is a one-time login link when the UI asks for a token.
+func (w *webUI) loginLink() string {
+	if w == nil || w.auth == nil {
+		return ""
+	}
+	return w.auth.LoginLink(w.url)
 }
 
 // URL is where the UI is served, empty when it is not.
@@ -206,12 +161,4 @@ func (w *webUI) stop() {
 	if err := w.srv.Stop(ctx); err != nil {
 		w.log.Debug("stopping the web UI", "err", err)
 	}
-}
-
-// droverVersion is the module version the binary was built from.
-func droverVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
