@@ -1,3 +1,5 @@
+//go:build integration
+
 package k8s
 
 import (
@@ -89,30 +91,36 @@ func kwokNodesFor(n int) int {
 	return max(6, (n+249)/250+2)
 }
 
-func TestMain(m *testing.M) {
-	if os.Getenv(envvar.Role) == envvar.RoleExecutor {
-		os.Exit(executorMain())
-	}
-	if p := os.Getenv(driverEnv); p != "" {
-		if err := driverMain(p); err != nil {
-			fmt.Fprintln(os.Stderr, "driver:", err)
-			os.Exit(1)
+// init makes this test binary also the executor, driver and executor-host
+// processes the integration tests start, and stops their shared control
+// planes after the tests (TestMain, main_test.go).
+func init() {
+	binaryModes = append(binaryModes, func() (bool, int) {
+		if os.Getenv(envvar.Role) == envvar.RoleExecutor {
+			return true, executorMain()
 		}
-		os.Exit(0)
-	}
-	if p := os.Getenv(execHostEnv); p != "" {
-		if err := execHostMain(p); err != nil {
-			fmt.Fprintln(os.Stderr, "executor host:", err)
-			os.Exit(1)
+		if p := os.Getenv(driverEnv); p != "" {
+			if err := driverMain(p); err != nil {
+				fmt.Fprintln(os.Stderr, "driver:", err)
+				return true, 1
+			}
+			return true, 0
 		}
-		os.Exit(0)
-	}
-	code := m.Run()
-	_ = scaleEnv.Stop()
-	_ = queueEnv.Stop()
-	_ = queueBenchEnv.Stop()
-	_ = podEnv.Stop()
-	os.Exit(code)
+		if p := os.Getenv(execHostEnv); p != "" {
+			if err := execHostMain(p); err != nil {
+				fmt.Fprintln(os.Stderr, "executor host:", err)
+				return true, 1
+			}
+			return true, 0
+		}
+		return false, 0
+	})
+	afterTests = append(afterTests, func() {
+		_ = scaleEnv.Stop()
+		_ = queueEnv.Stop()
+		_ = queueBenchEnv.Stop()
+		_ = podEnv.Stop()
+	})
 }
 
 func scaleN() int {
