@@ -132,11 +132,16 @@ func (w *podWorker) launch(pod *corev1.Pod, c *ctrState, env []string) *process 
 		return fail(err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(err)
+	}
 	p, err := startProcess(w.a.clock, path, argv, env, dir, f)
 	if err != nil {
 		return fail(err)
 	}
 	w.log.Debug("container started", "container", c.spec.Name, "pid", p.pid, "argv", argv)
+	w.addRun(c.spec.Name, fi.Size())
 	c.setRunning(p)
 	return p
 }

@@ -21,8 +21,10 @@ import (
 )
 
 // Logs returns what the first container of the newest pod namespace/name to
-// run on this agent's nodes wrote to stdout and stderr. Logs outlive the pod
-// object; they go with the agent's directory.
+// run on this agent's nodes wrote to stdout and stderr, in all its runs when
+// it restarted (kubectl logs shows the current run, --previous the one
+// before, as with a kubelet). Logs outlive the pod object; they go with the
+// agent's directory.
 func (a *Agent) Logs(namespace, pod string) ([]byte, error) {
 	w := a.worker(namespace, pod)
 	if w == nil {
@@ -86,7 +88,8 @@ func (a *Agent) serveKubelet() (*http.Server, int, error) {
 }
 
 // serveLogs answers GET /containerLogs/{namespace}/{pod}/{container} with
-// the follow, tailLines and limitBytes parameters of the kubelet API.
+// the follow, previous, tailLines and limitBytes parameters of the kubelet
+// API: the output of the container's current run, or of the run before.
 func (a *Agent) serveLogs(rw http.ResponseWriter, r *http.Request) {
 	ns, name, container := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
 	w := a.worker(ns, name)
@@ -96,6 +99,16 @@ func (a *Agent) serveLogs(rw http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	follow, _ := strconv.ParseBool(q.Get("follow"))
+	previous, _ := strconv.ParseBool(q.Get("previous"))
+	from, to, ok := w.runBounds(container, previous)
+	if !ok {
+		// The kubelet's words.
+		http.Error(rw, fmt.Sprintf("previous terminated container %q in pod %q not found", container, name), http.StatusBadRequest)
+		return
+	}
+	if previous {
+		follow = false // that run has ended
+	}
 	limit, _ := strconv.ParseInt(q.Get("limitBytes"), 10, 64)
 	if limit <= 0 {
 		limit = 1 << 62
@@ -105,10 +118,11 @@ func (a *Agent) serveLogs(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	offset := int64(len(data)) // where following goes on
+	data = run(data, from, to)
 	if n, err := strconv.Atoi(q.Get("tailLines")); err == nil && n >= 0 {
 		data = tailLines(data, n)
 	}
-	offset, _ := fileSize(w.logPath(container))
 	rw.Header().Set("Content-Type", "text/plain")
 	sent := int64(0)
 	write := func(b []byte) bool {
@@ -148,6 +162,14 @@ func (a *Agent) serveLogs(rw http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// run is the part of log data from from to to (to the end if to < 0).
+func run(data []byte, from, to int64) []byte {
+	if to < 0 || to > int64(len(data)) {
+		to = int64(len(data))
+	}
+	return data[min(from, to):to]
+}
+
 func tailLines(b []byte, n int) []byte {
 	if n <= 0 {
 		return nil
@@ -165,14 +187,6 @@ func tailLines(b []byte, n int) []byte {
 		}
 	}
 	return b
-}
-
-func fileSize(p string) (int64, error) {
-	st, err := os.Stat(p)
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
 }
 
 func readFrom(p string, off int64) ([]byte, int64, error) {

@@ -34,6 +34,9 @@ type podWorker struct {
 	mu     sync.Mutex
 	pod    *corev1.Pod     // newest object seen
 	active map[string]bool // containers whose process is running
+	// runs holds, per container, where each run's output starts in its log:
+	// the kubelet API serves the current run, or the one before.
+	runs map[string][]int64
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed when the pod is being deleted
@@ -50,6 +53,7 @@ func newPodWorker(a *Agent, pod *corev1.Pod) *podWorker {
 		dir:    filepath.Join(a.cfg.Dir, "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID)),
 		pod:    pod,
 		active: map[string]bool{},
+		runs:   map[string][]int64{},
 		stop:   make(chan struct{}),
 		gone:   make(chan struct{}),
 		done:   make(chan struct{}),
@@ -82,6 +86,30 @@ func (w *podWorker) setActive(name string, on bool) {
 	w.mu.Lock()
 	w.active[name] = on
 	w.mu.Unlock()
+}
+
+// addRun records that a run of container starts writing at offset of its log.
+func (w *podWorker) addRun(container string, offset int64) {
+	w.mu.Lock()
+	w.runs[container] = append(w.runs[container], offset)
+	w.mu.Unlock()
+}
+
+// runBounds is where the current run of container (or with previous, the
+// run before it) is in its log: from from to to, or to the end if to < 0.
+func (w *podWorker) runBounds(container string, previous bool) (from, to int64, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := w.runs[container]
+	switch {
+	case !previous && len(r) == 0:
+		return 0, -1, true // not started: an empty log
+	case !previous:
+		return r[len(r)-1], -1, true
+	case len(r) < 2:
+		return 0, 0, false
+	}
+	return r[len(r)-2], r[len(r)-1], true
 }
 
 func (w *podWorker) logPath(container string) string {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -143,5 +145,81 @@ func TestAgentRestartsStartErrors(t *testing.T) {
 	})
 	if last := cs.LastTerminationState.Terminated; last == nil || last.Reason != "StartError" || last.ExitCode != 128 {
 		t.Errorf("last state = %+v, want StartError with exit code 128", last)
+	}
+}
+
+// TestAgentLogsOfRuns: the kubelet API serves a restarted container's
+// current run, and with previous=true the run before, as kubectl logs
+// [--previous] shows them; Agent.Logs keeps every run.
+func TestAgentLogsOfRuns(t *testing.T) {
+	client := fake.NewClientset()
+	a, err := New(Config{
+		Client: client, NodeNames: []string{"n1"}, Dir: t.TempDir(),
+		PodCIDR:        netip.MustParsePrefix("127.81.0.0/16"),
+		InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	<-a.Ready()
+	get := func(pod, query string) (int, string) {
+		req := httptest.NewRequest("GET", "/containerLogs/ns/"+pod+"/c?"+query, nil)
+		req.SetPathValue("namespace", "ns")
+		req.SetPathValue("pod", pod)
+		req.SetPathValue("container", "c")
+		rec := httptest.NewRecorder()
+		a.serveLogs(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+
+	p := pod("runs", 30, "/bin/sh", "-c", `n=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n >n; echo "run $n"; [ $n -gt 2 ] || exit 1`)
+	p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	pods := client.CoreV1().Pods("ns")
+	if _, err := pods.Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "pod succeeds", func() (bool, error) {
+		p, err := pods.Get(t.Context(), "runs", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodSucceeded, err
+	})
+	type logs struct {
+		Code int
+		Body string
+	}
+	for query, want := range map[string]logs{
+		"":              {200, "run 3\n"},
+		"previous=true": {200, "run 2\n"},
+		"follow=true":   {200, "run 3\n"},
+	} {
+		code, body := get("runs", query)
+		if diff := cmp.Diff(want, logs{code, body}); diff != "" {
+			t.Errorf("logs?%s (-want,+got):\n%s", query, diff)
+		}
+	}
+	if all, err := a.Logs("ns", "runs"); err != nil || string(all) != "run 1\nrun 2\nrun 3\n" {
+		t.Errorf("Logs = %q, %v; want every run", all, err)
+	}
+
+	once := pod("once", 30, "/bin/sh", "-c", "echo only")
+	if _, err := pods.Create(t.Context(), once, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "pod succeeds", func() (bool, error) {
+		p, err := pods.Get(t.Context(), "once", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodSucceeded, err
+	})
+	code, body := get("once", "previous=true")
+	if want := `previous terminated container "c" in pod "once" not found`; code != 400 || !strings.Contains(body, want) {
+		t.Errorf("previous logs of a container that never restarted: %d %q; want 400 %q", code, body, want)
 	}
 }
