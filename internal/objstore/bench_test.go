@@ -1,3 +1,5 @@
+//go:build integration
+
 package objstore_test
 
 import (
