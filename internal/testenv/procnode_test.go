@@ -307,6 +307,13 @@ echo "run $n ip=$POD_IP uid=$POD_UID"; [ $n -gt 2 ] || exit 7`)
 	if diff := cmp.Diff("run 1"+id+"run 2"+id+"run 3"+id, string(logs)); diff != "" {
 		t.Errorf("logs (-want,+got):\n%s", diff)
 	}
+	// kubectl logs [--previous]: the current run, or the one before.
+	for previous, want := range map[bool]string{false: "run 3" + id, true: "run 2" + id} {
+		got, err := e.Client.CoreV1().Pods(ns).GetLogs("flaky", &corev1.PodLogOptions{Previous: previous}).DoRaw(t.Context())
+		if err != nil || string(got) != want {
+			t.Errorf("logs through the API, previous %v: %q, %v; want %q", previous, got, err, want)
+		}
+	}
 }
 
 // TestPodNeverRestarts: with restartPolicy Never a failed container stays
