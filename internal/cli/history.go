@@ -14,6 +14,7 @@ import (
 	"github.com/drover-project/drover/internal/history"
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/objstore"
+	"github.com/drover-project/drover/internal/settings"
 	"github.com/drover-project/drover/internal/ui"
 )
 
@@ -54,7 +55,7 @@ choice (--host 0.0.0.0 for every interface, as Spark's history server listens).`
 				if err != nil {
 					return err
 				}
-				opts.Store = objstore.New(objstore.ConfigFrom(conf))
+				opts.Store = objstore.New(settings.ObjectStore(conf))
 			}
 			s, err := history.New(opts)
 			if err != nil {

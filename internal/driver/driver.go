@@ -22,6 +22,7 @@ import (
 	"github.com/drover-project/drover/internal/metrics"
 	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/scheduler"
+	"github.com/drover-project/drover/internal/settings"
 
 	// Cluster managers register themselves.
 	_ "github.com/drover-project/drover/internal/local"
@@ -86,7 +87,7 @@ func (d *Driver) UIURL() string { return d.web.URL() }
 func (d *Driver) UILoginLink() string { return d.web.loginLink() }
 
 // Store is a client of the object store spark.hadoop.fs.s3a.* configures.
-func (d *Driver) Store() *objstore.Store { return objstore.New(objstore.ConfigFrom(d.conf)) }
+func (d *Driver) Store() *objstore.Store { return objstore.New(settings.ObjectStore(d.conf)) }
 
 // AtStop runs fn once the executors have stopped, before Run returns: a
 // clean-up that must wait until no executor runs a task.

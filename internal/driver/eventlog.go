@@ -7,6 +7,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/eventlog"
 	"github.com/drover-project/drover/internal/objstore"
+	"github.com/drover-project/drover/internal/settings"
 )
 
 // startEventLog starts the event log when spark.eventLog.enabled; the
@@ -18,7 +19,7 @@ func startEventLog(ctx context.Context, conf *config.Conf, appID string, log *sl
 		return nil
 	}
 	if objstore.HasScheme(opts.Dir) {
-		opts.Store = objstore.New(objstore.ConfigFrom(conf))
+		opts.Store = objstore.New(settings.ObjectStore(conf))
 	}
 	opts.Logger = log
 	w, err := eventlog.Start(ctx, opts)

@@ -16,6 +16,7 @@ import (
 	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/pb"
+	"github.com/drover-project/drover/internal/settings"
 	"github.com/drover-project/drover/internal/shuffle"
 )
 
@@ -168,13 +169,13 @@ func isPermanent(err error) bool {
 var ConfKeys = append([]string{
 	config.NetworkTimeout.Key(), config.ExecutorHeartbeatInterval.Key(), config.TaskMaxDirectResultSize.Key(),
 	config.ShuffleMaxPeerConnections.Key(),
-}, objstore.ExecutorKeys...)
+}, settings.ObjectStoreExecutorKeys...)
 
 // applyConf adopts the driver's timeouts and object-store settings, as
 // Spark executors adopt the driver's configuration when they register.
 // Only ConfKeys are taken: with a shared secret the driver does not prove
 // itself, and a peer posing as one must not hand an executor object-store
-// credentials (ConfigFrom reads them too) or any other setting.
+// credentials (settings.ObjectStore reads them too) or any other setting.
 func (e *Executor) applyConf(kv map[string]string) {
 	c := config.New()
 	for _, k := range ConfKeys {
@@ -188,7 +189,7 @@ func (e *Executor) applyConf(kv map[string]string) {
 	if e.shuffles != nil {
 		e.shuffles.SetPeerLimits(config.ShuffleMaxPeerConnections.Get(c), e.networkTimeout)
 	}
-	e.store.Store(objstore.New(objstore.ConfigFrom(c)))
+	e.store.Store(objstore.New(settings.ObjectStore(c)))
 }
 
 func (e *Executor) receive(stream *ctl.ClientStream) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/objstore"
+	"github.com/drover-project/drover/internal/settings"
 )
 
 func init() {
@@ -30,7 +31,7 @@ func newLocal(app master.App) (master.Cluster, error) {
 	cores := app.Master.Threads
 	b := NewBackend(app.Scheduler, cores, config.DefaultParallelism.Get(app.Conf))
 	b.LocalDir = config.LocalDirs(app.Conf)[0]
-	b.Store = objstore.New(objstore.ConfigFrom(app.Conf))
+	b.Store = objstore.New(settings.ObjectStore(app.Conf))
 	b.Logger = app.Logger
 	return &localCluster{b: b, events: app.Events}, nil
 }

@@ -2,8 +2,6 @@ package objstore
 
 import (
 	"time"
-
-	"github.com/drover-project/drover/internal/config"
 )
 
 // Defaults of Config's tuning fields.
@@ -50,7 +48,7 @@ type Config struct {
 }
 
 // WithDefaults returns c with every zero tuning field set to its default:
-// the one place defaults are applied (New and ConfigFrom call it).
+// the one place defaults are applied (New and settings.ObjectStore call it).
 func (c Config) WithDefaults() Config {
 	if c.PartSize <= 0 {
 		c.PartSize = DefaultPartSize
@@ -65,24 +63,4 @@ func (c Config) WithDefaults() Config {
 		c.CopyPartSize = DefaultCopyPartSize
 	}
 	return c
-}
-
-// ConfigFrom reads the store's settings from c, with the tuning fields at
-// their defaults.
-func ConfigFrom(c *config.Conf) Config {
-	return Config{
-		Endpoint:     config.S3AEndpoint.Get(c),
-		PathStyle:    config.S3APathStyleAccess.Get(c),
-		Region:       config.S3AEndpointRegion.Get(c),
-		AccessKey:    config.S3AAccessKey.Get(c),
-		SecretKey:    config.S3ASecretKey.Get(c),
-		SessionToken: config.S3ASessionToken.Get(c),
-	}.WithDefaults()
-}
-
-// ExecutorKeys are the settings executors need to reach the store: where
-// it is and how to address it, never credentials, which executors take
-// from their own environment (the default chain).
-var ExecutorKeys = []string{
-	config.S3AEndpoint.Key(), config.S3APathStyleAccess.Key(), config.S3AEndpointRegion.Key(),
 }

@@ -22,10 +22,10 @@
 // (the transfer manager), read.go, list.go, retry.go.
 //
 // Configuration uses Hadoop S3A's key names under spark.hadoop. (Config,
-// ConfigFrom); tuning (part size, backoff, payload signing, copy limits)
+// built from them by internal/settings.ObjectStore); tuning (part size, backoff, payload signing, copy limits)
 // is Config's too, defaulted in one place (Config.WithDefaults), so tests
 // set it per Store and no package-level knob exists. Credentials come from
 // those keys or the AWS SDK's default chain (environment, shared config,
 // web identity). Executors are sent only the non-secret settings
-// (ExecutorKeys): their credentials come from their own environment.
+// (settings.ObjectStoreExecutorKeys): their credentials come from their own environment.
 package objstore
