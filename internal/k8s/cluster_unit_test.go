@@ -87,16 +87,19 @@ func TestClusterWithInjectedClient(t *testing.T) {
 			if n := len(cs.Actions()); n != after {
 				t.Errorf("%d API calls after Stop returned", n-after)
 			}
+			// The pods' deletes are the pod control's calls; the config
+			// map's go to the clientset.
+			pc := c.pods.(*podcontrol.Fake)
+			pc.Lock()
 			var deleted []string
-			var collection, deletedConf bool
+			for _, name := range pc.Deleted {
+				deleted = append(deleted, strings.TrimPrefix(name, "spark/"+c.execConf.PodNamePrefix+"-exec-"))
+			}
+			collection := len(pc.Collections) > 0
+			pc.Unlock()
+			var deletedConf bool
 			for _, a := range cs.Actions() {
-				switch {
-				case a.GetVerb() == "delete-collection" && a.GetResource().Resource == "pods":
-					collection = true
-				case a.GetVerb() == "delete" && a.GetResource().Resource == "pods":
-					name := a.(k8stesting.DeleteAction).GetName()
-					deleted = append(deleted, strings.TrimPrefix(name, c.execConf.PodNamePrefix+"-exec-"))
-				case a.GetVerb() == "delete" && a.GetResource().Resource == "configmaps":
+				if a.GetVerb() == "delete" && a.GetResource().Resource == "configmaps" {
 					deletedConf = true
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -62,7 +63,26 @@ func (f *Fake) DeletePods(ctx context.Context, ns string, opts metav1.ListOption
 	if f.DeletePodsErr != nil || f.Client == nil {
 		return f.DeletePodsErr
 	}
-	return f.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts)
+	// A fake clientset does not carry out a delete-collection, and its list
+	// ignores field selectors: the pods are listed, matched against the
+	// pod phase the allocator selects by, and deleted one by one.
+	fs, err := fields.ParseSelector(opts.FieldSelector)
+	if err != nil {
+		return err
+	}
+	pods, err := f.Client.CoreV1().Pods(ns).List(ctx, opts)
+	if err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		if !fs.Matches(fields.Set{"status.phase": string(p.Status.Phase)}) {
+			continue
+		}
+		if err := ignoreNotFound(f.Client.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{})); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func ignoreNotFound(err error) error {
