@@ -2,8 +2,6 @@
 SHELL := /bin/bash
 GO ?= go
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
-# The root package's tests that need no control plane, for the race detector (TestObjectStorage*: an S3 server).
-RACE_ROOT_TESTS = TestRunPartitionsInEveryLocalMode|TestSecureLocalCluster|TestTaskOverMessageMaxSize|TestCommitPartsRejectsPaths|TestPanicking|TestBadInput|TestFunctionsThatCannotBeUsed|TestWordCountMatchesReference|TestJoinMatchesReference|TestDatasetOperations|TestSaveAsTextFile|TestDynamicAllocationLocalCluster|TestGroupByKeyOfBytes|TestDroppedDatasets|TestReferenceTrackingOff|TestExecutorKilledMidShuffle|TestObjectStorage|TestWebUIInABrowser
 K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 
 .PHONY: fuzz getting-started demo test unit integration testbin testbins testpackages versitygw kueue lint proto docs bench bench-compare bench-k8s bench-scale build clean chaos
@@ -47,20 +45,15 @@ testbins:
 testpackages:
 	@if [ "$${CI:-}" = true ] || [ "$$(id -u)" = 0 ]; then ./hack/install-test-packages.sh; fi
 
-## test: lint, then every test (unit, race on the core packages, integration on a real control plane and S3 server)
+## test: lint, then every test: the unit and integration tests (the integration build tag: a real control plane, S3
+## server, Kueue, Chromium, Prometheus), then every unit test under the race detector (untagged, so a new test is
+## never left out; the control-plane tests are not raced: client-go's klog races under -race)
 test: lint testbins testpackages
 	@echo "drover: unit and integration tests"
 	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" DROVER_VERSITYGW="$$(./hack/build-versitygw.sh | tail -1)" \
-		DROVER_KUEUE="$$(./hack/build-kueue.sh | tail -1)" $(GO) test -count=1 -timeout 25m ./...
-	@echo "drover: race detector on the core packages"
-	$(GO) test -count=1 -race -timeout 15m ./internal/config/... ./internal/master/... ./internal/scheduler/... ./internal/backend/... ./internal/executor/... ./internal/rpc/... ./internal/local/... ./internal/codec/... ./internal/dag/... ./internal/dataflow/... ./internal/shuffle/... ./internal/objstore/... \
-		./internal/k8s/allocator/... ./internal/k8s/podsource/... ./internal/k8s/lifecycle/... ./internal/k8s/snapshot/... \
-		./internal/k8s/podspec/... ./internal/k8s/client/... ./internal/k8s/podcontrol/... ./internal/executorid/... ./internal/dynalloc/... \
-		./internal/appstate/... ./internal/ui/... \
-		./internal/events/... ./internal/metrics/...
-	@echo "drover: race detector on the Kubernetes cluster manager and the root package's tests without a control plane (those ran above)"
-	$(GO) test -count=1 -race -timeout 15m -run 'TestClusterWithInjectedClient|TestSnapshotDelay|TestAdmit|TestPodsGoThroughPodControl|TestGetDriverPod' ./internal/k8s/
-	$(GO) test -count=1 -race -timeout 15m -run '$(RACE_ROOT_TESTS)' .
+		DROVER_KUEUE="$$(./hack/build-kueue.sh | tail -1)" $(GO) test -count=1 -tags integration -timeout 25m ./...
+	@echo "drover: race detector on every unit test"
+	$(GO) test -count=1 -race -timeout 20m ./...
 	@echo "drover: docs/getting-started.md, followed verbatim"
 	./hack/getting-started.sh
 
@@ -68,7 +61,7 @@ test: lint testbins testpackages
 ## deleted, kube-apiserver and etcd killed and restarted, quotas): right answers, exactly the pods asked for, nothing
 ## left behind (≈ 5 min; also part of make test)
 chaos: testbin
-	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" $(GO) test -count=1 -timeout 20m -v -run 'Chaos|ResourceQuota' . ./internal/k8s/ ./internal/k8s/submit/
+	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" $(GO) test -count=1 -tags integration -timeout 20m -v -run 'Chaos|ResourceQuota' . ./internal/k8s/ ./internal/k8s/submit/
 
 ## fuzz: every fuzz target in the module (each `func Fuzz…` of a _test.go outside hack/: the codec with recursive and
 ## empty-element types, shuffle record framing, map index and block assembly, control-stream frames and a server's
@@ -89,7 +82,9 @@ lint:
 	@echo "drover: gofmt, go vet, staticcheck"
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags integration ./...
 	$(TOOLS) staticcheck ./...
+	$(TOOLS) staticcheck -tags integration ./...
 
 ## proto: regenerate the gRPC code (needs protoc; committed output)
 proto:
@@ -108,7 +103,7 @@ bench:
 ## bench-k8s: executor allocation on a real control plane with kwok nodes: the adaptive and spark policies and the
 ## raw parallel-create baseline, DROVER_SCALE_N executors (default 1000; ≈ 5 min with two 35 s idle checks)
 bench-k8s: testbin
-	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" $(GO) test -count=1 -run '^$$' -bench '^BenchmarkAllocation' -benchtime 1x -timeout 25m -v ./internal/k8s/
+	DROVER_TESTBIN="$$(./hack/build-testbin.sh | tail -1)" $(GO) test -count=1 -tags integration -run '^$$' -bench '^BenchmarkAllocation' -benchtime 1x -timeout 25m -v ./internal/k8s/
 
 ## bench-scale: the steps too long for make bench (≈ 35 min): allocation of 10,000 executors (adaptive and the raw
 ## baseline), and a job of 100,000 tasks with a shuffle on 10,000 executors that loses 1,000 of them in its reduce
