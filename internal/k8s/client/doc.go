@@ -3,5 +3,6 @@
 // kubeconfig file (KUBECONFIG or ~/.kube/config, spark.kubernetes.context),
 // with spark.kubernetes.authenticate.* overrides and a request budget
 // (drover.kubernetes.client.qps / .burst) that keeps the driver kind to the
-// API server. client-go's klog output is routed into the driver's slog.
+// API server. client-go's klog output is routed into the driver's slog,
+// and its request-metric hooks into internal/metrics (metrics.go).
 package client
