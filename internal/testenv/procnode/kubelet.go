@@ -101,6 +101,7 @@ func (a *Agent) serveLogs(rw http.ResponseWriter, r *http.Request) {
 	follow, _ := strconv.ParseBool(q.Get("follow"))
 	previous, _ := strconv.ParseBool(q.Get("previous"))
 	from, to, ok := w.runBounds(container, previous)
+	followed := w.runCount(container) - 1
 	if !ok {
 		// The kubelet's words.
 		http.Error(rw, fmt.Sprintf("previous terminated container %q in pod %q not found", container, name), http.StatusBadRequest)
@@ -143,7 +144,19 @@ func (a *Agent) serveLogs(rw http.ResponseWriter, r *http.Request) {
 	}
 	for {
 		running := w.running(container)
+		// A kubelet's follow ends with the container: a restart is another
+		// container, whose output is not this one's.
+		end := int64(-1)
+		if followed >= 0 {
+			end = w.runStart(container, followed+1)
+		}
+		if end >= 0 {
+			running = false
+		}
 		b, next, err := readFrom(w.logPath(container), offset)
+		if end >= 0 && next > end {
+			b, next = b[:max(0, end-offset)], max(offset, end)
+		}
 		if err == nil && len(b) > 0 {
 			offset = next
 			if !write(b) {

@@ -112,6 +112,24 @@ func (w *podWorker) runBounds(container string, previous bool) (from, to int64, 
 	return r[len(r)-2], r[len(r)-1], true
 }
 
+// runCount is how many runs of container have started.
+func (w *podWorker) runCount(container string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.runs[container])
+}
+
+// runStart is where run i (from 0) of container starts in its log, or -1
+// if it has not started.
+func (w *podWorker) runStart(container string, i int) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r := w.runs[container]; i >= 0 && i < len(r) {
+		return r[i]
+	}
+	return -1
+}
+
 func (w *podWorker) logPath(container string) string {
 	return filepath.Join(w.dir, "logs", container+".log")
 }

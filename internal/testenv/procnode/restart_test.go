@@ -210,6 +210,20 @@ func TestAgentLogsOfRuns(t *testing.T) {
 		t.Errorf("Logs = %q, %v; want every run", all, err)
 	}
 
+	// Following a run ends with it, though the container restarts at once.
+	p = pod("follow", 30, "/bin/sh", "-c", `n=$(cat n 2>/dev/null || echo 0); n=$((n+1)); echo $n >n; echo "run $n"; [ $n -gt 1 ] || { sleep 1; exit 1; }; sleep 1000`)
+	p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	if _, err := pods.Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "first run's output", func() (bool, error) {
+		logs, err := a.Logs("ns", "follow")
+		return string(logs) == "run 1\n", err
+	})
+	if code, body := get("follow", "follow=true"); code != 200 || body != "run 1\n" {
+		t.Errorf("following the first run: %d %q, want 200 %q", code, body, "run 1\n")
+	}
+
 	once := pod("once", 30, "/bin/sh", "-c", "echo only")
 	if _, err := pods.Create(t.Context(), once, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
