@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -77,6 +78,10 @@ func TestSlowConsumerDropsAndCountsWithoutBlocking(t *testing.T) {
 // its capacity: a consumer that stops taking loses its oldest events and
 // keeps the newest, and the others are not held back.
 func TestStalledConsumerKeepsTheNewestAndBoundsTheQueue(t *testing.T) {
+	synctest.Test(t, testStalledConsumer)
+}
+
+func testStalledConsumer(t *testing.T) {
 	b := NewBus(nil, nil)
 	release := make(chan struct{})
 	var stalled []int64
@@ -95,9 +100,7 @@ func TestStalledConsumerKeepsTheNewestAndBoundsTheQueue(t *testing.T) {
 	for i := range int64(100_000) {
 		b.Publish(&JobStart{JobID: i + 1})
 	}
-	for deadline := time.Now().Add(10 * time.Second); fast.Load() < 100_001 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	synctest.Wait() // the fast consumer took everything; the stalled one waits on release
 	b.mu.Lock()
 	n := len(b.queue)
 	b.mu.Unlock()
@@ -260,7 +263,9 @@ func TestPublishAllAndBatchConsumers(t *testing.T) {
 
 // A lingering consumer takes a stream published an event at a time in
 // batches, and still gets every event, in order, by Close.
-func TestLingeringConsumerTakesBatches(t *testing.T) {
+func TestLingeringConsumerTakesBatches(t *testing.T) { synctest.Test(t, testLingeringBatches) }
+
+func testLingeringBatches(t *testing.T) {
 	b := NewBus(nil, nil)
 	var got []int64
 	var batches int
@@ -275,7 +280,8 @@ func TestLingeringConsumerTakesBatches(t *testing.T) {
 	start := time.Now()
 	for i := range int64(n) {
 		b.Publish(&JobStart{JobID: i})
-		time.Sleep(100 * time.Microsecond) // a publisher slower than the consumer
+		synctest.Wait()
+		time.Sleep(100 * time.Microsecond) // synctest's clock: a publisher slower than the consumer
 	}
 	publishing := time.Since(start)
 	b.Close()
@@ -288,8 +294,7 @@ func TestLingeringConsumerTakesBatches(t *testing.T) {
 		}
 	}
 	// Without the linger the consumer wakes for nearly every event; with
-	// it, at most once a linger. The bound is the time publishing took, not
-	// the sleeps asked for: a loaded machine stretches each sleep.
+	// it, at most once a linger.
 	if limit := int(publishing/linger) + 2; batches > limit {
 		t.Errorf("%d batches for %d events published one at a time over %s; want at most %d", batches, n, publishing, limit)
 	}
@@ -312,26 +317,28 @@ func TestLingeringConsumerWakesForAGatheredBatch(t *testing.T) {
 		{name: "a lone event, linger out", linger: 5 * time.Millisecond, publish: 1, want: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := NewBus(nil, nil)
-			var handled atomic.Int64
-			b.SubscribeBatches("lingering", 40, tc.linger, func(evs []Event) { handled.Add(int64(len(evs))) })
-			for i := range int64(tc.publish) {
-				if i == int64(tc.publish)-1 {
-					time.Sleep(30 * time.Millisecond) // the consumer waits
+			synctest.Test(t, func(t *testing.T) {
+				b := NewBus(nil, nil)
+				var handled atomic.Int64
+				b.SubscribeBatches("lingering", 40, tc.linger, func(evs []Event) { handled.Add(int64(len(evs))) })
+				for i := range int64(tc.publish) {
+					if i == int64(tc.publish)-1 {
+						synctest.Wait() // the consumer waits for more
+					}
+					b.Publish(&JobStart{JobID: i})
 				}
-				b.Publish(&JobStart{JobID: i})
-			}
-			for deadline := time.Now().Add(10 * time.Second); handled.Load() < int64(tc.want) && time.Now().Before(deadline); {
-				time.Sleep(time.Millisecond)
-			}
-			time.Sleep(30 * time.Millisecond) // nothing more is handled
-			if got := handled.Load(); got != int64(tc.want) {
-				t.Errorf("%d events handled before Close, want %d", got, tc.want)
-			}
-			b.Close()
-			if got := handled.Load(); got != int64(tc.publish) {
-				t.Errorf("%d events handled after Close, want %d", got, tc.publish)
-			}
+				// synctest's clock: past the short linger, well within the long
+				// one; Wait: nothing more is handled.
+				time.Sleep(30 * time.Millisecond)
+				synctest.Wait()
+				if got := handled.Load(); got != int64(tc.want) {
+					t.Errorf("%d events handled before Close, want %d", got, tc.want)
+				}
+				b.Close()
+				if got := handled.Load(); got != int64(tc.publish) {
+					t.Errorf("%d events handled after Close, want %d", got, tc.publish)
+				}
+			})
 		})
 	}
 }
