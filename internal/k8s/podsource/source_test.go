@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -248,9 +249,12 @@ func TestWatchOutageIsReportedAndRecovers(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the outage was never noticed")
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // real time: client-go's reflector retries on its own goroutines
 	}
-	time.Sleep(100 * time.Millisecond) // many failed attempts
+	// Real time: many failed attempts. In a synctest bubble the reflector
+	// did not take in the pod created after the outage within 10 s of the
+	// bubble's clock (cause not yet found), so this test stays on real time.
+	time.Sleep(100 * time.Millisecond)
 	mu.Lock()
 	down = false
 	mu.Unlock()
@@ -343,7 +347,9 @@ func TestBehind(t *testing.T) {
 
 // TestRelist: after Relist the source lists again, and the next take is a
 // full list's.
-func TestRelist(t *testing.T) {
+func TestRelist(t *testing.T) { synctest.Test(t, testRelist) }
+
+func testRelist(t *testing.T) {
 	h := start(t, Options{}, execPod(1, "app-1"))
 	h.src.Take()
 	lists := func() int {
@@ -357,23 +363,15 @@ func TestRelist(t *testing.T) {
 	}
 	before := lists()
 	h.src.Relist()
-	deadline := time.Now().Add(10 * time.Second)
-	for lists() == before {
-		if time.Now().After(deadline) {
-			t.Fatal("no list after Relist")
-		}
-		time.Sleep(5 * time.Millisecond)
+	synctest.Wait()
+	if lists() == before {
+		t.Fatal("no list after Relist")
 	}
-	for {
-		if pods, _, relisted := h.src.Take(); relisted {
-			if diff := cmp.Diff([]string{"app-1-exec-1"}, names(pods)); diff != "" {
-				t.Errorf("pods after the relist (-want +got):\n%s", diff)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no take after Relist reports a full list")
-		}
-		time.Sleep(5 * time.Millisecond)
+	pods, _, relisted := h.src.Take()
+	if !relisted {
+		t.Fatal("no take after Relist reports a full list")
+	}
+	if diff := cmp.Diff([]string{"app-1-exec-1"}, names(pods)); diff != "" {
+		t.Errorf("pods after the relist (-want +got):\n%s", diff)
 	}
 }
