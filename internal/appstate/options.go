@@ -27,7 +27,9 @@ func DefaultOptions() Options {
 	return Options{RetainedJobs: 1000, RetainedStages: 1000, RetainedTasks: 100000, RetainedDeadExecutors: 100, RetainedRounds: 100}
 }
 
-// OptionsFromConf reads the spark.ui.retained* settings.
+// OptionsFromConf reads the spark.ui.retained* settings. The driver uses
+// settings.UIStore; this copy stays only while internal/k8s's tests call
+// it, and goes with their last call.
 func OptionsFromConf(c *config.Conf) Options {
 	dead := config.UIRetainedDeadExecutors.Get(c)
 	if dead == 0 {

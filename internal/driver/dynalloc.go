@@ -12,6 +12,7 @@ import (
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/scheduler"
+	"github.com/drover-project/drover/internal/settings"
 )
 
 // dynamicAllocation is dynamic allocation's settings, checked before
@@ -29,7 +30,7 @@ func dynamicAllocation(conf *config.Conf, m master.URL, log *slog.Logger) (*dyna
 	if m.Kind == master.LocalCluster {
 		limit = m.Executors
 	}
-	cfg, err := dynalloc.FromConf(conf, limit)
+	cfg, err := settings.DynamicAllocation(conf, limit)
 	if err != nil {
 		return nil, config.Invalid(fmt.Errorf("dynamic allocation: %w", err))
 	}

@@ -14,7 +14,7 @@ import (
 // status consumer feeds it. A log that cannot be created is reported, and
 // the application runs without it, as it does when writing fails later.
 func startEventLog(ctx context.Context, conf *config.Conf, appID string, log *slog.Logger) *eventlog.Writer {
-	opts, enabled := eventlog.FromConf(conf, appID)
+	opts, enabled := settings.EventLog(conf, appID)
 	if !enabled {
 		return nil
 	}

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"github.com/drover-project/drover/internal/settings"
 	"io"
 	"log/slog"
 	"net"
@@ -58,7 +59,7 @@ func startUI(conf *config.Conf, m master.URL, log *slog.Logger) *webUI {
 		log.Warn("the web UI is not served; the application runs without it", "err", err)
 		return nil
 	}
-	w := &webUI{store: appstate.New(appstate.OptionsFromConf(conf)), log: log, mux: http.NewServeMux()}
+	w := &webUI{store: appstate.New(settings.UIStore(conf)), log: log, mux: http.NewServeMux()}
 	w.feed = w.store.HandleAll
 	w.ui = ui.New(w.store, ui.Options{Version: droverVersion(), Logger: log})
 	w.url = "http://" + net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))

@@ -29,7 +29,9 @@ type Config struct {
 }
 
 // FromConf reads the policy's configuration; maxExecutors caps Max (the N
-// of local-cluster[N,C,M]; 0 for no cap).
+// of local-cluster[N,C,M]; 0 for no cap). The driver uses
+// settings.DynamicAllocation; this copy stays only while internal/k8s's
+// tests call it, and goes with their last call.
 func FromConf(c *config.Conf, maxExecutors int) (Config, error) {
 	cfg := Config{
 		Min:                     config.DynamicAllocationMinExecutors.Get(c),
@@ -71,7 +73,9 @@ func FromConf(c *config.Conf, maxExecutors int) (Config, error) {
 // InitialExecutors is the number of executors an application starts with:
 // spark.executor.instances without dynamic allocation; with it, the largest
 // of minExecutors, initialExecutors and spark.executor.instances when that
-// is set explicitly.
+// is set explicitly. settings.InitialExecutors is the same for the driver
+// and local-cluster; this copy stays only while internal/k8s (k8sconf)
+// calls it.
 func InitialExecutors(c *config.Conf) (int, error) {
 	if !config.DynamicAllocationEnabled.Get(c) {
 		return config.ExecutorInstances.Get(c), nil

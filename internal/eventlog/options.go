@@ -37,6 +37,8 @@ type Options struct {
 }
 
 // FromConf is the event log's configuration, and whether it is enabled.
+// The driver uses settings.EventLog; this copy stays only while
+// internal/k8s's tests call it, and goes with their last call.
 func FromConf(c *config.Conf, appID string) (Options, bool) {
 	o := Options{
 		Dir:         config.EventLogDir.Get(c),

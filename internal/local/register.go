@@ -9,7 +9,6 @@ import (
 	"github.com/drover-project/drover/internal/backend"
 	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
-	"github.com/drover-project/drover/internal/dynalloc"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/master"
@@ -63,7 +62,7 @@ func newLocalCluster(app master.App) (master.Cluster, error) {
 	// starts from the initial target.
 	initial := m.Executors
 	if config.DynamicAllocationEnabled.Get(app.Conf) {
-		n, err := dynalloc.InitialExecutors(app.Conf)
+		n, err := settings.InitialExecutors(app.Conf)
 		if err != nil {
 			return nil, err
 		}
