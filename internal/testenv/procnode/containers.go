@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/drover-project/drover/internal/envvar"
 )
@@ -182,6 +183,14 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 	retry := make(chan int, len(ctrs))
 	startErrs := make(chan int, len(ctrs))
 	waiting := make([]bool, len(ctrs)) // to be started again: backing off or failed to start
+	timers := make([]clock.Timer, len(ctrs))
+	defer func() {
+		for _, t := range timers {
+			if t != nil {
+				t.Stop() // a deleted pod's back-off of up to 5 minutes
+			}
+		}
+	}()
 	var deleting bool
 
 	start := func(i int) {
@@ -210,7 +219,7 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 		if wait > 0 {
 			c.setCrashLoop(crashLoopMessage(c.backoff.backoff, c.spec.Name, pod.Name, pod.Namespace, string(pod.UID)))
 			waiting[i] = true
-			clk.AfterFunc(wait, func() { retry <- i })
+			timers[i] = clk.AfterFunc(wait, func() { retry <- i })
 			return
 		}
 		c.backoff = next
