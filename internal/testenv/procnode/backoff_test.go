@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -108,5 +109,26 @@ func TestCrashLoopMessage(t *testing.T) {
 	got := crashLoopMessage(40*time.Second, "driver", "app-driver", "spark", "1234")
 	if want := "back-off 40s restarting failed container=driver pod=app-driver_spark(1234)"; got != want {
 		t.Errorf("message = %q, want %q", got, want)
+	}
+}
+
+// TestBackoffDefaults: unless a test sets them, the back-off is the
+// kubelet's; drover dev-cluster sets nothing.
+func TestBackoffDefaults(t *testing.T) {
+	a, err := New(Config{Client: fake.NewClientset(), NodeNames: []string{"n1"}, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (backoffPolicy{initial: 10 * time.Second, max: 300 * time.Second}); a.backoff != want {
+		t.Errorf("back-off = %+v, want the kubelet's %+v", a.backoff, want)
+	}
+	for _, cfg := range []Config{
+		{InitialBackoff: -time.Second},
+		{InitialBackoff: time.Minute, MaxBackoff: time.Second},
+	} {
+		cfg.Client, cfg.NodeNames, cfg.Dir = fake.NewClientset(), []string{"n1"}, t.TempDir()
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New accepted back-off %s to %s", cfg.InitialBackoff, cfg.MaxBackoff)
+		}
 	}
 }
