@@ -36,7 +36,8 @@ type Options struct {
 	// Console is where the progress bar and a client-mode UI's login link
 	// go: the user's terminal, or a log.
 	Console io.Writer
-	// Clock times start-up and the certificates; the real clock when nil.
+	// Clock dates the events, the certificates and start-up; the real clock
+	// when nil.
 	Clock clock.Clock
 }
 
@@ -123,7 +124,7 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 		return err
 	}
 	// 1. The bus and the event log, closed last.
-	bus := events.NewBus(clock.RealClock{}, log)
+	bus := events.NewBus(opts.Clock, log)
 	evlog := startEventLog(ctx, conf, appID, log)
 	defer func() {
 		bus.Close()
