@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/drover-project/drover/internal/dataflow"
-	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/shuffle"
 )
@@ -28,7 +27,7 @@ type restarted struct {
 func newRestarted(t *testing.T) *restarted {
 	t.Helper()
 	r := &restarted{mapRuns: map[int]int{}}
-	sched := scheduler.New(scheduler.Options{MaxFailures: 4, ExecutorLost: func(id executorid.ID) { r.g.ExecutorLost(id) }})
+	sched := scheduler.New(scheduler.Options{MaxFailures: 4})
 	r.f = &fakeBackend{sched: sched, launched: map[dataflow.OutputKind]int{}, respond: func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
 		r.mu.Lock()
 		defer r.mu.Unlock()

@@ -82,7 +82,8 @@ type shuffleState struct {
 	gen int
 }
 
-// New returns an empty graph running its tasks on sched.
+// New returns an empty graph running its tasks on sched, which tells it
+// of every lost executor.
 func New(sched *scheduler.Scheduler, opts Options) *Graph {
 	if opts.MaxStageAttempts < 1 {
 		opts.MaxStageAttempts = 4
@@ -95,6 +96,9 @@ func New(sched *scheduler.Scheduler, opts Options) *Graph {
 		adopted: map[string]map[int]*shuffle.MapStatus{}}
 	if opts.Lineage {
 		g.lineage = lineage.NewHasher(lockedView{g})
+	}
+	if sched != nil {
+		sched.OnExecutorLost(g.ExecutorLost)
 	}
 	return g
 }

@@ -70,7 +70,7 @@ func (f *fakeBackend) KillTask(int64, executorid.ID, string) {}
 func newGraph(t *testing.T, maps int, respond func(*dataflow.Task, *dataflow.Stage) scheduler.Status) (*Graph, *fakeBackend, int) {
 	t.Helper()
 	var g *Graph
-	sched := scheduler.New(scheduler.Options{MaxFailures: 4, ExecutorLost: func(id executorid.ID) { g.ExecutorLost(id) }})
+	sched := scheduler.New(scheduler.Options{MaxFailures: 4})
 	f := &fakeBackend{sched: sched, respond: respond, launched: map[dataflow.OutputKind]int{}}
 	sched.SetBackend(f)
 	g = New(sched, Options{MaxStageAttempts: 4})

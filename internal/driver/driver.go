@@ -16,7 +16,6 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/events"
-	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/metrics"
@@ -143,10 +142,9 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 	}()
 	// 2. The consumers, before AppStart.
 	tracker := subscribeProgress(conf, bus)
-	// 3. The scheduler. Its lost executors reach the DAG, built on it
-	// below: the one edge that points forward (see lostOutputs).
-	lost := &lostOutputs{}
-	sched := scheduler.New(schedulerOptions(conf, m, lost.executorLost, bus, log))
+	// 3. The scheduler. The DAG, built on it below, hears of its lost
+	// executors (dag.New registers with it).
+	sched := scheduler.New(schedulerOptions(conf, m, bus, log))
 	dm := metrics.NewDriver(metricsOptions(conf, m, appID, sched, bus), config.DynamicAllocationEnabled.Get(conf) && m.Kind != master.Local)
 	web := startUI(conf, m, log)
 	defer web.stop()
@@ -182,7 +180,6 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 	}
 	be := cluster.Backend()
 	graph := dag.New(sched, graphOptions(conf, m, be, log))
-	lost.set(graph)
 	start := opts.Clock.Now()
 	sweeps := &afterStop{}
 	defer func() {
@@ -235,13 +232,3 @@ func runApp(ctx context.Context, d *Driver, app App) (err error) {
 	}()
 	return app(ctx, d)
 }
-
-// lostOutputs tells the DAG of executors the scheduler lost. The scheduler
-// must exist before the DAG (dag.New takes it) and tells of losses only
-// once executors run, after the DAG is built: set is called before the
-// cluster manager starts, so no loss is missed.
-type lostOutputs struct{ graph *dag.Graph }
-
-func (l *lostOutputs) set(g *dag.Graph) { l.graph = g }
-
-func (l *lostOutputs) executorLost(id executorid.ID) { l.graph.ExecutorLost(id) }

@@ -7,7 +7,6 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/events"
-	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/metrics"
 	"github.com/drover-project/drover/internal/scheduler"
@@ -15,7 +14,7 @@ import (
 
 // schedulerOptions are the task scheduler's options from the
 // configuration; local[N,F] sets the task failures itself.
-func schedulerOptions(conf *config.Conf, m master.URL, lost func(executorid.ID), bus *events.Bus, log *slog.Logger) scheduler.Options {
+func schedulerOptions(conf *config.Conf, m master.URL, bus *events.Bus, log *slog.Logger) scheduler.Options {
 	maxFailures := config.TaskMaxFailures.Get(conf)
 	if m.Kind == master.Local {
 		maxFailures = m.MaxFailures
@@ -25,7 +24,6 @@ func schedulerOptions(conf *config.Conf, m master.URL, lost func(executorid.ID),
 		CPUsPerTask:   config.TaskCPUs.Get(conf),
 		MaxResultSize: config.DriverMaxResultSize.Get(conf),
 		MaxTaskSize:   config.RPCMessageMaxSize.Get(conf),
-		ExecutorLost:  lost,
 		Events:        bus,
 		Logger:        log,
 	}

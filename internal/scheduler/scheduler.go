@@ -86,6 +86,10 @@ type Scheduler struct {
 	plans   PlanKeeper // the backend, when it keeps plans per task set
 	log     *slog.Logger
 
+	// lostListeners hear of every lost executor (OnExecutorLost).
+	lostMu        sync.Mutex
+	lostListeners []func(executorid.ID)
+
 	mu         sync.Mutex
 	nextTaskID int64
 	nextSetID  int64
@@ -185,6 +189,16 @@ func New(opts Options) *Scheduler {
 		running:    map[int64]*attempt{},
 		byExecutor: map[executorid.ID]map[int64]struct{}{},
 	}
+}
+
+// OnExecutorLost adds f to what hears of every lost executor, after the
+// scheduler resubmitted its tasks. The DAG registers itself as it is built
+// on the scheduler, to forget the map outputs the executor held: the
+// scheduler exists first, and no loss can come before an executor runs.
+func (s *Scheduler) OnExecutorLost(f func(executorid.ID)) {
+	s.lostMu.Lock()
+	s.lostListeners = append(s.lostListeners, f)
+	s.lostMu.Unlock()
 }
 
 // SetBackend sets the backend that carries out launches and kills.

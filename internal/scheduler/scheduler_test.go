@@ -548,3 +548,24 @@ func TestTaskIDsStartAboveFirstTaskID(t *testing.T) {
 		t.Errorf("task ids (-want +got):\n%s", diff)
 	}
 }
+
+// TestExecutorLostListeners: every listener hears of a lost executor, after
+// its tasks were resubmitted.
+func TestExecutorLostListeners(t *testing.T) {
+	s, _ := newTestScheduler(4)
+	var heard [2][]executorid.ID
+	for i := range heard {
+		s.OnExecutorLost(func(id executorid.ID) {
+			if n := s.RunningTasks(); n != 0 {
+				t.Errorf("listener %d heard of executor %d with %d tasks still running on it", i, id, n)
+			}
+			heard[i] = append(heard[i], id)
+		})
+	}
+	s.Submit(specOf(1, map[int]string{}))
+	s.ResourceOffers([]Offer{{ExecutorID: 3, Cores: 1}})
+	s.ExecutorLost(3, LossReason{Message: "pod deleted"})
+	if diff := cmp.Diff([2][]executorid.ID{{3}, {3}}, heard); diff != "" {
+		t.Errorf("executors heard lost (-want +got):\n%s", diff)
+	}
+}

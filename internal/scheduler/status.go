@@ -178,6 +178,12 @@ func (s *Scheduler) ExecutorLost(executor executorid.ID, reason LossReason) {
 	if s.opts.ExecutorLost != nil {
 		s.opts.ExecutorLost(executor)
 	}
+	s.lostMu.Lock()
+	listeners := s.lostListeners
+	s.lostMu.Unlock()
+	for _, f := range listeners {
+		f(executor)
+	}
 	s.kill(kills, "task set aborted")
 	if revive {
 		s.backend.ReviveOffers()
