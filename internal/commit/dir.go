@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -23,6 +24,10 @@ func toDir(dir string, out dataflow.Output, run Run, opts Options) (err error) {
 		return fmt.Errorf("%s: %w", opts.Action, err)
 	}
 	if _, err := os.Lstat(dir); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, SuccessFile)); err == nil && opts.committedBefore(b) {
+			opts.reuse(dir)
+			return nil
+		}
 		return fmt.Errorf("%s: output directory %s already exists", opts.Action, dir)
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
@@ -53,7 +58,10 @@ func toDir(dir string, out dataflow.Output, run Run, opts Options) (err error) {
 	if err := os.RemoveAll(attempts); err != nil {
 		return fmt.Errorf("%s: %w", opts.Action, err)
 	}
-	if err := os.WriteFile(filepath.Join(staging, SuccessFile), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(staging, SuccessFile), opts.success(), 0o644); err != nil {
+		return fmt.Errorf("%s: %w", opts.Action, err)
+	}
+	if err := opts.fence(context.Background()); err != nil {
 		return fmt.Errorf("%s: %w", opts.Action, err)
 	}
 	if err := os.Rename(staging, dir); err != nil {

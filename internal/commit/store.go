@@ -39,11 +39,21 @@ func toStore(ctx context.Context, store *objstore.Store, dir string, out dataflo
 	case err != nil:
 		return err
 	case exists:
-		if _, err := store.Size(ctx, u.Join(objstore.PendingMarker)); err == nil {
-			return fmt.Errorf("output %s already exists: the uncommitted output of a job that failed to clean up or was killed (it holds %s); "+
-				"remove the prefix and its pending uploads (docs/storage.md)", u, objstore.PendingMarker)
+		switch found, err := earlierAttempt(ctx, store, u, opts); {
+		case err != nil:
+			return err
+		case found == committed:
+			opts.reuse(u.String())
+			return nil
+		case found == uncommitted:
+			// Removed: written again below.
+		default:
+			if _, err := store.Size(ctx, u.Join(objstore.PendingMarker)); err == nil {
+				return fmt.Errorf("output %s already exists: the uncommitted output of a job that failed to clean up or was killed (it holds %s); "+
+					"remove the prefix and its pending uploads (docs/storage.md)", u, objstore.PendingMarker)
+			}
+			return fmt.Errorf("output %s already exists", u)
 		}
-		return fmt.Errorf("output %s already exists", u)
 	}
 	if err := insideUncommitted(ctx, store, u); err != nil {
 		return err
@@ -79,7 +89,7 @@ func toStore(ctx context.Context, store *objstore.Store, dir string, out dataflo
 		return err
 	}
 	defer func() {
-		if err == nil || errors.Is(err, ErrKilled) {
+		if err == nil || errors.Is(err, ErrKilled) || errors.Is(err, ErrSuperseded) {
 			return
 		}
 		// Even when the driver's context has ended (a cancelled job): the
@@ -108,10 +118,13 @@ func toStore(ctx context.Context, store *objstore.Store, dir string, out dataflo
 	if err != nil {
 		return err
 	}
+	if err := opts.fence(ctx); err != nil {
+		return err
+	}
 	if err := completeUploads(ctx, store, uploads, opts.Hook); err != nil {
 		return err
 	}
-	if err := store.Put(ctx, u.Join(objstore.SuccessMarker), nil); err != nil {
+	if err := store.Put(ctx, u.Join(objstore.SuccessMarker), opts.success()); err != nil {
 		return err
 	}
 	// Committed: what follows only tidies, and its failure does not undo
@@ -128,6 +141,45 @@ func toStore(ctx context.Context, store *objstore.Store, dir string, out dataflo
 		opts.Logger.Warn("deleting the pending marker of a committed output", "marker", pending.String(), "err", err)
 	}
 	return nil
+}
+
+// earlier is what an existing output prefix holds, for a driver that may
+// restart.
+type earlier int
+
+const (
+	other       earlier = iota // another job's output, or a driver that does not restart
+	committed                  // this output, committed by an earlier attempt of this application
+	uncommitted                // what an earlier attempt left uncommitted, now removed
+)
+
+// earlierAttempt tells an existing prefix u that an earlier attempt of this
+// application wrote from another job's. The earlier attempt's _PENDING
+// names the application: its parts and pending uploads are removed, as
+// its own clean-up would have, and the output is written again. Its tasks
+// cannot upload more: executors obey only the newest attempt.
+func earlierAttempt(ctx context.Context, store *objstore.Store, u objstore.URI, opts Options) (earlier, error) {
+	if opts.Lineage == "" {
+		return other, nil
+	}
+	if b, err := store.ReadAll(ctx, u.Join(objstore.SuccessMarker)); err == nil {
+		if opts.committedBefore(b) {
+			return committed, nil
+		}
+		return other, nil
+	}
+	b, err := store.ReadAll(ctx, u.Join(objstore.PendingMarker))
+	if err != nil || !strings.Contains(string(b), "application "+opts.AppID+",") {
+		return other, nil
+	}
+	opts.Logger.Warn("removing the uncommitted output of an earlier attempt of the driver", "output", u.String())
+	if _, err := store.AbortUploads(ctx, u); err != nil {
+		return other, fmt.Errorf("removing the uncommitted output of an earlier attempt from %s: %w", u, err)
+	}
+	if err := store.RemovePrefix(ctx, u); err != nil {
+		return other, fmt.Errorf("removing the uncommitted output of an earlier attempt from %s: %w", u, err)
+	}
+	return uncommitted, nil
 }
 
 // completeUploads completes the pending uploads, parallelism at a time, and

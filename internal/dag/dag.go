@@ -103,6 +103,25 @@ func New(sched *scheduler.Scheduler, opts Options) *Graph {
 	return g
 }
 
+// OutputLineage is the lineage fingerprint of writing dataset node as out
+// says, in hex; "" when the graph has no lineage (Options.Lineage).
+func (g *Graph) OutputLineage(node int, out dataflow.Output) (string, error) {
+	if g.lineage == nil {
+		return "", nil
+	}
+	g.mu.Lock()
+	n, err := g.lineage.Node(node)
+	g.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	f, err := lineage.Output(n, out)
+	if err != nil {
+		return "", err
+	}
+	return f.String(), nil
+}
+
 // lockedView is the graph as the lineage hasher reads it, with g.mu held.
 type lockedView struct{ g *Graph }
 

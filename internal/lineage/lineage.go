@@ -151,6 +151,16 @@ func (h *Hasher) Shuffle(id int) (Fingerprint, error) {
 	return f, nil
 }
 
+// Output is the fingerprint of an action's output: the dataset written,
+// by its fingerprint, and how (format, extension, codec), but not where.
+func Output(node Fingerprint, out dataflow.Output) (Fingerprint, error) {
+	out.Dir = ""
+	return digest("output", struct {
+		Node   Fingerprint
+		Output dataflow.Output
+	}{node, out})
+}
+
 // digest hashes v's JSON encoding: deterministic for these types, which
 // hold no maps, and stable across builds as long as the field names are.
 func digest(kind string, v any) (Fingerprint, error) {

@@ -152,3 +152,37 @@ func TestFingerprintText(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputFingerprint: where an output goes is not part of it; what is
+// written and how is.
+func TestOutputFingerprint(t *testing.T) {
+	node, err := NewHasher(wordCount(0)).Node(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := func(n Fingerprint, out dataflow.Output) Fingerprint {
+		f, err := Output(n, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	text := dataflow.Output{Kind: dataflow.SaveText, Text: true, Ext: ".txt", Dir: "/tmp/a"}
+	moved := text
+	moved.Dir = "s3://b/c"
+	if fp(node, text) != fp(node, moved) {
+		t.Error("the output's directory changed its fingerprint")
+	}
+	json := text
+	json.Format, json.Ext = dataflow.JSONLines, ".json"
+	if fp(node, text) == fp(node, json) {
+		t.Error("another format kept the fingerprint")
+	}
+	other, err := NewHasher(wordCount(0)).Node(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fp(node, text) == fp(other, text) {
+		t.Error("another dataset kept the fingerprint")
+	}
+}
