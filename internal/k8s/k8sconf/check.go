@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/drover-project/drover/internal/config"
-	"github.com/drover-project/drover/internal/dynalloc"
 	"github.com/drover-project/drover/internal/k8s/podspec"
+	"github.com/drover-project/drover/internal/settings"
 )
 
 // CheckConf checks, without an API server, every setting the Kubernetes
@@ -27,7 +27,7 @@ func CheckConf(conf *config.Conf, appID string, driverPod *corev1.Pod) error {
 
 func checkConf(conf *config.Conf, appID string, driverPod *corev1.Pod) error {
 	var errs []error
-	if _, err := dynalloc.InitialExecutors(conf); err != nil {
+	if _, err := settings.InitialExecutors(conf); err != nil {
 		errs = append(errs, err)
 	}
 	if err := AllocatorOptions(conf).Validate(); err != nil {

@@ -9,12 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/drover-project/drover/internal/config"
-	"github.com/drover-project/drover/internal/dynalloc"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
 	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/lifecycle"
 	"github.com/drover-project/drover/internal/k8s/podspec"
+	"github.com/drover-project/drover/internal/settings"
 )
 
 // Options are the Kubernetes cluster manager's settings, read from the
@@ -84,7 +84,7 @@ func Load(conf *config.Conf, appID string, getenv func(string) string) (Options,
 		QueueTimeout:         config.KubernetesQueueTimeout.Get(conf),
 		Client:               ClientOptions(conf, authKeys(conf, getenv), getenv),
 	}
-	o.InitialExecutors, _ = dynalloc.InitialExecutors(conf)
+	o.InitialExecutors, _ = settings.InitialExecutors(conf)
 	if config.MinRegisteredResourcesRatio.IsSet(conf) {
 		o.MinRegisteredRatio = config.MinRegisteredResourcesRatio.Get(conf)
 	}
