@@ -243,13 +243,7 @@ func TestExecutorKilledMidJobIsReplacedAndTasksAreNotCountedAsFailures(t *testin
 		out, err = tc.run(t.Context(), "local.pid", repeat("300", 12))
 		done <- err
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for tc.sched.RunningTasks() < 4 {
-		if time.Now().After(deadline) {
-			t.Fatal("tasks never started")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, 20*time.Second, "tasks never started", func() bool { return tc.sched.RunningTasks() >= 4 })
 	victim := tc.c.Pids()[1]
 	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -267,10 +261,16 @@ func TestExecutorKilledMidJobIsReplacedAndTasksAreNotCountedAsFailures(t *testin
 		}
 	}
 	// The cluster replaced the lost executor.
-	deadline = time.Now().Add(30 * time.Second)
-	for len(tc.b.Executors()) != 2 {
+	waitUntil(t, 30*time.Second, "lost executor not replaced", func() bool { return len(tc.b.Executors()) == 2 })
+}
+
+// waitUntil polls cond until it holds, failing t with what after bound.
+// Real time: the executors are processes, outside any synctest bubble.
+func waitUntil(t *testing.T, bound time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(bound); !cond(); {
 		if time.Now().After(deadline) {
-			t.Fatalf("lost executor not replaced: %v", tc.b.Executors())
+			t.Fatal(what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -319,7 +319,7 @@ func TestSIGTERMFinishesRunningTasksThenExits(t *testing.T) {
 		if time.Now().After(startBy) {
 			t.Fatalf("no task started in executor process %d after 30s", pids[1])
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // real time: polling an executor process
 	}
 	if err := syscall.Kill(pids[1], syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -342,7 +342,7 @@ func TestSIGTERMFinishesRunningTasksThenExits(t *testing.T) {
 			t.Fatal("SIGTERMed executor still running")
 		}
 		_, _ = syscall.Wait4(pids[1], &ws, syscall.WNOHANG, nil)
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // real time: polling an executor process
 	}
 }
 
@@ -380,7 +380,7 @@ func orphanDriver() int {
 		fmt.Println("executor", pid)
 	}
 	fmt.Println("ready")
-	time.Sleep(2 * time.Minute)
+	time.Sleep(2 * time.Minute) // real time: this driver process lives until the test kills it
 	return 0
 }
 
@@ -419,15 +419,9 @@ func TestExecutorsExitAfterTheirDriverIsKilled(t *testing.T) {
 	_ = cmd.Wait()
 	// The executors are not the driver's process group: only their own
 	// driver-loss detection can end them.
-	deadline := time.Now().Add(30 * time.Second)
 	for _, pid := range pids {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-				t.Fatalf("executor %d still running 30s after its driver was killed: %s", pid, stat)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitUntil(t, 30*time.Second, fmt.Sprintf("executor %d still running 30s after its driver was killed", pid),
+			func() bool { return !alive(pid) })
 	}
 }
 
