@@ -203,34 +203,34 @@ func MetricsProto(m funcs.Metrics) *pb.TaskMetrics {
 // finish reports a task's status to the driver of the session that
 // launched it (gen); a lost driver's tasks report nothing to its next
 // attempt. The status is queued before the task stops counting as running,
-// so that a decommission waiting for idleness sends it.
+// so that a decommission waiting for idleness sends it. A session that
+// ends between the check and the queueing lets one status through to the
+// next, whose driver knows no such task (attempts number their tasks
+// apart) and drops it: the check stays a load, off the executor's lock.
 func (e *Executor) finish(tid int64, gen uint64, st *pb.TaskStatus) {
-	e.mu.Lock()
 	if e.gen.Load() == gen {
 		e.out.addStatus(st)
 	}
-	e.forgetLocked(tid, gen)
-	e.mu.Unlock()
+	e.forget(tid, gen)
 }
 
 // finishQuiet reports a task that finished with nothing but its duration.
 func (e *Executor) finishQuiet(tid int64, gen uint64, d time.Duration) {
-	e.mu.Lock()
 	if e.gen.Load() == gen {
 		e.out.addFinished(tid, d)
 	}
-	e.forgetLocked(tid, gen)
-	e.mu.Unlock()
+	e.forget(tid, gen)
 }
 
-func (e *Executor) forgetLocked(tid int64, gen uint64) {
-	if r, ok := e.running[tid]; !ok || r.gen != gen {
-		return
+func (e *Executor) forget(tid int64, gen uint64) {
+	e.mu.Lock()
+	if r, ok := e.running[tid]; ok && r.gen == gen {
+		delete(e.running, tid)
+		if len(e.running) == 0 {
+			e.idle.Broadcast()
+		}
 	}
-	delete(e.running, tid)
-	if len(e.running) == 0 {
-		e.idle.Broadcast()
-	}
+	e.mu.Unlock()
 }
 
 func (e *Executor) killTask(tid int64, reason string) {
