@@ -1,8 +1,6 @@
 package appstate
 
-import (
-	"github.com/drover-project/drover/internal/config"
-)
+import ()
 
 // Options bounds what a Store remembers.
 type Options struct {
@@ -25,21 +23,4 @@ const maxFailures = 100
 // DefaultOptions are Spark's defaults.
 func DefaultOptions() Options {
 	return Options{RetainedJobs: 1000, RetainedStages: 1000, RetainedTasks: 100000, RetainedDeadExecutors: 100, RetainedRounds: 100}
-}
-
-// OptionsFromConf reads the spark.ui.retained* settings. The driver uses
-// settings.UIStore; this copy stays only while internal/k8s's tests call
-// it, and goes with their last call.
-func OptionsFromConf(c *config.Conf) Options {
-	dead := config.UIRetainedDeadExecutors.Get(c)
-	if dead == 0 {
-		dead = -1
-	}
-	return Options{
-		RetainedJobs:          config.UIRetainedJobs.Get(c),
-		RetainedStages:        config.UIRetainedStages.Get(c),
-		RetainedTasks:         config.UIRetainedTasks.Get(c),
-		RetainedDeadExecutors: dead,
-		RetainedRounds:        config.UIRetainedAllocationRounds.Get(c),
-	}
 }

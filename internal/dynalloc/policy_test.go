@@ -2,7 +2,6 @@ package dynalloc
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -213,51 +212,5 @@ func TestIdleRemovalKeepsTheTarget(t *testing.T) {
 	_, d := Step(cfg, st, Input{Now: t0.Add(time.Hour), Running: 2, Executors: execs})
 	if diff := cmp.Diff([]executorid.ID{1}, d.Remove); diff != "" {
 		t.Errorf("removed (-want +got):\n%s", diff)
-	}
-}
-
-func TestFromConf(t *testing.T) {
-	conf := func(kv ...string) *config.Conf {
-		t.Helper()
-		pairs := []string{"spark.dynamicAllocation.enabled=true"}
-		for i := 0; i < len(kv); i += 2 {
-			pairs = append(pairs, kv[i]+"="+kv[i+1])
-		}
-		c, _, err := config.Load(config.Sources{Pairs: pairs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	tests := map[string]struct {
-		conf    *config.Conf
-		cap     int
-		initial int
-		max     int
-		wantErr string
-	}{
-		"defaults":                 {conf: conf(), initial: 0, max: 1<<31 - 1},
-		"initial is the largest":   {conf: conf("spark.dynamicAllocation.minExecutors", "2", "spark.dynamicAllocation.initialExecutors", "3", "spark.executor.instances", "1"), initial: 3, max: 1<<31 - 1},
-		"explicit instances count": {conf: conf("spark.executor.instances", "5"), initial: 5, max: 1<<31 - 1},
-		"capped by local-cluster":  {conf: conf("spark.dynamicAllocation.maxExecutors", "10"), cap: 4, initial: 0, max: 4},
-		"no shuffle tracking":      {conf: conf("spark.dynamicAllocation.shuffleTracking.enabled", "false"), wantErr: "needs an external shuffle service"},
-		"initial above max":        {conf: conf("spark.dynamicAllocation.maxExecutors", "2", "spark.executor.instances", "3"), wantErr: "initial number of executors (3"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			cfg, err := FromConf(tc.conf, tc.cap)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cfg.Initial != tc.initial || cfg.Max != tc.max {
-				t.Errorf("initial %d max %d, want %d %d", cfg.Initial, cfg.Max, tc.initial, tc.max)
-			}
-		})
 	}
 }

@@ -14,11 +14,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.uber.org/goleak"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 )
@@ -560,39 +558,6 @@ func TestNames(t *testing.T) {
 	}
 	if !slices.Contains(Codecs, "zstd") {
 		t.Error("zstd is not a codec")
-	}
-}
-
-func TestFromConf(t *testing.T) {
-	for _, tc := range []struct {
-		pairs   []string
-		want    Options
-		enabled bool
-		err     string
-	}{
-		{nil, Options{Dir: "/tmp/spark-events", AppID: "a", Codec: "snappy", Rolling: true, MaxFileSize: 128 << 20}, false, ""},
-		{[]string{"spark.eventLog.enabled=true", "spark.eventLog.compress=false", "spark.eventLog.rolling.enabled=false",
-			"spark.eventLog.dir=s3a://b/logs", "spark.eventLog.overwrite=true"},
-			Options{Dir: "s3a://b/logs", AppID: "a", MaxFileSize: 128 << 20, Overwrite: true}, true, ""},
-		{[]string{"spark.eventLog.compression.codec=GZIP", "spark.eventLog.rolling.maxFileSize=2m"},
-			Options{Dir: "/tmp/spark-events", AppID: "a", Codec: "gzip", Rolling: true, MaxFileSize: 2 << 20}, false, ""},
-		{[]string{"spark.eventLog.compression.codec=lz4"}, Options{}, false, "spark.eventLog.compression.codec"},
-		{[]string{"spark.eventLog.rolling.maxFileSize=1m"}, Options{}, false, "at least 2m"},
-	} {
-		conf, _, err := config.Load(config.Sources{Pairs: tc.pairs, Env: func(string) string { return "" }})
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%v: error %v, want %q", tc.pairs, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%v: %v", tc.pairs, err)
-		}
-		got, enabled := FromConf(conf, "a")
-		if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(Options{}, "Clock", "Logger", "Store")); diff != "" || enabled != tc.enabled {
-			t.Errorf("%v: enabled %v, options (-want +got):\n%s", tc.pairs, enabled, diff)
-		}
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/objstore"
 )
 
@@ -34,21 +33,4 @@ type Options struct {
 	Store  *objstore.Store
 	Clock  clock.WithTicker
 	Logger *slog.Logger
-}
-
-// FromConf is the event log's configuration, and whether it is enabled.
-// The driver uses settings.EventLog; this copy stays only while
-// internal/k8s's tests call it, and goes with their last call.
-func FromConf(c *config.Conf, appID string) (Options, bool) {
-	o := Options{
-		Dir:         config.EventLogDir.Get(c),
-		AppID:       appID,
-		Rolling:     config.EventLogRolling.Get(c),
-		MaxFileSize: config.EventLogRollingMaxFileSize.Get(c),
-		Overwrite:   config.EventLogOverwrite.Get(c),
-	}
-	if config.EventLogCompress.Get(c) {
-		o.Codec = config.EventLogCompressionCodec.Get(c)
-	}
-	return o, config.EventLogEnabled.Get(c)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/drover-project/drover/internal/funcs"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/scheduler"
+	"github.com/drover-project/drover/internal/settings"
 )
 
 // scaleTask keeps a simulated executor busy: the backlog lasts while the
@@ -74,7 +75,7 @@ func BenchmarkDynamicAllocationScaleUp(b *testing.B) {
 			b.Fatal(err)
 		}
 		sched.SetBackend(cl.Backend())
-		cfg, err := dynalloc.FromConf(conf, 0)
+		cfg, err := settings.DynamicAllocation(conf, 0)
 		if err != nil {
 			b.Fatal(err)
 		}

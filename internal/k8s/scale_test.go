@@ -48,6 +48,7 @@ import (
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/mtls"
 	"github.com/drover-project/drover/internal/scheduler"
+	"github.com/drover-project/drover/internal/settings"
 	"github.com/drover-project/drover/internal/testenv"
 )
 
@@ -1049,7 +1050,7 @@ func executorAuth(tb testing.TB, env *testenv.Env, ns, appID string) rpc.Auth {
 // temporary directory) to a new event stream, as drive() does.
 func observe(appID string, conf *config.Conf, log *slog.Logger) (*events.Bus, func(), error) {
 	bus := events.NewBus(nil, log)
-	store := appstate.New(appstate.OptionsFromConf(conf))
+	store := appstate.New(settings.UIStore(conf))
 	bus.Subscribe("ui", 0, store.Handle)
 	dm := metrics.NewDriver(metrics.Options{AppID: appID, AppName: "scale", Bus: bus}, false)
 	bus.Subscribe("metrics", 0, dm.Events.Handle)
@@ -1057,7 +1058,7 @@ func observe(appID string, conf *config.Conf, log *slog.Logger) (*events.Bus, fu
 	if err != nil {
 		return nil, nil, err
 	}
-	opts, _ := eventlog.FromConf(config.New().Set("spark.eventLog.enabled", "true").Set("spark.eventLog.dir", dir), appID)
+	opts, _ := settings.EventLog(config.New().Set("spark.eventLog.enabled", "true").Set("spark.eventLog.dir", dir), appID)
 	opts.Logger = log
 	w, err := eventlog.Start(context.Background(), opts)
 	if err != nil {
