@@ -16,7 +16,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/events"
-	"github.com/drover-project/drover/internal/k8s"
+	"github.com/drover-project/drover/internal/k8s/k8sconf"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/metrics"
 	"github.com/drover-project/drover/internal/objstore"
@@ -24,6 +24,7 @@ import (
 	"github.com/drover-project/drover/internal/settings"
 
 	// Cluster managers register themselves.
+	_ "github.com/drover-project/drover/internal/k8s"
 	_ "github.com/drover-project/drover/internal/local"
 )
 
@@ -162,7 +163,7 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 		return err
 	}
 	if m.Kind != master.Kubernetes {
-		set, err := k8s.CheckUnused(conf, appID)
+		set, err := k8sconf.CheckUnused(conf, appID)
 		if err != nil {
 			return err
 		}

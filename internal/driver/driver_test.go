@@ -157,3 +157,13 @@ func TestAddress(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryClusterManagerIsLinked: the driver links every cluster manager,
+// so a binary built on drover serves every kind of master URL.
+func TestEveryClusterManagerIsLinked(t *testing.T) {
+	for _, k := range []master.Kind{master.Local, master.LocalCluster, master.Kubernetes} {
+		if !master.Available(k) {
+			t.Errorf("no %s cluster manager is linked into the driver", k)
+		}
+	}
+}

@@ -60,6 +60,14 @@ func RegisterClusterManager(k Kind, f Factory) {
 	factories[k] = f
 }
 
+// Available reports whether a cluster manager serves master URLs of kind k
+// in this build.
+func Available(k Kind) bool {
+	mu.RLock()
+	defer mu.RUnlock()
+	return factories[k] != nil
+}
+
 // NewCluster creates the cluster manager for app.Master, and makes its
 // backend the one app.Scheduler launches on: backend and scheduler refer
 // to each other, and this is where both exist first.
