@@ -34,22 +34,7 @@ func startAgent(t *testing.T) (*Agent, kubernetes.Interface) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	select {
-	case <-a.Ready():
-	case err := <-done:
-		t.Fatalf("Run ended before Ready: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("agent not ready after 30s")
-	}
+	runAgent(t, a)
 	return a, client
 }
 

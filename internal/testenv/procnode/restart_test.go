@@ -1,7 +1,6 @@
 package procnode
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,16 +32,7 @@ func TestAgentCrashLoopBackOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	<-a.Ready()
+	runAgent(t, a)
 
 	p := pod("crashy", 30, "/bin/sh", "-c", "echo run; exit 3")
 	p.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
@@ -118,16 +108,7 @@ func TestAgentRestartsStartErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	<-a.Ready()
+	runAgent(t, a)
 	p := pod("nocmd", 30, "/no/such/command")
 	p.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	pods := client.CoreV1().Pods("ns")
@@ -162,16 +143,7 @@ func TestAgentLogsOfRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	<-a.Ready()
+	runAgent(t, a)
 	get := func(pod, query string) (int, string) {
 		req := httptest.NewRequest("GET", "/containerLogs/ns/"+pod+"/c?"+query, nil)
 		req.SetPathValue("namespace", "ns")
