@@ -316,6 +316,10 @@ func (s *State) count(in Input) (Counts, []snapshot.ExecutorPod) {
 	c := Counts{Target: in.Target}
 	var pending []snapshot.ExecutorPod
 	for id, ep := range in.Snapshot.Pods {
+		// A pod above every id issued is an earlier attempt's of this
+		// driver (its pod restarted in place): it counts, and new ids
+		// continue above it instead of taking its name.
+		s.lastID = max(s.lastID, id)
 		if s.deleted[id] != nil {
 			continue
 		}
