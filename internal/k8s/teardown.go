@@ -113,7 +113,8 @@ func (c *Cluster) deleteExecutorObjects(ctx context.Context) []error {
 // podsByID says whether Stop may delete the executor pods by name: when
 // the allocator issued at most stopDeleteByName ids, every pod this driver
 // created is named from an id up to last, and the pod watch saw no other
-// (of an earlier driver given the same spark.app.id).
+// (of an earlier driver given the same spark.app.id, whose pods count
+// towards the last id but are named after its own driver).
 func (c *Cluster) podsByID() (last executorid.ID, ok bool) {
 	last = c.alloc.LastIssued()
 	if last > stopDeleteByName || c.execConf == nil {
@@ -121,7 +122,7 @@ func (c *Cluster) podsByID() (last executorid.ID, ok bool) {
 	}
 	if c.src != nil {
 		for _, p := range c.src.Pods() {
-			if !p.Executor || p.ID > last {
+			if !p.Executor || p.ID > last || p.Name != podspec.ExecutorPodName(c.execConf.PodNamePrefix, p.ID) {
 				return 0, false
 			}
 		}
