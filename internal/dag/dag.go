@@ -155,17 +155,6 @@ func (g *Graph) AddShuffle(s dataflow.Shuffle) int {
 	g.nextID++
 	s.ID = g.nextID
 	st := &shuffleState{dep: &s, outputs: make([]*shuffle.MapStatus, g.nodes[s.Parent].NumPartitions)}
-	if g.lineage != nil {
-		g.shuffles[s.ID] = st
-		f, err := g.lineage.Shuffle(s.ID)
-		if err != nil {
-			// Without a fingerprint the shuffle is computed in every
-			// attempt, as without restarts.
-			g.log.Warn("shuffle without a lineage fingerprint", "shuffle", s.ID, "err", err)
-		} else {
-			s.Lineage = f.String()
-		}
-	}
 	st.reads = g.shuffleReadsLocked(s.Parent)
 	st.indeterminate = s.Partitioner == dataflow.RoundRobin && len(st.reads) > 0
 	st.unstable = st.indeterminate
@@ -175,6 +164,17 @@ func (g *Graph) AddShuffle(s dataflow.Shuffle) int {
 		}
 	}
 	g.shuffles[s.ID] = st
+	if g.lineage != nil {
+		// The hasher reads the shuffle from the graph: after it is in.
+		f, err := g.lineage.Shuffle(s.ID)
+		if err != nil {
+			// Without a fingerprint the shuffle is computed in every
+			// attempt, as without restarts.
+			g.log.Warn("shuffle without a lineage fingerprint", "shuffle", s.ID, "err", err)
+		} else {
+			s.Lineage = f.String()
+		}
+	}
 	return s.ID
 }
 

@@ -171,8 +171,11 @@ func (g *Graph) Adopt(exec executorid.ID, address string, held []shuffle.HeldOut
 // indeterminate one takes all its missing outputs or none: outputs of two
 // computations of its input must not mix.
 func (g *Graph) adoptLocked(s *shuffleState) int {
+	if s.dep.Lineage == "" {
+		return 0
+	}
 	outs := g.adopted[s.dep.Lineage]
-	if len(outs) == 0 || s.dep.Lineage == "" {
+	if len(outs) == 0 {
 		return 0
 	}
 	var take []int
@@ -194,9 +197,15 @@ func (g *Graph) adoptLocked(s *shuffleState) int {
 	return len(take)
 }
 
+// missing is the map outputs of s still to compute, once it took those an
+// earlier attempt of the driver left (adoptLocked).
 func (g *Graph) missing(s *shuffleState) []int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if n := g.adoptLocked(s); n > 0 {
+		g.log.Info("map outputs adopted from an earlier attempt of the driver", "shuffle", s.dep.ID, "outputs", n,
+			"lineage", s.dep.Lineage)
+	}
 	var out []int
 	for i, o := range s.outputs {
 		if o == nil {

@@ -190,12 +190,6 @@ func (g *Graph) computeShuffle(ctx context.Context, sid int) error {
 	// attempts (a failed map stage returns its error at once). Executors
 	// lost together are reported over seconds, each pass finding more.
 	for pass := 0; ; pass++ {
-		g.mu.Lock()
-		if n := g.adoptLocked(s); n > 0 {
-			g.log.Info("map outputs adopted from an earlier attempt of the driver", "shuffle", sid, "outputs", n,
-				"lineage", s.dep.Lineage)
-		}
-		g.mu.Unlock()
 		missing := g.missing(s)
 		if len(missing) == 0 {
 			return nil
