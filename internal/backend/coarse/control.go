@@ -76,7 +76,7 @@ func (b *Backend) start(stream *ctl.ServerStream, first *pb.ExecutorMessage) (*e
 	if held := reg.GetOutputs(); len(held) > 0 && b.opts.Adopt != nil {
 		b.log.Info("executor holds map outputs of an earlier attempt", "executor", ex.ID, "attempt", reg.GetEpoch(),
 			"outputs", len(held))
-		b.opts.Adopt(ex.ID, ex.Address, HeldOutputs(held))
+		b.opts.Adopt(ex.ID, ex.Address, heldOutputs(held))
 	}
 	b.changed()
 
@@ -85,8 +85,8 @@ func (b *Backend) start(stream *ctl.ServerStream, first *pb.ExecutorMessage) (*e
 	return ex, nil
 }
 
-// HeldOutputs is the map outputs a registration names.
-func HeldOutputs(held []*pb.HeldMapOutput) []shuffle.HeldOutput {
+// heldOutputs is the map outputs a registration names.
+func heldOutputs(held []*pb.HeldMapOutput) []shuffle.HeldOutput {
 	out := make([]shuffle.HeldOutput, len(held))
 	for i, h := range held {
 		out[i] = shuffle.HeldOutput{Lineage: h.GetLineage(), Status: shuffle.MapStatus{ShuffleID: int(h.GetShuffleId()),
