@@ -115,6 +115,17 @@ var (
 			"that executor pods are deleted with that pod.",
 		Optional())
 
+	KubernetesDriverRestartPolicy = Enum("spark.kubernetes.driver.restartPolicy", "Never", []string{"Never", "OnFailure"},
+		"restartPolicy of the driver pod (cluster mode). `OnFailure` restarts a driver whose process failed in the "+
+			"same pod: it keeps the application's id, Secret and Service, adopts the executors that are alive, "+
+			"skips the shuffle stages whose outputs they still hold and the outputs already committed, and runs "+
+			"`main` again. See drover.kubernetes.driver.maxRestarts.")
+
+	KubernetesDriverMaxRestarts = Int("drover.kubernetes.driver.maxRestarts", 3,
+		"Restarts allowed to a driver with spark.kubernetes.driver.restartPolicy=OnFailure. The attempt after the "+
+			"last allowed restart does not run: the application ends as failed with the last attempt's cause.",
+		AtLeast(0))
+
 	KubernetesDriverRequestCores = String("spark.kubernetes.driver.request.cores", "",
 		"CPU request of the driver pod as a Kubernetes quantity (`0.5`, `500m`, `2`). Unset means spark.driver.cores.",
 		Optional(), Check(cpuQuantityDesc, isCPUQuantity))

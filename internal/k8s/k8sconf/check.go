@@ -36,6 +36,10 @@ func checkConf(conf *config.Conf, appID string, driverPod *corev1.Pod) error {
 	if _, err := ExecutorBinary(conf); err != nil {
 		errs = append(errs, err)
 	}
+	if config.KubernetesDriverRestartPolicy.Get(conf) != "Never" && config.DeployMode.Get(conf) != "cluster" {
+		errs = append(errs, fmt.Errorf("%s=%s needs spark.submit.deployMode=cluster: a client-mode driver has no pod to restart",
+			config.KubernetesDriverRestartPolicy.Key(), config.KubernetesDriverRestartPolicy.Get(conf)))
+	}
 	if driverPod != nil && driverPod.UID == "" {
 		// Not created yet: any uid lets the owner reference be built.
 		driverPod = driverPod.DeepCopy()

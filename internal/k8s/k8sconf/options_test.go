@@ -93,6 +93,8 @@ func TestLoadBadInput(t *testing.T) {
 	}{
 		"relative binary": {"drover.kubernetes.executor.binary=app",
 			"drover.kubernetes.executor.binary=app: expected the absolute path of the application binary in the executor image"},
+		"restart without a pod": {"spark.kubernetes.driver.restartPolicy=OnFailure",
+			"spark.kubernetes.driver.restartPolicy=OnFailure needs spark.submit.deployMode=cluster"},
 		"missing template": {"spark.kubernetes.executor.podTemplateFile=/nonexistent/t.yaml", "spark.kubernetes.executor.podTemplateFile"},
 	}
 	for name, tc := range tests {

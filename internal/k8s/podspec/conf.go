@@ -121,6 +121,12 @@ type ExecutorConf struct {
 	// Queue is the queue (Kueue, Volcano, YuniKorn) the pods wait in.
 	Queue Queue
 
+	// Reconnect: the driver may restart in its pod
+	// (spark.kubernetes.driver.restartPolicy=OnFailure), so an executor
+	// that loses it retries and registers with the next attempt
+	// (DROVER_EXECUTOR_RECONNECT) instead of exiting.
+	Reconnect bool
+
 	// Command is the executor container's command: the application binary
 	// inside the image (the role comes from DROVER_ROLE). Empty keeps the
 	// template's command and arguments, else the image's entrypoint.
@@ -145,7 +151,7 @@ var reservedLabels = []string{snapshot.LabelAppID, snapshot.LabelRole, snapshot.
 // reservedEnv are set by the basic step; spark.executorEnv may not set them.
 var reservedEnv = []string{
 	envvar.Role, envvar.DriverURL, envvar.AppID, envvar.ExecutorID, envvar.Cores,
-	envvar.Memory, envvar.PodIP, envvar.PodName, envvar.AuthSecret, envvar.TLS,
+	envvar.Memory, envvar.PodIP, envvar.PodName, envvar.AuthSecret, envvar.TLS, envvar.Reconnect,
 }
 
 // NewExecutorConf resolves and checks the executor pod configuration of
@@ -235,6 +241,7 @@ func newExecutorConf(c *config.Conf, appID string, driverPod *corev1.Pod, driver
 	}
 	ec.AuthSecretName = AuthSecretName(appID)
 	ec.LogEnv = logEnv(c)
+	ec.Reconnect = get(p, config.KubernetesDriverRestartPolicy) == string(corev1.RestartPolicyOnFailure)
 	if err := p.err(); err != nil {
 		return nil, err
 	}

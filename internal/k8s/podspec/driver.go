@@ -40,6 +40,18 @@ const (
 	// DriverSecretKey holds drover.ui.token: the pod's web UI asks for the
 	// token, and drover ui reads it there.
 	AnnotationUIToken = "drover.io/ui-token-secret"
+	// AnnotationMaxRestarts on a driver pod with restartPolicy OnFailure
+	// is drover.kubernetes.driver.maxRestarts: the attempt after that many
+	// restarts ends the application instead of running it.
+	AnnotationMaxRestarts = "drover.io/max-restarts"
+	// AnnotationEpoch on the driver pod is the epoch of the newest driver
+	// attempt, which claims it at start with the pod's resourceVersion as
+	// a precondition. An earlier attempt that finds a newer epoch there,
+	// thawed after its successor started, commits nothing.
+	AnnotationEpoch = "drover.io/driver-epoch"
+	// AnnotationFailed on the driver pod is why the application failed for
+	// good: the cause of the last attempt, once restarts are exhausted.
+	AnnotationFailed = "drover.io/failed"
 )
 
 // DriverConfFile is the properties file the driver container reads.
@@ -186,8 +198,16 @@ func basicDriver(pod *corev1.Pod, dc *DriverConf) error {
 		ann[AnnotationUIToken] = dc.SecretName
 		pod.Annotations = ann
 	}
+	if dc.RestartPolicy == corev1.RestartPolicyOnFailure {
+		ann := cloneMap(pod.Annotations)
+		ann[AnnotationMaxRestarts] = strconv.Itoa(dc.MaxRestarts)
+		pod.Annotations = ann
+	}
 	spec := &pod.Spec
 	spec.RestartPolicy = corev1.RestartPolicyNever
+	if dc.RestartPolicy != "" {
+		spec.RestartPolicy = dc.RestartPolicy
+	}
 	place(spec, dc.NodeSelector, dc.PullSecrets, dc.SchedulerName)
 	ctr := ensureContainer(pod, dc.ContainerName)
 	ctr.Image = dc.Image

@@ -194,3 +194,58 @@ func TestDriverUIPort(t *testing.T) {
 		})
 	}
 }
+
+// TestDriverRestartPolicy: OnFailure reaches the driver pod, with the cap
+// on its restarts, and tells the executors to wait for the next attempt.
+func TestDriverRestartPolicy(t *testing.T) {
+	tests := map[string]struct {
+		pairs       []string
+		wantPolicy  corev1.RestartPolicy
+		wantMax     string // the annotation, "" for none
+		wantRecover bool   // DROVER_EXECUTOR_RECONNECT on the executors
+	}{
+		"spark's default": {wantPolicy: corev1.RestartPolicyNever},
+		"on failure": {pairs: []string{"spark.kubernetes.driver.restartPolicy=OnFailure"},
+			wantPolicy: corev1.RestartPolicyOnFailure, wantMax: "3", wantRecover: true},
+		"on failure, once": {pairs: []string{"spark.kubernetes.driver.restartPolicy=OnFailure", "drover.kubernetes.driver.maxRestarts=1"},
+			wantPolicy: corev1.RestartPolicyOnFailure, wantMax: "1", wantRecover: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			conf := newConf(t, append(tc.pairs, "spark.kubernetes.container.image=img", "spark.submit.deployMode=cluster")...)
+			dc, err := NewDriverConf(conf, testAppID, []string{"/app/x"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod, err := BuildDriverPod(dc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pod.Spec.RestartPolicy != tc.wantPolicy {
+				t.Errorf("driver pod restartPolicy %q, want %q", pod.Spec.RestartPolicy, tc.wantPolicy)
+			}
+			if got := pod.Annotations[AnnotationMaxRestarts]; got != tc.wantMax {
+				t.Errorf("%s=%q, want %q", AnnotationMaxRestarts, got, tc.wantMax)
+			}
+			ec, err := ParseExecutorConf(conf, testAppID, []string{"/app/x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ec.DriverURL = "drover://driver:7078"
+			exec, err := BuildExecutorPod(ec, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if exec.Spec.RestartPolicy != corev1.RestartPolicyNever {
+				t.Errorf("executor pod restartPolicy %q: executors are never restarted in place", exec.Spec.RestartPolicy)
+			}
+			reconnect := false
+			for _, e := range exec.Spec.Containers[0].Env {
+				reconnect = reconnect || e.Name == "DROVER_EXECUTOR_RECONNECT" && e.Value == "true"
+			}
+			if reconnect != tc.wantRecover {
+				t.Errorf("executor reconnects: %v, want %v", reconnect, tc.wantRecover)
+			}
+		})
+	}
+}

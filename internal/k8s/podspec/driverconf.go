@@ -65,6 +65,12 @@ type DriverConf struct {
 	ContainerName string
 
 	LogEnv []corev1.EnvVar
+	// RestartPolicy is the driver pod's (spark.kubernetes.driver.restartPolicy):
+	// with OnFailure the kubelet restarts a failed driver in its pod, up to
+	// MaxRestarts times (drover.kubernetes.driver.maxRestarts), which the pod
+	// carries in AnnotationMaxRestarts for the driver and drover status.
+	RestartPolicy corev1.RestartPolicy
+	MaxRestarts   int
 	// Queue is the queue (Kueue, Volcano, YuniKorn) the driver pod waits in.
 	Queue Queue
 	// Command runs the application binary; Args are the application's
@@ -128,6 +134,8 @@ func NewDriverConf(c *config.Conf, appID string, command, args []string) (*Drive
 	dc.Volumes = vols
 	dc.LocalDirs, dc.TmpfsLocalDirs = p.localDirs()
 	dc.LogEnv = logEnv(c)
+	dc.RestartPolicy = corev1.RestartPolicy(get(p, config.KubernetesDriverRestartPolicy))
+	dc.MaxRestarts = get(p, config.KubernetesDriverMaxRestarts)
 	p.driverQueue(dc)
 	if err := p.err(); err != nil {
 		return nil, err

@@ -125,6 +125,9 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) e
 		fieldEnv(envvar.PodIP, "status.podIP"),
 		fieldEnv(envvar.PodName, "metadata.name"),
 	}
+	if c.Reconnect {
+		env = append(env, corev1.EnvVar{Name: envvar.Reconnect, Value: "true"})
+	}
 	env = append(env, c.LogEnv...)
 	if !c.Credentials.IsZero() && c.AuthSecretName == "" {
 		return fmt.Errorf("the executors have credentials but no Secret to read them from: set ExecutorConf.AuthSecretName")
