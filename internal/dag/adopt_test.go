@@ -3,6 +3,7 @@ package dag
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,8 +17,10 @@ import (
 // whose fake executor counts the map tasks run per shuffle and the block
 // refs the result tasks read.
 type restarted struct {
-	g *Graph
-	f *fakeBackend
+	g        *Graph
+	f        *fakeBackend
+	adoption *Adoption
+	skipped  atomic.Int32
 
 	mu      sync.Mutex
 	mapRuns map[int]int
@@ -41,7 +44,8 @@ func newRestarted(t *testing.T) *restarted {
 		return scheduler.Status{State: scheduler.Finished, Result: []byte{1}}
 	}}
 	sched.SetBackend(r.f)
-	r.g = New(sched, Options{MaxStageAttempts: 4, Lineage: true})
+	r.adoption = NewAdoption(func() { r.skipped.Add(1) })
+	r.g = New(sched, Options{MaxStageAttempts: 4, Lineage: true, Adoption: r.adoption})
 	return r
 }
 
@@ -76,11 +80,13 @@ func TestRestartedGraphAdoptsOutputsOfTheSameLineage(t *testing.T) {
 		wantRuns [3]int
 		// wantOldRefs counts the blocks read from adopted outputs.
 		wantOldRefs int
+		// wantSkipped counts the map stages that took all their outputs.
+		wantSkipped int32
 	}{
 		// Two result partitions each read both maps.
-		{name: "whole last shuffle adopted: no map stage runs", adopt: held(lin(s3), s3, 0, 1), wantOldRefs: 4},
+		{name: "whole last shuffle adopted: no map stage runs", adopt: held(lin(s3), s3, 0, 1), wantOldRefs: 4, wantSkipped: 1},
 		{name: "an indeterminate shuffle adopted whole: its input is not computed", adopt: held(lin(s2), s2, 0, 1),
-			wantRuns: [3]int{0, 0, 2}},
+			wantRuns: [3]int{0, 0, 2}, wantSkipped: 1},
 		{name: "nothing adopted: every map stage runs", wantRuns: [3]int{4, 2, 2}},
 		{name: "a determinate shuffle takes what lives, computes the rest", adopt: held(lin(s1), s1, 0, 3), readS1: true,
 			wantRuns: [3]int{2, 0, 0}, wantOldRefs: 4},
@@ -98,7 +104,7 @@ func TestRestartedGraphAdoptsOutputsOfTheSameLineage(t *testing.T) {
 			if n3 == s3 {
 				t.Fatal("the restarted graph's ids should differ from the first's")
 			}
-			r.g.Adopt(execOne, "127.0.0.1:9", tc.adopt)
+			r.adoption.Add(execOne, "127.0.0.1:9", tc.adopt)
 			if tc.lostExec {
 				r.g.ExecutorLost(execOne)
 				r.f.mu.Lock()
@@ -125,6 +131,9 @@ func TestRestartedGraphAdoptsOutputsOfTheSameLineage(t *testing.T) {
 					}
 					old++
 				}
+			}
+			if got := r.skipped.Load(); got != tc.wantSkipped {
+				t.Errorf("%d map stages skipped, want %d", got, tc.wantSkipped)
 			}
 			if old != tc.wantOldRefs {
 				t.Errorf("%d blocks read from adopted outputs, want %d", old, tc.wantOldRefs)

@@ -25,11 +25,15 @@ type Options struct {
 	// graph forgot; nil keeps them until the executors exit.
 	RemoveShuffles func(ids []int)
 	// Lineage stamps every shuffle with its lineage fingerprint, which
-	// executors keep with its map outputs, and lets Adopt hand a restarted
-	// driver's graph the outputs an earlier attempt computed. Set when the
-	// driver may restart (spark.kubernetes.driver.restartPolicy=OnFailure).
+	// executors keep with its map outputs, so that a restarted driver's
+	// graph takes the outputs an earlier attempt computed (Adoption). Set
+	// when the driver may restart
+	// (spark.kubernetes.driver.restartPolicy=OnFailure).
 	Lineage bool
-	Logger  *slog.Logger
+	// Adoption holds the outputs executors kept from earlier attempts;
+	// nil for none.
+	Adoption *Adoption
+	Logger   *slog.Logger
 }
 
 // Graph holds an application's datasets and shuffles, the map outputs of
@@ -50,9 +54,6 @@ type Graph struct {
 	lost map[executorid.ID]bool
 	// lineage fingerprints shuffles when Options.Lineage is set.
 	lineage *lineage.Hasher
-	// adopted are the map outputs earlier attempts of the driver computed
-	// that live executors hold: by shuffle lineage, then map id.
-	adopted map[string]map[int]*shuffle.MapStatus
 }
 
 // shuffleState is a shuffle and the map outputs that exist.
@@ -92,8 +93,7 @@ func New(sched *scheduler.Scheduler, opts Options) *Graph {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	g := &Graph{sched: sched, opts: opts, log: opts.Logger, nodes: map[int]*dataflow.Node{},
-		data: map[int][][]byte{}, shuffles: map[int]*shuffleState{}, lost: map[executorid.ID]bool{},
-		adopted: map[string]map[int]*shuffle.MapStatus{}}
+		data: map[int][][]byte{}, shuffles: map[int]*shuffleState{}, lost: map[executorid.ID]bool{}}
 	if opts.Lineage {
 		g.lineage = lineage.NewHasher(lockedView{g})
 	}

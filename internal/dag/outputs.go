@@ -1,7 +1,6 @@
 package dag
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/drover-project/drover/internal/dataflow"
@@ -84,9 +83,7 @@ func (g *Graph) ExecutorLost(id executorid.ID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.lost[id] = true
-	for _, outs := range g.adopted {
-		maps.DeleteFunc(outs, func(_ int, o *shuffle.MapStatus) bool { return o.ExecutorID == id })
-	}
+	g.opts.Adoption.forget(id)
 	lost := 0
 	for sid := range g.shuffles {
 		lost += g.dropOutputsLocked(sid, func(o *shuffle.MapStatus) bool { return o.ExecutorID == id })
@@ -137,79 +134,23 @@ func (g *Graph) recordMapOutput(sid, p int, b []byte, gens map[int]int) {
 	}
 }
 
-// Adopt records the map outputs an executor holds from earlier attempts
-// of the driver, named by their shuffles' lineage (shuffle.HeldOutput), at
-// address: the shuffles of this attempt with the same lineage take them
-// instead of computing them (adoptLocked). The outputs keep the shuffle
-// ids they were written under, which their blocks are fetched by.
-func (g *Graph) Adopt(exec executorid.ID, address string, held []shuffle.HeldOutput) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.lost[exec] {
-		return
-	}
-	for _, h := range held {
-		if h.Lineage == "" {
-			continue
-		}
-		outs := g.adopted[h.Lineage]
-		if outs == nil {
-			outs = map[int]*shuffle.MapStatus{}
-			g.adopted[h.Lineage] = outs
-		}
-		if _, ok := outs[h.Status.MapID]; ok {
-			continue // a speculative or retried copy: the first will do
-		}
-		st := h.Status
-		st.ExecutorID, st.Address = exec, address
-		outs[st.MapID] = &st
-	}
-}
-
-// adoptLocked fills the missing map outputs of s from the adopted ones of
-// its lineage and returns how many it took. A shuffle computed from an
-// indeterminate one takes all its missing outputs or none: outputs of two
-// computations of its input must not mix.
-func (g *Graph) adoptLocked(s *shuffleState) int {
-	if s.dep.Lineage == "" {
-		return 0
-	}
-	outs := g.adopted[s.dep.Lineage]
-	if len(outs) == 0 {
-		return 0
-	}
-	var take []int
-	for i, o := range s.outputs {
-		if o != nil {
-			continue
-		}
-		if outs[i] == nil {
-			if s.unstable {
-				return 0
-			}
-			continue
-		}
-		take = append(take, i)
-	}
-	for _, i := range take {
-		s.outputs[i] = outs[i]
-	}
-	return len(take)
-}
-
 // missing is the map outputs of s still to compute, once it took those an
 // earlier attempt of the driver left (adoptLocked).
 func (g *Graph) missing(s *shuffleState) []int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if n := g.adoptLocked(s); n > 0 {
-		g.log.Info("map outputs adopted from an earlier attempt of the driver", "shuffle", s.dep.ID, "outputs", n,
-			"lineage", s.dep.Lineage)
-	}
+	n := g.opts.Adoption.take(s.dep.Lineage, s.outputs, s.unstable)
 	var out []int
 	for i, o := range s.outputs {
 		if o == nil {
 			out = append(out, i)
+		}
+	}
+	if n > 0 {
+		g.log.Info("map outputs adopted from an earlier attempt of the driver", "shuffle", s.dep.ID, "outputs", n,
+			"missing", len(out), "lineage", s.dep.Lineage)
+		if len(out) == 0 {
+			g.opts.Adoption.stageSkipped()
 		}
 	}
 	return out
