@@ -2,6 +2,7 @@ package master
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -19,14 +20,28 @@ type Security struct {
 
 // NewSecurity decides from spark.authenticate and
 // spark.network.crypto.enabled how the application's processes
-// authenticate, and makes their credentials. Both are on by default where
-// executors are separate processes reachable over a network (Kubernetes);
-// under local-cluster authentication is on and encryption off, since
-// loopback traffic is readable only by root. With encryption the driver
-// creates the application's certificate authority, issues its own
-// certificate and the executors', and drops the authority: no CA key
-// outlives this call.
+// authenticate, and makes their credentials (NewCredentials, then
+// LoadSecurity).
 func NewSecurity(appID string, conf *config.Conf, m URL, now time.Time, log *slog.Logger) (Security, error) {
+	c, err := NewCredentials(appID, conf, m, now, log)
+	if err != nil {
+		return Security{}, err
+	}
+	return LoadSecurity(appID, c, log)
+}
+
+// NewCredentials decides from spark.authenticate and
+// spark.network.crypto.enabled how the application's processes
+// authenticate, and makes their credentials: none, a shared secret, or
+// certificates. Both are on by default where executors are separate
+// processes reachable over a network (Kubernetes); under local-cluster
+// authentication is on and encryption off, since loopback traffic is
+// readable only by root. With encryption it creates the application's
+// certificate authority, issues the driver's certificate and the
+// executors', and drops the authority: no CA key outlives this call.
+// drover submit calls it for a driver that may restart, whose attempts
+// all read the same credentials.
+func NewCredentials(appID string, conf *config.Conf, m URL, now time.Time, log *slog.Logger) (StoredCredentials, error) {
 	distributed := m.Kind == Kubernetes || m.Kind == LocalCluster
 	authenticate, set := config.Authenticate.Lookup(conf)
 	if !set {
@@ -38,55 +53,84 @@ func NewSecurity(appID string, conf *config.Conf, m URL, now time.Time, log *slo
 	}
 	switch {
 	case !authenticate && cryptoSet && crypto:
-		return Security{}, config.Invalid(fmt.Errorf("%s=true needs %s=true (the certificates are how processes authenticate)",
+		return StoredCredentials{}, config.Invalid(fmt.Errorf("%s=true needs %s=true (the certificates are how processes authenticate)",
 			config.NetworkCryptoEnabled.Key(), config.Authenticate.Key()))
 	case !authenticate:
 		if distributed {
 			log.Warn("authentication is off: anyone who can reach the driver's port can register as an executor",
 				"key", config.Authenticate.Key())
 		}
-		return Security{}, nil
+		return StoredCredentials{}, nil
 	case crypto:
 		ca, err := mtls.NewAuthority(appID, now)
 		if err != nil {
-			return Security{}, fmt.Errorf("creating the application's certificate authority: %w", err)
+			return StoredCredentials{}, fmt.Errorf("creating the application's certificate authority: %w", err)
 		}
-		var s Security
+		var c StoredCredentials
 		for _, p := range []struct {
-			auth *rpc.Auth
+			pem  *[]byte
 			role string
-		}{{&s.Driver, mtls.RoleDriver}, {&s.Executors, mtls.RoleExecutor}} {
+		}{{&c.Driver, mtls.RoleDriver}, {&c.Executors, mtls.RoleExecutor}} {
 			b, err := ca.Issue(p.role)
 			if err != nil {
-				return Security{}, fmt.Errorf("issuing the %s certificate: %w", p.role, err)
+				return StoredCredentials{}, fmt.Errorf("issuing the %s certificate: %w", p.role, err)
 			}
-			l, err := b.Load()
-			if err != nil {
-				return Security{}, err
-			}
-			if p.role == mtls.RoleExecutor {
-				// Executors resume a session with the driver instead of a
-				// full handshake each: see mtls.Loaded.PrepareSession.
-				// Without one they make full handshakes, which cost the
-				// driver more and protect as well.
-				expired := func() {
-					log.Info("executors connecting from now on make full TLS handshakes: their session with the driver " +
-						"is past the 7 days crypto/tls resumes one for (each such handshake costs the driver about twice the CPU)")
-				}
-				if withSession, err := s.Driver.PrepareSession(context.Background(), l, expired); err != nil {
-					log.Warn("executors will make full TLS handshakes: preparing their session failed", "err", err)
-				} else {
-					l = withSession
-				}
-			}
-			*p.auth = rpc.Auth{}.WithLoaded(l, log)
+			*p.pem = b.Encode()
 		}
-		return s, nil
+		return c, nil
 	}
 	secret := config.AuthenticateSecret.Get(conf)
 	if secret == "" {
 		secret = rpc.NewSecret()
 	}
-	a := rpc.Auth{AppID: appID, Secret: secret}
-	return Security{Driver: a, Executors: a}, nil
+	return StoredCredentials{Secret: secret}, nil
+}
+
+// LoadSecurity turns credentials NewCredentials made into the processes'
+// rpc.Auth. With certificates the driver prepares the session its
+// executors resume. A restarted driver loads the credentials its first
+// attempt used, so that the executors that attempt started, which keep
+// theirs, still prove themselves to it and it to them.
+func LoadSecurity(appID string, c StoredCredentials, log *slog.Logger) (Security, error) {
+	switch {
+	case c.IsZero():
+		return Security{}, nil
+	case len(c.Driver) == 0 && len(c.Executors) == 0:
+		a := rpc.Auth{AppID: appID, Secret: c.Secret}
+		return Security{Driver: a, Executors: a}, nil
+	case len(c.Driver) == 0 || len(c.Executors) == 0:
+		return Security{}, errors.New("loading the application's credentials: the driver's and the executors' certificates go together; one is missing")
+	}
+	var s Security
+	for _, p := range []struct {
+		auth *rpc.Auth
+		pem  []byte
+		role string
+	}{{&s.Driver, c.Driver, mtls.RoleDriver}, {&s.Executors, c.Executors, mtls.RoleExecutor}} {
+		b, err := mtls.Decode(appID, p.pem)
+		if err != nil {
+			return Security{}, fmt.Errorf("loading the %s certificate: %w", p.role, err)
+		}
+		l, err := b.Load()
+		if err != nil {
+			return Security{}, err
+		}
+		if p.role == mtls.RoleExecutor {
+			// Executors resume a session with the driver instead of a
+			// full handshake each: see mtls.Loaded.PrepareSession.
+			// Without one they make full handshakes, which cost the
+			// driver more and protect as well.
+			expired := func() {
+				log.Info("executors connecting from now on make full TLS handshakes: their session with the driver " +
+					"is past the 7 days crypto/tls resumes one for (each such handshake costs the driver about twice the CPU)")
+			}
+			if withSession, err := s.Driver.PrepareSession(context.Background(), l, expired); err != nil {
+				log.Warn("executors will make full TLS handshakes: preparing their session failed", "err", err)
+			} else {
+				l = withSession
+			}
+		}
+		*p.auth = rpc.Auth{}.WithLoaded(l, log)
+	}
+	return s, nil
 }
