@@ -14,7 +14,11 @@
 // eventlog_v2_<appId> of files events_<n>_<appId>[.codec] cut at
 // spark.eventLog.rolling.maxFileSize, beside an empty marker
 // appstatus_<appId> (.inprogress while it runs). The directory may be local
-// or on S3 (s3://bucket/prefix).
+// or on S3 (s3://bucket/prefix). A driver that restarts in its pod writes
+// one log per attempt, each named with <appId>_<attemptId> where <appId>
+// stands above (drover-1_1, then drover-1_2: Spark's names for attempts),
+// so a restarted driver leaves its crashed predecessor's log, still
+// .inprogress, as it was.
 //
 // Writing the log never stops the application: the first error is logged,
 // and the writer then drops what it is given.

@@ -78,6 +78,16 @@ func withCodec(name, codec string) string {
 	return name + "." + codec
 }
 
+// logName is what a log's names are made of, as Spark's
+// EventLogFileWriter.nameForAppAndAttempt makes it: the application id,
+// followed by _<attemptId> for an attempt (sanitized with it).
+func logName(appID, attemptID string) string {
+	if attemptID == "" {
+		return appID
+	}
+	return appID + "_" + attemptID
+}
+
 // singleName is the file of a log that is not rolled, once complete.
 func singleName(appID, codec string) string { return withCodec(sanitize(appID), codec) }
 

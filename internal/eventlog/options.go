@@ -19,6 +19,12 @@ type Options struct {
 	// prefix.
 	Dir   string
 	AppID string
+	// AttemptID is the driver's attempt (events.AppStart.AttemptID), ""
+	// for a driver that cannot restart. An attempt's log is named as
+	// Spark names one, <appId>_<attemptId>, so that the log of a driver
+	// restarted in its pod neither replaces nor extends an earlier
+	// attempt's.
+	AttemptID string
 	// Codec compresses the files: one of Codecs, or "" for none.
 	Codec string
 	// Rolling writes a directory of files of at most MaxFileSize bytes of

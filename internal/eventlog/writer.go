@@ -68,6 +68,11 @@ func Start(ctx context.Context, opts Options) (*Writer, error) {
 	if opts.AppID == "" {
 		return nil, fmt.Errorf("event log: no application id")
 	}
+	if opts.AttemptID != "" {
+		if err := CheckAppID(opts.AttemptID); err != nil {
+			return nil, fmt.Errorf("event log: attempt id: %w", err)
+		}
+	}
 	if opts.Rolling && opts.MaxFileSize <= 0 {
 		return nil, fmt.Errorf("event log: rolling needs a maximum file size, got %d", opts.MaxFileSize)
 	}
@@ -99,6 +104,10 @@ func Start(ctx context.Context, opts Options) (*Writer, error) {
 	go w.flushLoop()
 	return w, nil
 }
+
+// logName is what the log's names are made of: the application id, and
+// its attempt's.
+func (w *Writer) logName() string { return logName(w.opts.AppID, w.opts.AttemptID) }
 
 // Path is where the log is written: its file, or its directory when
 // rolled.
@@ -218,7 +227,7 @@ func (w *Writer) complete() error {
 		}
 		return w.st.rename(w.ctx, w.name, w.final)
 	}
-	running, finished := path.Join(w.dir, statusName(w.opts.AppID, true)), path.Join(w.dir, statusName(w.opts.AppID, false))
+	running, finished := path.Join(w.dir, statusName(w.logName(), true)), path.Join(w.dir, statusName(w.logName(), false))
 	if w.st.whole() {
 		if err := w.st.put(w.ctx, finished, nil); err != nil {
 			return err

@@ -14,7 +14,7 @@ func (w *Writer) startSingle() error {
 	if err := w.st.mkdir(w.ctx, ""); err != nil {
 		return err
 	}
-	w.final = singleName(w.opts.AppID, w.opts.Codec)
+	w.final = singleName(w.logName(), w.opts.Codec)
 	name := w.final
 	if !w.st.whole() {
 		name += inProgress
@@ -28,18 +28,18 @@ func (w *Writer) startSingle() error {
 }
 
 func (w *Writer) startRolling() error {
-	w.dir = rollingDirName(w.opts.AppID)
+	w.dir = rollingDirName(w.logName())
 	if err := w.clear(w.dir); err != nil {
 		return err
 	}
 	if err := w.st.mkdir(w.ctx, w.dir); err != nil {
 		return err
 	}
-	if err := w.st.put(w.ctx, path.Join(w.dir, statusName(w.opts.AppID, true)), nil); err != nil {
+	if err := w.st.put(w.ctx, path.Join(w.dir, statusName(w.logName(), true)), nil); err != nil {
 		return err
 	}
 	w.index = 1
-	return w.open(path.Join(w.dir, eventsName(w.opts.AppID, w.index, w.opts.Codec)))
+	return w.open(path.Join(w.dir, eventsName(w.logName(), w.index, w.opts.Codec)))
 }
 
 // clear removes an earlier log named name if Overwrite allows it, and
@@ -129,7 +129,7 @@ func (w *Writer) roll() error {
 		return err
 	}
 	w.index++
-	next := path.Join(w.dir, eventsName(w.opts.AppID, w.index, w.opts.Codec))
+	next := path.Join(w.dir, eventsName(w.logName(), w.index, w.opts.Codec))
 	if err := w.sink.next(next); err != nil {
 		return err
 	}

@@ -167,7 +167,7 @@ func TestPublishRacingCloseDoesNotPanic(t *testing.T) {
 func TestMarshalRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	for _, e := range []Event{
-		&AppStart{Header{at}, "app-1", "wc", "k8s://x", "alice", "cluster", map[string]string{"a": "b"}, "pod"},
+		&AppStart{Header{at}, "app-1", "wc", "k8s://x", "alice", "cluster", map[string]string{"a": "b"}, "pod", ""},
 		&TaskEnd{Header: Header{at}, TaskID: 7, StageID: 2, Executor: 3, State: TaskFailed, Reason: "boom",
 			Duration: time.Second, Metrics: TaskMetrics{ShuffleWriteBytes: 10}},
 		&AllocationRound{Header: Header{at}, Target: 5, Running: 2, Pending: 3, Created: 3, Latency: time.Millisecond},
@@ -358,5 +358,38 @@ func TestApart(t *testing.T) {
 	}
 	if other := (&JobEnd{JobID: 1}); !cmp.Equal(Apart(other), []Event{other}) {
 		t.Error("Apart changed another event")
+	}
+}
+
+// TestAppStartAttemptJSON: an attempt's AppStart carries Spark's "App
+// Attempt ID"; a driver that cannot restart writes none, as before.
+func TestAppStartAttemptJSON(t *testing.T) {
+	at := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		e    *AppStart
+		want string
+	}{
+		{"no attempts", &AppStart{Header: Header{at}, AppID: "app-1"},
+			`{"Event":"AppStart","Time":"2026-11-24T12:00:00Z","AppID":"app-1","Name":"","Master":"","User":"","DeployMode":"","Conf":null,"DriverHost":""}`},
+		{"attempt 2", &AppStart{Header: Header{at}, AppID: "app-1", AttemptID: "2"},
+			`{"Event":"AppStart","Time":"2026-11-24T12:00:00Z","AppID":"app-1","Name":"","Master":"","User":"","DeployMode":"","Conf":null,"DriverHost":"","App Attempt ID":"2"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := AppendJSON(nil, tc.e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, string(b)); diff != "" {
+				t.Errorf("AppStart JSON (-want +got):\n%s", diff)
+			}
+			back, err := Unmarshal(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(Event(tc.e), back); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -35,6 +35,13 @@ type AppStart struct {
 	Conf map[string]string
 	// DriverHost is where the driver runs (its pod's name on Kubernetes).
 	DriverHost string
+	// AttemptID is the driver's attempt, as Spark's "App Attempt ID": "1"
+	// for the first process of a driver that restarts in its pod
+	// (spark.kubernetes.driver.restartPolicy=OnFailure), "2" for the one
+	// the kubelet starts after it, and so on; every attempt has the same
+	// AppID. Empty for a driver that cannot restart: it has no attempts,
+	// and its log and history show none.
+	AttemptID string `json:"App Attempt ID,omitempty"`
 }
 
 // AppEnd is the last event of an application; Err is empty on success.

@@ -85,15 +85,18 @@ type Driver struct {
 	Events *Metrics
 	// Dynalloc is dynamic allocation's, when it is enabled.
 	Dynalloc *dynalloc.Metrics
+	// Restart counts the driver's restarts in its pod and what its
+	// attempt adopted from the earlier ones.
+	Restart *Restart
 }
 
 // NewDriver registers everything a driver exports: the event stream's
-// metrics, the Kubernetes client's, the object store's and, with
-// dynamicAllocation, dynamic allocation's. docs/metrics.md is generated
-// from it.
+// metrics, the driver's restarts, the Kubernetes client's, the object
+// store's and, with dynamicAllocation, dynamic allocation's.
+// docs/metrics.md is generated from it.
 func NewDriver(o Options, dynamicAllocation bool) *Driver {
 	r := NewRegistry()
-	d := &Driver{Registry: r, Events: New(r, o)}
+	d := &Driver{Registry: r, Events: New(r, o), Restart: NewRestart(r)}
 	RegisterKubernetes(r)
 	RegisterObjstore(r)
 	if dynamicAllocation {
