@@ -85,6 +85,14 @@ var rules = []rule{
 		to:         is(module + "/internal/k8s"),
 		transitive: true,
 	},
+	{
+		// Issue 44: options are typed and built once. podspec builds API objects
+		// from its typed structs (ExecutorConf, DriverConf, Queue, VolcanoGroup);
+		// internal/k8s/k8sconf reads the configuration into them.
+		name: "internal/k8s/podspec does not import internal/config",
+		from: is(module + "/internal/k8s/podspec"),
+		to:   is(module + "/internal/config"),
+	},
 }
 
 // violation is one forbidden import.
@@ -217,6 +225,9 @@ func TestRulesCatch(t *testing.T) {
 		{ImportPath: module + "/internal/metrics", Module: mod, Imports: []string{"k8s.io/client-go/tools/metrics"}},
 		{ImportPath: module + "/internal/events", Module: mod, XTestImports: []string{"k8s.io/client-go/rest"}},
 		{ImportPath: module + "/internal/k8s/podsource", Module: mod, Imports: []string{"k8s.io/client-go/kubernetes"}},
+		{ImportPath: module + "/internal/k8s/podspec", Module: mod, Imports: []string{module + "/internal/config"},
+			XTestImports: []string{module + "/internal/config"}},
+		{ImportPath: module + "/internal/k8s/k8sconf", Module: mod, Imports: []string{module + "/internal/config"}},
 		{ImportPath: module + "/internal/cli", Module: mod, Imports: []string{"k8s.io/client-go/rest"},
 			Deps: []string{module + "/internal/k8s/submit", module + "/internal/k8s"}},
 		{ImportPath: module + "/internal/driver", Module: mod, Deps: []string{module}},
@@ -227,6 +238,7 @@ func TestRulesCatch(t *testing.T) {
 		{module + "/internal/cli", "links", module + "/internal/k8s", rules[2].name},
 		{module + "/internal/driver", "links", module, rules[1].name},
 		{module + "/internal/events", "tests import", "k8s.io/client-go/rest", rules[0].name},
+		{module + "/internal/k8s/podspec", "imports", module + "/internal/config", rules[3].name},
 		{module + "/internal/metrics", "imports", "k8s.io/client-go/tools/metrics", rules[0].name},
 	}
 	if diff := cmp.Diff(want, violations(graph, rules)); diff != "" {

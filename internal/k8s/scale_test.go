@@ -941,7 +941,7 @@ func minimalPods(_ testing.TB, _ string, n int) []*corev1.Pod {
 // namespace ns, with mutual TLS credentials in its Secret.
 func driverPods(b testing.TB, ns string, n int) []*corev1.Pod {
 	conf := scaleConf(driverParams{Namespace: ns, Policy: "adaptive", Template: kwokTemplate(b), N: n})
-	ec, err := podspec.NewExecutorConf(conf, "drover-scale-raw", nil, "127.0.0.1:7078", []string{os.Args[0]})
+	ec, err := k8sconf.ExecutorConf(conf, "drover-scale-raw", nil, "127.0.0.1:7078", []string{os.Args[0]})
 	if err != nil {
 		b.Fatal(err)
 	}

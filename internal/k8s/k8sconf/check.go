@@ -47,7 +47,7 @@ func checkConf(conf *config.Conf, appID string, driverPod *corev1.Pod) error {
 	}
 	// The executors' command and the driver's URL are only known inside
 	// the driver; their values do not change what is checked.
-	ec, err := podspec.NewExecutorConf(conf, appID, driverPod, "drover://driver:7078", []string{"/executor"})
+	ec, err := ExecutorConf(conf, appID, driverPod, "drover://driver:7078", []string{"/executor"})
 	if err == nil {
 		// The driver makes the credentials; their values change nothing
 		// that is checked.
@@ -61,7 +61,7 @@ func checkConf(conf *config.Conf, appID string, driverPod *corev1.Pod) error {
 	// (a driver pod to come) or by a client-mode driver; a cluster-mode
 	// driver finds it made.
 	if driverPod != nil || config.DeployMode.Get(conf) != "cluster" {
-		if _, err := podspec.VolcanoPodGroup(conf, appID, driverPod != nil); err != nil {
+		if _, err := VolcanoPodGroup(conf, appID, driverPod != nil); err != nil {
 			errs = append(errs, err)
 		}
 	}

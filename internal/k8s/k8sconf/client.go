@@ -51,7 +51,7 @@ func authKeys(c *config.Conf, getenv func(string) string) config.AuthKeys {
 // mount path, or where a process node (tests) put the volume.
 func localCredentialPaths(conf *config.Conf, getenv func(string) string) *config.Conf {
 	out := conf
-	for _, e := range podspec.DriverCredentialFiles {
+	for _, e := range DriverCredentialFiles {
 		f := e.Get(conf)
 		if local := podspec.LocalConfFile(f, getenv); f != "" && local != f {
 			if out == conf {

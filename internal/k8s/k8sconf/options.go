@@ -46,8 +46,8 @@ type Options struct {
 	// Executor is the executor pods' configuration, to be bound to the
 	// driver's pod and URL once it runs (podspec.ExecutorConf.Bind).
 	Executor *podspec.ExecutorConf
-	// ExecutorConfig is the explicit configuration, which the executor
-	// config map carries.
+	// ExecutorConfig is the explicit configuration but for its sensitive
+	// entries (ExecutorConfig), which the executor config map carries.
 	ExecutorConfig map[string]string
 	// Queue is the queue the executors wait in, QueueTimeout how long
 	// they may all wait; PodGroup is the Volcano PodGroup a client-mode
@@ -80,7 +80,7 @@ func Load(conf *config.Conf, appID string, getenv func(string) string) (Options,
 		Poll:                 config.KubernetesExecutorPollEnabled.Get(conf),
 		PollInterval:         config.KubernetesExecutorAPIPollingInterval.Get(conf),
 		Allocator:            AllocatorOptions(conf),
-		ExecutorConfig:       conf.Explicit(),
+		ExecutorConfig:       ExecutorConfig(conf.Explicit()),
 		QueueTimeout:         config.KubernetesQueueTimeout.Get(conf),
 		Client:               ClientOptions(conf, authKeys(conf, getenv), getenv),
 	}
@@ -90,19 +90,39 @@ func Load(conf *config.Conf, appID string, getenv func(string) string) (Options,
 	}
 	o.DriverHost, o.BindAddress = driverAddress(conf, getenv)
 	o.Lifecycle = lifecycleOptions(conf, o.InitialExecutors)
-	o.Queue, _ = podspec.ResolveQueue(conf, appID)
+	o.Queue, _ = Queue(conf, appID)
 	exe, _ := ExecutorBinary(conf)
-	ec, err := podspec.ParseExecutorConf(conf, appID, []string{exe})
+	ec, err := ParseExecutorConf(conf, appID, []string{exe})
 	if err != nil {
 		return Options{}, err
 	}
 	o.Executor = ec
 	if o.Queue.System == podspec.QueueVolcano && config.DeployMode.Get(conf) != "cluster" {
-		if o.PodGroup, err = podspec.VolcanoPodGroup(conf, appID, false); err != nil {
+		if o.PodGroup, err = VolcanoPodGroup(conf, appID, false); err != nil {
 			return Options{}, err
 		}
 	}
 	return o, nil
+}
+
+// ExecutorConfig is conf, an explicit configuration, without its sensitive
+// entries: the values of secret keys and of keys or values that
+// spark.redaction.regex (of conf) matches. The executor ConfigMap carries
+// what is left (podspec.ExecutorConfigMap); the executors get their
+// credentials from their environment.
+func ExecutorConfig(conf map[string]string) map[string]string {
+	all := config.New()
+	for k, v := range conf {
+		all.Set(k, v)
+	}
+	redacted := all.Redacted()
+	out := make(map[string]string, len(conf))
+	for k, v := range conf {
+		if redacted[k] == v {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // AllocatorOptions are the allocator's settings from the configuration.
@@ -124,8 +144,8 @@ func AllocatorOptions(conf *config.Conf) allocator.Options {
 	if config.KubernetesAllocationMaxPendingPods.IsSet(conf) {
 		o.MaxPendingPods = config.KubernetesAllocationMaxPendingPods.Get(conf)
 	}
-	// A mistake in the queue's settings is NewExecutorConf's to report.
-	q, _ := podspec.ResolveQueue(conf, "")
+	// A mistake in the queue's settings is ExecutorConf's to report.
+	q, _ := Queue(conf, "")
 	o.Gang = q.Gang
 	return o
 }

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
@@ -23,6 +22,13 @@ import (
 // the claims of [OnDemandClaims] with the pod.
 func BuildExecutorPod(c *ExecutorConf, id executorid.ID) (*corev1.Pod, error) {
 	return buildPod(c, id, ExecutorSteps())
+}
+
+// ExecutorSizingPod is an executor pod with only the steps that decide its
+// size and placement (basic, mount-volumes, local-dirs): what a YuniKorn
+// gang's task group reserves.
+func ExecutorSizingPod(c *ExecutorConf) (*corev1.Pod, error) {
+	return buildPod(c, 1, []Step{basicStep{}, mountVolumesStep{}, localDirsStep{}})
 }
 
 func buildPod(c *ExecutorConf, id executorid.ID, steps []Step) (*corev1.Pod, error) {
@@ -159,27 +165,22 @@ func OnDemandClaims(c *ExecutorConf, pod *corev1.Pod, id executorid.ID) []*corev
 // ExecutorConfigMap builds the executor ConfigMap named c.ConfigMapName
 // (nil when it is ""): conf as spark-defaults.conf, which executors read
 // from ConfDir before they reach the driver (the driver sends the whole
-// configuration when they register). Sensitive entries are left out: the
-// values of secret keys and of keys or values that spark.redaction.regex
-// matches (the executor gets the authentication secret from its
-// environment). The ConfigMap is immutable, labelled with the application
-// id and the executor role, and owned by the driver pod when there is one.
+// configuration when they register). conf holds no sensitive entry:
+// k8sconf.ExecutorConfig left out the values of secret keys and of keys
+// or values that spark.redaction.regex matches (the executor gets the
+// authentication secret from its environment). The ConfigMap is
+// immutable, labelled with the application id and the executor role, and
+// owned by the driver pod when there is one.
 func ExecutorConfigMap(c *ExecutorConf, conf map[string]string) *corev1.ConfigMap {
 	if c.ConfigMapName == "" {
 		return nil
 	}
-	all := config.New()
-	for k, v := range conf {
-		all.Set(k, v)
-	}
-	redacted := all.Redacted()
-	text := properties("# Configuration of the executors of "+c.AppID+", written by the driver.", conf,
-		func(k string) bool { return redacted[k] == conf[k] })
+	text := properties("# Configuration of the executors of "+c.AppID+", written by the driver.", conf)
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: c.objectMeta(c.ConfigMapName),
 		Immutable:  ptr.To(true),
-		Data:       map[string]string{config.DefaultsFile: text},
+		Data:       map[string]string{DefaultsFile: text},
 	}
 	if c.DriverPod != nil {
 		cm.OwnerReferences = []metav1.OwnerReference{OwnerReference(c.DriverPod)}
@@ -262,14 +263,11 @@ func escapeProperty(s string, key bool) string {
 }
 
 // properties renders conf in the properties format under a comment
-// header, in key order, keeping the keys keep accepts (all when nil).
-func properties(header string, conf map[string]string, keep func(key string) bool) string {
+// header, in key order.
+func properties(header string, conf map[string]string) string {
 	var b strings.Builder
 	b.WriteString(header + "\n")
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		if keep != nil && !keep(k) {
-			continue
-		}
 		b.WriteString(escapeProperty(k, true))
 		b.WriteByte('=')
 		b.WriteString(escapeProperty(conf[k], false))

@@ -1,4 +1,4 @@
-package podspec
+package podspec_test
 
 import (
 	"bytes"
@@ -19,6 +19,8 @@ import (
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/k8s/k8sconf"
+	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -41,6 +43,16 @@ func newConf(t testing.TB, pairs ...string) *config.Conf {
 		c.Set(k, v)
 	}
 	return c
+}
+
+// container is pod's container named name, or nil.
+func container(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	return nil
 }
 
 func driverPod(namespace string) *corev1.Pod {
@@ -87,7 +99,7 @@ func TestGolden(t *testing.T) {
 		command []string
 		// prepare changes the resolved configuration, as a driver does
 		// (the generated authentication secret).
-		prepare func(*ExecutorConf)
+		prepare func(*podspec.ExecutorConf)
 		id      executorid.ID
 		conf    map[string]string // the ExecutorConfigMap input
 	}{
@@ -164,8 +176,8 @@ func TestGolden(t *testing.T) {
 			},
 			driver:  driverPod("spark"),
 			command: []string{"/app/wordcount"},
-			prepare: func(c *ExecutorConf) {
-				c.Credentials = Credentials{Secret: "generated-secret"}
+			prepare: func(c *podspec.ExecutorConf) {
+				c.Credentials = podspec.Credentials{Secret: "generated-secret"}
 			},
 			id: 12,
 		},
@@ -191,33 +203,33 @@ func TestGolden(t *testing.T) {
 				"spark.kubernetes.container.image=registry.example/pi:1.0",
 				"spark.kubernetes.executor.disableConfigMap=true",
 			},
-			prepare: func(c *ExecutorConf) {
-				c.Credentials = Credentials{TLS: []byte("-----BEGIN CERTIFICATE-----\n(the executors' bundle)\n")}
+			prepare: func(c *podspec.ExecutorConf) {
+				c.Credentials = podspec.Credentials{TLS: []byte("-----BEGIN CERTIFICATE-----\n(the executors' bundle)\n")}
 			},
 			id: 7,
 		},
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			ec, err := NewExecutorConf(newConf(t, tc.pairs...), testAppID, tc.driver, testDriverURL, tc.command)
+			ec, err := k8sconf.ExecutorConf(newConf(t, tc.pairs...), testAppID, tc.driver, testDriverURL, tc.command)
 			if err != nil {
 				t.Fatalf("NewExecutorConf: %v", err)
 			}
 			if tc.prepare != nil {
 				tc.prepare(ec)
 			}
-			pod, err := BuildExecutorPod(ec, tc.id)
+			pod, err := podspec.BuildExecutorPod(ec, tc.id)
 			if err != nil {
 				t.Fatalf("BuildExecutorPod: %v", err)
 			}
 			objs := []any{pod}
-			for _, pvc := range OnDemandClaims(ec, pod, tc.id) {
+			for _, pvc := range podspec.OnDemandClaims(ec, pod, tc.id) {
 				objs = append(objs, pvc)
 			}
-			if cm := ExecutorConfigMap(ec, tc.conf); cm != nil {
+			if cm := podspec.ExecutorConfigMap(ec, k8sconf.ExecutorConfig(tc.conf)); cm != nil {
 				objs = append(objs, cm)
 			}
-			if s := ExecutorAuthSecret(ec); s != nil {
+			if s := podspec.ExecutorAuthSecret(ec); s != nil {
 				objs = append(objs, s)
 			}
 			checkGolden(t, name, objs...)
@@ -228,7 +240,7 @@ func TestGolden(t *testing.T) {
 // TestBuildDoesNotShareState builds two pods from one configuration with a
 // template and checks that neither the template nor the first pod changes.
 func TestBuildDoesNotShareState(t *testing.T) {
-	ec, err := NewExecutorConf(newConf(t,
+	ec, err := k8sconf.ExecutorConf(newConf(t,
 		"spark.kubernetes.executor.podTemplateFile="+filepath.Join("testdata", "templates", "executor.yaml"),
 		"spark.kubernetes.executor.label.team=x",
 		"spark.kubernetes.node.selector.pool=batch",
@@ -237,12 +249,12 @@ func TestBuildDoesNotShareState(t *testing.T) {
 		t.Fatal(err)
 	}
 	template := ec.Template.DeepCopy()
-	first, err := BuildExecutorPod(ec, 1)
+	first, err := podspec.BuildExecutorPod(ec, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	firstCopy := first.DeepCopy()
-	second, err := BuildExecutorPod(ec, 2)
+	second, err := podspec.BuildExecutorPod(ec, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +268,7 @@ func TestBuildDoesNotShareState(t *testing.T) {
 		t.Errorf("second pod: name %s, spark-exec-id %s", second.Name, second.Labels["spark-exec-id"])
 	}
 	// Without ExecutorConf.Command, the template's arguments stay.
-	if got := findContainer(second, "main").Args; len(got) != 1 || got[0] != "--from-template" {
+	if got := container(second, "main").Args; len(got) != 1 || got[0] != "--from-template" {
 		t.Errorf("args = %q, want the template's", got)
 	}
 }
@@ -265,13 +277,13 @@ func TestBuildErrors(t *testing.T) {
 	base := []string{"spark.kubernetes.container.image=img"}
 	testCases := map[string]struct {
 		pairs   []string
-		prepare func(*ExecutorConf)
+		prepare func(*podspec.ExecutorConf)
 		wantErr string
 	}{
 		"credentials without a Secret": {
 			pairs: base,
-			prepare: func(c *ExecutorConf) {
-				c.Credentials, c.AuthSecretName = Credentials{Secret: "s"}, ""
+			prepare: func(c *podspec.ExecutorConf) {
+				c.Credentials, c.AuthSecretName = podspec.Credentials{Secret: "s"}, ""
 			},
 			wantErr: "step basic: the executors have credentials but no Secret to read them from",
 		},
@@ -289,14 +301,14 @@ func TestBuildErrors(t *testing.T) {
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			ec, err := NewExecutorConf(newConf(t, tc.pairs...), testAppID, nil, testDriverURL, nil)
+			ec, err := k8sconf.ExecutorConf(newConf(t, tc.pairs...), testAppID, nil, testDriverURL, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tc.prepare != nil {
 				tc.prepare(ec)
 			}
-			_, err = BuildExecutorPod(ec, 1)
+			_, err = podspec.BuildExecutorPod(ec, 1)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("BuildExecutorPod error = %v, want one containing %q", err, tc.wantErr)
 			}
@@ -305,7 +317,7 @@ func TestBuildErrors(t *testing.T) {
 }
 
 func TestLocalDirsFromUserVolumes(t *testing.T) {
-	ec, err := NewExecutorConf(newConf(t,
+	ec, err := k8sconf.ExecutorConf(newConf(t,
 		"spark.kubernetes.container.image=img",
 		"spark.kubernetes.executor.volumes.persistentVolumeClaim.spark-local-dir-1.mount.path=/local",
 		"spark.kubernetes.executor.volumes.persistentVolumeClaim.spark-local-dir-1.options.claimName=OnDemand",
@@ -314,7 +326,7 @@ func TestLocalDirsFromUserVolumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := BuildExecutorPod(ec, 4)
+	pod, err := podspec.BuildExecutorPod(ec, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +334,7 @@ func TestLocalDirsFromUserVolumes(t *testing.T) {
 	for _, v := range pod.Spec.Volumes {
 		vols = append(vols, v.Name)
 	}
-	if diff := cmp.Diff([]string{"spark-local-dir-1", ConfVolumeName}, vols); diff != "" {
+	if diff := cmp.Diff([]string{"spark-local-dir-1", podspec.ConfVolumeName}, vols); diff != "" {
 		t.Errorf("volumes (-want,+got):\n%s", diff)
 	}
 	env := map[string]string{}
@@ -332,7 +344,7 @@ func TestLocalDirsFromUserVolumes(t *testing.T) {
 	if env["SPARK_LOCAL_DIRS"] != "/local" || env["TMPDIR"] != "/local" {
 		t.Errorf("SPARK_LOCAL_DIRS=%q TMPDIR=%q, want /local", env["SPARK_LOCAL_DIRS"], env["TMPDIR"])
 	}
-	claims := OnDemandClaims(ec, pod, 4)
+	claims := podspec.OnDemandClaims(ec, pod, 4)
 	if len(claims) != 1 || claims[0].Name != pod.Spec.Volumes[0].PersistentVolumeClaim.ClaimName {
 		t.Errorf("claims %v do not match the pod's volume", claims)
 	}
@@ -347,7 +359,7 @@ func TestEscapeProperty(t *testing.T) {
 		"spark.b":         "x\ny\tz",
 		"spark.key with=": ": value",
 	}
-	props := ExecutorConfigMap(&ExecutorConf{ConfigMapName: "cm"}, conf).Data[config.DefaultsFile]
+	props := podspec.ExecutorConfigMap(&podspec.ExecutorConf{ConfigMapName: "cm"}, conf).Data[config.DefaultsFile]
 	dir := t.TempDir()
 	file := filepath.Join(dir, config.DefaultsFile)
 	if err := os.WriteFile(file, []byte(props), 0o644); err != nil {
@@ -362,15 +374,12 @@ func TestEscapeProperty(t *testing.T) {
 			t.Errorf("%q: read back %q, want %q (file:\n%s)", k, g, v, props)
 		}
 	}
-	if got := escapeProperty("#a!", true); got != `\#a!` {
-		t.Errorf("escapeProperty(#a!) = %q, want \\#a!", got)
-	}
 }
 
 // TestConcurrentBuilds is for the race detector: allocators build pods
 // from one ExecutorConf concurrently.
 func TestConcurrentBuilds(t *testing.T) {
-	ec, err := NewExecutorConf(newConf(t,
+	ec, err := k8sconf.ExecutorConf(newConf(t,
 		"spark.kubernetes.executor.podTemplateFile="+filepath.Join("testdata", "templates", "executor.yaml"),
 		"spark.kubernetes.executor.label.id={{EXECUTOR_ID}}",
 		"spark.kubernetes.executor.volumes.persistentVolumeClaim.data.mount.path=/data",
@@ -384,7 +393,7 @@ func TestConcurrentBuilds(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			id := executorid.ID(i + 1)
-			pod, err := BuildExecutorPod(ec, id)
+			pod, err := podspec.BuildExecutorPod(ec, id)
 			if err != nil {
 				t.Error(err)
 				return
@@ -392,7 +401,7 @@ func TestConcurrentBuilds(t *testing.T) {
 			if got := pod.Labels["id"]; got != id.String() {
 				t.Errorf("pod %d: label id = %q", id, got)
 			}
-			_ = OnDemandClaims(ec, pod, id)
+			_ = podspec.OnDemandClaims(ec, pod, id)
 		})
 	}
 	wg.Wait()
@@ -402,16 +411,16 @@ func TestConcurrentBuilds(t *testing.T) {
 // the executor pods, config map and secret, so drover status and kill find
 // them by their labels alone (the application id and the executor role).
 func TestClientModeObjectsCarryTheAppID(t *testing.T) {
-	ec, err := NewExecutorConf(newConf(t, "spark.kubernetes.container.image=app:1"), testAppID, nil, testDriverURL, nil)
+	ec, err := k8sconf.ExecutorConf(newConf(t, "spark.kubernetes.container.image=app:1"), testAppID, nil, testDriverURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ec.Credentials = Credentials{Secret: "s3cret"}
-	pod, err := BuildExecutorPod(ec, 1)
+	ec.Credentials = podspec.Credentials{Secret: "s3cret"}
+	pod, err := podspec.BuildExecutorPod(ec, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm, secret := ExecutorConfigMap(ec, nil), ExecutorAuthSecret(ec)
+	cm, secret := podspec.ExecutorConfigMap(ec, nil), podspec.ExecutorAuthSecret(ec)
 	if cm == nil || secret == nil {
 		t.Fatalf("config map %v, secret %v: want both", cm, secret)
 	}
@@ -449,11 +458,11 @@ func TestExecutorAPITokenNotMounted(t *testing.T) {
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			ec, err := NewExecutorConf(newConf(t, append(tc.pairs, "spark.kubernetes.container.image=app:1")...), testAppID, driverPod("default"), testDriverURL, nil)
+			ec, err := k8sconf.ExecutorConf(newConf(t, append(tc.pairs, "spark.kubernetes.container.image=app:1")...), testAppID, driverPod("default"), testDriverURL, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pod, err := BuildExecutorPod(ec, 1)
+			pod, err := podspec.BuildExecutorPod(ec, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -470,11 +479,11 @@ func TestExecutorAPITokenNotMounted(t *testing.T) {
 func TestEncodingQuantitiesAllocatesNothing(t *testing.T) {
 	conf := newConf(t, "spark.kubernetes.container.image=registry.example/pi:1.0", "spark.kubernetes.executor.limit.cores=2",
 		"spark.kubernetes.executor.request.cores=500m")
-	ec, err := NewExecutorConf(conf, testAppID, driverPod("default"), testDriverURL, nil)
+	ec, err := k8sconf.ExecutorConf(conf, testAppID, driverPod("default"), testDriverURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := BuildExecutorPod(ec, 1)
+	exec, err := podspec.BuildExecutorPod(ec, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,7 +508,7 @@ func TestEncodingQuantitiesAllocatesNothing(t *testing.T) {
 // request: building the pod and encoding it as the API client does.
 func BenchmarkExecutorPod(b *testing.B) {
 	conf := newConf(b, "spark.kubernetes.container.image=registry.example/pi:1.0")
-	ec, err := NewExecutorConf(conf, testAppID, driverPod("default"), testDriverURL, nil)
+	ec, err := k8sconf.ExecutorConf(conf, testAppID, driverPod("default"), testDriverURL, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -508,7 +517,7 @@ func BenchmarkExecutorPod(b *testing.B) {
 	id := 0
 	for b.Loop() {
 		id++
-		pod, err := BuildExecutorPod(ec, executorid.ID(id))
+		pod, err := podspec.BuildExecutorPod(ec, executorid.ID(id))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package podspec
+package podspec_test
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/k8sconf"
+	"github.com/drover-project/drover/internal/k8s/podspec"
 )
 
 func TestNewExecutorConfErrors(t *testing.T) {
@@ -162,7 +164,7 @@ func TestNewExecutorConfErrors(t *testing.T) {
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			ec, err := NewExecutorConf(newConf(t, tc.pairs...), testAppID, tc.driver, testDriverURL, nil)
+			ec, err := k8sconf.ExecutorConf(newConf(t, tc.pairs...), testAppID, tc.driver, testDriverURL, nil)
 			if err == nil {
 				t.Fatalf("NewExecutorConf succeeded with %+v", ec)
 			}
@@ -184,7 +186,7 @@ func TestNewExecutorConfErrors(t *testing.T) {
 }
 
 func TestNewExecutorConfRequiresIDs(t *testing.T) {
-	_, err := NewExecutorConf(newConf(t, "spark.kubernetes.container.image=img"), "", nil, "", nil)
+	_, err := k8sconf.ExecutorConf(newConf(t, "spark.kubernetes.container.image=img"), "", nil, "", nil)
 	want := "building executor pods: the application id is empty\nbuilding executor pods: the driver URL is empty"
 	if err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %q", err, want)
@@ -211,14 +213,14 @@ func TestMemoryOverhead(t *testing.T) {
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
 			pairs := append([]string{"spark.kubernetes.container.image=img"}, tc.pairs...)
-			ec, err := NewExecutorConf(newConf(t, pairs...), testAppID, nil, testDriverURL, nil)
+			ec, err := k8sconf.ExecutorConf(newConf(t, pairs...), testAppID, nil, testDriverURL, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if ec.OverheadBytes != tc.wantOverhead {
 				t.Errorf("overhead = %d MiB, want %d MiB", ec.OverheadBytes/mi, tc.wantOverhead/mi)
 			}
-			pod, err := BuildExecutorPod(ec, 1)
+			pod, err := podspec.BuildExecutorPod(ec, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -234,19 +236,19 @@ func TestMemoryOverhead(t *testing.T) {
 func TestResolution(t *testing.T) {
 	testCases := map[string]struct {
 		pairs []string
-		check func(t *testing.T, ec *ExecutorConf)
+		check func(t *testing.T, ec *podspec.ExecutorConf)
 	}{
 		"image falls back to spark.kubernetes.container.image": {
 			pairs: []string{"spark.kubernetes.container.image=base"},
-			check: func(t *testing.T, ec *ExecutorConf) { want(t, "image", ec.Image, "base") },
+			check: func(t *testing.T, ec *podspec.ExecutorConf) { want(t, "image", ec.Image, "base") },
 		},
 		"executor image wins": {
 			pairs: []string{"spark.kubernetes.container.image=base", "spark.kubernetes.executor.container.image=exec"},
-			check: func(t *testing.T, ec *ExecutorConf) { want(t, "image", ec.Image, "exec") },
+			check: func(t *testing.T, ec *podspec.ExecutorConf) { want(t, "image", ec.Image, "exec") },
 		},
 		"template image and policy when the keys are unset": {
 			pairs: []string{"spark.kubernetes.executor.podTemplateFile=" + filepath.Join("testdata", "templates", "two-containers.yaml")},
-			check: func(t *testing.T, ec *ExecutorConf) {
+			check: func(t *testing.T, ec *podspec.ExecutorConf) {
 				want(t, "image", ec.Image, "registry.example/app:1")
 				want(t, "container", ec.ContainerName, "app")
 				want(t, "pull policy", ec.PullPolicy, "IfNotPresent")
@@ -255,14 +257,14 @@ func TestResolution(t *testing.T) {
 		"scheduler and service account fallbacks": {
 			pairs: []string{"spark.kubernetes.container.image=i", "spark.kubernetes.scheduler.name=volcano",
 				"spark.kubernetes.authenticate.driver.serviceAccountName=driver-sa"},
-			check: func(t *testing.T, ec *ExecutorConf) {
+			check: func(t *testing.T, ec *podspec.ExecutorConf) {
 				want(t, "scheduler", ec.SchedulerName, "volcano")
 				want(t, "service account", ec.ServiceAccount, "driver-sa")
 			},
 		},
 		"request cores": {
 			pairs: []string{"spark.kubernetes.container.image=i", "spark.executor.cores=2", "spark.kubernetes.executor.request.cores=0.5"},
-			check: func(t *testing.T, ec *ExecutorConf) {
+			check: func(t *testing.T, ec *podspec.ExecutorConf) {
 				want(t, "request", ec.RequestCores.String(), "500m")
 				if ec.LimitCores != nil {
 					t.Errorf("limit = %s, want none", ec.LimitCores)
@@ -271,12 +273,14 @@ func TestResolution(t *testing.T) {
 		},
 		"default pod name prefix": {
 			pairs: []string{"spark.kubernetes.container.image=i", "spark.app.name=My_App.v2"},
-			check: func(t *testing.T, ec *ExecutorConf) { want(t, "prefix", ec.PodNamePrefix, "my-app-v2-01234567") },
+			check: func(t *testing.T, ec *podspec.ExecutorConf) {
+				want(t, "prefix", ec.PodNamePrefix, "my-app-v2-01234567")
+			},
 		},
 		"default pod name prefix of a long name keeps pod names host names": {
 			pairs: []string{"spark.kubernetes.container.image=i", "spark.app.name=" + strings.Repeat("very-long-", 10)},
-			check: func(t *testing.T, ec *ExecutorConf) {
-				if name := ExecutorPodName(ec.PodNamePrefix, 99999); len(name) > 63 {
+			check: func(t *testing.T, ec *podspec.ExecutorConf) {
+				if name := podspec.ExecutorPodName(ec.PodNamePrefix, 99999); len(name) > 63 {
 					t.Errorf("pod name %s has %d characters", name, len(name))
 				}
 				want(t, "prefix", ec.PodNamePrefix, "very-long-very-long-very-long-very-long-ver-01234567")
@@ -284,7 +288,7 @@ func TestResolution(t *testing.T) {
 		},
 		"local dirs": {
 			pairs: []string{"spark.kubernetes.container.image=i", "spark.local.dir=/a, /b"},
-			check: func(t *testing.T, ec *ExecutorConf) {
+			check: func(t *testing.T, ec *podspec.ExecutorConf) {
 				if diff := cmp.Diff([]string{"/a", "/b"}, ec.LocalDirs); diff != "" {
 					t.Errorf("local dirs (-want,+got):\n%s", diff)
 				}
@@ -293,7 +297,7 @@ func TestResolution(t *testing.T) {
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			ec, err := NewExecutorConf(newConf(t, tc.pairs...), testAppID, nil, testDriverURL, nil)
+			ec, err := k8sconf.ExecutorConf(newConf(t, tc.pairs...), testAppID, nil, testDriverURL, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -311,12 +315,12 @@ func want(t *testing.T, what, got, want string) {
 
 func TestLongPodNameGetsHostname(t *testing.T) {
 	prefix := strings.Repeat("a", 60)
-	ec, err := NewExecutorConf(newConf(t, "spark.kubernetes.container.image=i",
+	ec, err := k8sconf.ExecutorConf(newConf(t, "spark.kubernetes.container.image=i",
 		"spark.kubernetes.executor.podNamePrefix="+prefix), testAppID, nil, testDriverURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := BuildExecutorPod(ec, 12)
+	pod, err := podspec.BuildExecutorPod(ec, 12)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,30 +328,9 @@ func TestLongPodNameGetsHostname(t *testing.T) {
 	want(t, "hostname", pod.Spec.Hostname, strings.Repeat("a", 55)+"-exec-12")
 }
 
-func TestNamesAreDNSLabels(t *testing.T) {
-	for in, want := range map[string]string{
-		"Word Count (nightly)": "word-count-nightly",
-		"--a__b--":             "a-b",
-		"ÄÖÜ":                  "",
-		"x.y.z":                "x-y-z",
-	} {
-		if got := sanitize(in, 63); got != want {
-			t.Errorf("sanitize(%q) = %q, want %q", in, got, want)
-		}
-	}
-	if got := sanitize("abc-def", 4); got != "abc" {
-		t.Errorf("a truncated name ends in '-': %q", got)
-	}
-	if got := appNameLabel("ÄÖÜ"); got != "drover" {
-		t.Errorf("appNameLabel of an unusable name = %q", got)
-	}
-	want(t, "config map", ConfigMapName(testAppID), "drover-exec-0123456789abcdef-conf-map")
-	want(t, "config map of a Spark id", ConfigMapName("spark-ABC"), "drover-exec-abc-conf-map")
-}
-
 // TestErrorsAreJoined keeps the contract that each problem is its own error.
 func TestErrorsAreJoined(t *testing.T) {
-	_, err := NewExecutorConf(newConf(t, "spark.executor.memory=x"), testAppID, nil, testDriverURL, nil)
+	_, err := k8sconf.ExecutorConf(newConf(t, "spark.executor.memory=x"), testAppID, nil, testDriverURL, nil)
 	var ve *config.ValueError
 	if !errors.As(err, &ve) || ve.Key != "spark.executor.memory" {
 		t.Errorf("error %v does not unwrap to the *config.ValueError of spark.executor.memory", err)

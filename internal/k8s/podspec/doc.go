@@ -1,11 +1,18 @@
 // Package podspec builds executor and driver pods, and the objects created with them,
 // from ordered feature steps, as Spark's KubernetesExecutorBuilder does.
 //
-// [NewExecutorConf] resolves the application's configuration once into an
-// [ExecutorConf] and reports every problem (no image, a malformed volume
-// or secret reference, an unreadable or invalid pod template, a CPU
-// request above its limit, …) with the key at fault, before any pod
-// exists. [BuildExecutorPod] then starts each pod from a deep copy of the
+// It builds API objects from typed structs only ([ExecutorConf],
+// [DriverConf], [Queue], [VolcanoGroup]) and reads no configuration and no
+// file: internal/k8s/k8sconf resolves the application's configuration
+// into them, once (k8sconf.ExecutorConf, k8sconf.DriverConf,
+// k8sconf.Queue, k8sconf.VolcanoPodGroup), and reports every problem (no
+// image, a malformed volume or secret reference, an unreadable or invalid
+// pod template, a CPU request above its limit, …) with the key at fault,
+// before any pod exists. The few keys the objects built here still name
+// are [KeyNamespace], [KeyExecutorAnnotations] and [KeyDriverAnnotations]
+// (checked against internal/config by k8sconf's tests).
+//
+// [BuildExecutorPod] starts each pod from a deep copy of the
 // pod template, or an empty pod, and applies [ExecutorSteps] in order:
 //
 //  1. basic: name <prefix>-exec-<id>, the labels spark-app-selector,
@@ -40,7 +47,7 @@
 //
 // # The driver pod (cluster mode)
 //
-// [NewDriverConf] resolves the driver's keys the same way, and
+// k8sconf.DriverConf resolves the driver's keys the same way, and
 // [BuildDriverPod] applies Spark's driver steps: basic (name
 // <prefix>-driver, labels spark-app-selector and spark-role=driver, image,
 // CPU and memory from spark.driver.*, the application binary run with

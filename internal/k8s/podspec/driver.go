@@ -3,7 +3,6 @@ package podspec
 import (
 	"fmt"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
@@ -55,7 +53,7 @@ const (
 )
 
 // DriverConfFile is the properties file the driver container reads.
-var DriverConfFile = path.Join(DriverConfDir, config.DefaultsFile)
+var DriverConfFile = path.Join(DriverConfDir, DefaultsFile)
 
 // The driver's sensitive settings (credentials, and whatever
 // spark.redaction.regex matches) travel in a Secret, not its ConfigMap, as
@@ -71,17 +69,6 @@ const (
 // DriverSecretFile is the file of the driver's sensitive settings.
 var DriverSecretFile = path.Join(DriverSecretDir, DriverSecretKey)
 
-// DriverCredentialFiles are the driver's Kubernetes credential files that
-// drover submit reads on the submitting machine and ships in the driver's
-// Secret (as Spark's DriverKubernetesCredentialsFeatureStep), by their key
-// in the Secret; the driver finds them under DriverSecretDir.
-var DriverCredentialFiles = map[string]*config.Entry[string]{
-	"oauth-token":     config.KubernetesDriverAuth.OAuthTokenFile,
-	"client-key.pem":  config.KubernetesDriverAuth.ClientKeyFile,
-	"client-cert.pem": config.KubernetesDriverAuth.ClientCertFile,
-	"ca.crt":          config.KubernetesDriverAuth.CACertFile,
-}
-
 // DriverSecretName is the name of the Secret of an application's driver
 // settings.
 func DriverSecretName(appID string) string { return "drover-drv-" + appIDPart(appID) + "-secret" }
@@ -96,7 +83,7 @@ func DriverSecret(dc *DriverConf, sensitive map[string]string, files map[string]
 		Immutable:  ptr.To(true),
 		Type:       corev1.SecretTypeOpaque,
 		Data: map[string][]byte{DriverSecretKey: []byte(properties(
-			"# Sensitive settings of the driver of "+dc.AppID+", written by drover submit.", sensitive, nil))},
+			"# Sensitive settings of the driver of "+dc.AppID+", written by drover submit.", sensitive))},
 	}
 	maps.Copy(sec.Data, files)
 	for k, v := range dc.SensitiveEnv {
@@ -116,19 +103,6 @@ const ExecutorTemplateKey = "executor-pod-template.yaml"
 // ExecutorTemplateFile is where a cluster-mode driver reads the uploaded
 // executor pod template.
 var ExecutorTemplateFile = path.Join(DriverConfDir, ExecutorTemplateKey)
-
-// ReadExecutorTemplate reads and checks the executor pod template file,
-// for submit to upload with the driver's configuration.
-func ReadExecutorTemplate(file string) (string, error) {
-	if _, err := loadTemplate(file, "executor"); err != nil {
-		return "", err
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", fmt.Errorf("reading the executor pod template: %w", err)
-	}
-	return string(b), nil
-}
 
 // BuildDriverPod builds the driver pod, in Spark's order
 // (KubernetesDriverBuilder): from a copy of the pod template (or an empty
@@ -298,12 +272,12 @@ func (dc *DriverConf) objectMeta(name string) metav1.ObjectMeta {
 // as ExecutorTemplateKey), mounted at DriverConfDir; it is immutable and
 // owned by the driver pod.
 func DriverConfigMap(dc *DriverConf, conf, files map[string]string, driver *corev1.Pod) *corev1.ConfigMap {
-	text := properties("# Configuration of the driver of "+dc.AppID+", written by drover submit.", conf, nil)
+	text := properties("# Configuration of the driver of "+dc.AppID+", written by drover submit.", conf)
 	cm := &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: dc.objectMeta(dc.ConfigMapName),
 		Immutable:  ptr.To(true),
-		Data:       map[string]string{config.DefaultsFile: text},
+		Data:       map[string]string{DefaultsFile: text},
 	}
 	maps.Copy(cm.Data, files)
 	if driver != nil {

@@ -1,4 +1,4 @@
-package podspec
+package podspec_test
 
 import (
 	"path/filepath"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-project/drover/internal/k8s/k8sconf"
+	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,18 +63,18 @@ func TestDriverGolden(t *testing.T) {
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			dc, err := NewDriverConf(newConf(t, tc.pairs...), testAppID, []string{"/app/wordcount"}, tc.args)
+			dc, err := k8sconf.DriverConf(newConf(t, tc.pairs...), testAppID, []string{"/app/wordcount"}, tc.args)
 			if err != nil {
 				t.Fatalf("NewDriverConf: %v", err)
 			}
-			pod, err := BuildDriverPod(dc)
+			pod, err := podspec.BuildDriverPod(dc)
 			if err != nil {
 				t.Fatalf("BuildDriverPod: %v", err)
 			}
 			created := pod.DeepCopy()
 			created.UID = "6f1c1d9e-driver-uid"
 			conf := map[string]string{"spark.app.name": "wordcount", "spark.app.id": testAppID}
-			checkGolden(t, name, pod, DriverService(dc, created), DriverConfigMap(dc, conf, nil, created))
+			checkGolden(t, name, pod, podspec.DriverService(dc, created), podspec.DriverConfigMap(dc, conf, nil, created))
 		})
 	}
 }
@@ -105,7 +107,7 @@ func TestDriverConfErrors(t *testing.T) {
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			_, err := NewDriverConf(newConf(t, tc.pairs...), testAppID, []string{"/app/x"}, nil)
+			_, err := k8sconf.DriverConf(newConf(t, tc.pairs...), testAppID, []string{"/app/x"}, nil)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -121,26 +123,26 @@ func TestDriverConfErrors(t *testing.T) {
 func TestLocalConfFile(t *testing.T) {
 	env := map[string]string{"DROVER_VOLUME_DROVER_CONF_VOLUME_DRIVER": "/tmp/pod/volumes/conf"}
 	got := []string{
-		LocalConfFile(DriverConfFile, func(k string) string { return env[k] }),
-		LocalConfFile(DriverConfFile, func(string) string { return "" }),
-		LocalConfFile("/etc/other.conf", func(k string) string { return env[k] }),
+		podspec.LocalConfFile(podspec.DriverConfFile, func(k string) string { return env[k] }),
+		podspec.LocalConfFile(podspec.DriverConfFile, func(string) string { return "" }),
+		podspec.LocalConfFile("/etc/other.conf", func(k string) string { return env[k] }),
 	}
-	want := []string{"/tmp/pod/volumes/conf/spark-defaults.conf", DriverConfFile, "/etc/other.conf"}
+	want := []string{"/tmp/pod/volumes/conf/spark-defaults.conf", podspec.DriverConfFile, "/etc/other.conf"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Error(diff)
 	}
 }
 
 func TestDriverServiceSelectsDriverPod(t *testing.T) {
-	dc, err := NewDriverConf(newConf(t, "spark.kubernetes.container.image=img"), testAppID, []string{"/app/x"}, nil)
+	dc, err := k8sconf.DriverConf(newConf(t, "spark.kubernetes.container.image=img"), testAppID, []string{"/app/x"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := BuildDriverPod(dc)
+	pod, err := podspec.BuildDriverPod(dc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := DriverService(dc, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: "u"}})
+	svc := podspec.DriverService(dc, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, UID: "u"}})
 	for k, v := range svc.Spec.Selector {
 		if pod.Labels[k] != v {
 			t.Errorf("service selects %s=%s, the driver pod has %q", k, v, pod.Labels[k])
@@ -164,7 +166,7 @@ func TestDriverUIPort(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			dc, err := NewDriverConf(newConf(t, append(tc.pairs, "spark.kubernetes.container.image=img")...), testAppID, []string{"/app/x"}, nil)
+			dc, err := k8sconf.DriverConf(newConf(t, append(tc.pairs, "spark.kubernetes.container.image=img")...), testAppID, []string{"/app/x"}, nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("NewDriverConf: %v, want an error with %q", err, tc.wantErr)
@@ -174,12 +176,12 @@ func TestDriverUIPort(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pod, err := BuildDriverPod(dc)
+			pod, err := podspec.BuildDriverPod(dc)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var svcPorts, podPorts []string
-			for _, p := range DriverService(dc, nil).Spec.Ports {
+			for _, p := range podspec.DriverService(dc, nil).Spec.Ports {
 				svcPorts = append(svcPorts, p.Name+":"+p.TargetPort.String())
 			}
 			for _, p := range pod.Spec.Containers[0].Ports {
@@ -213,26 +215,26 @@ func TestDriverRestartPolicy(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			conf := newConf(t, append(tc.pairs, "spark.kubernetes.container.image=img", "spark.submit.deployMode=cluster")...)
-			dc, err := NewDriverConf(conf, testAppID, []string{"/app/x"}, nil)
+			dc, err := k8sconf.DriverConf(conf, testAppID, []string{"/app/x"}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pod, err := BuildDriverPod(dc)
+			pod, err := podspec.BuildDriverPod(dc)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if pod.Spec.RestartPolicy != tc.wantPolicy {
 				t.Errorf("driver pod restartPolicy %q, want %q", pod.Spec.RestartPolicy, tc.wantPolicy)
 			}
-			if got := pod.Annotations[AnnotationMaxRestarts]; got != tc.wantMax {
-				t.Errorf("%s=%q, want %q", AnnotationMaxRestarts, got, tc.wantMax)
+			if got := pod.Annotations[podspec.AnnotationMaxRestarts]; got != tc.wantMax {
+				t.Errorf("%s=%q, want %q", podspec.AnnotationMaxRestarts, got, tc.wantMax)
 			}
-			ec, err := ParseExecutorConf(conf, testAppID, []string{"/app/x"})
+			ec, err := k8sconf.ParseExecutorConf(conf, testAppID, []string{"/app/x"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ec.DriverURL = "drover://driver:7078"
-			exec, err := BuildExecutorPod(ec, 1)
+			exec, err := podspec.BuildExecutorPod(ec, 1)
 			if err != nil {
 				t.Fatal(err)
 			}

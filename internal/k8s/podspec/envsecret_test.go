@@ -1,9 +1,11 @@
-package podspec
+package podspec_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/drover-project/drover/internal/k8s/k8sconf"
+	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -50,17 +52,17 @@ func TestSensitiveEnvStaysInTheSecret(t *testing.T) {
 	}
 
 	t.Run("executors", func(t *testing.T) {
-		ec, err := NewExecutorConf(conf, testAppID, driverPod("spark"), testDriverURL, []string{"/app"})
+		ec, err := k8sconf.ExecutorConf(conf, testAppID, driverPod("spark"), testDriverURL, []string{"/app"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		pod, err := BuildExecutorPod(ec, 1)
+		pod, err := podspec.BuildExecutorPod(ec, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		noCanary("the executor pod", pod)
-		noCanary("the executor ConfigMap", ExecutorConfigMap(ec, conf.Explicit()))
-		secret := AuthSecretName(testAppID)
+		noCanary("the executor ConfigMap", podspec.ExecutorConfigMap(ec, k8sconf.ExecutorConfig(conf.Explicit())))
+		secret := podspec.AuthSecretName(testAppID)
 		want := []corev1.EnvVar{
 			{Name: "AWS_REGION", Value: "eu-west-1"},
 			{Name: "DB_PASSWORD", ValueFrom: fromSecret(secret, "env.DB_PASSWORD")},
@@ -70,7 +72,7 @@ func TestSensitiveEnvStaysInTheSecret(t *testing.T) {
 			t.Errorf("the executor's variables (-want,+got):\n%s", diff)
 		}
 		// Authentication off: the Secret exists all the same.
-		sec := ExecutorAuthSecret(ec)
+		sec := podspec.ExecutorAuthSecret(ec)
 		if sec == nil {
 			t.Fatal("no executor Secret for the sensitive variables")
 		}
@@ -83,15 +85,15 @@ func TestSensitiveEnvStaysInTheSecret(t *testing.T) {
 	})
 
 	t.Run("driver", func(t *testing.T) {
-		dc, err := NewDriverConf(conf, testAppID, []string{"/app"}, nil)
+		dc, err := k8sconf.DriverConf(conf, testAppID, []string{"/app"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := BuildDriverPod(dc); err == nil || !strings.Contains(err.Error(), "no Secret") {
+		if _, err := podspec.BuildDriverPod(dc); err == nil || !strings.Contains(err.Error(), "no Secret") {
 			t.Errorf("a driver pod with sensitive variables and no Secret: %v", err)
 		}
-		dc.SecretName = DriverSecretName(testAppID)
-		pod, err := BuildDriverPod(dc)
+		dc.SecretName = podspec.DriverSecretName(testAppID)
+		pod, err := podspec.BuildDriverPod(dc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +105,7 @@ func TestSensitiveEnvStaysInTheSecret(t *testing.T) {
 		if diff := cmp.Diff(want, userVars(pod.Spec.Containers[0], "AWS_REGION", "AWS_SECRET_ACCESS_KEY")); diff != "" {
 			t.Errorf("the driver's variables (-want,+got):\n%s", diff)
 		}
-		got := stringData(DriverSecret(dc, nil, nil, pod))
+		got := stringData(podspec.DriverSecret(dc, nil, nil, pod))
 		if got["env.AWS_SECRET_ACCESS_KEY"] != driverCanary {
 			t.Errorf("the driver's Secret lacks the variable: %v", got)
 		}
@@ -115,8 +117,8 @@ func TestSensitiveEnvStaysInTheSecret(t *testing.T) {
 func TestSensitiveEnvNames(t *testing.T) {
 	for _, key := range []string{"spark.executorEnv.DB:PASSWORD", "spark.kubernetes.driverEnv.DB:PASSWORD"} {
 		conf := newConf(t, "spark.kubernetes.container.image=img", key+"=x")
-		_, execErr := NewExecutorConf(conf, testAppID, nil, testDriverURL, []string{"/app"})
-		_, drvErr := NewDriverConf(conf, testAppID, []string{"/app"}, nil)
+		_, execErr := k8sconf.ExecutorConf(conf, testAppID, nil, testDriverURL, []string{"/app"})
+		_, drvErr := k8sconf.DriverConf(conf, testAppID, []string{"/app"}, nil)
 		err := execErr
 		if strings.Contains(key, "driverEnv") {
 			err = drvErr

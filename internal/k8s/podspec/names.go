@@ -102,10 +102,10 @@ func appIDPart(appID string) string {
 	return "app"
 }
 
-// defaultPodNamePrefix derives the executor pod name prefix from the
+// DefaultPodNamePrefix derives the executor pod name prefix from the
 // application name and id: "<name>-<8 characters of the id>", short
 // enough for the pod names to be valid host names.
-func defaultPodNamePrefix(appName, appID string) string {
+func DefaultPodNamePrefix(appName, appID string) string {
 	idPart := appIDPart(appID)
 	if len(idPart) > appIDPartLength {
 		idPart = idPart[:appIDPartLength]
@@ -115,6 +115,18 @@ func defaultPodNamePrefix(appName, appID string) string {
 		name = "drover"
 	}
 	return name + "-" + idPart
+}
+
+// DriverNames are the names of an application's driver pod, its headless
+// Service and its ConfigMap.
+func DriverNames(appName, appID string) (pod, service, configMap string) {
+	prefix := DefaultPodNamePrefix(appName, appID)
+	pod = prefix + "-driver"
+	service = prefix + "-driver-svc"
+	if len(service) > maxLabelLength {
+		service = "drover-" + appIDPart(appID) + "-driver-svc"
+	}
+	return pod, service, "drover-drv-" + appIDPart(appID) + "-conf-map"
 }
 
 // appNameLabel is the value of the spark-app-name label.
@@ -158,9 +170,9 @@ func claimName(podName string, i int) string {
 	return podName + "-pvc-" + strconv.Itoa(i)
 }
 
-// substitute replaces Spark's {{APP_ID}} and {{EXECUTOR_ID}} in a label or
+// Substitute replaces Spark's {{APP_ID}} and {{EXECUTOR_ID}} in a label or
 // annotation value.
-func substitute(v, appID string, id executorid.ID) string {
+func Substitute(v, appID string, id executorid.ID) string {
 	if !strings.Contains(v, "{{") {
 		return v
 	}

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
-	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
@@ -94,72 +93,6 @@ func PodGroupName(appID string) string {
 	return sanitize(appID, 253-len(suffix)) + suffix
 }
 
-// ResolveQueue is the executors' queue as NewExecutorConf resolves it
-// (see [Queue]); the error is a mistake in the queue's settings.
-func ResolveQueue(c *config.Conf, appID string) (Queue, error) {
-	p := &parser{c: c}
-	q := p.queue(appID, get(p, config.KubernetesExecutorSchedulerName), config.KubernetesExecutorLabels.Values(c))
-	return q, p.err()
-}
-
-// queueSystem is the queue system a scheduler name and queue stand for.
-func queueSystem(schedulerName, queue string) QueueSystem {
-	switch schedulerName {
-	case "volcano":
-		return QueueVolcano
-	case "yunikorn":
-		return QueueYuniKorn
-	}
-	if queue != "" {
-		return QueueKueue
-	}
-	return QueueNone
-}
-
-// queue resolves the application's queue from drover.kubernetes.queue, or
-// from Spark-style labels (labels are a role's user labels), for pods of
-// the scheduler schedulerName.
-func (p *parser) queue(appID, schedulerName string, labels map[string]string) Queue {
-	key := get(p, config.KubernetesQueue)
-	q := Queue{Name: key}
-	// Spark's way of naming the queue: a label on the pods.
-	labelKey := snapshot.LabelKueueQueue
-	if schedulerName == "yunikorn" {
-		labelKey = LabelYuniKornQueue
-	}
-	if l := labels[labelKey]; l != "" {
-		if key != "" && l != key {
-			p.fail("%s=%s and the pod label %s=%s name different queues; set one of them",
-				config.KubernetesQueue.Key(), key, labelKey, l)
-		}
-		q.Name = l
-	}
-	q.System = queueSystem(schedulerName, q.Name)
-	switch q.System {
-	case QueueKueue:
-		for _, k := range []string{LabelKueuePodGroup} {
-			if _, ok := labels[k]; ok {
-				p.fail("the pod label %s is set by drover (drover.kubernetes.queue.gang)", k)
-			}
-		}
-	case QueueVolcano:
-		q.Group = PodGroupName(appID)
-	}
-	dynamic := get(p, config.DynamicAllocationEnabled)
-	gang := get(p, config.KubernetesQueueGang)
-	if dynamic && gang && config.KubernetesQueueGang.IsSet(p.c) && q.System != QueueNone {
-		p.fail("%s=true needs static allocation: with spark.dynamicAllocation.enabled=true the executors come and go, "+
-			"so they cannot be admitted as one group", config.KubernetesQueueGang.Key())
-	}
-	if !dynamic && gang && (q.System == QueueKueue || q.System == QueueYuniKorn) {
-		q.Gang = get(p, config.ExecutorInstances)
-	}
-	if q.System == QueueKueue && q.Gang > 0 {
-		q.Group = KueueGroupName(appID)
-	}
-	return q
-}
-
 // queueStep puts an executor pod in its queue: Kueue's queue label (and,
 // with a gang, its pod group of Gang pods), Volcano's PodGroup annotation,
 // YuniKorn's application, queue and task group. It runs after the basic
@@ -199,7 +132,7 @@ func (queueStep) Configure(pod *corev1.Pod, c *ExecutorConf, _ executorid.ID) er
 		setAnnotation(pod, AnnotationYuniKornTaskGroup, TaskGroupExecutor)
 		if given, ok := c.Annotations[AnnotationYuniKornTaskGroups]; ok {
 			return checkTaskGroups(given, map[string]corev1.ResourceList{TaskGroupExecutor: PodRequests(pod)},
-				config.KubernetesExecutorAnnotations.Prefix()+AnnotationYuniKornTaskGroups)
+				KeyExecutorAnnotations+AnnotationYuniKornTaskGroups)
 		}
 		if c.DriverPod == nil {
 			// No driver pod declares the gang (client mode): YuniKorn takes
@@ -235,7 +168,7 @@ func driverQueue(pod *corev1.Pod, dc *DriverConf) error {
 		setAnnotation(pod, AnnotationYuniKornTaskGroup, TaskGroupDriver)
 		sizes := map[string]corev1.ResourceList{TaskGroupDriver: PodRequests(pod), TaskGroupExecutor: q.ExecutorRequests}
 		if given, ok := dc.Annotations[AnnotationYuniKornTaskGroups]; ok {
-			return checkTaskGroups(given, sizes, config.KubernetesDriverAnnotations.Prefix()+AnnotationYuniKornTaskGroups)
+			return checkTaskGroups(given, sizes, KeyDriverAnnotations+AnnotationYuniKornTaskGroups)
 		}
 		if len(q.ExecutorRequests) == 0 {
 			return fmt.Errorf("the executors' size is unknown, so their YuniKorn task group cannot be declared")

@@ -1,4 +1,4 @@
-package podspec
+package podspec_test
 
 import (
 	"encoding/json"
@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/k8sconf"
+	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 )
 
@@ -50,27 +52,27 @@ func TestQueueGolden(t *testing.T) {
 			var objs []any
 			var driver *corev1.Pod
 			if !tc.client {
-				dc, err := NewDriverConf(c, testAppID, []string{"/app/wordcount"}, nil)
+				dc, err := k8sconf.DriverConf(c, testAppID, []string{"/app/wordcount"}, nil)
 				if err != nil {
 					t.Fatalf("NewDriverConf: %v", err)
 				}
-				if driver, err = BuildDriverPod(dc); err != nil {
+				if driver, err = podspec.BuildDriverPod(dc); err != nil {
 					t.Fatalf("BuildDriverPod: %v", err)
 				}
 				objs = append(objs, driver)
 				driver = driver.DeepCopy()
 				driver.UID = "6f1c1d9e-driver-uid"
 			}
-			ec, err := NewExecutorConf(c, testAppID, driver, testDriverURL, []string{"/app/wordcount"})
+			ec, err := k8sconf.ExecutorConf(c, testAppID, driver, testDriverURL, []string{"/app/wordcount"})
 			if err != nil {
 				t.Fatalf("NewExecutorConf: %v", err)
 			}
-			pod, err := BuildExecutorPod(ec, 1)
+			pod, err := podspec.BuildExecutorPod(ec, 1)
 			if err != nil {
 				t.Fatalf("BuildExecutorPod: %v", err)
 			}
 			objs = append(objs, pod)
-			pg, err := VolcanoPodGroup(c, testAppID, !tc.client)
+			pg, err := k8sconf.VolcanoPodGroup(c, testAppID, !tc.client)
 			if err != nil {
 				t.Fatalf("VolcanoPodGroup: %v", err)
 			}
@@ -91,11 +93,11 @@ func TestKueueExecutorsHaveNoController(t *testing.T) {
 		if queue != "" {
 			pairs = append(pairs, "drover.kubernetes.queue="+queue)
 		}
-		ec, err := NewExecutorConf(newConf(t, pairs...), testAppID, driverPod("default"), testDriverURL, nil)
+		ec, err := k8sconf.ExecutorConf(newConf(t, pairs...), testAppID, driverPod("default"), testDriverURL, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pod, err := BuildExecutorPod(ec, 2)
+		pod, err := podspec.BuildExecutorPod(ec, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,25 +120,25 @@ func TestYuniKornTaskGroupsMatchPods(t *testing.T) {
 	c := newConf(t, image, "spark.kubernetes.scheduler.name=yunikorn", "spark.executor.instances=5",
 		"spark.executor.memory=3g", "spark.executor.memoryOverhead=512m", "spark.kubernetes.executor.request.cores=1500m",
 		"spark.driver.memory=1g")
-	dc, err := NewDriverConf(c, testAppID, []string{"/app/x"}, nil)
+	dc, err := k8sconf.DriverConf(c, testAppID, []string{"/app/x"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	driver, err := BuildDriverPod(dc)
+	driver, err := podspec.BuildDriverPod(dc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	driver.UID = "uid"
-	ec, err := NewExecutorConf(c, testAppID, driver, testDriverURL, nil)
+	ec, err := k8sconf.ExecutorConf(c, testAppID, driver, testDriverURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := BuildExecutorPod(ec, 1)
+	exec, err := podspec.BuildExecutorPod(ec, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var groups []TaskGroup
-	if err := json.Unmarshal([]byte(driver.Annotations[AnnotationYuniKornTaskGroups]), &groups); err != nil {
+	var groups []podspec.TaskGroup
+	if err := json.Unmarshal([]byte(driver.Annotations[podspec.AnnotationYuniKornTaskGroups]), &groups); err != nil {
 		t.Fatalf("the driver's task groups: %v", err)
 	}
 	got := map[string]map[string]string{}
@@ -145,24 +147,24 @@ func TestYuniKornTaskGroupsMatchPods(t *testing.T) {
 		got[g.Name], members[g.Name] = g.MinResource, g.MinMember
 	}
 	want := map[string]map[string]string{
-		TaskGroupDriver:   {"cpu": "1", "memory": "1408Mi"},
-		TaskGroupExecutor: {"cpu": "1500m", "memory": "3584Mi"},
+		podspec.TaskGroupDriver:   {"cpu": "1", "memory": "1408Mi"},
+		podspec.TaskGroupExecutor: {"cpu": "1500m", "memory": "3584Mi"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("task groups' minResource (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]int{TaskGroupDriver: 1, TaskGroupExecutor: 5}, members); diff != "" {
+	if diff := cmp.Diff(map[string]int{podspec.TaskGroupDriver: 1, podspec.TaskGroupExecutor: 5}, members); diff != "" {
 		t.Errorf("task groups' minMember (-want +got):\n%s", diff)
 	}
 	// The same figures as the pods' own requests.
-	for name, pod := range map[string]*corev1.Pod{TaskGroupDriver: driver, TaskGroupExecutor: exec} {
-		for res, q := range PodRequests(pod) {
+	for name, pod := range map[string]*corev1.Pod{podspec.TaskGroupDriver: driver, podspec.TaskGroupExecutor: exec} {
+		for res, q := range podspec.PodRequests(pod) {
 			w := resource.MustParse(got[name][string(res)])
 			if q.Cmp(w) != 0 {
 				t.Errorf("%s pod requests %s %s, its task group reserves %s", name, res, q.String(), w.String())
 			}
 		}
-		if pod.Annotations[AnnotationYuniKornTaskGroup] != name || pod.Annotations[AnnotationYuniKornAppID] != testAppID {
+		if pod.Annotations[podspec.AnnotationYuniKornTaskGroup] != name || pod.Annotations[podspec.AnnotationYuniKornAppID] != testAppID {
 			t.Errorf("%s pod annotations %v", name, pod.Annotations)
 		}
 	}
@@ -243,34 +245,34 @@ func TestQueueErrors(t *testing.T) {
 func buildAll(c *config.Conf, client bool) error {
 	var driver *corev1.Pod
 	if !client {
-		dc, err := NewDriverConf(c, testAppID, []string{"/app/x"}, nil)
+		dc, err := k8sconf.DriverConf(c, testAppID, []string{"/app/x"}, nil)
 		if err != nil {
 			return err
 		}
-		if driver, err = BuildDriverPod(dc); err != nil {
+		if driver, err = podspec.BuildDriverPod(dc); err != nil {
 			return err
 		}
 		driver.UID = "uid"
 	}
-	ec, err := NewExecutorConf(c, testAppID, driver, testDriverURL, nil)
+	ec, err := k8sconf.ExecutorConf(c, testAppID, driver, testDriverURL, nil)
 	if err != nil {
 		return err
 	}
-	if _, err := BuildExecutorPod(ec, 1); err != nil {
+	if _, err := podspec.BuildExecutorPod(ec, 1); err != nil {
 		return err
 	}
-	_, err = VolcanoPodGroup(c, testAppID, !client)
+	_, err = k8sconf.VolcanoPodGroup(c, testAppID, !client)
 	return err
 }
 
 // The pods carry what the snapshot reads back: a Kueue-gated executor
 // names its queue.
 func TestKueueExecutorGateNamesQueue(t *testing.T) {
-	ec, err := NewExecutorConf(newConf(t, image, "drover.kubernetes.queue=team-a"), testAppID, nil, testDriverURL, nil)
+	ec, err := k8sconf.ExecutorConf(newConf(t, image, "drover.kubernetes.queue=team-a"), testAppID, nil, testDriverURL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := BuildExecutorPod(ec, 1)
+	pod, err := podspec.BuildExecutorPod(ec, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) e
 	labels := cloneMap(pod.Labels)
 	labels[snapshot.LabelAppName] = appNameLabel(c.AppName)
 	for k, v := range c.Labels {
-		labels[k] = substitute(v, c.AppID, id)
+		labels[k] = Substitute(v, c.AppID, id)
 	}
 	labels[snapshot.LabelAppID] = c.AppID
 	labels[snapshot.LabelRole] = snapshot.RoleExecutor
@@ -90,7 +90,7 @@ func (basicStep) Configure(pod *corev1.Pod, c *ExecutorConf, id executorid.ID) e
 	if len(c.Annotations) > 0 {
 		ann := cloneMap(pod.Annotations)
 		for k, v := range c.Annotations {
-			ann[k] = substitute(v, c.AppID, id)
+			ann[k] = Substitute(v, c.AppID, id)
 		}
 		pod.Annotations = ann
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/k8sconf"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/k8s/submit"
@@ -243,7 +244,7 @@ func newConfinedApp(t *testing.T, ns, name string) *confinedApp {
 	} {
 		conf.Set(k, v)
 	}
-	dc, err := podspec.NewDriverConf(conf, app.id, []string{"/bin/false"}, nil)
+	dc, err := k8sconf.DriverConf(conf, app.id, []string{"/bin/false"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func newConfinedApp(t *testing.T, ns, name string) *confinedApp {
 		t.Fatalf("the token's user %+v is not bound to pod %s", who.Status.UserInfo, app.driver.Name)
 	}
 
-	if app.exec, err = podspec.NewExecutorConf(conf, app.id, app.driver, "drover://"+app.driver.Name+"-svc:7078", []string{"/bin/false"}); err != nil {
+	if app.exec, err = k8sconf.ExecutorConf(conf, app.id, app.driver, "drover://"+app.driver.Name+"-svc:7078", []string{"/bin/false"}); err != nil {
 		t.Fatal(err)
 	}
 	app.exec.Credentials = podspec.Credentials{Secret: "not-a-real-secret"}

@@ -51,7 +51,7 @@ type Plan struct {
 	// driver's Secret when there are any.
 	DriverSecrets map[string]string
 	// DriverSecretFiles are the credential files read here
-	// (podspec.DriverCredentialFiles), shipped in the same Secret.
+	// (k8sconf.DriverCredentialFiles), shipped in the same Secret.
 	DriverSecretFiles map[string][]byte
 	// PodGroup is the application's Volcano PodGroup (nil unless
 	// spark.kubernetes.scheduler.name=volcano), created before the driver
@@ -122,7 +122,7 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 	// The driver's settings and those of the executor pods it will create,
 	// checked here with the functions the driver uses: every problem in one
 	// error, before any object exists.
-	dc, err := podspec.NewDriverConf(conf, appID, []string{bin}, args)
+	dc, err := k8sconf.DriverConf(conf, appID, []string{bin}, args)
 	var pod *corev1.Pod
 	var props, secrets map[string]string
 	var secretFiles map[string][]byte
@@ -140,13 +140,13 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 		return nil, err
 	}
 	// Checked by CheckConf above.
-	pg, err := podspec.VolcanoPodGroup(conf, appID, true)
+	pg, err := k8sconf.VolcanoPodGroup(conf, appID, true)
 	if err != nil {
 		return nil, err
 	}
 	files := map[string]string{}
 	if f := config.KubernetesExecutorPodTemplateFile.Get(conf); f != "" {
-		text, err := podspec.ReadExecutorTemplate(f)
+		text, err := k8sconf.ReadExecutorTemplate(f)
 		if err != nil {
 			return nil, fmt.Errorf("%s=%s: %w", config.KubernetesExecutorPodTemplateFile.Key(), f, err)
 		}
@@ -163,8 +163,8 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 func credentialFiles(conf *config.Conf, props map[string]string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(podspec.DriverCredentialFiles)) {
-		e := podspec.DriverCredentialFiles[name]
+	for _, name := range slices.Sorted(maps.Keys(k8sconf.DriverCredentialFiles)) {
+		e := k8sconf.DriverCredentialFiles[name]
 		f := e.Get(conf)
 		if f == "" {
 			continue

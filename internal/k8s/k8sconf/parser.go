@@ -1,4 +1,4 @@
-package podspec
+package k8sconf
 
 import (
 	"errors"
@@ -16,9 +16,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/podspec"
 )
 
-// parser collects the problems found while resolving an ExecutorConf.
+// parser collects the problems found while resolving a podspec.ExecutorConf,
+// DriverConf, Queue or VolcanoGroup from the configuration.
 type parser struct {
 	c    *config.Conf
 	errs []error
@@ -131,7 +133,9 @@ func loadTemplate(file, role string) (*corev1.Pod, error) {
 func (p *parser) containerImage(key *config.Entry[string], role string, template *corev1.Pod, containerName string) (image, policy string, secrets []string) {
 	var tc *corev1.Container
 	if template != nil {
-		tc = findContainer(template, containerName)
+		if i := slices.IndexFunc(template.Spec.Containers, func(c corev1.Container) bool { return c.Name == containerName }); i >= 0 {
+			tc = &template.Spec.Containers[i]
+		}
 	}
 	image = get(p, key)
 	if image == "" && tc != nil {
@@ -227,7 +231,7 @@ func Overhead(memory, overhead int64, overheadSet bool, factor float64, minimum 
 }
 
 // volumes parses and checks the user's volumes of the family fam.
-func (p *parser) volumes(fam *config.PrefixEntry) []Volume {
+func (p *parser) volumes(fam *config.PrefixEntry) []podspec.Volume {
 	vols, err := parseVolumes(fam.Prefix(), fam.Values(p.c))
 	p.add(err)
 	p.checkHostVolumes(fam.Prefix(), vols)
@@ -235,10 +239,10 @@ func (p *parser) volumes(fam *config.PrefixEntry) []Volume {
 }
 
 // localDirs resolves the local directories (spark.local.dir, else
-// DefaultLocalDir), each an absolute path, and whether they are in memory.
+// podspec.DefaultLocalDir), each an absolute path, and whether they are in memory.
 func (p *parser) localDirs() (dirs []string, tmpfs bool) {
 	tmpfs = get(p, config.KubernetesLocalDirsTmpfs)
-	dirs = []string{DefaultLocalDir}
+	dirs = []string{podspec.DefaultLocalDir}
 	if config.LocalDir.IsSet(p.c) {
 		dirs = config.LocalDirs(p.c)
 		for _, d := range dirs {
@@ -252,7 +256,7 @@ func (p *parser) localDirs() (dirs []string, tmpfs bool) {
 
 // secretsOf resolves a role's secret mounts (the family mountsFam) and
 // secret environment variables (refsFam).
-func (p *parser) secretsOf(mountsFam, refsFam *config.PrefixEntry) (secrets []SecretMount, secretEnv []SecretEnv) {
+func (p *parser) secretsOf(mountsFam, refsFam *config.PrefixEntry) (secrets []podspec.SecretMount, secretEnv []podspec.SecretEnv) {
 	mounts := mountsFam.Values(p.c)
 	for _, name := range slices.Sorted(maps.Keys(mounts)) {
 		key, dir := mountsFam.Prefix()+name, mounts[name]
@@ -262,7 +266,7 @@ func (p *parser) secretsOf(mountsFam, refsFam *config.PrefixEntry) (secrets []Se
 		if !path.IsAbs(dir) {
 			p.fail("%s=%s: expected the absolute path to mount the secret at", key, dir)
 		}
-		secrets = append(secrets, SecretMount{Name: name, Path: dir})
+		secrets = append(secrets, podspec.SecretMount{Name: name, Path: dir})
 	}
 	refs := refsFam.Values(p.c)
 	for _, env := range slices.Sorted(maps.Keys(refs)) {
@@ -280,18 +284,14 @@ func (p *parser) secretsOf(mountsFam, refsFam *config.PrefixEntry) (secrets []Se
 		if msgs := validation.IsConfigMapKey(item); len(msgs) > 0 {
 			p.fail("%s=%s: invalid secret key %q: %s", key, ref, item, strings.Join(msgs, "; "))
 		}
-		secretEnv = append(secretEnv, SecretEnv{Env: env, Secret: secret, Key: item})
+		secretEnv = append(secretEnv, podspec.SecretEnv{Env: env, Secret: secret, Key: item})
 	}
 	return secrets, secretEnv
 }
 
-// EnvSecretPrefix prefixes, in the application's Secrets, the keys of the
-// environment values kept out of pod specs (see [ExecutorConf.SensitiveEnv]).
-const EnvSecretPrefix = "env."
-
 // env resolves a role's environment (the family fam): plain values, and
 // the sensitive ones, whose key or value spark.redaction.regex (or a secret
-// entry) marks. Those go into a Secret under EnvSecretPrefix+name, read by
+// entry) marks. Those go into a Secret under podspec.EnvSecretPrefix+name, read by
 // secretKeyRef: a literal value in a pod spec is shown to whoever may get
 // pods.
 func (p *parser) env(fam *config.PrefixEntry) (plain, sensitive map[string]string) {
@@ -304,28 +304,15 @@ func (p *parser) env(fam *config.PrefixEntry) (plain, sensitive map[string]strin
 			plain[k] = v
 			continue
 		}
-		if msgs := validation.IsConfigMapKey(EnvSecretPrefix + k); len(msgs) > 0 {
+		if msgs := validation.IsConfigMapKey(podspec.EnvSecretPrefix + k); len(msgs) > 0 {
 			p.fail("%s: spark.redaction.regex marks its value, which drover keeps in a Secret under %s%s, "+
 				"an invalid Secret key: %s; name the variable with letters, digits, '-', '_' and '.'",
-				key, EnvSecretPrefix, k, strings.Join(msgs, "; "))
+				key, podspec.EnvSecretPrefix, k, strings.Join(msgs, "; "))
 			continue
 		}
 		sensitive[k] = v
 	}
 	return plain, sensitive
-}
-
-// userEnv is the variables of plain and sensitive, by name; the sensitive
-// ones are read from key EnvSecretPrefix+name of the Secret secret.
-func userEnv(plain, sensitive map[string]string, secret string) []corev1.EnvVar {
-	out := sortedEnv(plain)
-	for _, k := range slices.Sorted(maps.Keys(sensitive)) {
-		out = append(out, corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: EnvSecretPrefix + k,
-		}}})
-	}
-	slices.SortStableFunc(out, func(a, b corev1.EnvVar) int { return strings.Compare(a.Name, b.Name) })
-	return out
 }
 
 func checkEnvName(p *parser, key, name string) {
