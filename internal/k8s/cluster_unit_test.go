@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -57,7 +58,8 @@ func TestClusterWithInjectedClient(t *testing.T) {
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			before := goleak.IgnoreCurrent()
+			defer goleak.VerifyNone(t, before)
 			cs := fake.NewClientset(tc.existing...)
 			// The API server gives a new pod the Pending phase; the fake does not.
 			cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -67,14 +69,13 @@ func TestClusterWithInjectedClient(t *testing.T) {
 				return false, nil, nil
 			})
 			c := startFakeCluster(t, cs, fmt.Sprintf("spark.executor.instances=%d", tc.executors))
-			deadline := time.Now().Add(10 * time.Second)
-			for creates(cs) < tc.wantCreates && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
+			eventually(t, fmt.Sprintf("%d executor pod creates", tc.wantCreates), func() bool { return creates(cs) >= tc.wantCreates })
 			// The pods stay Pending (no node runs them): further rounds must not
-			// add any. Real time: in a synctest bubble this test hung (the
-			// pod source's reflector and the snapshot loop never ended after
-			// Stop); to revisit with the cluster manager's Deps.
+			// add any. Real time: the coarse backend listens on a real TCP
+			// socket, whose accept goroutine is never durably blocked, so a
+			// synctest bubble's clock never advances (the bubble hung in
+			// synctest.Wait, not on a leak: Stop ends the pod source and the
+			// snapshot loop, as goleak checks below).
 			time.Sleep(300 * time.Millisecond)
 			if n := creates(cs); n != tc.wantCreates {
 				t.Errorf("%d executor pod creates, want exactly %d", n, tc.wantCreates)
@@ -85,7 +86,9 @@ func TestClusterWithInjectedClient(t *testing.T) {
 				t.Fatal(err)
 			}
 			after := len(cs.Actions())
-			time.Sleep(200 * time.Millisecond) // real time, as above: no call after Stop
+			// No call after Stop returned: once every goroutine the cluster
+			// started has ended, none can come.
+			goleak.VerifyNone(t, before)
 			if n := len(cs.Actions()); n != after {
 				t.Errorf("%d API calls after Stop returned", n-after)
 			}
@@ -125,6 +128,17 @@ func TestClusterWithInjectedClient(t *testing.T) {
 	}
 }
 
+// eventually polls cond until it holds, for at most 10 s: the cluster's
+// loops and the fake clientset's watches run on their own goroutines.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("not %s within 10s", what)
+	}
+}
+
 // creates counts the executor pod creates sent to cs.
 func creates(cs *fake.Clientset) int {
 	n := 0
@@ -150,10 +164,7 @@ func TestAdmit(t *testing.T) {
 		defer cancel()
 		_ = c.Stop(ctx)
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for creates(cs) < 4 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, "4 executor pod creates", func() bool { return creates(cs) >= 4 })
 	pod := func(n int) string { return podName(c, n) }
 	setIP := func(n int, ip string) { t.Helper(); setPodIP(t, cs, c, n, ip) }
 	setIP(1, "10.0.0.1")
@@ -243,10 +254,7 @@ func TestAdmitWithoutPeerCheck(t *testing.T) {
 	if want := "drover.kubernetes.executor.checkPeerAddress=false: executors' registrations are not checked against their pods' IPs"; !strings.Contains(log.String(), want) {
 		t.Errorf("no warning at start; the log:\n%s", log.String())
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for creates(cs) < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually(t, "2 executor pod creates", func() bool { return creates(cs) >= 2 })
 	setPodIP(t, cs, c, 1, "10.0.0.1")
 	setPodIP(t, cs, c, 2, "10.0.0.2")
 	deletePod(t, cs, c, 2)

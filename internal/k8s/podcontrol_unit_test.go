@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"testing"
@@ -55,10 +56,7 @@ func TestPodsGoThroughPodControl(t *testing.T) {
 			if err := c.Start(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(10 * time.Second)
-			for created(pc) < tc.executors && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
+			eventually(t, fmt.Sprintf("%d executor pods created", tc.executors), func() bool { return created(pc) >= tc.executors })
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := c.Stop(ctx); err != nil {
