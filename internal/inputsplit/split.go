@@ -125,7 +125,7 @@ func Files(ctx context.Context, path string, store *objstore.Store) ([]dataflow.
 		if err != nil {
 			return nil, err
 		}
-		files[i] = dataflow.FileSplit{Path: p, FileSize: fi.Size()}
+		files[i] = dataflow.FileSplit{Path: p, FileSize: fi.Size(), ModTime: fi.ModTime().UnixNano()}
 	}
 	return files, nil
 }

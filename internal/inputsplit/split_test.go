@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -81,5 +82,26 @@ func TestLines(t *testing.T) {
 				t.Errorf("splits (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestLocalFilesCarryTheirModTime: a local file's splits name its
+// modification time, so that rewriting the input changes its lineage.
+func TestLocalFilesCarryTheirModTime(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(f, []byte("one line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	when := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(f, when, when); err != nil {
+		t.Fatal(err)
+	}
+	splits, err := Lines(context.Background(), dir, Options{MaxPartitionBytes: 1 << 20, Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(splits) != 1 || splits[0].ModTime != when.UnixNano() {
+		t.Errorf("splits %+v, want one with ModTime %d", splits, when.UnixNano())
 	}
 }
