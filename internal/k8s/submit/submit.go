@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -130,6 +132,9 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 		props, secrets = driverProperties(conf, dc)
 		secretFiles, err = credentialFiles(conf, props)
 	}
+	if err == nil && dc.RestartPolicy == corev1.RestartPolicyOnFailure {
+		err = restartCredentials(conf, appID, m, secrets, secretFiles)
+	}
 	if err == nil {
 		if len(secrets)+len(secretFiles)+len(dc.SensitiveEnv) > 0 {
 			dc.SecretName = podspec.DriverSecretName(appID)
@@ -155,6 +160,24 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 	}
 	return &Plan{AppID: appID, Namespace: dc.Namespace, Master: m, Driver: dc, Pod: pod, DriverProperties: props,
 		DriverFiles: files, DriverSecrets: secrets, DriverSecretFiles: secretFiles, PodGroup: pg}, nil
+}
+
+// restartCredentials makes the credentials of a driver that may restart
+// in its pod, once, into its Secret: every attempt then proves itself with
+// the same, so the executors an attempt started are known to the next. A
+// shared secret joins the sensitive settings, certificates the files
+// (k8sconf.ReadCredentials); the certificate authority's key is dropped
+// here, before anything is created.
+func restartCredentials(conf *config.Conf, appID string, m master.URL, secrets map[string]string, files map[string][]byte) error {
+	c, err := master.NewCredentials(appID, conf, m, time.Now(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	if c.Secret != "" {
+		secrets[config.AuthenticateSecret.Key()] = c.Secret
+	}
+	maps.Copy(files, k8sconf.CredentialFiles(c))
+	return nil
 }
 
 // credentialFiles reads the driver's credential files named in conf on
