@@ -217,11 +217,20 @@ func TestWatchOutageIsReportedAndRecovers(t *testing.T) {
 	down := false
 	var watches []watch.Interface
 	refused := errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+	// refusals has a value per refused call.
+	refusals := make(chan struct{}, 1000)
+	refuse := func() {
+		select {
+		case refusals <- struct{}{}:
+		default:
+		}
+	}
 	h := startWith(t, Options{Backoff: &b}, func(cs *fake.Clientset) {
 		cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if down {
+				refuse()
 				return true, nil, refused
 			}
 			return false, nil, nil
@@ -230,6 +239,7 @@ func TestWatchOutageIsReportedAndRecovers(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			if down {
+				refuse()
 				return true, nil, refused
 			}
 			w, err := cs.Tracker().Watch(a.GetResource(), a.GetNamespace())
@@ -244,17 +254,19 @@ func TestWatchOutageIsReportedAndRecovers(t *testing.T) {
 		w.Stop()
 	}
 	mu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
-	for !h.src.Health().Broken {
-		if time.Now().After(deadline) {
-			t.Fatal("the outage was never noticed")
-		}
-		time.Sleep(5 * time.Millisecond) // real time: client-go's reflector retries on its own goroutines
+	// client-go's reflector retries on its own goroutines: poll.
+	if err := wait.PollUntilContextTimeout(t.Context(), 5*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return h.src.Health().Broken, nil }); err != nil {
+		t.Fatal("the outage was never noticed")
 	}
-	// Real time: many failed attempts. In a synctest bubble the reflector
-	// did not take in the pod created after the outage within 10 s of the
-	// bubble's clock (cause not yet found), so this test stays on real time.
-	time.Sleep(100 * time.Millisecond)
+	// Many failed attempts, all one outage.
+	for range 6 {
+		select {
+		case <-refusals:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the source stopped retrying during the outage")
+		}
+	}
 	mu.Lock()
 	down = false
 	mu.Unlock()
