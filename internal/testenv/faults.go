@@ -118,3 +118,14 @@ func (e *Env) PodCreates(agentPrefix string) ([]PodCreate, error) {
 	}
 	return out, nil
 }
+
+// SignalContainer sends sig to container of pod namespace/name running on
+// the process nodes ("" is the pod's first container): SIGKILL crashes it
+// (exit code 137; its restart policy decides what follows), SIGSTOP freezes
+// it and SIGCONT thaws it. See procnode.Agent.Signal.
+func (e *Env) SignalContainer(namespace, pod, container string, sig syscall.Signal) error {
+	if e.ProcessNode == nil {
+		return fmt.Errorf("signalling %s/%s: the environment has no process nodes (Options.ProcessNodes)", namespace, pod)
+	}
+	return e.ProcessNode.Signal(namespace, pod, container, sig)
+}

@@ -262,6 +262,7 @@ func (a *Agent) onPod(obj any) {
 		return
 	}
 	w.setLatest(pod)
+	w.notify()
 	if pod.DeletionTimestamp != nil {
 		w.requestStop()
 	}

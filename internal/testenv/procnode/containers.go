@@ -168,8 +168,13 @@ func restarts(policy corev1.RestartPolicy, code int32) bool {
 
 // runContainers runs ctrs until every one has ended for good, restarting
 // them as the pod's restart policy says after the kubelet's crash-loop
-// back-off; a deletion signals them and ends the wait once they have exited.
+// back-off; a deletion, or the pod's active deadline passing, signals them
+// (SIGTERM, then SIGKILL after the grace period), restarts none, and ends
+// the wait once they have exited.
 func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podState, ctrs []*ctrState, envs map[string][]string) outcome {
+	if w.dl.passed() {
+		return expired // start nothing
+	}
 	policy := pod.Spec.RestartPolicy
 	if policy == corev1.RestartPolicyAlways && len(st.initCtrs) > 0 && !st.initDone {
 		policy = corev1.RestartPolicyOnFailure // init containers never restart after success
@@ -191,7 +196,9 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 			}
 		}
 	}()
-	var deleting bool
+	// stopping: no container starts again, because the pod is being
+	// deleted (deleting) or passed its active deadline (pastDeadline).
+	var deleting, stopping, pastDeadline bool
 
 	start := func(i int) {
 		p := w.launch(pod, ctrs[i], envs[ctrs[i].spec.Name])
@@ -204,7 +211,7 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 			return
 		}
 		procs[i] = p
-		w.setActive(ctrs[i].spec.Name, true)
+		w.setProcess(ctrs[i].spec.Name, p)
 		go func() {
 			<-p.done
 			exits <- i
@@ -228,7 +235,7 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 	}
 	ended := func(i int) {
 		term := ctrs[i].state.Terminated
-		if !deleting && term != nil && restarts(policy, term.ExitCode) {
+		if !stopping && term != nil && restarts(policy, term.ExitCode) {
 			restart(i)
 		}
 	}
@@ -240,8 +247,11 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 	}
 	w.post(ctx, st)
 
-	stop := w.stop
-	var kill <-chan time.Time
+	stop, deadline := w.stop, w.dl.C
+	var (
+		kill   <-chan time.Time
+		killAt time.Time
+	)
 	killAll := func() {
 		for _, p := range procs {
 			if p != nil {
@@ -249,16 +259,35 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 			}
 		}
 	}
+	// terminate asks every container to stop, as a kubelet kills a pod:
+	// SIGTERM, and SIGKILL once the grace period is over (the earlier end
+	// of the two when a deletion follows the deadline).
+	terminate := func() {
+		stopping = true
+		grace := w.grace()
+		w.log.Debug("stopping pod", "grace", grace, "deleting", deleting, "pastDeadline", pastDeadline)
+		for _, p := range procs {
+			if p != nil {
+				p.signal(syscall.SIGTERM)
+			}
+		}
+		if at := clk.Now().Add(grace); kill == nil || at.Before(killAt) {
+			kill, killAt = clk.After(grace), at
+		}
+	}
 	for {
 		live := 0
 		for i, p := range procs {
-			if p != nil || waiting[i] && !deleting {
+			if p != nil || waiting[i] && !stopping {
 				live++
 			}
 		}
 		if live == 0 {
-			if deleting {
+			switch {
+			case deleting:
 				return stopped
+			case pastDeadline:
+				return expired
 			}
 			return finished
 		}
@@ -267,7 +296,7 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 			p := procs[i]
 			procs[i] = nil
 			ctrs[i].setExited(p)
-			w.setActive(ctrs[i].spec.Name, false)
+			w.setProcess(ctrs[i].spec.Name, nil)
 			w.log.Debug("container exited", "container", ctrs[i].spec.Name, "code", p.exit.code)
 			ended(i)
 			if procs[i] != nil || waiting[i] || live > 1 {
@@ -281,21 +310,24 @@ func (w *podWorker) runContainers(ctx context.Context, pod *corev1.Pod, st *podS
 			}
 		case i := <-retry:
 			waiting[i] = false
-			if deleting {
+			if stopping {
 				continue
 			}
 			restart(i)
 			w.post(ctx, st)
+		case <-w.updated:
+			w.dl.arm(w.latest())
+		case <-deadline:
+			if !w.dl.passed() {
+				continue // a deadline since moved
+			}
+			deadline, pastDeadline = nil, true
+			if !stopping {
+				terminate()
+			}
 		case <-stop:
 			stop, deleting = nil, true
-			grace := w.grace()
-			w.log.Debug("stopping pod", "grace", grace)
-			for _, p := range procs {
-				if p != nil {
-					p.signal(syscall.SIGTERM)
-				}
-			}
-			kill = clk.After(grace)
+			terminate()
 		case <-kill:
 			killAll()
 		case <-w.gone:

@@ -21,8 +21,12 @@
 // path itself is not honoured: processes share this machine's filesystem);
 // restart policies Never, OnFailure and Always with the kubelet's restart
 // count, last termination state and CrashLoopBackOff (10s doubling to 300s,
-// shortened only by Config.InitialBackoff and MaxBackoff in tests); init
-// containers, run in order before the app containers; container logs through
+// shortened only by Config.InitialBackoff and MaxBackoff in tests);
+// spec.activeDeadlineSeconds, also when set or lowered on a running pod
+// (its containers are killed as on deletion, none restarts, and the pod
+// fails with reason DeadlineExceeded); init containers, run in order before
+// the app containers; Agent.Signal, for tests that crash (SIGKILL) or
+// freeze (SIGSTOP, SIGCONT) a running container; container logs through
 // Logs and through the kubelet API (kubectl logs) when the API server is given
 // a client certificate the agent trusts. Not supported: probes (containers are
 // ready once started), resource limits, exec/attach/port-forward, images

@@ -75,18 +75,27 @@ func (w *podWorker) pullImages(ctx context.Context, st *podState) outcome {
 }
 
 // sleep waits for d; it returns finished after d, stopped when the pod is
-// being deleted, abandoned when it is gone or the agent stops.
+// being deleted, expired when it passed its active deadline, abandoned when
+// it is gone or the agent stops.
 func (w *podWorker) sleep(ctx context.Context, d time.Duration) outcome {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-t.C:
-		return finished
-	case <-w.stop:
-		return stopped
-	case <-w.gone:
-		return abandoned
-	case <-ctx.Done():
-		return abandoned
+	for {
+		select {
+		case <-t.C:
+			return finished
+		case <-w.updated:
+			w.dl.arm(w.latest())
+		case <-w.dl.C:
+			if w.dl.passed() {
+				return expired
+			}
+		case <-w.stop:
+			return stopped
+		case <-w.gone:
+			return abandoned
+		case <-ctx.Done():
+			return abandoned
+		}
 	}
 }

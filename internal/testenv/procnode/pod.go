@@ -31,12 +31,19 @@ type podWorker struct {
 	log *slog.Logger
 	dir string // the pod's directory: logs/, volumes/ and the working directory
 
-	mu     sync.Mutex
-	pod    *corev1.Pod     // newest object seen
-	active map[string]bool // containers whose process is running
+	mu    sync.Mutex
+	pod   *corev1.Pod         // newest object seen
+	procs map[string]*process // containers' running processes
 	// runs holds, per container, where each run's output starts in its log:
 	// the kubelet API serves the current run, or the one before.
 	runs map[string][]int64
+
+	// updated receives when the agent saw a new version of the pod: its
+	// active deadline may have changed.
+	updated chan struct{}
+	// dl is the pod's active deadline, counted from its start; only run's
+	// goroutine uses it.
+	dl *deadline
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed when the pod is being deleted
@@ -47,16 +54,17 @@ type podWorker struct {
 
 func newPodWorker(a *Agent, pod *corev1.Pod) *podWorker {
 	return &podWorker{
-		a:      a,
-		uid:    pod.UID,
-		log:    a.log.With("pod", pod.Namespace+"/"+pod.Name),
-		dir:    filepath.Join(a.cfg.Dir, "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID)),
-		pod:    pod,
-		active: map[string]bool{},
-		runs:   map[string][]int64{},
-		stop:   make(chan struct{}),
-		gone:   make(chan struct{}),
-		done:   make(chan struct{}),
+		a:       a,
+		uid:     pod.UID,
+		log:     a.log.With("pod", pod.Namespace+"/"+pod.Name),
+		dir:     filepath.Join(a.cfg.Dir, "pods", pod.Namespace+"_"+pod.Name+"_"+string(pod.UID)),
+		pod:     pod,
+		procs:   map[string]*process{},
+		runs:    map[string][]int64{},
+		updated: make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		gone:    make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 }
 
@@ -72,6 +80,14 @@ func (w *podWorker) setLatest(pod *corev1.Pod) {
 	w.mu.Unlock()
 }
 
+// notify tells the worker that the agent saw a new version of the pod.
+func (w *podWorker) notify() {
+	select {
+	case w.updated <- struct{}{}:
+	default:
+	}
+}
+
 func (w *podWorker) requestStop() { w.stopOnce.Do(func() { close(w.stop) }) }
 func (w *podWorker) markGone()    { w.goneOnce.Do(func() { close(w.gone) }) }
 
@@ -79,13 +95,25 @@ func (w *podWorker) markGone()    { w.goneOnce.Do(func() { close(w.gone) }) }
 func (w *podWorker) running(name string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.active[name]
+	return w.procs[name] != nil
 }
 
-func (w *podWorker) setActive(name string, on bool) {
+// setProcess records container name's running process, nil once it ended.
+func (w *podWorker) setProcess(name string, p *process) {
 	w.mu.Lock()
-	w.active[name] = on
+	if p == nil {
+		delete(w.procs, name)
+	} else {
+		w.procs[name] = p
+	}
 	w.mu.Unlock()
+}
+
+// process is container name's running process, nil if none runs.
+func (w *podWorker) process(name string) *process {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.procs[name]
 }
 
 // addRun records that a run of container starts writing at offset of its log.
@@ -153,6 +181,7 @@ const (
 	finished  outcome = iota // every container ended and none will restart
 	stopped                  // the pod is being deleted
 	abandoned                // the pod is gone or the agent is stopping: no status to write
+	expired                  // the pod passed its active deadline: its containers were killed
 )
 
 func (w *podWorker) run(ctx context.Context) {
@@ -163,7 +192,7 @@ func (w *podWorker) run(ctx context.Context) {
 	if !pod.Spec.HostNetwork {
 		ip, err := w.a.ips.allocate()
 		if err != nil {
-			st := newPodState(pod, "", w.a.cfg.NodeIP, time.Now())
+			st := newPodState(pod, "", w.a.cfg.NodeIP, w.a.clock.Now())
 			st.phase, st.reason, st.msg = corev1.PodFailed, "OutOfPodIPs", err.Error()
 			w.post(ctx, st)
 			w.finish(ctx)
@@ -174,13 +203,23 @@ func (w *podWorker) run(ctx context.Context) {
 	}
 	defer release()
 
-	st := newPodState(pod, podIP, w.a.cfg.NodeIP, time.Now())
+	st := newPodState(pod, podIP, w.a.cfg.NodeIP, w.a.clock.Now())
+	// The active deadline counts from status.startTime, as the API shows it.
+	w.dl = newDeadline(w.a.clock, st.startTime.Time)
+	defer w.dl.stop()
+	w.dl.arm(w.latest())
 	out := w.start(ctx, pod, st)
 	if out == abandoned {
 		return
 	}
 	release()
 	st.phase = st.finalPhase()
+	if out == expired {
+		// The kubelet fails a pod past its deadline, whatever its
+		// containers' exit codes.
+		st.phase, st.reason, st.msg = corev1.PodFailed, reasonDeadlineExceeded, messageDeadlineExceeded
+		w.log.Info("pod passed its active deadline", "activeDeadlineSeconds", ptr.Deref(w.latest().Spec.ActiveDeadlineSeconds, 0))
+	}
 	w.post(ctx, st)
 	w.log.Debug("pod ended", "phase", st.phase)
 	if out != stopped {
