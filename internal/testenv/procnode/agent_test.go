@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
@@ -54,16 +55,14 @@ func pod(name string, grace int64, cmd ...string) *corev1.Pod {
 
 func waitFor(t *testing.T, what string, f func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ok, err := f()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after 30s (last error %v)", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// The agent's pods are real processes: poll in real time.
+	var err error
+	if wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (ok bool, _ error) {
+			ok, err = f()
+			return ok, nil
+		}) != nil {
+		t.Fatalf("%s: not after 30s (last error %v)", what, err)
 	}
 }
 
