@@ -33,6 +33,10 @@ func newHistoryCommand() *cobra.Command {
 spark.eventLog.enabled=true wrote to DIR (spark.eventLog.dir), and serves each application's pages,
 as its driver did, under /history/<appId>/, its REST API under /api/v1/applications/<appId>/, and the
 list of them at / and /api/v1/applications. Logs of running applications are read again as they grow.
+A driver restarted in its pod (spark.kubernetes.driver.restartPolicy=OnFailure) leaves a log per attempt:
+its application lists them as Spark's attempt ids, each served under /history/<appId>/<attemptId>/ and
+/api/v1/applications/<appId>/<attemptId>/ (the newest without one), and a line per attempt is printed
+at the start.
 DIR may be an s3:// prefix, reached with the spark.hadoop.fs.s3a.* settings of --conf or
 --properties-file (or the AWS SDK's defaults). It serves until interrupted.
 
@@ -74,6 +78,9 @@ choice (--host 0.0.0.0 for every interface, as Spark's history server listens).`
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "History server at http://%s (%d applications in %s)\n",
 				net.JoinHostPort(shown, strconv.Itoa(addr.Port)), s.Apps(), dir)
+			for _, l := range attemptLines(s.Applications()) {
+				fmt.Fprintln(cmd.OutOrStdout(), l)
+			}
 			<-cmd.Context().Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -87,6 +94,33 @@ choice (--host 0.0.0.0 for every interface, as Spark's history server listens).`
 	fl.StringArrayVar(&f.conf, "conf", nil, "configuration property `key=value` (repeatable): spark.hadoop.fs.s3a.* for an s3:// directory")
 	fl.StringVar(&f.propertiesFile, "properties-file", "", "`file` of configuration properties (spark-defaults.conf format)")
 	return cmd
+}
+
+// attemptLines are a line for each attempt of the applications that have
+// several (their drivers restarted in their pods), the newest first, as
+// Spark's attempt ids: what each attempt came to and when it started.
+func attemptLines(apps [][]history.Attempt) []string {
+	var out []string
+	for _, as := range apps {
+		if len(as) < 2 {
+			continue
+		}
+		for _, a := range as {
+			status := a.Status
+			switch status {
+			case "incomplete":
+				status = "incomplete (running, or its driver was stopped)"
+			case "":
+				status = "no end recorded"
+			}
+			line := fmt.Sprintf("  %s attempt %s: %s", a.AppID, a.AttemptID, status)
+			if !a.Start.IsZero() {
+				line += ", started " + a.Start.UTC().Format("2006-01-02 15:04:05 UTC")
+			}
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // version is drover's module version, as `drover version` prints it.

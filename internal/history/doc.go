@@ -4,6 +4,15 @@
 // /history/<appId>/ and its REST API under /api/v1/applications/<appId>/,
 // with the list of all of them at / and /api/v1/applications.
 //
+// A driver restarted in its pod (spark.kubernetes.driver.restartPolicy=
+// OnFailure) writes a log per attempt (events.AppStart.AttemptID), and
+// its application lists them as Spark's history server lists attempts:
+// an element of "attempts" each, the newest first, a line each on the
+// list page, and each attempt served under /history/<appId>/<attemptId>/
+// and /api/v1/applications/<appId>/<attemptId>/; without an attempt id
+// the newest attempt answers. The log of a driver that cannot restart has
+// no attempt id and is served as before.
+//
 // Logs that change (applications still running) or appear are read again
 // when asked for, at most once per update interval; a request for an
 // unknown application reads the directory again sooner, but never within

@@ -39,11 +39,12 @@ th { background: #eee; }
 <p>Event log directory: <code>{{.Dir}}</code> · drover {{.Version}} · <a href="/api/v1/applications">REST API</a></p>
 {{if .Apps}}
 <table>
-<thead><tr><th>App ID</th><th>App Name</th><th>Started</th><th>Completed</th><th>Duration</th><th>User</th><th>Status</th><th>Last Updated</th><th>Event Log</th></tr></thead>
+<thead><tr><th>App ID</th>{{if .Attempts}}<th>Attempt ID</th>{{end}}<th>App Name</th><th>Started</th><th>Completed</th><th>Duration</th><th>User</th><th>Status</th><th>Last Updated</th><th>Event Log</th></tr></thead>
 <tbody>
 {{range .Apps}}<tr>
-<td><a href="/history/{{.ID}}/jobs/">{{.ID}}</a></td>
-<td>{{.Name}}</td>
+<td><a href="/history/{{.ID}}/{{with .Attempt}}{{.}}/{{end}}jobs/">{{.ID}}</a></td>
+{{if $.Attempts}}<td>{{.Attempt}}</td>
+{{end}}<td>{{.Name}}</td>
 <td>{{date .Start}}</td>
 <td>{{date .End}}</td>
 <td>{{duration .Duration}}</td>
@@ -61,17 +62,17 @@ th { background: #eee; }
 </html>
 `))
 
-// listPage is the list of applications, the most recently written first.
+// listPage is the list of applications, the most recently written first,
+// with a line for each attempt, the newest first, and a column of attempt
+// ids when any log is an attempt's.
 func (s *Server) listPage(w http.ResponseWriter, _ *http.Request) {
-	var rows []appRow
-	for _, a := range s.list() {
-		rows = append(rows, a.row())
-	}
+	rows, attempts := s.rows()
 	var b bytes.Buffer
 	err := listTemplate.Execute(&b, struct {
 		Dir, Version string
 		Apps         []appRow
-	}{s.opts.Dir, s.opts.Version, rows})
+		Attempts     bool
+	}{s.opts.Dir, s.opts.Version, rows, attempts})
 	if err != nil {
 		s.opts.Logger.Error("history: rendering the list page", "err", err)
 		http.Error(w, "rendering the page failed", http.StatusInternalServerError)

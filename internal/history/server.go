@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-project/drover/internal/appstate"
 	"github.com/drover-project/drover/internal/eventlog"
+	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/objstore"
 	"github.com/drover-project/drover/internal/ui"
 )
@@ -55,19 +56,22 @@ type Server struct {
 	// loading serializes scans, which replay logs outside mu.
 	loading sync.Mutex
 	mu      sync.RWMutex
-	apps    map[string]*app // by application id
-	order   []*app          // the most recently written first
+	apps    map[string]*application // by application id
+	order   []*application          // the most recently written first
 	// scanned is when the last scan was claimed: it began then, or soon
 	// will.
 	scanned time.Time
 }
 
-// app is one application read from its log.
+// app is one attempt of an application, read from its log.
 type app struct {
-	id    string
-	log   eventlog.Log
-	store *appstate.Store
-	ui    *ui.UI
+	id string
+	// attempt is the attempt's id (events.AppStart.AttemptID), "" for the
+	// one log of a driver that cannot restart.
+	attempt string
+	log     eventlog.Log
+	store   *appstate.Store
+	ui      *ui.UI
 	// stats are what the replay read; err why it stopped early.
 	stats eventlog.Stats
 	err   error
@@ -84,7 +88,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, mux: http.NewServeMux(), apps: map[string]*app{}, scanned: opts.Clock.Now()}
+	s := &Server{opts: opts, mux: http.NewServeMux(), apps: map[string]*application{}, scanned: opts.Clock.Now()}
 	if err := s.scan(); err != nil {
 		return nil, err
 	}
@@ -104,7 +108,8 @@ func New(opts Options) (*Server, error) {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// Apps is the number of applications found.
+// Apps is the number of applications found (an application with several
+// attempts is one).
 func (s *Server) Apps() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -145,12 +150,14 @@ func (s *Server) scan() error {
 	s.opts.Logger.Debug("history: listed the event log directory", "dir", s.opts.Dir, "logs", len(logs))
 	s.mu.RLock()
 	loaded := make(map[string]*app, len(s.order))
-	for _, a := range s.order {
-		loaded[a.log.Path] = a
+	for _, p := range s.order {
+		for _, a := range p.attempts {
+			loaded[a.log.Path] = a
+		}
 	}
 	s.mu.RUnlock()
-	apps := map[string]*app{}
-	var order []*app
+	apps := map[string]*application{}
+	var order []*application
 	for _, l := range logs {
 		a := loaded[l.Path]
 		if a == nil || a.log.Size != l.Size || !a.log.Modified.Equal(l.Modified) {
@@ -159,13 +166,21 @@ func (s *Server) scan() error {
 		if a == nil {
 			continue
 		}
-		// Two logs of one application (written with and without rolling):
-		// the newer one, listed first, wins.
-		if _, dup := apps[a.id]; dup {
+		p := apps[a.id]
+		if p == nil {
+			p = &application{id: a.id}
+			apps[a.id] = p
+			order = append(order, p)
+		}
+		// Two logs of one attempt (written with and without rolling): the
+		// newer one, listed first, wins.
+		if p.attempt(a.attempt) != nil {
 			continue
 		}
-		apps[a.id] = a
-		order = append(order, a)
+		p.attempts = append(p.attempts, a)
+	}
+	for _, p := range order {
+		p.sort()
 	}
 	s.mu.Lock()
 	s.apps, s.order = apps, order
@@ -180,14 +195,27 @@ func (s *Server) scan() error {
 // chose it.
 func (s *Server) load(l eventlog.Log) *app {
 	store := appstate.New(appstate.DefaultOptions())
-	st, err := eventlog.Replay(context.Background(), l, store.Handle)
-	a := &app{id: store.App().ID, log: l, store: store, stats: st, err: err}
+	var attempt string
+	st, err := eventlog.Replay(context.Background(), l, func(e events.Event) {
+		if start, ok := e.(*events.AppStart); ok {
+			attempt = start.AttemptID
+		}
+		store.Handle(e)
+	})
+	a := &app{id: store.App().ID, attempt: attempt, log: l, store: store, stats: st, err: err}
 	if a.id == "" {
 		a.id = l.AppID // a log without its AppStart
 	}
 	if err := eventlog.CheckAppID(a.id); err != nil {
 		s.opts.Logger.Warn("history: an event log is not served", "path", l.Path, "err", err)
 		return nil
+	}
+	// The attempt id goes into paths and links as the application's does.
+	if a.attempt != "" {
+		if err := eventlog.CheckAppID(a.attempt); err != nil {
+			s.opts.Logger.Warn("history: an event log is not served", "path", l.Path, "err", fmt.Errorf("attempt id: %w", err))
+			return nil
+		}
 	}
 	switch {
 	case err != nil:
@@ -198,13 +226,13 @@ func (s *Server) load(l eventlog.Log) *app {
 	// Durations of an application that never ended run to its log's
 	// last write, not to now: its driver may be long gone.
 	a.ui = ui.New(store, ui.Options{Clock: frozenClock(l.Modified), Version: s.opts.Version, Logger: s.opts.Logger,
-		Refresh: s.opts.UpdateInterval})
+		Refresh: s.opts.UpdateInterval, AttemptID: a.attempt})
 	return a
 }
 
 // find is the application id names, reading the directory again when it
 // is unknown or the last scan is old.
-func (s *Server) find(id string) *app {
+func (s *Server) find(id string) *application {
 	if eventlog.CheckAppID(id) != nil {
 		return nil // no log of it is served: no scan can find it
 	}
@@ -221,7 +249,7 @@ func (s *Server) find(id string) *app {
 	return a
 }
 
-func (s *Server) list() []*app {
+func (s *Server) list() []*application {
 	s.refresh(false)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -229,33 +257,70 @@ func (s *Server) list() []*app {
 }
 
 // apiApp hands a request of /api/v1/applications/<appId>/… to the
-// application's own UI, whose API answers at the same paths.
+// application's own UI, whose API answers at the same paths: its newest
+// attempt's, or with /api/v1/applications/<appId>/<attemptId>/… (Spark's
+// paths for an attempt) that attempt's. /api/v1/applications/<appId> of an
+// application with several attempts lists them all, and
+// /api/v1/applications/<appId>/<attemptId> is the one attempt, as in
+// Spark.
 func (s *Server) apiApp(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("appId")
-	a := s.find(id)
-	if a == nil {
+	p := s.find(id)
+	if p == nil {
 		unknownApp(w, id)
 		return
 	}
-	a.ui.ServeHTTP(w, r)
+	base := "/api/v1/applications/" + id
+	a, rest, chosen := p.pick(strings.TrimPrefix(r.URL.Path, base))
+	switch {
+	case !chosen && rest == "" && len(p.attempts) > 1:
+		info, _ := p.info()
+		if info == nil {
+			http.Error(w, "unknown app: "+id, http.StatusNotFound)
+			return
+		}
+		writeJSON(w, info)
+	case chosen && (rest == "" || rest == "/"):
+		info := a.attemptInfo()
+		if info == nil {
+			http.Error(w, "unknown app: "+id, http.StatusNotFound)
+			return
+		}
+		writeJSON(w, info)
+	case chosen:
+		inner := r.Clone(r.Context())
+		inner.URL.Path, inner.URL.RawPath = base+rest, ""
+		a.ui.ServeHTTP(w, inner)
+	default:
+		a.ui.ServeHTTP(w, r)
+	}
 }
 
-// appPage serves an application's pages under /history/<appId>/. The UI
-// links its pages from the root of its server, so the links in its HTML
-// and its redirects get the prefix.
+// appPage serves an application's pages under /history/<appId>/, its
+// newest attempt's, and an attempt's under /history/<appId>/<attemptId>/,
+// as Spark's history server does. The UI links its pages from the root of
+// its server, so the links in its HTML and its redirects get the prefix.
 func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("appId")
-	a := s.find(id)
-	if a == nil {
+	p := s.find(id)
+	if p == nil {
 		unknownApp(w, id)
 		return
 	}
-	// The id passed CheckAppID; escaped all the same, for the path and for
-	// the HTML the prefix goes into, as html/template escapes the UI's own.
+	a, rest, chosen := p.pick(strings.TrimPrefix(r.URL.Path, "/history/"+id))
+	// The ids passed CheckAppID; escaped all the same, for the path and
+	// for the HTML the prefix goes into, as html/template escapes the UI's
+	// own.
 	prefix := "/history/" + url.PathEscape(id)
+	if chosen {
+		prefix += "/" + url.PathEscape(a.attempt)
+		if rest == "" {
+			rest = "/"
+		}
+	}
 	htmlPrefix := html.EscapeString(prefix)
 	inner := r.Clone(r.Context())
-	inner.URL.Path = strings.TrimPrefix(r.URL.Path, "/history/"+id)
+	inner.URL.Path = rest
 	inner.URL.RawPath = ""
 	rec := &recorder{header: http.Header{}, code: http.StatusOK}
 	a.ui.ServeHTTP(rec, inner)
@@ -317,11 +382,11 @@ func (s *Server) apiApplications(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	out := []json.RawMessage{}
-	for _, a := range s.list() {
+	for _, p := range s.list() {
 		if limit >= 0 && len(out) >= limit {
 			break
 		}
-		info, ended := a.info()
+		info, ended := p.info()
 		if info == nil || (status == "completed" && !ended) || (status == "running" && ended) {
 			continue
 		}
@@ -367,18 +432,18 @@ type frozenClock time.Time
 func (c frozenClock) Now() time.Time                  { return time.Time(c) }
 func (c frozenClock) Since(t time.Time) time.Duration { return time.Time(c).Sub(t) }
 
-// appRow is a line of the list page.
+// appRow is a line of the list page: an attempt of an application.
 type appRow struct {
-	ID, Name, User, Status, Log string
-	Start, End, Updated         time.Time
-	Duration                    time.Duration
-	Events                      int
-	Problem                     string
+	ID, Attempt, Name, User, Status, Log string
+	Start, End, Updated                  time.Time
+	Duration                             time.Duration
+	Events                               int
+	Problem                              string
 }
 
 func (a *app) row() appRow {
 	info := a.store.App()
-	r := appRow{ID: a.id, Name: info.Name, User: info.User, Log: a.log.Path, Start: info.Start, Updated: a.log.Modified,
+	r := appRow{ID: a.id, Attempt: a.attempt, Name: info.Name, User: info.User, Log: a.log.Path, Start: info.Start, Updated: a.log.Modified,
 		Events: a.stats.Events}
 	switch {
 	case info.Ended && info.Err != "":

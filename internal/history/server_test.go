@@ -77,8 +77,9 @@ func writeLog(t *testing.T, dir string, evs []events.Event, rolling bool) {
 	if !ended {
 		dir = t.TempDir()
 	}
-	id := evs[0].(*events.AppStart).AppID
-	w, err := eventlog.Start(context.Background(), eventlog.Options{Dir: dir, AppID: id, Codec: "zstd", Rolling: rolling, MaxFileSize: 1 << 20})
+	start := evs[0].(*events.AppStart)
+	w, err := eventlog.Start(context.Background(), eventlog.Options{Dir: dir, AppID: start.AppID, AttemptID: start.AttemptID,
+		Codec: "zstd", Rolling: rolling, MaxFileSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func (u *UI) applicationInfo(a appstate.App) applicationInfo {
 	if last.IsZero() {
 		last = a.Start
 	}
-	return applicationInfo{ID: a.ID, Name: a.Name, Attempts: []applicationAttempt{{
+	return applicationInfo{ID: a.ID, Name: a.Name, Attempts: []applicationAttempt{{AttemptID: u.opts.AttemptID,
 		StartTime: sparkDate(a.Start), EndTime: sparkDate(end), LastUpdated: sparkDate(last), Duration: duration,
 		SparkUser: a.User, Completed: a.Ended, AppSparkVersion: u.opts.Version,
 		StartTimeEpoch: a.Start.UnixMilli(), EndTimeEpoch: end.UnixMilli(), LastUpdatedEpoch: last.UnixMilli(),

@@ -38,6 +38,7 @@ type applicationInfo struct {
 }
 
 type applicationAttempt struct {
+	AttemptID        string    `json:"attemptId,omitempty"`
 	StartTime        sparkDate `json:"startTime"`
 	EndTime          sparkDate `json:"endTime"`
 	LastUpdated      sparkDate `json:"lastUpdated"`

@@ -29,7 +29,11 @@ type Options struct {
 	Refresh time.Duration
 	// Version is drover's version, shown and reported as appSparkVersion.
 	Version string
-	Logger  *slog.Logger
+	// AttemptID is the driver's attempt (events.AppStart.AttemptID), which
+	// the API reports as its attempt's attemptId; "" for a driver that
+	// cannot restart, whose attempt has none, as in Spark.
+	AttemptID string
+	Logger    *slog.Logger
 }
 
 // UI is the web UI and REST API of one application's Store.
