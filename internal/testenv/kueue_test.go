@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/drover-project/drover/internal/testenv"
 )
@@ -57,8 +58,11 @@ func TestKueue(t *testing.T) {
 			t.Fatalf("pod %s created without Kueue's gate", name)
 		}
 	}
-	for {
-		p, err := env.Client.CoreV1().Pods(ns).Get(ctx, "first", metav1.GetOptions{})
+	// Kueue and the scheduler are real controllers: poll until ctx ends.
+	var p *corev1.Pod
+	_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		var err error
+		p, err = env.Client.CoreV1().Pods(ns).Get(ctx, "first", metav1.GetOptions{})
 		if err != nil {
 			// What Kueue made of the pods, for the failure's reader.
 			if wls, lerr := env.Kueue.Dynamic.Resource(testenv.WorkloadGVR).Namespace(ns).List(context.Background(), metav1.ListOptions{}); lerr == nil {
@@ -69,13 +73,10 @@ func TestKueue(t *testing.T) {
 			}
 			t.Fatal(err)
 		}
-		if p.Status.Phase == corev1.PodRunning {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the first pod not running: gates %v, phase %s", p.Spec.SchedulingGates, p.Status.Phase)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return p.Status.Phase == corev1.PodRunning, nil
+	})
+	if p.Status.Phase != corev1.PodRunning {
+		t.Fatalf("the first pod not running: gates %v, phase %s", p.Spec.SchedulingGates, p.Status.Phase)
 	}
 	second, err := env.Client.CoreV1().Pods(ns).Get(ctx, "second", metav1.GetOptions{})
 	if err != nil {
@@ -85,7 +86,7 @@ func TestKueue(t *testing.T) {
 		t.Errorf("the second pod was admitted beyond the quota")
 	}
 	plain := env.NewNamespace(t)
-	p, err := env.Client.CoreV1().Pods(plain).Create(ctx, queued("elsewhere"), metav1.CreateOptions{})
+	p, err = env.Client.CoreV1().Pods(plain).Create(ctx, queued("elsewhere"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

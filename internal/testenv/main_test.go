@@ -16,9 +16,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+
+	"go.uber.org/goleak"
 
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/testenv"
@@ -41,16 +44,38 @@ var cluster = &testenv.Shared{Options: testenv.Options{
 // server instead of running tests.
 const helperEnv = "DROVER_TESTENV_HELPER"
 
+// TestMain stops the shared control plane after the tests, then fails them
+// if a goroutine they started outlives it.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(helper(mode))
 	}
-	code := m.Run()
+	goleak.VerifyTestMain(stopAfter{m},
+		// klog's flush daemon, started by client-go's logging on first use
+		// and kept for the process's life.
+		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+	)
+}
+
+// stopAfter runs the tests, then stops the shared control plane, so that
+// goleak looks for leaks once it is gone.
+type stopAfter struct{ m *testing.M }
+
+func (s stopAfter) Run() int {
+	code := s.m.Run()
 	if err := cluster.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the shared control plane:", err)
 		code = 1
 	}
-	os.Exit(code)
+	return code
+}
+
+// poll calls ok every interval until it holds or timeout passed, and
+// reports whether it held: the control plane, the process nodes' pods and
+// the controllers are real processes, which only real time advances.
+func poll(timeout, interval time.Duration, ok func() bool) bool {
+	return wait.PollUntilContextTimeout(context.Background(), interval, timeout, true,
+		func(context.Context) (bool, error) { return ok(), nil }) == nil
 }
 
 // helper "serve" listens on $POD_IP:$PORT and answers each connection with
@@ -179,31 +204,25 @@ func ended(p *corev1.Pod) bool {
 func waitGone(t *testing.T, e *testenv.Env, ns, name string, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for {
-		_, err := e.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return time.Since(start)
-		}
-		if time.Since(start) > timeout {
-			t.Fatalf("pod %s/%s still exists after %s (err %v)", ns, name, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	if !poll(timeout, 50*time.Millisecond, func() bool {
+		_, err = e.Client.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}) {
+		t.Fatalf("pod %s/%s still exists after %s (err %v)", ns, name, timeout, err)
 	}
+	return time.Since(start)
 }
 
 // waitLog waits until the pod's log contains want.
 func waitLog(t *testing.T, e *testenv.Env, ns, name, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, _ := e.ProcessNode.Logs(ns, name)
-		if strings.Contains(string(b), want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("log of %s/%s has no %q after 30s: %q", ns, name, want, b)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var b []byte
+	if !poll(30*time.Second, 50*time.Millisecond, func() bool {
+		b, _ = e.ProcessNode.Logs(ns, name)
+		return strings.Contains(string(b), want)
+	}) {
+		t.Fatalf("log of %s/%s has no %q after 30s: %q", ns, name, want, b)
 	}
 }
 

@@ -39,17 +39,14 @@ func TestPrometheusScrapes(t *testing.T) {
 			<-value
 			value <- 9
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			got, err := p.Query(t.Context(), `test_widgets{job="drover"}`)
-			if err == nil && len(got) == 1 && got[0].Value == float64(want) && got[0].Labels["color"] == "blue" {
-				break
-			}
-			if time.Now().After(deadline) {
-				targets, _ := p.Targets(t.Context())
-				t.Fatalf("test_widgets = %v (%v), want %d; targets:\n%s", got, err, want, targets)
-			}
-			time.Sleep(200 * time.Millisecond)
+		var got []testenv.Sample
+		var err error
+		if !poll(30*time.Second, 200*time.Millisecond, func() bool {
+			got, err = p.Query(t.Context(), `test_widgets{job="drover"}`)
+			return err == nil && len(got) == 1 && got[0].Value == float64(want) && got[0].Labels["color"] == "blue"
+		}) {
+			targets, _ := p.Targets(t.Context())
+			t.Fatalf("test_widgets = %v (%v), want %d; targets:\n%s", got, err, want, targets)
 		}
 	}
 	if _, err := p.Query(t.Context(), "sum("); err == nil || !strings.Contains(err.Error(), "parse error") {

@@ -136,15 +136,12 @@ func TestGarbageCollection(t *testing.T) {
 	start := time.Now()
 	waitGone(t, e, ns, "dependent-pod", time.Minute)
 	for _, name := range []string{"dependent", "owned-by-pod"} {
-		for {
-			_, err := cms.Get(ctx, name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				break
-			}
-			if time.Since(start) > time.Minute {
-				t.Fatalf("configmap %s still exists a minute after its owner was deleted (err %v)", name, err)
-			}
-			time.Sleep(100 * time.Millisecond)
+		var err error
+		if !poll(time.Until(start.Add(time.Minute)), 100*time.Millisecond, func() bool {
+			_, err = cms.Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		}) {
+			t.Fatalf("configmap %s still exists a minute after its owner was deleted (err %v)", name, err)
 		}
 	}
 	t.Logf("dependents collected in %s", time.Since(start).Round(time.Millisecond))
