@@ -335,20 +335,33 @@ func waitState(t *testing.T, cc *grpc.ClientConn, want connectivity.State) {
 	}
 }
 
+// poll calls ok every millisecond until it holds or 10 s passed, and
+// reports whether it held: the acquirers and fetches it waits for run on
+// their own goroutines, against servers on real TCP sockets.
+func poll(ok func() bool) bool {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for !ok() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			return ok()
+		}
+	}
+	return true
+}
+
 func waitWaiters(t *testing.T, p *peerConns, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var got int
+	if !poll(func() bool {
 		p.mu.Lock()
-		got := p.waiters.Len()
+		got = p.waiters.Len()
 		p.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d acquirers waiting, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
+		return got == n
+	}) {
+		t.Fatalf("%d acquirers waiting, want %d", got, n)
 	}
 }
 
@@ -392,11 +405,10 @@ func TestFetchRequestsBoundedByConnections(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- m.Fetch(ctx, 5, 0, refs, 0, func(int, []byte) error { return nil }) }()
 	// The servers stall: the first requests hold their connections.
-	deadline := time.Now().Add(10 * time.Second)
-	for m.peers.open() < limit && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond) // time for more to start, were they allowed
+	poll(func() bool { return m.peers.open() >= limit })
+	// Time for more to start, were they allowed. Real time: the peers are
+	// gRPC servers on real TCP sockets, which a synctest bubble cannot hold.
+	time.Sleep(50 * time.Millisecond)
 	m.peers.mu.Lock()
 	open, waiting := len(m.peers.peers), m.peers.waiters.Len()
 	m.peers.mu.Unlock()

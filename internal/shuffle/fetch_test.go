@@ -184,7 +184,7 @@ func TestFetchBoundsInFlight(t *testing.T) {
 	collectFn, got := collect(t)
 	// A slow consumer, so that the fetchers would run ahead if they could.
 	fn := func(mapID int, b []byte) error {
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // real time: the fetchers read from servers on real TCP sockets
 		return collectFn(mapID, b)
 	}
 	if err := execs[0].m.Fetch(t.Context(), 5, 0, refs, maxInFlight, fn); err != nil {
