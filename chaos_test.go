@@ -42,7 +42,7 @@ const envChaosDir = "DROVER_TEST_CHAOS_DIR"
 var (
 	chaosWords = RegisterFlatMap("test.chaos.words", func(line string, emit func(KV[string, int])) {
 		chaosMark("map")
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // real time: a map task in an executor process lasts, so the chaos lands mid-stage
 		for w := range strings.FieldsSeq(line) {
 			emit(KV[string, int]{Key: w, Value: 1})
 		}
@@ -98,16 +98,11 @@ func (j chaosJob) run(ctx *Context) (map[string]int, error) {
 // waitMarker waits until a task of stage started.
 func (j chaosJob) waitMarker(t *testing.T, stage string) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(j.marker, stage)); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("no task of the %s stage started within 90s", stage)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !pollUntil(90*time.Second, 20*time.Millisecond, func() bool {
+		_, err := os.Stat(filepath.Join(j.marker, stage))
+		return err == nil
+	}) {
+		t.Errorf("no task of the %s stage started within 90s", stage)
 	}
 }
 
@@ -188,17 +183,12 @@ func waitNoProcesses(t *testing.T, appID string) {
 	if appID == "" {
 		return
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		pids := appProcesses(appID)
-		if len(pids) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("executor processes %v of %s still alive 30s after the application ended", pids, appID)
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	var pids []int
+	if !pollUntil(30*time.Second, 100*time.Millisecond, func() bool {
+		pids = appProcesses(appID)
+		return len(pids) == 0
+	}) {
+		t.Errorf("executor processes %v of %s still alive 30s after the application ended", pids, appID)
 	}
 }
 
@@ -431,12 +421,8 @@ func TestChaosClientDriverSignals(t *testing.T) {
 // waitFor polls ok for up to a minute.
 func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within a minute", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !pollUntil(time.Minute, 20*time.Millisecond, ok) {
+		t.Fatalf("no %s within a minute", what)
 	}
 }
 
@@ -450,7 +436,7 @@ func TestChaosEtcdRestarted(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		time.Sleep(3 * time.Second)
+		time.Sleep(3 * time.Second) // real time: etcd, a real process, stays down 3 s
 		if _, err := env.Restart(context.Background(), testenv.Etcd); err != nil {
 			t.Error(err)
 		}

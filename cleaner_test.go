@@ -1,6 +1,7 @@
 package drover
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/drover-project/drover/internal/backend/coarse"
 )
@@ -44,17 +47,22 @@ func localDir(t *testing.T) string {
 	return dir
 }
 
-// collectUntil runs the garbage collector until cond holds or wait passed,
+// pollUntil calls ok every interval until it holds or timeout passed, and
+// reports whether it held: for what other processes (executors, the API
+// server, a browser) or the runtime (finalizers) do, which only real time
+// advances.
+func pollUntil(timeout, interval time.Duration, ok func() bool) bool {
+	return wait.PollUntilContextTimeout(context.Background(), interval, timeout, true,
+		func(context.Context) (bool, error) { return ok(), nil }) == nil
+}
+
+// collectUntil runs the garbage collector until cond holds or d passed,
 // and reports whether it held.
-func collectUntil(wait time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
+func collectUntil(d time.Duration, cond func() bool) bool {
+	return pollUntil(d, 20*time.Millisecond, func() bool {
 		runtime.GC()
-		if cond() {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
+		return cond()
+	})
 }
 
 // A shuffle's files stay while a dataset that reads it, directly or through
@@ -78,6 +86,8 @@ func TestDroppedDatasetsShuffleFilesRemoved(t *testing.T) {
 				long := counts.Filter(testLongWord)
 				runtime.GC()
 				runtime.GC()
+				// Real time: the finalizers and the cleaner run on the
+				// runtime's goroutines, the deletes in executor processes.
 				time.Sleep(100 * time.Millisecond)
 				if n := shuffleFiles(t, dir); n != written {
 					t.Errorf("%d shuffle files while a descendant is reachable, want %d", n, written)
@@ -123,7 +133,8 @@ func TestDynamicAllocationReleasesExecutorsOfDroppedShuffles(t *testing.T) {
 		if _, err := counts.Count(); err != nil {
 			return err
 		}
-		time.Sleep(2500 * time.Millisecond) // 2.5 × the idle timeout
+		// Real time: 2.5 × the idle timeout of executor processes.
+		time.Sleep(2500 * time.Millisecond)
 		if n := len(lister.Executors()); n == 0 {
 			t.Fatal("the executors holding the shuffle of a reachable dataset were removed")
 		}

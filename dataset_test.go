@@ -62,7 +62,7 @@ var (
 			if f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
 				f.Close()
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				time.Sleep(time.Minute)
+				time.Sleep(time.Minute) // real time: the kernel ends this process meanwhile
 			}
 		}
 		return kv
@@ -73,9 +73,9 @@ var (
 		if marker := os.Getenv("DROVER_TEST_KILL_MARKER"); marker != "" && tc.Partition() == 4 {
 			if f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644); err == nil {
 				f.Close()
-				time.Sleep(time.Second)
+				time.Sleep(time.Second) // real time: the other executor processes finish their partitions
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				time.Sleep(time.Minute)
+				time.Sleep(time.Minute) // real time: the kernel ends this process meanwhile
 			}
 		}
 		for kv := range in {

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestDynamicAllocationOnKubernetes(t *testing.T) {
@@ -17,12 +19,11 @@ func TestDynamicAllocationOnKubernetes(t *testing.T) {
 	if code := runDriver(args, &stderr, dynamicAllocationJob(t)); code != 0 {
 		t.Fatalf("exit code %d; stderr:\n%s", code, stderr.String())
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	pods, _ := appObjects(t, env, ns)
-	for len(pods) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+	var pods []corev1.Pod
+	pollUntil(30*time.Second, 100*time.Millisecond, func() bool {
 		pods, _ = appObjects(t, env, ns)
-	}
+		return len(pods) == 0
+	})
 	if len(pods) != 0 {
 		t.Errorf("%d executor pods remain", len(pods))
 	}

@@ -67,10 +67,7 @@ func dynamicAllocationJob(t *testing.T) func(ctx *Context) error {
 			if p := peak(); p < 2 {
 				t.Errorf("job %d: at most %d executors; dynamic allocation did not scale up", job, p)
 			}
-			deadline := time.Now().Add(20 * time.Second)
-			for len(lister.Executors()) > 0 && time.Now().Before(deadline) {
-				time.Sleep(50 * time.Millisecond)
-			}
+			pollUntil(20*time.Second, 50*time.Millisecond, func() bool { return len(lister.Executors()) == 0 })
 			if n := len(lister.Executors()); n > 0 {
 				t.Fatalf("job %d: %d executors remain 20 s after the job, idle timeout 1 s", job, n)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestWordCountOnKubernetes runs a job with a shuffle on executor pods of
@@ -35,12 +36,12 @@ func TestWordCountOnKubernetes(t *testing.T) {
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("word counts on Kubernetes (-want +got):\n%s", diff)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	pods, cms := appObjects(t, env, ns)
-	for len(pods) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+	var pods []corev1.Pod
+	var cms []string
+	pollUntil(30*time.Second, 100*time.Millisecond, func() bool {
 		pods, cms = appObjects(t, env, ns)
-	}
+		return len(pods) == 0
+	})
 	if len(pods) != 0 || len(cms) != 0 {
 		t.Errorf("%d executor pods and config maps %v remain after the application", len(pods), cms)
 	}

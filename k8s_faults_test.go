@@ -72,16 +72,13 @@ func failedOnce(t *testing.T, stderr, cause string) {
 // waitNoExecutorPods waits until the application's executor pods are gone.
 func waitNoExecutorPods(t *testing.T, env *testenv.Env, ns string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		pods, cms := appObjects(t, env, ns)
-		if len(pods)+len(cms) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d executor pods and config maps %v remain 60s after the application ended", len(pods), cms)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var pods []corev1.Pod
+	var cms []string
+	if !pollUntil(60*time.Second, 200*time.Millisecond, func() bool {
+		pods, cms = appObjects(t, env, ns)
+		return len(pods)+len(cms) == 0
+	}) {
+		t.Fatalf("%d executor pods and config maps %v remain 60s after the application ended", len(pods), cms)
 	}
 }
 
@@ -191,16 +188,13 @@ func TestKubernetesResourceQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The quota controller fills in the status the admission checks.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		q, err := env.Client.CoreV1().ResourceQuotas(ns).Get(ctx, quota.Name, metav1.GetOptions{})
-		if err == nil && q.Status.Hard != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the quota controller did not process the quota within 30s (err %v)", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var err error
+	if !pollUntil(30*time.Second, 100*time.Millisecond, func() bool {
+		var q *corev1.ResourceQuota
+		q, err = env.Client.CoreV1().ResourceQuotas(ns).Get(ctx, quota.Name, metav1.GetOptions{})
+		return err == nil && q.Status.Hard != nil
+	}) {
+		t.Fatalf("the quota controller did not process the quota within 30s (err %v)", err)
 	}
 
 	inputs := make([]int, 16)

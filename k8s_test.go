@@ -149,11 +149,10 @@ func TestClientModeOnKubernetes(t *testing.T) {
 	if len(cms) != 0 {
 		t.Errorf("config maps %v remain", cms)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(pods) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+	pollUntil(30*time.Second, 100*time.Millisecond, func() bool {
 		pods, _ = appObjects(t, env, ns)
-	}
+		return len(pods) == 0
+	})
 	if len(pods) != 0 {
 		t.Errorf("%d executor pods still exist 30s after the application ended", len(pods))
 	}
@@ -192,7 +191,8 @@ func TestDeletedExecutorPodIsReplaced(t *testing.T) {
 	var after []corev1.Pod
 	code := runDriver(k8sArgs(env, ns, "spark.executor.instances=2", "spark.task.maxFailures=1"), &stderr, func(ctx *Context) error {
 		go func() {
-			// Delete one executor pod while tasks run on it.
+			// Delete one executor pod while tasks run on it. Real time:
+			// the tasks run in the executor pods' processes.
 			time.Sleep(500 * time.Millisecond)
 			once.Do(func() {
 				pods, _ := appObjects(t, env, ns)

@@ -177,18 +177,18 @@ func TestMetricsOnKubernetes(t *testing.T) {
 		// when the executors are gone from the backend.
 		var families []*dto.MetricFamily
 		v := func(name string, labels ...string) float64 { return familyValue(families, name, labels...) }
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			var err error
-			if families, err = c.Metrics().Gather(); err != nil {
-				return err
+		var gatherErr error
+		pollUntil(20*time.Second, 100*time.Millisecond, func() bool {
+			if families, gatherErr = c.Metrics().Gather(); gatherErr != nil {
+				return true
 			}
 			// The removals reach the metrics through the event stream,
 			// the pods' deletions directly: both must have arrived.
-			if v("drover_executors_registered") == 0 &&
-				v("drover_executor_pods_deleted_total", "reason", "killed") >= v("drover_executors_removed_total", "cause", "killed") ||
-				time.Now().After(deadline) {
-				break
-			}
+			return v("drover_executors_registered") == 0 &&
+				v("drover_executor_pods_deleted_total", "reason", "killed") >= v("drover_executors_removed_total", "cause", "killed")
+		})
+		if gatherErr != nil {
+			return gatherErr
 		}
 		created, registered := v("drover_executor_pods_created_total", "result", "ok"), v("drover_executor_registration_seconds")
 		t.Logf("%v pods created, %v executors registered in %.2f s on average, %v removed as idle; %v API requests",

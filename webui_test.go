@@ -127,11 +127,13 @@ func TestWebUIInABrowser(t *testing.T) {
 				return blockedErr
 			}
 			p.Follow("Jobs", "/jobs/")
-			deadline := time.Now().Add(15 * time.Second)
-			for !strings.Contains(p.Text("main"), "Completed Jobs (2)") && time.Now().Before(deadline) {
-				time.Sleep(200 * time.Millisecond)
+			pollUntil(15*time.Second, 200*time.Millisecond, func() bool {
+				if strings.Contains(p.Text("main"), "Completed Jobs (2)") {
+					return true
+				}
 				p.Do("reloading", chromedp.Reload())
-			}
+				return false
+			})
 			p.Expect("jobs after the end", "Active Jobs (0)", "Completed Jobs (2)", "4/4")
 			p.Screenshot("jobs-done")
 			p.Follow("Stages", "/stages/")
@@ -164,21 +166,19 @@ func uiGet(url, token string) (*http.Response, error) {
 // is one) until the running job has n active tasks.
 func waitForRunningTasks(t *testing.T, url, token, appID string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var jobs []struct{ NumActiveTasks int }
-		resp, err := uiGet(url+"/api/v1/applications/"+appID+"/jobs?status=running", token)
+	var jobs []struct{ NumActiveTasks int }
+	var err error
+	if !pollUntil(time.Minute, 50*time.Millisecond, func() bool {
+		jobs = nil
+		var resp *http.Response
+		resp, err = uiGet(url+"/api/v1/applications/"+appID+"/jobs?status=running", token)
 		if err == nil {
 			err = json.NewDecoder(resp.Body).Decode(&jobs)
 			resp.Body.Close()
 		}
-		if err == nil && len(jobs) == 1 && jobs[0].NumActiveTasks == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the running job never had %d active tasks: %v, %+v", n, err, jobs)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil && len(jobs) == 1 && jobs[0].NumActiveTasks == n
+	}) {
+		t.Fatalf("the running job never had %d active tasks: %v, %+v", n, err, jobs)
 	}
 }
 
@@ -186,18 +186,17 @@ func waitForRunningTasks(t *testing.T, url, token, appID string, n int) {
 // its body has want.
 func waitForPage(t *testing.T, url, token, want string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
 	var body []byte
-	for time.Now().Before(deadline) {
+	if pollUntil(time.Minute, 100*time.Millisecond, func() bool {
 		resp, err := uiGet(url, token)
-		if err == nil {
-			body, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if bytes.Contains(body, []byte(want)) {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return bytes.Contains(body, []byte(want))
+	}) {
+		return
 	}
 	t.Fatalf("%s never showed %q; last:\n%s", url, want, body)
 }
