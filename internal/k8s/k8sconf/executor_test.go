@@ -1,4 +1,4 @@
-package podspec_test
+package k8sconf
 
 import (
 	"errors"
@@ -11,9 +11,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-project/drover/internal/config"
-	"github.com/drover-project/drover/internal/k8s/k8sconf"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 )
+
+const (
+	testAppID     = "drover-0123456789abcdef"
+	testDriverURL = "pi-0123456-driver-svc.spark.svc:7078"
+)
+
+// newConf returns a configuration with the key=value pairs.
+func newConf(t testing.TB, pairs ...string) *config.Conf {
+	t.Helper()
+	c := config.New()
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok {
+			t.Fatalf("bad test pair %q", p)
+		}
+		c.Set(k, v)
+	}
+	return c
+}
 
 func TestNewExecutorConfErrors(t *testing.T) {
 	img := "spark.kubernetes.container.image=img"
@@ -164,7 +182,7 @@ func TestNewExecutorConfErrors(t *testing.T) {
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			ec, err := k8sconf.ExecutorConf(newConf(t, tc.pairs...), testAppID, tc.driver, testDriverURL, nil)
+			ec, err := ExecutorConf(newConf(t, tc.pairs...), testAppID, tc.driver, testDriverURL, nil)
 			if err == nil {
 				t.Fatalf("NewExecutorConf succeeded with %+v", ec)
 			}
@@ -186,7 +204,7 @@ func TestNewExecutorConfErrors(t *testing.T) {
 }
 
 func TestNewExecutorConfRequiresIDs(t *testing.T) {
-	_, err := k8sconf.ExecutorConf(newConf(t, "spark.kubernetes.container.image=img"), "", nil, "", nil)
+	_, err := ExecutorConf(newConf(t, "spark.kubernetes.container.image=img"), "", nil, "", nil)
 	want := "building executor pods: the application id is empty\nbuilding executor pods: the driver URL is empty"
 	if err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %q", err, want)
@@ -213,7 +231,7 @@ func TestMemoryOverhead(t *testing.T) {
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
 			pairs := append([]string{"spark.kubernetes.container.image=img"}, tc.pairs...)
-			ec, err := k8sconf.ExecutorConf(newConf(t, pairs...), testAppID, nil, testDriverURL, nil)
+			ec, err := ExecutorConf(newConf(t, pairs...), testAppID, nil, testDriverURL, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -297,7 +315,7 @@ func TestResolution(t *testing.T) {
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			ec, err := k8sconf.ExecutorConf(newConf(t, tc.pairs...), testAppID, nil, testDriverURL, nil)
+			ec, err := ExecutorConf(newConf(t, tc.pairs...), testAppID, nil, testDriverURL, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,7 +333,7 @@ func want(t *testing.T, what, got, want string) {
 
 func TestLongPodNameGetsHostname(t *testing.T) {
 	prefix := strings.Repeat("a", 60)
-	ec, err := k8sconf.ExecutorConf(newConf(t, "spark.kubernetes.container.image=i",
+	ec, err := ExecutorConf(newConf(t, "spark.kubernetes.container.image=i",
 		"spark.kubernetes.executor.podNamePrefix="+prefix), testAppID, nil, testDriverURL, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -330,7 +348,7 @@ func TestLongPodNameGetsHostname(t *testing.T) {
 
 // TestErrorsAreJoined keeps the contract that each problem is its own error.
 func TestErrorsAreJoined(t *testing.T) {
-	_, err := k8sconf.ExecutorConf(newConf(t, "spark.executor.memory=x"), testAppID, nil, testDriverURL, nil)
+	_, err := ExecutorConf(newConf(t, "spark.executor.memory=x"), testAppID, nil, testDriverURL, nil)
 	var ve *config.ValueError
 	if !errors.As(err, &ve) || ve.Key != "spark.executor.memory" {
 		t.Errorf("error %v does not unwrap to the *config.ValueError of spark.executor.memory", err)
