@@ -69,7 +69,11 @@ func FormatStatus(p *corev1.Pod) string {
 	if st := p.Status.StartTime; st != nil {
 		s += "\tstarted " + st.UTC().Format(time.RFC3339)
 	}
-	if out, done := outcomeOf(p, podspec.DriverContainerName, false); done && out.Message != "" {
+	out, done := outcomeOf(p, podspec.DriverContainerName, false)
+	if a := attemptStatus(p, podspec.DriverContainerName, done); a != "" {
+		s += "\t" + a
+	}
+	if done && out.Message != "" {
 		s += "\n\t" + strings.ReplaceAll(logging.Tail(out.Message, 5), "\n", "\n\t")
 	}
 	return s

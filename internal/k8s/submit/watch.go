@@ -124,6 +124,7 @@ func (w *Watcher) Wait(ctx context.Context) (Outcome, error) {
 	defer ticker.Stop()
 	last, lastHeld := "", ""
 	var since time.Time
+	var attempts attemptWatch
 	for {
 		select {
 		case <-ctx.Done():
@@ -156,6 +157,10 @@ func (w *Watcher) Wait(ctx context.Context) (Outcome, error) {
 			state = "deleted (was " + state + ")"
 		}
 		out, done := outcomeOf(pod, w.Container, deleted)
+		// A driver that restarted in its pod runs its next attempt.
+		if line, ok := attempts.observe(pod, w.Container); ok {
+			fmt.Fprintf(w.Out, "drover: %s/%s: %s\n", w.Namespace, w.Pod, line)
+		}
 		// A new cap on the executors (or its end) is news too.
 		held := heldBack(pod, done)
 		if state != last || held != lastHeld {
@@ -275,7 +280,7 @@ func outcomeOf(pod *corev1.Pod, container string, deleted bool) (Outcome, bool) 
 		if out.Reason == "" {
 			out.Reason, out.Message = pod.Status.Reason, pod.Status.Message
 		}
-		return out, true
+		return outOfAttempts(out, pod, container), true
 	}
 	return out, false
 }
