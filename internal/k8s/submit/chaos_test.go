@@ -220,13 +220,9 @@ func (s *submission) driverPod(t *testing.T) string {
 // came true; it fails t (not fatally) with what otherwise.
 func waitUntil(t *testing.T, bound time.Duration, what string, cond func() bool) bool {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Errorf("not %s within %s", what, bound)
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !poll(bound, 100*time.Millisecond, cond) {
+		t.Errorf("not %s within %s", what, bound)
+		return false
 	}
 	return true
 }

@@ -395,12 +395,8 @@ func appObjects(t *testing.T, env *testenv.Env, ns, selector string) []string {
 // waitFor polls cond for up to a minute.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s after a minute", what)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if !poll(time.Minute, 200*time.Millisecond, cond) {
+		t.Fatalf("not %s after a minute", what)
 	}
 }
 
@@ -618,17 +614,12 @@ func TestChaosClientModeDriverKilled(t *testing.T) {
 		return len(pods) == 2 && countPhase(pods, corev1.PodFailed, corev1.PodSucceeded) == 2
 	})
 	start := time.Now()
-	deadline := start.Add(submit.DriverGoneAfter + time.Minute)
-	for {
+	if !poll(submit.DriverGoneAfter+time.Minute, 2*time.Second, func() bool {
 		r = drover(t, env.Kubeconfig, 30*time.Second, "status", ns+":*")
-		if strings.Contains(r.stdout, name+"\tclient mode\tdriver gone\t") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("status does not report the driver gone %s after its executors ended: exit %d\n%s%s",
-				time.Since(start).Round(time.Second), r.code, r.stdout, r.stderr)
-		}
-		time.Sleep(2 * time.Second)
+		return strings.Contains(r.stdout, name+"\tclient mode\tdriver gone\t")
+	}) {
+		t.Fatalf("status does not report the driver gone %s after its executors ended: exit %d\n%s%s",
+			time.Since(start).Round(time.Second), r.code, r.stdout, r.stderr)
 	}
 	t.Logf("drover status %s:* %s after the executors ended: exit %d\n%s%s", ns, time.Since(start).Round(time.Second), r.code, r.stdout, r.stderr)
 	wantLine := name + "\tclient mode\tdriver gone\tleft: 2 executor pods (2 ended), configmap " + podspec.ConfigMapName(appID) + "\n"

@@ -325,18 +325,15 @@ func ownedPod(me *confinedApp, name string) *corev1.Pod {
 // driver pod owns (the API server loads policies asynchronously).
 func waitConfined(t *testing.T, a, b *confinedApp) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for i := 0; ; i++ {
+	i := 0
+	var err error
+	if !poll(10*time.Second, 200*time.Millisecond, func() bool {
 		probe := ownedPod(a, fmt.Sprintf("probe-%d", i))
+		i++
 		probe.OwnerReferences = []metav1.OwnerReference{podspec.OwnerReference(b.driver)}
-		_, err := a.client.CoreV1().Pods(a.driver.Namespace).Create(t.Context(), probe, metav1.CreateOptions{})
-		if err != nil && strings.Contains(err.Error(), "denied request") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("a driver still creates pods another owns after 10s (last: %v): no confinement policy in force", err)
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
+		_, err = a.client.CoreV1().Pods(a.driver.Namespace).Create(t.Context(), probe, metav1.CreateOptions{})
+		return err != nil && strings.Contains(err.Error(), "denied request")
+	}) {
+		t.Errorf("a driver still creates pods another owns after 10s (last: %v): no confinement policy in force", err)
 	}
 }

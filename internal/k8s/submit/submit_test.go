@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -299,10 +300,7 @@ func TestWatcherReports(t *testing.T) {
 	}()
 	waitUntil(t, func() bool { return strings.Contains(out.String(), "Running on node-1") })
 	for !strings.Contains(out.String(), "status: Running on node-1 for 5s") {
-		if !clk.HasWaiters() {
-			time.Sleep(time.Millisecond)
-			continue
-		}
+		waitUntil(t, clk.HasWaiters)
 		clk.Step(5 * time.Second)
 		waitUntil(t, func() bool { return strings.Contains(out.String(), "status:") })
 	}
@@ -319,12 +317,10 @@ func TestWatcherReports(t *testing.T) {
 
 func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(time.Millisecond)
+	// The watcher runs on its own goroutine: poll.
+	if wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil }) != nil {
+		t.Fatal("condition not met within 10s")
 	}
 }
 
@@ -414,10 +410,7 @@ func TestWatcherShowsHeldExecutors(t *testing.T) {
 	waitUntil(t, func() bool { return strings.Contains(out.String(), "Running on node-1") })
 	const status = "status: Running on node-1 for 5s; executors: 2 running, 0 pending, 4 held back by ResourceQuota pods3\n"
 	for !strings.Contains(out.String(), status) {
-		if !clk.HasWaiters() {
-			time.Sleep(time.Millisecond)
-			continue
-		}
+		waitUntil(t, clk.HasWaiters)
 		clk.Step(5 * time.Second)
 		waitUntil(t, func() bool { return strings.Contains(out.String(), "status:") })
 		if strings.Count(out.String(), "status:") > 3 {
