@@ -86,15 +86,15 @@ func startDriverSide(t *testing.T, env *testenv.Env, id string, conf *config.Con
 func appExecutorPods(t *testing.T, env *testenv.Env, ns, app string, n int) []corev1.Pod {
 	t.Helper()
 	sel := snapshot.LabelAppID + "=" + app + "," + snapshot.LabelRole + "=" + snapshot.RoleExecutor
-	for end := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		pods, err := env.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
-		if err == nil && len(pods.Items) >= n {
-			return pods.Items
-		}
-		if time.Now().After(end) {
-			t.Fatalf("fewer than %d executor pods of %s after a minute (%v)", n, app, err)
-		}
+	var pods *corev1.PodList
+	var err error
+	if !poll(time.Minute, 100*time.Millisecond, func() bool {
+		pods, err = env.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
+		return err == nil && len(pods.Items) >= n
+	}) {
+		t.Fatalf("fewer than %d executor pods of %s after a minute (%v)", n, app, err)
 	}
+	return pods.Items
 }
 
 // revision is an object's resourceVersion as a number: one etcd's
@@ -231,14 +231,12 @@ func TestVolcanoPodGroup(t *testing.T) {
 // waitGone waits until get says NotFound.
 func waitGone(t *testing.T, get func() error, what string) {
 	t.Helper()
-	for end := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		err := get()
-		if apierrors.IsNotFound(err) {
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%s: still there after a minute (%v)", what, err)
-		}
+	var err error
+	if !poll(time.Minute, 100*time.Millisecond, func() bool {
+		err = get()
+		return apierrors.IsNotFound(err)
+	}) {
+		t.Fatalf("%s: still there after a minute (%v)", what, err)
 	}
 }
 
