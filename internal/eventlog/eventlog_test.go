@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -321,34 +322,35 @@ func TestInProgressLogIsReadable(t *testing.T) {
 	evs := sample(20)
 	for _, rolling := range []bool{false, true} {
 		t.Run(fmt.Sprint("rolling=", rolling), func(t *testing.T) {
-			dir := t.TempDir()
-			clk := clocktesting.NewFakeClock(t0)
-			w := write(t, Options{Dir: dir, AppID: "drover-1", Codec: "zstd", Rolling: rolling, MaxFileSize: 1 << 20, Clock: clk}, evs[:10])
-			defer w.Close()
-			want := []string{"drover-1.zstd.inprogress"}
-			if rolling {
-				want = []string{"eventlog_v2_drover-1/appstatus_drover-1.inprogress", "eventlog_v2_drover-1/events_1_drover-1.zstd"}
-			}
-			if diff := cmp.Diff(want, files(t, dir)); diff != "" {
-				t.Errorf("files (-want +got):\n%s", diff)
-			}
-			for !clk.HasWaiters() {
-				time.Sleep(time.Millisecond)
-			}
-			clk.Step(DefaultFlushInterval)
-			var got []events.Event
-			deadline := time.Now().Add(10 * time.Second)
-			for len(got) < 10 && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
+			synctest.Test(t, func(t *testing.T) {
+				dir := t.TempDir()
+				clk := clocktesting.NewFakeClock(t0)
+				w := write(t, Options{Dir: dir, AppID: "drover-1", Codec: "zstd", Rolling: rolling, MaxFileSize: 1 << 20, Clock: clk}, evs[:10])
+				defer w.Close()
+				want := []string{"drover-1.zstd.inprogress"}
+				if rolling {
+					want = []string{"eventlog_v2_drover-1/appstatus_drover-1.inprogress", "eventlog_v2_drover-1/events_1_drover-1.zstd"}
+				}
+				if diff := cmp.Diff(want, files(t, dir)); diff != "" {
+					t.Errorf("files (-want +got):\n%s", diff)
+				}
+				// The writer waits for its flush tick; once it took it, it
+				// waits again.
+				synctest.Wait()
+				if !clk.HasWaiters() {
+					t.Fatal("the writer does not wait for its flush tick")
+				}
+				clk.Step(DefaultFlushInterval)
+				synctest.Wait()
 				logs, err := List(context.Background(), dir, nil)
 				if err != nil || len(logs) != 1 || !logs[0].InProgress {
 					t.Fatalf("List = %+v, %v; want one log in progress", logs, err)
 				}
-				got, _ = replayAll(t, logs[0])
-			}
-			if diff := cmp.Diff(evs[:10], got); diff != "" {
-				t.Errorf("events of the log in progress (-want +got):\n%s", diff)
-			}
+				got, _ := replayAll(t, logs[0])
+				if diff := cmp.Diff(evs[:10], got); diff != "" {
+					t.Errorf("events of the log in progress (-want +got):\n%s", diff)
+				}
+			})
 		})
 	}
 }
