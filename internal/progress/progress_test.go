@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -44,34 +45,41 @@ func TestBar(t *testing.T) {
 // stages each tick reports.
 func runReporter(t *testing.T, r *Reporter, ticks [][]scheduler.StageProgress, step time.Duration) string {
 	t.Helper()
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	var out logtest.Buffer
-	var mu sync.Mutex
-	var current []scheduler.StageProgress
-	polled := make(chan struct{})
-	r.W, r.Clock = &out, clk
-	r.Source = func() []scheduler.StageProgress {
-		mu.Lock()
-		defer mu.Unlock()
-		polled <- struct{}{}
-		return current
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { r.Run(ctx); close(done) }()
-	for _, stages := range ticks {
-		for !clk.HasWaiters() {
-			time.Sleep(time.Millisecond)
+	var got string
+	// A synctest bubble: synctest.Wait says when the reporter waits for
+	// its next tick.
+	synctest.Test(t, func(t *testing.T) {
+		clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+		var out logtest.Buffer
+		var mu sync.Mutex
+		var current []scheduler.StageProgress
+		polled := make(chan struct{})
+		r.W, r.Clock = &out, clk
+		r.Source = func() []scheduler.StageProgress {
+			mu.Lock()
+			defer mu.Unlock()
+			polled <- struct{}{}
+			return current
 		}
-		mu.Lock()
-		current = stages
-		mu.Unlock()
-		clk.Step(step)
-		<-polled // the reporter took this tick
-	}
-	cancel()
-	<-done
-	return out.String()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		for _, stages := range ticks {
+			synctest.Wait()
+			if !clk.HasWaiters() {
+				t.Fatal("the reporter does not wait for its next tick")
+			}
+			mu.Lock()
+			current = stages
+			mu.Unlock()
+			clk.Step(step)
+			<-polled // the reporter took this tick
+		}
+		cancel()
+		<-done
+		got = out.String()
+	})
+	return got
 }
 
 func TestTerminalHidesShortStagesAndClearsAtTheEnd(t *testing.T) {
