@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/master"
@@ -178,11 +179,12 @@ func BenchmarkNoopTasksMetricsOverhead(b *testing.B) {
 	// The metrics saw every task, unless they dropped events.
 	want := float64(tasksPerJob * b.N)
 	var got float64
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if got = tasksFinished(b, dm.Registry); got == want {
-			break
-		}
-	}
+	// The events reach the metrics on the bus's goroutine: poll.
+	_ = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) {
+			got = tasksFinished(b, dm.Registry)
+			return got == want, nil
+		})
 	if got != want && consumer.Dropped() == 0 {
 		b.Errorf("the metrics counted %v tasks finished, want %v", got, want)
 	}

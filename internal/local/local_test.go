@@ -27,6 +27,7 @@ import (
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/scheduler"
 	"go.uber.org/goleak"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 const testApp = "drover-local-test"
@@ -268,11 +269,9 @@ func TestExecutorKilledMidJobIsReplacedAndTasksAreNotCountedAsFailures(t *testin
 // Real time: the executors are processes, outside any synctest bubble.
 func waitUntil(t *testing.T, bound time.Duration, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(bound); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatal(what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, bound, true,
+		func(context.Context) (bool, error) { return cond(), nil }) != nil {
+		t.Fatal(what)
 	}
 }
 
@@ -311,16 +310,10 @@ func TestSIGTERMFinishesRunningTasksThenExits(t *testing.T) {
 	}()
 	// The signal must find the task running in the executor, not merely
 	// offered to it: a draining executor refuses a launch it has not read.
-	startBy := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, strconv.Itoa(pids[1]))); err == nil {
-			break
-		}
-		if time.Now().After(startBy) {
-			t.Fatalf("no task started in executor process %d after 30s", pids[1])
-		}
-		time.Sleep(5 * time.Millisecond) // real time: polling an executor process
-	}
+	waitUntil(t, 30*time.Second, fmt.Sprintf("no task started in executor process %d after 30s", pids[1]), func() bool {
+		_, err := os.Stat(filepath.Join(dir, strconv.Itoa(pids[1])))
+		return err == nil
+	})
 	if err := syscall.Kill(pids[1], syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -336,14 +329,13 @@ func TestSIGTERMFinishesRunningTasksThenExits(t *testing.T) {
 		t.Errorf("no result came from the SIGTERMed executor %d: %v", pids[1], out)
 	}
 	var ws syscall.WaitStatus
-	deadline := time.Now().Add(10 * time.Second)
-	for syscall.Kill(pids[1], 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("SIGTERMed executor still running")
+	waitUntil(t, 10*time.Second, "SIGTERMed executor still running", func() bool {
+		if syscall.Kill(pids[1], 0) != nil {
+			return true
 		}
 		_, _ = syscall.Wait4(pids[1], &ws, syscall.WNOHANG, nil)
-		time.Sleep(10 * time.Millisecond) // real time: polling an executor process
-	}
+		return false
+	})
 }
 
 func TestAuthenticatedLocalCluster(t *testing.T) {

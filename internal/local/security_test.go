@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executor"
@@ -285,21 +286,23 @@ func waitForLine(t *testing.T, logs func() string, peers []string) {
 		t.Fatal("no connection was made")
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	// The executors are processes: poll their logs.
+	refused := func() bool {
 		for _, line := range strings.Split(logs(), "\n") {
 			if !strings.Contains(line, rpc.RefusedMessage) {
 				continue
 			}
 			for _, p := range peers {
 				if strings.Contains(line, "peer="+p) {
-					return
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line says a connection from %v was refused; logs:\n%s", peers, logs())
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}
+	if wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Until(deadline), true,
+		func(context.Context) (bool, error) { return refused(), nil }) != nil {
+		t.Fatalf("no log line says a connection from %v was refused; logs:\n%s", peers, logs())
 	}
 }
 
