@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -246,16 +247,13 @@ func testRBACApplyAndLogs(ctx context.Context, t *testing.T, drover, master, kub
 	if _, err := admin.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		p, err := admin.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
-		if err == nil && p.Status.Phase == corev1.PodSucceeded {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pod %s did not succeed: %v %+v", pod.Name, err, p.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
+	// The dev cluster's node runs the pod as a process: poll.
+	var p *corev1.Pod
+	if wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		p, err = admin.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodSucceeded, nil
+	}) != nil {
+		t.Fatalf("pod %s did not succeed: %v %+v", pod.Name, err, p.Status)
 	}
 	for _, args := range [][]string{{"default:hello-driver"}, {"-f", "default:hello-driver"}, {"--tail", "1", "default:hello-*"}} {
 		out, err := run(time.Minute, drover, append([]string{"logs", "--master", master}, args...)...)

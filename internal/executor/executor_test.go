@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/drover-project/drover/internal/envvar"
@@ -101,12 +102,11 @@ func runWithSilentDriver(t *testing.T, conf map[string]string) (*clocktesting.Fa
 	go func() {
 		done <- Run(t.Context(), Options{DriverURL: url, AppID: "a", ExecutorID: 1, Clock: clk})
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for !clk.HasWaiters() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting for the heartbeat ticker")
-		}
-		time.Sleep(time.Millisecond)
+	// The executor talks to the driver over a real TCP socket, which a
+	// synctest bubble cannot hold: poll.
+	if wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+		func(context.Context) (bool, error) { return clk.HasWaiters(), nil }) != nil {
+		t.Fatal("timed out waiting for the heartbeat ticker")
 	}
 	return clk, d, done
 }

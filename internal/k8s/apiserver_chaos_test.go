@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/testenv"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // chaosN is the executors of the API server fault tests: 300 on kwok.
@@ -24,7 +26,7 @@ func restart(t testing.TB, env *testenv.Env, component string, down time.Duratio
 		t.Error(err)
 		return time.Time{}
 	}
-	time.Sleep(down)
+	time.Sleep(down) // real time: the component, a real process, stays down
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ready, err := env.Restart(ctx, component)
@@ -102,16 +104,15 @@ func TestChaosAPIServerRestart(t *testing.T) {
 					if tc.afterRamp {
 						want = chaosN
 					}
-					deadline := time.Now().Add(3 * time.Minute)
-					for w.running.Load() < want {
-						if time.Now().After(deadline) {
-							t.Errorf("only %d pods run after 3 minutes", w.running.Load())
-							return
-						}
-						time.Sleep(20 * time.Millisecond)
+					if wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 3*time.Minute, true,
+						func(context.Context) (bool, error) { return w.running.Load() >= want, nil }) != nil {
+						t.Errorf("only %d pods run after 3 minutes", w.running.Load())
+						return
 					}
 					if tc.afterRamp {
-						time.Sleep(time.Second) // registered, and the driver idle
+						// Registered, and the driver idle. Real time: the
+						// executors and the control plane are processes.
+						time.Sleep(time.Second)
 					}
 					ready = restart(t, env, tc.component, 5*time.Second)
 				}})

@@ -209,7 +209,7 @@ func deletePods(tb testing.TB, env *testenv.Env, ns string, execs []hostedExecut
 						err = nil
 						break
 					}
-					time.Sleep(2 * time.Second)
+					time.Sleep(2 * time.Second) // real time: a retry's pause for an overloaded API server
 				}
 				if err != nil {
 					// Gone or going all the same?

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/rpc"
@@ -331,16 +332,14 @@ func TestAuthentication(t *testing.T) {
 			if !tc.logged {
 				return
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for {
-				lines := serverLog.String()[logged:]
-				if strings.Contains(lines, rpc.RefusedMessage) && (peer == "" || strings.Contains(lines, "peer="+peer)) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the server did not log the refusal of %q:\n%s", peer, serverLog.String())
-				}
-				time.Sleep(5 * time.Millisecond)
+			// The server refuses on its own goroutine, over a real TCP
+			// socket: poll its log.
+			if wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true,
+				func(context.Context) (bool, error) {
+					lines := serverLog.String()[logged:]
+					return strings.Contains(lines, rpc.RefusedMessage) && (peer == "" || strings.Contains(lines, "peer="+peer)), nil
+				}) != nil {
+				t.Fatalf("the server did not log the refusal of %q:\n%s", peer, serverLog.String())
 			}
 		})
 	}
