@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dynalloc"
@@ -112,11 +113,9 @@ func BenchmarkDynamicAllocationScaleUp(b *testing.B) {
 		}
 		start := time.Now()
 		ts := sched.Submit(scheduler.TaskSetSpec{JobID: 1, StageID: 1, Func: scaleTask, Tasks: tasks})
-		for len(cl.backend.Executors()) < n {
-			if ctx.Err() != nil {
-				b.Fatalf("%d of %d executors registered after 10 minutes", len(cl.backend.Executors()), n)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true,
+			func(context.Context) (bool, error) { return len(cl.backend.Executors()) >= n, nil }) != nil {
+			b.Fatalf("%d of %d executors registered after 10 minutes", len(cl.backend.Executors()), n)
 		}
 		elapsed := time.Since(start)
 		counter.mu.Lock()

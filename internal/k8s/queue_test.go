@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
@@ -247,10 +248,9 @@ func (a *queueApp) heldStatus() string {
 // waitFor polls cond every 100 ms until it holds or d passes.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	for end := time.Now().Add(d); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("after %s: %s", d, what)
-		}
+	if wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, d, true,
+		func(context.Context) (bool, error) { return cond(), nil }) != nil {
+		t.Fatalf("after %s: %s", d, what)
 	}
 }
 
@@ -388,7 +388,8 @@ func TestQueuePerPodWaitsForAdmission(t *testing.T) {
 	waitFor(t, time.Minute, `the driver pod saying "waiting for queue admission (queue team-a)"`, func() bool {
 		return a.heldStatus() == "waiting for queue admission (queue team-a)"
 	})
-	// Well past the start timeout, gated all along.
+	// Well past the start timeout, gated all along. Real time: Kueue and
+	// the API server are real processes.
 	time.Sleep(15 * time.Second)
 	created, admitted := g.count("per-pod")
 	if created != 3 || admitted != 0 {
@@ -541,7 +542,8 @@ func TestQueueTwoGangsShareAQuota(t *testing.T) {
 				if created, admitted := g.count(app); admitted > 0 && admitted < 3 && created >= 3 {
 					// Admission patches the three pods within
 					// milliseconds on a quiet machine; a gang still
-					// partly admitted seconds later is split.
+					// partly admitted seconds later is split. Real
+					// time: Kueue is a real process.
 					time.Sleep(5 * time.Second)
 					if _, again := g.count(app); again > 0 && again < 3 {
 						select {
@@ -625,6 +627,8 @@ func TestQueuePreemption(t *testing.T) {
 		created, admitted := g.count("preempted")
 		return created == 3 && admitted == 2
 	})
+	// Real time: the driver and Kueue are real processes; nothing more
+	// may happen meanwhile.
 	time.Sleep(3 * time.Second)
 	select {
 	case err := <-a.failed:

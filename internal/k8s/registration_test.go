@@ -17,6 +17,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/envvar"
@@ -256,11 +257,8 @@ func labelNode(t *testing.T, env *testenv.Env, key, value string) {
 // waitUntil polls cond for up to a minute.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, time.Minute, true,
+		func(context.Context) (bool, error) { return cond(), nil }) != nil {
+		t.Fatalf("timed out waiting until %s", what)
 	}
 }

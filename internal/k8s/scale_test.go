@@ -29,6 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
@@ -996,12 +997,9 @@ func rawRun(b *testing.B, env *testenv.Env, n int, build func(tb testing.TB, ns 
 		})
 	}
 	wg.Wait()
-	deadline := time.Now().Add(10 * time.Minute)
-	for watcher.running.Load() < int64(n) {
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d pods running after 10 minutes", watcher.running.Load(), n)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Minute, true,
+		func(context.Context) (bool, error) { return watcher.running.Load() >= int64(n), nil }) != nil {
+		b.Fatalf("%d of %d pods running after 10 minutes", watcher.running.Load(), n)
 	}
 	elapsed := time.Since(start)
 	b.Logf("raw baseline: %d pods running in %s; peak pending pods %d; apiserver_request_total, all clients: %s",
