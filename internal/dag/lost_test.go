@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/drover-project/drover/internal/dataflow"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/scheduler"
@@ -70,8 +72,10 @@ func TestOutputsLostBeforeTheStageAreComputedAgain(t *testing.T) {
 					g.mu.Lock()
 					sa := g.shuffles[a]
 					g.mu.Unlock()
-					for len(g.missing(sa)) != 0 {
-						time.Sleep(time.Millisecond)
+					// The DAG takes A's outputs in on its own goroutine.
+					if wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true,
+						func(context.Context) (bool, error) { return len(g.missing(sa)) == 0, nil }) != nil {
+						t.Errorf("A's outputs still missing after 10s")
 					}
 					g.ExecutorLost(execOne)
 				})

@@ -1,10 +1,12 @@
 package progress
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
@@ -38,17 +40,15 @@ func TestTrackerAgreesWithTheScheduler(t *testing.T) {
 		t.Helper()
 		// The scheduler holds a task's start back for a moment
 		// (scheduler.StartDelay): the bar agrees once it is out.
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			bus.Publish(&events.JobStart{}) // a barrier: every earlier event was handled
-			<-handled
-			diff := cmp.Diff(s.Progress(), tr.Stages())
-			if diff == "" {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("after %s (-scheduler +tracker):\n%s", what, diff)
-				return
-			}
+		var diff string
+		if wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true,
+			func(context.Context) (bool, error) {
+				bus.Publish(&events.JobStart{}) // a barrier: every earlier event was handled
+				<-handled
+				diff = cmp.Diff(s.Progress(), tr.Stages())
+				return diff == "", nil
+			}) != nil {
+			t.Errorf("after %s (-scheduler +tracker):\n%s", what, diff)
 		}
 	}
 	tasks := func(n int) []scheduler.TaskSpec {
