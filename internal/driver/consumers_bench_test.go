@@ -69,7 +69,7 @@ func BenchmarkConsumersPerTask(b *testing.B) {
 				if i%256 == 0 {
 					launch = time.Now().Truncate(time.Microsecond).UTC()
 					if d := time.Until(start.Add(time.Duration(i) * time.Second / perSecond)); d > 0 {
-						time.Sleep(d)
+						time.Sleep(d) // real time: the benchmark paces a real event rate
 					}
 				}
 			}

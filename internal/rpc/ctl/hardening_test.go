@@ -323,12 +323,12 @@ func TestIdleBeforeRegisterIsClosed(t *testing.T) {
 					_, err := c.Recv()
 					answer <- err
 				}()
-				time.Sleep(9 * time.Second)
+				time.Sleep(9 * time.Second) // synctest's clock: just short of RegisterTimeout
 				synctest.Wait()
 				if len(errs) > 0 {
 					t.Fatalf("closed %v before RegisterTimeout", <-errs)
 				}
-				time.Sleep(2 * time.Second)
+				time.Sleep(2 * time.Second) // synctest's clock: past RegisterTimeout
 				synctest.Wait()
 				select {
 				case err := <-errs:
