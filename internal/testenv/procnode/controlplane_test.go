@@ -106,7 +106,8 @@ func TestProcessNodeActiveDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := waitPod(t, e, ns, "driver", "running", time.Minute, runningWith(0))
-	// Active for at least a second by the API's startTime.
+	// Active for at least a second by the API's startTime. Real time: the
+	// API server and the node agent are real processes.
 	time.Sleep(time.Until(p.Status.StartTime.Add(1100 * time.Millisecond)))
 
 	set := time.Now()
@@ -133,7 +134,7 @@ func TestProcessNodeActiveDeadline(t *testing.T) {
 	if _, err := pods.Patch(t.Context(), "driver", types.MergePatchType, []byte(`{"metadata":{"labels":{"seen":"yes"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // real time: the node agent, a real process, would restart it meanwhile
 	if p, err := pods.Get(t.Context(), "driver", metav1.GetOptions{}); err != nil || p.Status.Phase != corev1.PodFailed || p.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Errorf("after an update of the ended pod: %v, %v", p.Status, err)
 	}

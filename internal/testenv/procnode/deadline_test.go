@@ -83,7 +83,7 @@ func TestAgentActiveDeadline(t *testing.T) {
 	setDeadline(t, client, "slow", 60)
 	waitFor(t, "the deadline timer", func() (bool, error) { return clk.HasWaiters(), nil })
 	clk.Step(59 * time.Second)
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // real time: the container is a real process, outside any synctest bubble
 	if err := a.Signal("ns", "slow", "c", 0); err != nil || get().Status.Phase != corev1.PodRunning {
 		t.Fatalf("before its deadline: phase %s, signal 0: %v; want still running", get().Status.Phase, err)
 	}
@@ -132,7 +132,7 @@ func TestAgentActiveDeadlineWhileBackingOff(t *testing.T) {
 		return cs.RestartCount == 1 && cs.State.Waiting != nil, nil
 	})
 	setDeadline(t, client, "crashy", 5)
-	time.Sleep(100 * time.Millisecond) // the agent arms its timer
+	time.Sleep(100 * time.Millisecond) // real time: the agent arms its timer; its pods are real processes
 	clk.Step(5 * time.Second)          // the deadline, half the 10s back-off
 	var got *corev1.Pod
 	waitFor(t, "pod fails", func() (bool, error) {
@@ -144,7 +144,7 @@ func TestAgentActiveDeadlineWhileBackingOff(t *testing.T) {
 		t.Errorf("pod status (-want,+got):\n%s", diff)
 	}
 	clk.Step(time.Hour)
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // real time: a restart would start a real process
 	if logs, _ := a.Logs("ns", "crashy"); string(logs) != "run\nrun\n" {
 		t.Errorf("logs = %q, want the 2 runs before the deadline", logs)
 	}
