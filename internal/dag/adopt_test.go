@@ -30,20 +30,21 @@ type restarted struct {
 func newRestarted(t *testing.T) *restarted {
 	t.Helper()
 	r := &restarted{mapRuns: map[int]int{}}
-	sched := scheduler.New(scheduler.Options{MaxFailures: 4})
-	r.f = &fakeBackend{sched: sched, launched: map[dataflow.OutputKind]int{}, respond: func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if st.Output.Kind == dataflow.WriteShuffle {
-			r.mapRuns[st.Output.Shuffle]++
-			return mapStatus(task, 0)
-		}
-		for _, parts := range task.Blocks {
-			r.refs = append(r.refs, parts[task.Partition]...)
-		}
-		return scheduler.Status{State: scheduler.Finished, Result: []byte{1}}
-	}}
-	sched.SetBackend(r.f)
+	sched := newScheduler(scheduler.Options{MaxFailures: 4}, func(sched *scheduler.Scheduler) scheduler.Backend {
+		r.f = &fakeBackend{sched: sched, launched: map[dataflow.OutputKind]int{}, respond: func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if st.Output.Kind == dataflow.WriteShuffle {
+				r.mapRuns[st.Output.Shuffle]++
+				return mapStatus(task, 0)
+			}
+			for _, parts := range task.Blocks {
+				r.refs = append(r.refs, parts[task.Partition]...)
+			}
+			return scheduler.Status{State: scheduler.Finished, Result: []byte{1}}
+		}}
+		return r.f
+	})
 	r.adoption = NewAdoption(func() { r.skipped.Add(1) })
 	r.g = New(sched, Options{MaxStageAttempts: 4, Lineage: true, Adoption: r.adoption})
 	return r
@@ -62,11 +63,11 @@ func held(lineage string, written int, maps ...int) []shuffle.HeldOutput {
 
 func TestRestartedGraphAdoptsOutputsOfTheSameLineage(t *testing.T) {
 	// The earlier attempt's lineage of each shuffle, from the same program.
-	first := New(scheduler.New(scheduler.Options{}), Options{Lineage: true})
+	first := New(newScheduler(scheduler.Options{}, nil), Options{Lineage: true})
 	s1, s2, s3, _, _ := chain(first)
 	lin := func(sid int) string { return first.shuffles[sid].dep.Lineage }
 	// A program that reads other input: its shuffles have other lineages.
-	other := New(scheduler.New(scheduler.Options{}), Options{Lineage: true})
+	other := New(newScheduler(scheduler.Options{}, nil), Options{Lineage: true})
 	oSrc := other.AddNode(dataflow.Node{Kind: dataflow.Range, Start: 0, End: 99, Step: 1, NumPartitions: 4}, nil)
 	o3 := other.AddShuffle(dataflow.Shuffle{Parent: oSrc, NumPartitions: 2, Partitioner: dataflow.HashPartitioner})
 	for _, tc := range []struct {

@@ -70,9 +70,11 @@ func (f *fakeBackend) KillTask(int64, executorid.ID, string) {}
 func newGraph(t *testing.T, maps int, respond func(*dataflow.Task, *dataflow.Stage) scheduler.Status) (*Graph, *fakeBackend, int) {
 	t.Helper()
 	var g *Graph
-	sched := scheduler.New(scheduler.Options{MaxFailures: 4})
-	f := &fakeBackend{sched: sched, respond: respond, launched: map[dataflow.OutputKind]int{}}
-	sched.SetBackend(f)
+	var f *fakeBackend
+	sched := newScheduler(scheduler.Options{MaxFailures: 4}, func(s *scheduler.Scheduler) scheduler.Backend {
+		f = &fakeBackend{sched: s, respond: respond, launched: map[dataflow.OutputKind]int{}}
+		return f
+	})
 	g = New(sched, Options{MaxStageAttempts: 4})
 	src := g.AddNode(dataflow.Node{Kind: dataflow.Range, Start: 0, End: 10, Step: 1, NumPartitions: maps}, nil)
 	sid := g.AddShuffle(dataflow.Shuffle{Parent: src, NumPartitions: 2, Partitioner: dataflow.RoundRobin})
@@ -272,3 +274,17 @@ const (
 	execTwo
 	execThree
 )
+
+// newScheduler builds a scheduler with opts on the backend build makes of
+// it; a nil build makes one that never launches.
+func newScheduler(opts scheduler.Options, build func(*scheduler.Scheduler) scheduler.Backend) *scheduler.Scheduler {
+	var b func(*scheduler.Scheduler) (scheduler.Backend, error)
+	if build != nil {
+		b = func(s *scheduler.Scheduler) (scheduler.Backend, error) { return build(s), nil }
+	}
+	s, err := scheduler.New(opts, b)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}

@@ -28,7 +28,7 @@ func chain(g *Graph) (s1, s2, s3, rr, final int) {
 }
 
 func TestIndeterminateShuffleLosesAllItsOutputs(t *testing.T) {
-	g := New(scheduler.New(scheduler.Options{}), Options{})
+	g := New(newScheduler(scheduler.Options{}, nil), Options{})
 	s1, s2, s3, rr, _ := chain(g)
 	type flags struct{ Indeterminate, Unstable bool }
 	got := map[int]flags{}

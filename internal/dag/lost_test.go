@@ -50,12 +50,11 @@ func (f *goBackend) KillTask(int64, executorid.ID, string) {}
 // A's blocks missing and silently read no data from A.
 func TestOutputsLostBeforeTheStageAreComputedAgain(t *testing.T) {
 	var g *Graph
-	sched := scheduler.New(scheduler.Options{MaxFailures: 4})
 	var a, b int
 	var mu sync.Mutex
 	var once sync.Once
 	var blocksOfA []int
-	f := &goBackend{sched: sched}
+	f := &goBackend{}
 	f.respond = func(task *dataflow.Task, st *dataflow.Stage) scheduler.Status {
 		if st.Output.Kind == dataflow.WriteShuffle {
 			exec := execOne
@@ -88,7 +87,10 @@ func TestOutputsLostBeforeTheStageAreComputedAgain(t *testing.T) {
 		mu.Unlock()
 		return scheduler.Status{State: scheduler.Finished, Result: []byte{1}}
 	}
-	sched.SetBackend(f)
+	sched := newScheduler(scheduler.Options{MaxFailures: 4}, func(s *scheduler.Scheduler) scheduler.Backend {
+		f.sched = s
+		return f
+	})
 	g = New(sched, Options{MaxStageAttempts: 4})
 	srcA := g.AddNode(dataflow.Node{Kind: dataflow.Range, Start: 0, End: 10, Step: 1, NumPartitions: 2}, nil)
 	srcB := g.AddNode(dataflow.Node{Kind: dataflow.Range, Start: 0, End: 10, Step: 1, NumPartitions: 2}, nil)

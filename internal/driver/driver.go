@@ -141,23 +141,12 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 		}
 		bus.Publish(end)
 	}()
-	// 2. The consumers, before AppStart.
+	// 2. The progress bar and the UI, before AppStart.
 	tracker := subscribeProgress(conf, bus)
-	// 3. The scheduler. The DAG, built on it below, hears of its lost
-	// executors (dag.New registers with it).
-	sched := scheduler.New(schedulerOptions(conf, m, bus, log))
-	dm := metrics.NewDriver(metricsOptions(conf, m, appID, sched, bus), config.DynamicAllocationEnabled.Get(conf) && m.Kind != master.Local)
 	web := startUI(conf, m, log)
 	defer web.stop()
 	web.announceLogin(opts.Console)
-	capacity, handle := statusConsumer(dm.Events, web, evlog)
-	bus.SubscribeBatches(statusQueue, capacity, consumerLinger, handle)
-	metricsHandler := metrics.Handler(dm.Registry)
-	web.Handle(metrics.Path, metricsHandler)
-	web.Handle(metrics.SparkExecutorsPath, metricsHandler)
-	bus.Publish(&events.AppStart{AppID: appID, Name: config.AppName.Get(conf), Master: m.Raw, User: currentUser(),
-		DeployMode: config.DeployMode.Get(conf), Conf: conf.Redacted(), DriverHost: driverHost()})
-	// 4. Settings checked before anything starts.
+	// 3. Settings checked before anything is built.
 	dyn, err := dynamicAllocation(conf, m, log)
 	if err != nil {
 		return err
@@ -171,17 +160,24 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 			log.Warn("settings for Kubernetes have no effect under this master", "master", m.Raw, "keys", strings.Join(set, ","))
 		}
 	}
-	// 5. The cluster manager, whose backend the scheduler launches on
-	// from here (master.NewCluster), then the DAG, which deletes shuffles
-	// through that backend.
-	cluster, err := master.NewCluster(master.App{ID: appID, Conf: conf, Master: m, Scheduler: sched, Security: security, Events: bus, Logger: log,
-		Fail: func(err error) { fail(err) }})
+	// 4. The scheduler and the cluster manager, built together: the
+	// scheduler launches on the cluster manager's backend, which reports to
+	// the scheduler. The cluster manager is stopped before the bus closes,
+	// so the executors' removals and AppEnd reach the consumers.
+	var cluster master.Cluster
+	sched, err := scheduler.New(schedulerOptions(conf, m, bus, log), func(s *scheduler.Scheduler) (scheduler.Backend, error) {
+		c, err := master.NewCluster(master.App{ID: appID, Master: m, Scheduler: s, Security: security,
+			Coarse: backendOptions(appID, conf, security.Driver), Events: bus, Logger: log,
+			Fail: func(err error) { fail(err) }}, conf)
+		if err != nil {
+			return nil, err
+		}
+		cluster = c
+		return c.Backend(), nil
+	})
 	if err != nil {
 		return err
 	}
-	be := cluster.Backend()
-	graph := dag.New(sched, graphOptions(conf, m, be, log))
-	start := opts.Clock.Now()
 	sweeps := &afterStop{}
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -191,6 +187,21 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 		}
 		sweeps.run(stopCtx)
 	}()
+	// 5. The metrics and the status consumers (UI store, event log), then
+	// AppStart; the DAG, built on the scheduler, hears of its lost
+	// executors (dag.New registers with it) and deletes shuffles through
+	// the backend.
+	dm := metrics.NewDriver(metricsOptions(conf, m, appID, sched, bus), config.DynamicAllocationEnabled.Get(conf) && m.Kind != master.Local)
+	capacity, handle := statusConsumer(dm.Events, web, evlog)
+	bus.SubscribeBatches(statusQueue, capacity, consumerLinger, handle)
+	metricsHandler := metrics.Handler(dm.Registry)
+	web.Handle(metrics.Path, metricsHandler)
+	web.Handle(metrics.SparkExecutorsPath, metricsHandler)
+	bus.Publish(&events.AppStart{AppID: appID, Name: config.AppName.Get(conf), Master: m.Raw, User: currentUser(),
+		DeployMode: config.DeployMode.Get(conf), Conf: conf.Redacted(), DriverHost: driverHost()})
+	be := cluster.Backend()
+	graph := dag.New(sched, graphOptions(conf, m, be, log))
+	start := opts.Clock.Now()
 	// 6. Start: executors, then what acts on them.
 	if err := cluster.Start(ctx); err != nil {
 		return fmt.Errorf("starting %s: %w", m.Raw, err)

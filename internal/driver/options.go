@@ -4,11 +4,14 @@ import (
 	"log/slog"
 
 	"github.com/drover-project/drover/internal/backend"
+	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/events"
+	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/metrics"
+	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/scheduler"
 )
 
@@ -27,6 +30,36 @@ func schedulerOptions(conf *config.Conf, m master.URL, bus *events.Bus, log *slo
 		Events:        bus,
 		Logger:        log,
 	}
+}
+
+// backendOptions are the coarse-grained backend's options from the
+// configuration (master.App.Coarse), read once for whichever cluster
+// manager runs one; it adds its addresses, executor counts and hooks.
+func backendOptions(appID string, conf *config.Conf, auth rpc.Auth) coarse.Options {
+	return coarse.Options{
+		AppID:              appID,
+		Conf:               executorConf(conf),
+		Auth:               auth,
+		MaxRegisteredWait:  config.MaxRegisteredResourcesWaitingTime.Get(conf),
+		DefaultParallelism: config.DefaultParallelism.Get(conf),
+		Prefetch:           config.SchedulerPrefetch.Get(conf),
+		MaxPrefetch:        config.SchedulerMaxPrefetch.Get(conf),
+		NetworkTimeout:     config.NetworkTimeout.Get(conf),
+		TimeoutInterval:    config.NetworkTimeoutInterval.Get(conf),
+		MaxLaunchBytes:     config.RPCMessageMaxSize.Get(conf),
+	}
+}
+
+// executorConf is what executors are sent when they register: the keys
+// they read (executor.ConfKeys) that are set, never anything else.
+func executorConf(conf *config.Conf) map[string]string {
+	out := map[string]string{}
+	for _, k := range executor.ConfKeys {
+		if v, ok := conf.Lookup(k); ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // metricsOptions are the driver's metrics' options.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-project/drover/internal/backend"
 	"github.com/drover-project/drover/internal/backend/coarse"
+	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
@@ -93,10 +94,11 @@ var (
 	_ lifecycle.Applier                = (*applier)(nil)
 )
 
-// fromApp is the registry's factory: the options read from the
-// application's configuration, and the production dependencies.
-func fromApp(app master.App) (master.Cluster, error) {
-	opts, err := k8sconf.Load(app.Conf, app.ID, os.Getenv)
+// fromApp is the registry's factory: the Kubernetes options read from the
+// application's configuration (conf, read here alone), and the production
+// dependencies.
+func fromApp(app master.App, conf *config.Conf) (master.Cluster, error) {
+	opts, err := k8sconf.Load(conf, app.ID, os.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +131,8 @@ type Deps struct {
 
 // New builds the cluster manager of app with opts (k8sconf.Load, which
 // checked them, so bad configuration fails before anything is created).
-// app.Conf is read only by the coarse backend's own options.
+// The coarse backend's options are app.Coarse, with the addresses, counts
+// and hooks added here.
 func New(app master.App, opts k8sconf.Options, deps Deps) (*Cluster, error) {
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
@@ -172,7 +175,7 @@ func New(app master.App, opts k8sconf.Options, deps Deps) (*Cluster, error) {
 	}
 	c.selector = labels.SelectorFromSet(labels.Set{snapshot.LabelAppID: app.ID, snapshot.LabelRole: snapshot.RoleExecutor})
 
-	bo := coarse.ConfOptions(app.ID, app.Conf, app.Security.Driver)
+	bo := app.Coarse
 	bo.BindAddress, bo.Port, bo.AdvertiseHost = opts.BindAddress, opts.DriverPort, opts.DriverHost
 	bo.InitialExecutors, bo.MinRegisteredRatio = c.initial, opts.MinRegisteredRatio
 	bo.Admit, bo.OnExecutorsChanged, bo.Logger, bo.Events = c.admit, c.markDirty, c.log, app.Events

@@ -339,17 +339,15 @@ func startFakeClusterLogging(t *testing.T, cs *fake.Clientset, log *slog.Logger,
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched := scheduler.New(scheduler.Options{})
-	app := master.App{ID: "drover-0123456789abcdef", Conf: conf, Scheduler: sched,
+	app := master.App{ID: "drover-0123456789abcdef",
 		Master: master.URL{Raw: "k8s://https://127.0.0.1:1", Kind: master.Kubernetes, APIServer: "https://127.0.0.1:1"},
 		Logger: log}
 	// The pods go to the fake clientset through the typed client, so the
 	// pod watch sees them; the wire path is podcontrol's own tests.
-	c, err := New(app, loadOptions(t, app, nil), Deps{Client: cs, PodControl: &podcontrol.Fake{Client: cs}})
+	_, c, err := newCluster(scheduler.Options{}, app, conf, loadOptions(t, app.ID, conf, nil), Deps{Client: cs, PodControl: &podcontrol.Fake{Client: cs}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched.SetBackend(c.Backend())
 	if err := c.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -68,14 +68,12 @@ func BenchmarkDynamicAllocationScaleUp(b *testing.B) {
 			Set("spark.dynamicAllocation.minExecutors", "0").
 			Set("spark.dynamicAllocation.maxExecutors", strconv.Itoa(n))
 		log := slog.New(slog.DiscardHandler)
-		sched := scheduler.New(scheduler.Options{MaxFailures: 4})
-		app := master.App{ID: "drover-dynalloc-scale", Conf: conf, Scheduler: sched, Logger: log,
+		app := master.App{ID: "drover-dynalloc-scale", Logger: log,
 			Master: master.URL{Kind: master.Kubernetes, APIServer: env.URL}, Fail: func(error) {}}
-		cl, err := New(app, loadOptions(b, app, nil), Deps{WrapTransport: counter.wrap})
+		sched, cl, err := newCluster(scheduler.Options{MaxFailures: 4}, app, conf, loadOptions(b, app.ID, conf, nil), Deps{WrapTransport: counter.wrap})
 		if err != nil {
 			b.Fatal(err)
 		}
-		sched.SetBackend(cl.Backend())
 		cfg, err := settings.DynamicAllocation(conf, 0)
 		if err != nil {
 			b.Fatal(err)

@@ -44,15 +44,13 @@ func TestPodsGoThroughPodControl(t *testing.T) {
 			}
 			cs := fake.NewClientset()
 			pc := &podcontrol.Fake{}
-			sched := scheduler.New(scheduler.Options{})
-			app := master.App{ID: appID, Conf: conf, Scheduler: sched,
+			app := master.App{ID: appID,
 				Master: master.URL{Raw: "k8s://https://127.0.0.1:1", Kind: master.Kubernetes, APIServer: "https://127.0.0.1:1"},
 				Logger: slog.New(slog.DiscardHandler)}
-			c, err := New(app, loadOptions(t, app, noEnv), Deps{Client: cs, PodControl: pc, Getenv: noEnv})
+			_, c, err := newCluster(scheduler.Options{}, app, conf, loadOptions(t, appID, conf, noEnv), Deps{Client: cs, PodControl: pc, Getenv: noEnv})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sched.SetBackend(c.Backend())
 			if err := c.Start(t.Context()); err != nil {
 				t.Fatal(err)
 			}

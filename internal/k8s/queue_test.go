@@ -142,9 +142,8 @@ func startQueueApp(t testing.TB, env *testenv.Env, ns, id string, pairs ...strin
 		a.events = append(a.events, events.Apart(e)...)
 		a.mu.Unlock()
 	})
-	a.sched = scheduler.New(scheduler.Options{MaxFailures: 4, Events: a.bus, Logger: log})
 	a.counter = &requestCounter{n: map[string]int{}}
-	app := master.App{ID: id, Conf: conf, Scheduler: a.sched, Logger: log, Events: a.bus,
+	app := master.App{ID: id, Logger: log, Events: a.bus,
 		Master: master.URL{Kind: master.Kubernetes, APIServer: env.URL},
 		Fail: func(err error) {
 			select {
@@ -153,12 +152,11 @@ func startQueueApp(t testing.TB, env *testenv.Env, ns, id string, pairs ...strin
 			}
 		}}
 	t.Setenv("KUBECONFIG", env.Kubeconfig)
-	cl, err := New(app, loadOptions(t, app, nil), Deps{WrapTransport: a.counter.wrap})
+	sched, cl, err := newCluster(scheduler.Options{MaxFailures: 4, Events: a.bus, Logger: log}, app, conf, loadOptions(t, id, conf, nil), Deps{WrapTransport: a.counter.wrap})
 	if err != nil {
 		return nil, err
 	}
-	a.cl = cl
-	a.sched.SetBackend(a.cl.Backend())
+	a.sched, a.cl = sched, cl
 
 	execCtx, stopExecs := context.WithCancel(context.Background())
 	a.stopExecs = stopExecs

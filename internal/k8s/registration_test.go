@@ -135,18 +135,16 @@ func TestRegistrationBoundToPod(t *testing.T) {
 		Set("drover.kubernetes.executor.binary", bin)
 	var driverLog logtest.Buffer
 	log := slog.New(slog.NewTextHandler(&driverLog, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	sched := scheduler.New(scheduler.Options{MaxFailures: 4, Logger: log})
-	app := master.App{ID: appID, Conf: conf, Scheduler: sched, Logger: log,
+	app := master.App{ID: appID, Logger: log,
 		Master: master.URL{Kind: master.Kubernetes, APIServer: env.URL},
 		Fail:   func(err error) { t.Errorf("the application failed: %v", err) }}
 	if app.Security, err = master.NewSecurity(app.ID, conf, app.Master, time.Now(), log); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := New(app, loadOptions(t, app, nil), Deps{})
+	sched, cl, err := newCluster(scheduler.Options{MaxFailures: 4, Logger: log}, app, conf, loadOptions(t, appID, conf, nil), Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched.SetBackend(cl.Backend())
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

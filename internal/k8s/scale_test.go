@@ -485,9 +485,8 @@ func driverMain(raw string) error {
 			g.ExecutorLost(id)
 		}
 	}}
-	sched := scheduler.New(schedOpts)
 	failed := make(chan error, 1)
-	app := master.App{ID: "drover-scale-" + p.Policy, Conf: conf, Scheduler: sched, Logger: log,
+	app := master.App{ID: "drover-scale-" + p.Policy, Logger: log,
 		Master: master.URL{Kind: master.Kubernetes, APIServer: p.APIServer},
 		Fail: func(err error) {
 			select {
@@ -517,20 +516,15 @@ func driverMain(raw string) error {
 		app.Events = events.NewBus(nil, log)
 		defer app.Events.Close()
 	}
-	if app.Events != nil {
-		schedOpts.Events = app.Events
-		sched = scheduler.New(schedOpts)
-		app.Scheduler = sched
-	}
-	opts, err := k8sconf.Load(app.Conf, app.ID, os.Getenv)
+	schedOpts.Events = app.Events
+	opts, err := k8sconf.Load(conf, app.ID, os.Getenv)
 	if err != nil {
 		return err
 	}
-	cl, err := New(app, opts, Deps{WrapTransport: counter.wrap})
+	sched, cl, err := newCluster(schedOpts, app, conf, opts, Deps{WrapTransport: counter.wrap})
 	if err != nil {
 		return err
 	}
-	sched.SetBackend(cl.Backend())
 
 	if prof := os.Getenv("DROVER_SCALE_PROFILE"); prof != "" {
 		f, err := os.Create(prof + "." + p.Policy + ".cpu")

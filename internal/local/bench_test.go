@@ -45,9 +45,14 @@ func BenchmarkNoopTasksLocalClusterNoPrefetch(b *testing.B) {
 // BenchmarkNoopTasksLocal is the same job in local[4]: goroutines, no RPC.
 func BenchmarkNoopTasksLocal(b *testing.B) {
 	benchmarkNoop(b, func(b *testing.B) *testCluster {
-		s := scheduler.New(scheduler.Options{MaxFailures: 1})
-		lb := NewBackend(s, 4, 0)
-		s.SetBackend(lb)
+		var lb *Backend
+		s, err := scheduler.New(scheduler.Options{MaxFailures: 1}, func(s *scheduler.Scheduler) (scheduler.Backend, error) {
+			lb = NewBackend(s, 4, 0)
+			return lb, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
 		if err := lb.Start(context.Background()); err != nil {
 			b.Fatal(err)
 		}

@@ -183,11 +183,16 @@ func newTestClusterWithEvents(dir string, executors, cores, maxFailures int, sec
 			log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		}
 	}
-	s := scheduler.New(scheduler.Options{MaxFailures: maxFailures, Logger: log, Events: bus})
 	c := NewCluster(ClusterOptions{Binary: os.Args[0], AppID: testApp, Executors: executors, Cores: cores, Auth: sec.Executors, WorkDir: dir + "/work", Logger: log})
-	b := coarse.New(s, c, coarse.Options{AppID: testApp, Auth: sec.Driver, InitialExecutors: executors, MinRegisteredRatio: 1,
-		MaxRegisteredWait: time.Minute, Prefetch: prefetch, MaxPrefetch: maxPrefetch, Logger: log, Events: bus})
-	s.SetBackend(b)
+	var b *coarse.Backend
+	s, err := scheduler.New(scheduler.Options{MaxFailures: maxFailures, Logger: log, Events: bus}, func(s *scheduler.Scheduler) (scheduler.Backend, error) {
+		b = coarse.New(s, c, coarse.Options{AppID: testApp, Auth: sec.Driver, InitialExecutors: executors, MinRegisteredRatio: 1,
+			MaxRegisteredWait: time.Minute, Prefetch: prefetch, MaxPrefetch: maxPrefetch, Logger: log, Events: bus})
+		return b, nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	if err := b.Start(context.Background()); err != nil {
 		return nil, err
 	}
@@ -432,9 +437,14 @@ func alive(pid int) bool {
 }
 
 func TestLocalModeRunsTasksAsGoroutines(t *testing.T) {
-	s := scheduler.New(scheduler.Options{MaxFailures: 1})
-	b := NewBackend(s, 4, 0)
-	s.SetBackend(b)
+	var b *Backend
+	s, err := scheduler.New(scheduler.Options{MaxFailures: 1}, func(s *scheduler.Scheduler) (scheduler.Backend, error) {
+		b = NewBackend(s, 4, 0)
+		return b, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}

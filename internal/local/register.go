@@ -26,11 +26,11 @@ type localCluster struct {
 	events *events.Bus
 }
 
-func newLocal(app master.App) (master.Cluster, error) {
+func newLocal(app master.App, conf *config.Conf) (master.Cluster, error) {
 	cores := app.Master.Threads
-	b := NewBackend(app.Scheduler, cores, config.DefaultParallelism.Get(app.Conf))
-	b.LocalDir = config.LocalDirs(app.Conf)[0]
-	b.Store = objstore.New(settings.ObjectStore(app.Conf))
+	b := NewBackend(app.Scheduler, cores, config.DefaultParallelism.Get(conf))
+	b.LocalDir = config.LocalDirs(conf)[0]
+	b.Store = objstore.New(settings.ObjectStore(conf))
 	b.Logger = app.Logger
 	return &localCluster{b: b, events: app.Events}, nil
 }
@@ -52,7 +52,7 @@ type processCluster struct {
 	c *Cluster
 }
 
-func newLocalCluster(app master.App) (master.Cluster, error) {
+func newLocalCluster(app master.App, conf *config.Conf) (master.Cluster, error) {
 	bin, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("finding the application binary for executor processes: %w", err)
@@ -61,8 +61,8 @@ func newLocalCluster(app master.App) (master.Cluster, error) {
 	// With dynamic allocation N is the most executors there may be; it
 	// starts from the initial target.
 	initial := m.Executors
-	if config.DynamicAllocationEnabled.Get(app.Conf) {
-		n, err := settings.InitialExecutors(app.Conf)
+	if config.DynamicAllocationEnabled.Get(conf) {
+		n, err := settings.InitialExecutors(conf)
 		if err != nil {
 			return nil, err
 		}
@@ -75,18 +75,18 @@ func newLocalCluster(app master.App) (master.Cluster, error) {
 		Cores:       m.CoresPerExecutor,
 		MemoryBytes: int64(m.MemoryMiB) << 20,
 		Auth:        app.Security.Executors,
-		WorkDir:     filepath.Join(config.LocalDirs(app.Conf)[0], "drover-"+app.ID),
-		Env:         config.LogEnv(app.Conf),
+		WorkDir:     filepath.Join(config.LocalDirs(conf)[0], "drover-"+app.ID),
+		Env:         config.LogEnv(conf),
 		Logger:      app.Logger,
 	})
 	// local-cluster starts all its executors at once; unless told
 	// otherwise, wait for all of them so the first job is spread over every
 	// process.
 	ratio := 1.0
-	if config.MinRegisteredResourcesRatio.IsSet(app.Conf) {
-		ratio = config.MinRegisteredResourcesRatio.Get(app.Conf)
+	if config.MinRegisteredResourcesRatio.IsSet(conf) {
+		ratio = config.MinRegisteredResourcesRatio.Get(conf)
 	}
-	opts := coarse.ConfOptions(app.ID, app.Conf, app.Security.Driver)
+	opts := app.Coarse
 	opts.BindAddress = "127.0.0.1"
 	opts.InitialExecutors, opts.MinRegisteredRatio = initial, ratio
 	opts.Logger, opts.Events = app.Logger, app.Events

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/drover-project/drover/internal/backend"
+	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/scheduler"
@@ -16,11 +17,17 @@ import (
 
 // App is what a cluster manager needs to build an application's backend.
 type App struct {
-	ID        string
-	Conf      *config.Conf
-	Master    URL
+	ID     string
+	Master URL
+	// Scheduler is the scheduler the backend is built for: it is being
+	// built (scheduler.New), and launches on the backend once New returns.
 	Scheduler *scheduler.Scheduler
 	Security  Security
+	// Coarse are the coarse-grained backend's options the driver read from
+	// the configuration (what executors are sent, timeouts, prefetch); a
+	// cluster manager that runs one adds its addresses, executor counts,
+	// hooks, logger and events.
+	Coarse coarse.Options
 	// Events hears what the cluster manager does: executors added and
 	// removed, allocation rounds, pods created and placed.
 	Events *events.Bus
@@ -45,8 +52,11 @@ type Cluster interface {
 	Stop(ctx context.Context) error
 }
 
-// Factory creates the cluster manager of one master URL kind.
-type Factory func(app App) (Cluster, error)
+// Factory creates the cluster manager of one master URL kind. conf is the
+// application's configuration, for the factory to load the cluster
+// manager's own options from (Kubernetes' k8sconf.Load, local
+// directories): nothing it builds is given conf.
+type Factory func(app App, conf *config.Conf) (Cluster, error)
 
 var (
 	mu        sync.RWMutex
@@ -68,24 +78,18 @@ func Available(k Kind) bool {
 	return factories[k] != nil
 }
 
-// NewCluster creates the cluster manager for app.Master, and makes its
-// backend the one app.Scheduler launches on: backend and scheduler refer
-// to each other, and this is where both exist first.
-func NewCluster(app App) (Cluster, error) {
+// NewCluster creates the cluster manager for app.Master with the factory
+// registered for its kind. The driver calls it from scheduler.New's build,
+// which makes the cluster manager's backend the one app.Scheduler launches
+// on.
+func NewCluster(app App, conf *config.Conf) (Cluster, error) {
 	mu.RLock()
 	f := factories[app.Master.Kind]
 	mu.RUnlock()
 	if f == nil {
 		return nil, fmt.Errorf("master URL %q: %s cluster manager is not available in this build", app.Master.Raw, app.Master.Kind)
 	}
-	c, err := f(app)
-	if err != nil {
-		return nil, err
-	}
-	if app.Scheduler != nil {
-		app.Scheduler.SetBackend(c.Backend())
-	}
-	return c, nil
+	return f(app, conf)
 }
 
 // NewAppID returns a new application id, drover-<16 hex digits>: the

@@ -34,8 +34,10 @@ func TestTrackerAgreesWithTheScheduler(t *testing.T) {
 		}
 	})
 	defer bus.Close()
-	s := scheduler.New(scheduler.Options{MaxFailures: 2, Events: bus})
-	s.SetBackend(idleBackend{})
+	s, err := scheduler.New(scheduler.Options{MaxFailures: 2, Events: bus}, func(*scheduler.Scheduler) (scheduler.Backend, error) { return idleBackend{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
 	step := func(what string) {
 		t.Helper()
 		// The scheduler holds a task's start back for a moment

@@ -167,30 +167,6 @@ type attempt struct {
 	launched time.Time
 }
 
-// New returns a scheduler; SetBackend must be called before tasks are
-// submitted, because backend and scheduler refer to each other.
-func New(opts Options) *Scheduler {
-	if opts.MaxFailures < 1 {
-		opts.MaxFailures = 1
-	}
-	if opts.CPUsPerTask < 1 {
-		opts.CPUsPerTask = 1
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	return &Scheduler{
-		opts:       opts,
-		nextTaskID: opts.FirstTaskID,
-		log:        opts.Logger,
-		running:    map[int64]*attempt{},
-		byExecutor: map[executorid.ID]map[int64]struct{}{},
-	}
-}
-
 // OnExecutorLost adds f to what hears of every lost executor, after the
 // scheduler resubmitted its tasks. The DAG registers itself as it is built
 // on the scheduler, to forget the map outputs the executor held: the
@@ -199,12 +175,6 @@ func (s *Scheduler) OnExecutorLost(f func(executorid.ID)) {
 	s.lostMu.Lock()
 	s.lostListeners = append(s.lostListeners, f)
 	s.lostMu.Unlock()
-}
-
-// SetBackend sets the backend that carries out launches and kills.
-func (s *Scheduler) SetBackend(b Backend) {
-	s.backend = b
-	s.plans, _ = b.(PlanKeeper)
 }
 
 // CPUsPerTask is the number of cores each task occupies.

@@ -30,10 +30,17 @@ func (f *fakeBackend) KillTask(id int64, _ executorid.ID, _ string) {
 }
 
 func newTestScheduler(maxFailures int) (*Scheduler, *fakeBackend) {
-	s := New(Options{MaxFailures: maxFailures, CPUsPerTask: 1})
 	b := &fakeBackend{}
-	s.SetBackend(b)
-	return s, b
+	return onBackend(Options{MaxFailures: maxFailures, CPUsPerTask: 1}, b), b
+}
+
+// onBackend builds a scheduler that launches on b.
+func onBackend(opts Options, b Backend) *Scheduler {
+	s, err := New(opts, func(*Scheduler) (Backend, error) { return b, nil })
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 func specOf(n int, results map[int]string) TaskSetSpec {
@@ -91,8 +98,7 @@ func TestResourceOffersSpreadsRoundRobin(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := New(Options{MaxFailures: 4, CPUsPerTask: tc.cpus})
-			s.SetBackend(&fakeBackend{})
+			s := onBackend(Options{MaxFailures: 4, CPUsPerTask: tc.cpus}, &fakeBackend{})
 			s.Submit(specOf(tc.tasks, nil))
 			got := summarize(s.ResourceOffers(tc.offers))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
@@ -272,8 +278,7 @@ func TestKilledByExecutorIsRequeuedWithoutFailure(t *testing.T) {
 }
 
 func TestMaxResultSizeAbortsTheTaskSet(t *testing.T) {
-	s := New(Options{MaxFailures: 4, MaxResultSize: 10})
-	s.SetBackend(&fakeBackend{})
+	s := onBackend(Options{MaxFailures: 4, MaxResultSize: 10}, &fakeBackend{})
 	ts := s.Submit(specOf(2, nil))
 	ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 2}})
 	s.StatusUpdates([]Status{{TaskID: ds[0].TaskID, State: Finished, Result: make([]byte, 6)}, {TaskID: ds[1].TaskID, State: Finished, Result: make([]byte, 6)}})
@@ -320,8 +325,7 @@ func TestCanFetchResult(t *testing.T) {
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			s := New(Options{MaxFailures: 4, MaxResultSize: tc.max})
-			s.SetBackend(&fakeBackend{})
+			s := onBackend(Options{MaxFailures: 4, MaxResultSize: tc.max}, &fakeBackend{})
 			ts := s.Submit(specOf(len(tc.declared), nil))
 			ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: len(tc.declared)}})
 			var got []bool
@@ -354,9 +358,8 @@ func TestCanFetchResult(t *testing.T) {
 // spark.rpc.message.maxSize fails its task set at submission, naming the
 // key and the task's size; nothing is launched.
 func TestTaskOverMaxSizeFailsAtOnce(t *testing.T) {
-	s := New(Options{MaxFailures: 4, MaxTaskSize: 100})
 	b := &fakeBackend{}
-	s.SetBackend(b)
+	s := onBackend(Options{MaxFailures: 4, MaxTaskSize: 100}, b)
 	spec := specOf(2, nil)
 	spec.Tasks[1].Payload = make([]byte, 101)
 	ts := s.Submit(spec)
@@ -448,8 +451,7 @@ func TestEventsPublishedInOrder(t *testing.T) {
 			got = append(got, events.Name(e))
 		}
 	})
-	s := New(Options{MaxFailures: 2, CPUsPerTask: 1, Events: bus, Clock: clk})
-	s.SetBackend(&fakeBackend{})
+	s := onBackend(Options{MaxFailures: 2, CPUsPerTask: 1, Events: bus, Clock: clk}, &fakeBackend{})
 	ts := s.Submit(specOf(3, nil))
 	ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 3}})
 	waited := make(chan struct{})
@@ -492,8 +494,7 @@ func TestStartsHeldBack(t *testing.T) {
 		}
 	})
 	defer bus.Close()
-	s := New(Options{MaxFailures: 2, CPUsPerTask: 1, Events: bus, Clock: clk})
-	s.SetBackend(&fakeBackend{})
+	s := onBackend(Options{MaxFailures: 2, CPUsPerTask: 1, Events: bus, Clock: clk}, &fakeBackend{})
 	s.Submit(specOf(3, nil))
 	ds := s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 3}})
 	next := func() string {
@@ -537,8 +538,7 @@ func TestStartsHeldBack(t *testing.T) {
 // TestTaskIDsStartAboveFirstTaskID: a restarted driver's tasks are
 // numbered above every earlier attempt's.
 func TestTaskIDsStartAboveFirstTaskID(t *testing.T) {
-	s := New(Options{FirstTaskID: 2 << 40})
-	s.SetBackend(&fakeBackend{})
+	s := onBackend(Options{FirstTaskID: 2 << 40}, &fakeBackend{})
 	s.Submit(specOf(2, map[int]string{}))
 	var ids []int64
 	for _, d := range s.ResourceOffers([]Offer{{ExecutorID: 1, Cores: 2}}) {

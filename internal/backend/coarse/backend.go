@@ -12,50 +12,18 @@ import (
 	"time"
 
 	"github.com/drover-project/drover/internal/events"
-	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/executorid"
 
 	"google.golang.org/grpc"
 	"k8s.io/utils/clock"
 
 	"github.com/drover-project/drover/internal/backend"
-	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/ctl"
 	"github.com/drover-project/drover/internal/rpc/pb"
 	"github.com/drover-project/drover/internal/scheduler"
 	"github.com/drover-project/drover/internal/shuffle"
 )
-
-// ConfOptions are the options every cluster manager takes from the
-// application's configuration; the caller adds its addresses, executor
-// counts, hooks and logger.
-func ConfOptions(appID string, conf *config.Conf, auth rpc.Auth) Options {
-	return Options{
-		AppID:              appID,
-		Conf:               executorConf(conf),
-		Auth:               auth,
-		MaxRegisteredWait:  config.MaxRegisteredResourcesWaitingTime.Get(conf),
-		DefaultParallelism: config.DefaultParallelism.Get(conf),
-		Prefetch:           config.SchedulerPrefetch.Get(conf),
-		MaxPrefetch:        config.SchedulerMaxPrefetch.Get(conf),
-		NetworkTimeout:     config.NetworkTimeout.Get(conf),
-		TimeoutInterval:    config.NetworkTimeoutInterval.Get(conf),
-		MaxLaunchBytes:     config.RPCMessageMaxSize.Get(conf),
-	}
-}
-
-// executorConf is what executors are sent when they register: the keys
-// they read (executor.ConfKeys) that are set, never anything else.
-func executorConf(conf *config.Conf) map[string]string {
-	out := map[string]string{}
-	for _, k := range executor.ConfKeys {
-		if v, ok := conf.Lookup(k); ok {
-			out[k] = v
-		}
-	}
-	return out
-}
 
 // Options configures a Backend.
 type Options struct {
@@ -65,7 +33,7 @@ type Options struct {
 	// it, so a message stays within what the RPC carries.
 	MaxLaunchBytes int64
 	// Conf is sent to each executor when it registers: only what executors
-	// read (ConfOptions fills it from executor.ConfKeys).
+	// read (executor.ConfKeys), never credentials or other settings.
 	Conf map[string]string
 	Auth rpc.Auth
 	// BindAddress and Port are where the driver listens (spark.driver.bindAddress,
@@ -105,7 +73,7 @@ type Options struct {
 	Epoch int64
 	// Adopt, when set, is given the map outputs an executor names when it
 	// registers with a restarted driver, before the executor is offered
-	// tasks or OnExecutorsChanged hears of it (dag.Graph.Adopt).
+	// tasks or OnExecutorsChanged hears of it (dag.Adoption.Add).
 	Adopt func(executor executorid.ID, address string, held []shuffle.HeldOutput)
 	// OnExecutorsChanged, when set, is called after an executor registers
 	// or is removed, without the backend's lock held.

@@ -21,7 +21,6 @@ import (
 	utilwait "k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/funcs"
@@ -76,9 +75,7 @@ func startBackend(t testing.TB, opts Options) *harness {
 	t.Helper()
 	opts.AppID = appID
 	opts.Logger = quiet
-	s := scheduler.New(scheduler.Options{MaxFailures: 4})
-	b := New(s, nil, opts)
-	s.SetBackend(b)
+	s, b := newOn(scheduler.Options{MaxFailures: 4}, nil, opts)
 	if err := b.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -482,9 +479,7 @@ func (c *recordingCluster) lostIDs() []executorid.ID {
 // reported back to it; what the backend finds gone by itself is, once.
 func TestRemovalFlowsOneWay(t *testing.T) {
 	cl := &recordingCluster{reason: make(chan scheduler.LossReason)}
-	s := scheduler.New(scheduler.Options{MaxFailures: 4})
-	b := New(s, cl, Options{AppID: appID, Logger: quiet})
-	s.SetBackend(b)
+	s, b := newOn(scheduler.Options{MaxFailures: 4}, cl, Options{AppID: appID, Logger: quiet})
 	if err := b.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -527,9 +522,7 @@ func TestRemovalFlowsOneWay(t *testing.T) {
 // TestBadDeclaredResultSize: an executor that declares a negative result
 // size fails its task; the driver neither panics nor allocates from it.
 func TestBadDeclaredResultSize(t *testing.T) {
-	s := scheduler.New(scheduler.Options{MaxFailures: 1})
-	b := New(s, nil, Options{AppID: appID, Logger: quiet})
-	s.SetBackend(b)
+	s, b := newOn(scheduler.Options{MaxFailures: 1}, nil, Options{AppID: appID, Logger: quiet})
 	ts := s.Submit(scheduler.TaskSetSpec{JobID: 1, StageID: 1, Func: "f", Tasks: []scheduler.TaskSpec{{Partition: 0}}})
 	ds := s.ResourceOffers([]scheduler.Offer{{ExecutorID: 1, Cores: 1}})
 	if len(ds) != 1 {
@@ -538,21 +531,6 @@ func TestBadDeclaredResultSize(t *testing.T) {
 	b.fetchResult(t.Context(), &executorData{ExecutorInfo: ExecutorInfo{ID: 1}}, scheduler.Status{TaskID: ds[0].TaskID, ExecutorID: 1, State: scheduler.Finished}, -1)
 	if err := ts.Err(); err == nil || !strings.Contains(err.Error(), "declared a result of -1 bytes") {
 		t.Errorf("task set error %v, want the declared size named", err)
-	}
-}
-
-// TestExecutorsAreSentOnlyWhatTheyRead: the configuration in Registered is
-// the executors' few keys, never credentials or other settings.
-func TestExecutorsAreSentOnlyWhatTheyRead(t *testing.T) {
-	c := config.New().
-		Set("spark.kubernetes.authenticate.driver.oauthToken", "tok-123").
-		Set("spark.hadoop.fs.s3a.secret.key", "s3-secret").
-		Set("spark.authenticate.secret", "app-secret").
-		Set("spark.network.timeout", "30s").
-		Set("spark.executor.memory", "1g")
-	got := ConfOptions(appID, c, rpc.Auth{}).Conf
-	if diff := cmp.Diff(map[string]string{"spark.network.timeout": "30s"}, got); diff != "" {
-		t.Errorf("configuration sent to executors (-want +got):\n%s", diff)
 	}
 }
 
@@ -659,4 +637,17 @@ func TestReportsNeverFreeMoreCoresThanAnExecutorHas(t *testing.T) {
 	if got := free(); got != 1 {
 		t.Errorf("free cores %d after its task ended (reported twice); want 1", got)
 	}
+}
+
+// newOn builds a scheduler that launches on a backend with cm and opts.
+func newOn(so scheduler.Options, cm ClusterManager, opts Options) (*scheduler.Scheduler, *Backend) {
+	var b *Backend
+	s, err := scheduler.New(so, func(s *scheduler.Scheduler) (scheduler.Backend, error) {
+		b = New(s, cm, opts)
+		return b, nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	return s, b
 }

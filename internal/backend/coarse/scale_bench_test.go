@@ -110,10 +110,8 @@ func driverPerExecutor(b *testing.B, n int) perExecutor {
 	goroutinesBefore := runtime.NumGoroutine()
 	cpuBefore := processCPU()
 
-	s := scheduler.New(scheduler.Options{MaxFailures: 4})
-	be := New(s, nil, Options{AppID: appID, Auth: auth, Logger: quiet, InitialExecutors: n,
+	_, be := newOn(scheduler.Options{MaxFailures: 4}, nil, Options{AppID: appID, Auth: auth, Logger: quiet, InitialExecutors: n,
 		MinRegisteredRatio: 1, MaxRegisteredWait: 10 * time.Minute})
-	s.SetBackend(be)
 	start := time.Now()
 	if err := be.Start(b.Context()); err != nil {
 		b.Fatal(err)

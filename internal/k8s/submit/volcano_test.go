@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 
+	"github.com/drover-project/drover/internal/backend/coarse"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/k8s"
 	"github.com/drover-project/drover/internal/k8s/k8sconf"
@@ -64,18 +65,27 @@ func volcanoConf(t *testing.T, env *testenv.Env, ns string) *config.Conf {
 func startDriverSide(t *testing.T, env *testenv.Env, id string, conf *config.Conf) *k8s.Cluster {
 	t.Helper()
 	t.Setenv("KUBECONFIG", env.Kubeconfig)
-	sched := scheduler.New(scheduler.Options{MaxFailures: 4})
-	app := master.App{ID: id, Conf: conf, Scheduler: sched, Logger: slog.New(slog.DiscardHandler),
+	// The coarse backend's options are the defaults: these applications
+	// run no task.
+	app := master.App{ID: id, Coarse: coarse.Options{AppID: id}, Logger: slog.New(slog.DiscardHandler),
 		Master: master.URL{Kind: master.Kubernetes, APIServer: env.URL}, Fail: func(err error) { t.Errorf("%s failed: %v", id, err) }}
 	opts, err := k8sconf.Load(conf, id, os.Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := k8s.New(app, opts, k8s.Deps{})
+	var cl *k8s.Cluster
+	_, err = scheduler.New(scheduler.Options{MaxFailures: 4}, func(s *scheduler.Scheduler) (scheduler.Backend, error) {
+		app.Scheduler = s
+		c, err := k8s.New(app, opts, k8s.Deps{})
+		if err != nil {
+			return nil, err
+		}
+		cl = c
+		return c.Backend(), nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched.SetBackend(cl.Backend())
 	if err := cl.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

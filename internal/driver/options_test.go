@@ -1,4 +1,4 @@
-package coarse
+package driver
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/rpc"
 )
 
 // TestExecutorConfSendsNoSecrets: executors are sent where the object store
@@ -30,5 +31,20 @@ func TestExecutorConfSendsNoSecrets(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, executorConf(c)); diff != "" {
 		t.Errorf("executor configuration (-want +got):\n%s", diff)
+	}
+}
+
+// TestExecutorsAreSentOnlyWhatTheyRead: the configuration in Registered is
+// the executors' few keys, never credentials or other settings.
+func TestExecutorsAreSentOnlyWhatTheyRead(t *testing.T) {
+	c := config.New().
+		Set("spark.kubernetes.authenticate.driver.oauthToken", "tok-123").
+		Set("spark.hadoop.fs.s3a.secret.key", "s3-secret").
+		Set("spark.authenticate.secret", "app-secret").
+		Set("spark.network.timeout", "30s").
+		Set("spark.executor.memory", "1g")
+	got := backendOptions("drover-0123456789abcdef", c, rpc.Auth{}).Conf
+	if diff := cmp.Diff(map[string]string{"spark.network.timeout": "30s"}, got); diff != "" {
+		t.Errorf("configuration sent to executors (-want +got):\n%s", diff)
 	}
 }
