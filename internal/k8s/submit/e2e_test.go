@@ -23,6 +23,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
@@ -390,6 +391,14 @@ func appObjects(t *testing.T, env *testenv.Env, ns, selector string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// poll calls ok every interval until it holds or timeout passed, and
+// reports whether it held: for what the control plane, its controllers and
+// the drivers' and executors' processes do, which only real time advances.
+func poll(timeout, interval time.Duration, ok func() bool) bool {
+	return wait.PollUntilContextTimeout(context.Background(), interval, timeout, true,
+		func(context.Context) (bool, error) { return ok(), nil }) == nil
 }
 
 // waitFor polls cond for up to a minute.

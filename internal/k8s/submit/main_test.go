@@ -1,23 +1,12 @@
 package submit_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
-	"k8s.io/apimachinery/pkg/util/wait"
 )
-
-// poll calls ok every interval until it holds or timeout passed, and
-// reports whether it held: for what the control plane, its controllers and
-// the drivers' and executors' processes do, which only real time advances.
-func poll(timeout, interval time.Duration, ok func() bool) bool {
-	return wait.PollUntilContextTimeout(context.Background(), interval, timeout, true,
-		func(context.Context) (bool, error) { return ok(), nil }) == nil
-}
 
 // binaryModes let the test binary be another process an integration test
 // started (a driver pod's command); afterTests stop what the tests shared
