@@ -188,8 +188,16 @@ func (d *Dataset[T]) save(out dataflow.Output, dir, action string) error {
 	run := func(out dataflow.Output, onResult func(p int, b []byte) error) error {
 		return d.run(out, seq(d.parts), onResult)
 	}
+	// A driver that may restart names what it commits by lineage, so
+	// that a later attempt finds the output done and leaves it.
+	lineage, err := d.c.graph.OutputLineage(d.id, out)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", action, dir, err)
+	}
+	attempt := d.c.d.Attempt()
 	return commit.Save(d.c, dir, store, out, run, commit.Options{Action: action, AppID: d.c.appID, Partitions: d.parts,
-		AtStop: d.c.d.AtStop, Hook: d.c.commitHook, Logger: d.c.log})
+		AtStop: d.c.d.AtStop, Hook: d.c.commitHook, Logger: d.c.log,
+		Lineage: lineage, Attempt: attempt.Epoch, Fence: attempt.Fence})
 }
 
 // SaveAsJSONLines writes the records as JSON lines, one value per line as

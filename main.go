@@ -77,6 +77,14 @@ func (c *Context) Conf(key string) string { return c.conf.Get(key) }
 // Logger is the driver's logger.
 func (c *Context) Logger() *slog.Logger { return c.log }
 
+// AttemptID is the driver's attempt, as Spark's applicationAttemptId: "1"
+// for the first run of a driver that may restart in its pod
+// (spark.kubernetes.driver.restartPolicy=OnFailure), "2" after its first
+// restart; "" for a driver that cannot restart. main runs again from the
+// start in each attempt; what earlier attempts computed and committed is
+// not done again.
+func (c *Context) AttemptID() string { return c.d.Attempt().Number() }
+
 // Metrics is the driver's Prometheus registry: the metrics the driver serves
 // (docs/metrics.md).
 func (c *Context) Metrics() prometheus.Gatherer { return c.d.Metrics() }

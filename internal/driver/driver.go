@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -45,6 +46,7 @@ type Options struct {
 // use. It is valid while the application function Run was given runs.
 type Driver struct {
 	appID     string
+	attempt   master.Attempt
 	conf      *config.Conf
 	log       *slog.Logger
 	sched     *scheduler.Scheduler
@@ -58,6 +60,9 @@ type Driver struct {
 
 // AppID is the application's id.
 func (d *Driver) AppID() string { return d.appID }
+
+// Attempt is which attempt of the application this driver is.
+func (d *Driver) Attempt() master.Attempt { return d.attempt }
 
 // Conf is the application's configuration.
 func (d *Driver) Conf() *config.Conf { return d.conf }
@@ -119,13 +124,24 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 		appID = master.NewAppID()
 	}
 	log = log.With("app", appID)
-	security, err := master.NewSecurity(appID, conf, m, opts.Clock.Now(), log)
+	// Which attempt of the application this is: a driver its pod restarts
+	// claims the next epoch and reads the credentials made for all its
+	// attempts.
+	attempt, err := master.NewAttempt(ctx, appID, conf, m, log)
 	if err != nil {
 		return err
 	}
+	security, err := newSecurity(appID, conf, m, attempt, opts.Clock.Now(), log)
+	if err != nil {
+		return err
+	}
+	// The map outputs executors of earlier attempts still hold, which they
+	// name as they register, before the DAG exists.
+	var skipped atomic.Int64
+	adoption := dag.NewAdoption(func() { skipped.Add(1) })
 	// 1. The bus and the event log, closed last.
 	bus := events.NewBus(opts.Clock, log)
-	evlog := startEventLog(ctx, conf, appID, log)
+	evlog := startEventLog(ctx, conf, appID, attempt.Number(), log)
 	defer func() {
 		bus.Close()
 		if evlog != nil {
@@ -165,9 +181,15 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 	// the scheduler. The cluster manager is stopped before the bus closes,
 	// so the executors' removals and AppEnd reach the consumers.
 	var cluster master.Cluster
-	sched, err := scheduler.New(schedulerOptions(conf, m, bus, log), func(s *scheduler.Scheduler) (scheduler.Backend, error) {
-		c, err := master.NewCluster(master.App{ID: appID, Master: m, Scheduler: s, Security: security,
-			Coarse: backendOptions(appID, conf, security.Driver), Events: bus, Logger: log,
+	// Executors are told the attempt they register with, and name the
+	// outputs they kept from earlier ones into the adoption.
+	co := backendOptions(appID, conf, security.Driver)
+	co.Epoch, co.Adopt = attempt.Epoch, adoption.Add
+	so := schedulerOptions(conf, m, bus, log)
+	so.FirstTaskID = attempt.Epoch << 40 // task ids of two attempts never meet
+	sched, err := scheduler.New(so, func(s *scheduler.Scheduler) (scheduler.Backend, error) {
+		c, err := master.NewCluster(master.App{ID: appID, Master: m, Scheduler: s, Security: security, Attempt: attempt,
+			Coarse: co, Events: bus, Logger: log,
 			Fail: func(err error) { fail(err) }}, conf)
 		if err != nil {
 			return nil, err
@@ -197,10 +219,13 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 	metricsHandler := metrics.Handler(dm.Registry)
 	web.Handle(metrics.Path, metricsHandler)
 	web.Handle(metrics.SparkExecutorsPath, metricsHandler)
-	bus.Publish(&events.AppStart{AppID: appID, Name: config.AppName.Get(conf), Master: m.Raw, User: currentUser(),
+	dm.Restart.SetRestarts(int(attempt.Epoch))
+	bus.Publish(&events.AppStart{AppID: appID, AttemptID: attempt.Number(), Name: config.AppName.Get(conf), Master: m.Raw, User: currentUser(),
 		DeployMode: config.DeployMode.Get(conf), Conf: conf.Redacted(), DriverHost: driverHost()})
 	be := cluster.Backend()
-	graph := dag.New(sched, graphOptions(conf, m, be, log))
+	gopts := graphOptions(conf, m, be, log)
+	gopts.Lineage, gopts.Adoption = attempt.Restartable, adoption
+	graph := dag.New(sched, gopts)
 	start := opts.Clock.Now()
 	// 6. Start: executors, then what acts on them.
 	if err := cluster.Start(ctx); err != nil {
@@ -211,7 +236,13 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 	}
 	log.Info("application started", "master", m.Raw, "name", config.AppName.Get(conf),
 		"startup", opts.Clock.Since(start).Round(time.Millisecond))
-	d := &Driver{appID: appID, conf: conf, log: log, sched: sched, graph: graph, backend: be, bus: bus,
+	if attempt.Epoch > 0 {
+		n := adoption.Executors()
+		dm.Restart.ExecutorsAdopted(n)
+		log.Info("adopted the executors of the earlier attempt", "attempt", attempt.Number(), "executors", n)
+	}
+	defer func() { dm.Restart.StagesSkipped(int(skipped.Load())) }()
+	d := &Driver{appID: appID, attempt: attempt, conf: conf, log: log, sched: sched, graph: graph, backend: be, bus: bus,
 		metrics: dm.Registry, web: web, afterStop: sweeps}
 	if dyn != nil {
 		stop, err := startDynamicAllocation(ctx, *dyn, conf, sched, graph, cluster, dm.Dynalloc, bus, log)
@@ -243,4 +274,13 @@ func runApp(ctx context.Context, d *Driver, app App) (err error) {
 		}
 	}()
 	return app(ctx, d)
+}
+
+// newSecurity loads the credentials made for every attempt of a driver
+// that may restart, else makes this driver's own.
+func newSecurity(appID string, conf *config.Conf, m master.URL, a master.Attempt, now time.Time, log *slog.Logger) (master.Security, error) {
+	if !a.Credentials.IsZero() {
+		return master.LoadSecurity(appID, a.Credentials, log)
+	}
+	return master.NewSecurity(appID, conf, m, now, log)
 }

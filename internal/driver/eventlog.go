@@ -13,11 +13,12 @@ import (
 // startEventLog starts the event log when spark.eventLog.enabled; the
 // status consumer feeds it. A log that cannot be created is reported, and
 // the application runs without it, as it does when writing fails later.
-func startEventLog(ctx context.Context, conf *config.Conf, appID string, log *slog.Logger) *eventlog.Writer {
+func startEventLog(ctx context.Context, conf *config.Conf, appID, attemptID string, log *slog.Logger) *eventlog.Writer {
 	opts, enabled := settings.EventLog(conf, appID)
 	if !enabled {
 		return nil
 	}
+	opts.AttemptID = attemptID
 	if objstore.HasScheme(opts.Dir) {
 		opts.Store = objstore.New(settings.ObjectStore(conf))
 	}

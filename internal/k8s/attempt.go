@@ -53,7 +53,7 @@ func driverAttempt(ctx context.Context, appID string, conf *config.Conf, m maste
 	if err != nil {
 		return master.Attempt{}, err
 	}
-	stored, err := k8sconf.ReadCredentials(podspec.DriverSecretDir)
+	stored, err := k8sconf.ReadCredentials(os.Getenv)
 	if err != nil {
 		return master.Attempt{}, err
 	}

@@ -261,6 +261,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	c.alloc.SetTarget(c.initial)
 	c.log.Info("requesting executor pods", "namespace", c.ns, "executors", c.initial,
 		"policy", c.opts.Allocator.Policy, "driver", c.backend.URL())
+	c.awaitAdoption(ctx)
 	return nil
 }
 

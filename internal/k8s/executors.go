@@ -77,7 +77,9 @@ const podIPWait = 10 * time.Second
 func (c *Cluster) admit(ctx context.Context, r coarse.Registration) error {
 	n := r.ID
 	if !c.alloc.Issued(n) {
-		return fmt.Errorf("this driver created no executor %d", n)
+		if err := c.earlierAttempts(ctx, n); err != nil {
+			return err
+		}
 	}
 	if c.alloc.IsDeleted(n) {
 		return fmt.Errorf("its pod was deleted: %w", coarse.ErrGone)
@@ -345,3 +347,28 @@ func (a *applier) LabelInactive(ctx context.Context, name string) error {
 func (a *applier) Warn(msg string) { a.c.log.Warn(msg) }
 
 func (a *applier) Fail(err error) { a.c.fail(err) }
+
+// earlierAttempts admits executor n, whose id this driver did not issue,
+// only if an earlier attempt of the driver did: its pod exists. The
+// allocator counts such pods from its next round; until the pod source
+// has listed them, the executor is asked to try again.
+func (c *Cluster) earlierAttempts(ctx context.Context, n executorid.ID) error {
+	if c.app.Attempt.Epoch == 0 {
+		return fmt.Errorf("this driver created no executor %d", n)
+	}
+	if c.src == nil {
+		return fmt.Errorf("the driver does not watch its pods yet: %w", coarse.ErrNotYet)
+	}
+	wctx, cancel := context.WithTimeout(ctx, podIPWait)
+	defer cancel()
+	if err := c.src.WaitSynced(wctx); err != nil {
+		return fmt.Errorf("the driver has not listed its pods yet: %w", coarse.ErrNotYet)
+	}
+	want := podspec.ExecutorPodName(c.execConf.PodNamePrefix, n)
+	for _, p := range c.src.Pods() {
+		if p.Name == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("no attempt of this driver created executor %d", n)
+}

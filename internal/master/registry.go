@@ -23,6 +23,9 @@ type App struct {
 	// built (scheduler.New), and launches on the backend once New returns.
 	Scheduler *scheduler.Scheduler
 	Security  Security
+	// Attempt is which attempt of the application the driver is: a
+	// restarted one adopts the executors of earlier attempts.
+	Attempt Attempt
 	// Coarse are the coarse-grained backend's options the driver read from
 	// the configuration (what executors are sent, timeouts, prefetch); a
 	// cluster manager that runs one adds its addresses, executor counts,

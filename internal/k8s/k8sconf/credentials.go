@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 
+	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/master"
 )
 
@@ -29,16 +30,18 @@ func CredentialFiles(c master.StoredCredentials) map[string][]byte {
 	return map[string][]byte{DriverTLSFile: c.Driver, ExecutorTLSFile: c.Executors}
 }
 
-// ReadCredentials reads the certificates CredentialFiles put in dir; zero
-// credentials when there are none.
-func ReadCredentials(dir string) (master.StoredCredentials, error) {
+// ReadCredentials reads the certificates CredentialFiles put in the
+// driver's Secret, mounted at podspec.DriverSecretDir (where a process
+// node put it, said by getenv: podspec.LocalConfFile); zero credentials
+// when there are none.
+func ReadCredentials(getenv func(string) string) (master.StoredCredentials, error) {
 	var c master.StoredCredentials
 	var errs []error
 	for _, f := range []struct {
 		name string
 		to   *[]byte
 	}{{DriverTLSFile, &c.Driver}, {ExecutorTLSFile, &c.Executors}} {
-		b, err := os.ReadFile(filepath.Join(dir, f.name))
+		b, err := os.ReadFile(podspec.LocalConfFile(path.Join(podspec.DriverSecretDir, f.name), getenv))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -52,7 +55,7 @@ func ReadCredentials(dir string) (master.StoredCredentials, error) {
 	}
 	if (len(c.Driver) == 0) != (len(c.Executors) == 0) {
 		return master.StoredCredentials{}, fmt.Errorf("reading the application's certificates in %s: %s and %s go together; one is missing",
-			dir, DriverTLSFile, ExecutorTLSFile)
+			podspec.DriverSecretDir, DriverTLSFile, ExecutorTLSFile)
 	}
 	return c, nil
 }

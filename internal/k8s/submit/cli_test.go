@@ -35,7 +35,8 @@ func binaries(t testing.TB) (drover, wordcount string) {
 			"github.com/drover-project/drover/internal/k8s/submit/testdata/sleepapp",
 			"github.com/drover-project/drover/internal/k8s/submit/testdata/chaosapp",
 			"github.com/drover-project/drover/internal/k8s/submit/testdata/uiapp",
-			"github.com/drover-project/drover/internal/k8s/submit/testdata/envapp").CombinedOutput()
+			"github.com/drover-project/drover/internal/k8s/submit/testdata/envapp",
+			"github.com/drover-project/drover/internal/k8s/submit/testdata/restartapp").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
