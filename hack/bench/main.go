@@ -73,6 +73,19 @@ func mainErr(compare bool, only string) error {
 		return r.goBench(ctx, timeout, label, append([]string{"DROVER_TESTBIN=" + testbin}, env...),
 			"test", "-run", "^$", "-bench", bench, "-benchtime", benchtime, "-timeout", timeout.String(), pkg)
 	}
+	// versitygw is the S3 test server's directory: $DROVER_VERSITYGW, else
+	// built (once; cached in ~/.cache/drover).
+	versitygw := func() (string, error) {
+		if gw := os.Getenv("DROVER_VERSITYGW"); gw != "" {
+			return gw, nil
+		}
+		out, err := run(ctx, 30*time.Minute, nil, "./hack/build-versitygw.sh")
+		if err != nil {
+			return "", fmt.Errorf("building versitygw: %w\n%s", err, tail(out))
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		return lines[len(lines)-1], nil
+	}
 	steps := []step{
 		{"task throughput", func() error {
 			return r.goBench(ctx, 10*time.Minute, "", nil, "test", "-run", "^$", "-bench", "NoopTasksLocalCluster$", "-benchtime", "3x", "./internal/local/")
@@ -170,21 +183,25 @@ func mainErr(compare bool, only string) error {
 				"DROVER_SCALE_HOLD=0s", "DROVER_SCALE_CONF=spark.kubernetes.allocation.batch.size=5")
 		}},
 		{"submission", func() error {
-			return k8sBench(10*time.Minute, "", "./internal/k8s/submit/", ".", "10x")
+			return k8sBench(10*time.Minute, "", "./internal/k8s/submit/", "^Benchmark(Submit|BarePod)", "10x")
+		}},
+		{"driver restart", func() error {
+			// Fault-free, one driver crash after the sort's map stage, and
+			// a resubmission from zero, in turns (saving to versitygw).
+			gw, err := versitygw()
+			if err != nil {
+				return err
+			}
+			return k8sBench(25*time.Minute, "", "./internal/k8s/submit/", "^BenchmarkDriverRestart$", "3x", "DROVER_VERSITYGW="+gw)
 		}},
 		{"object storage", func() error {
 			// 1 GiB to and from versitygw on loopback against the same jobs on
 			// local disk, each iteration running both (benchmarks in
 			// examples/wordcount and the root package, skipped unless
 			// DROVER_VERSITYGW is set).
-			gw := os.Getenv("DROVER_VERSITYGW")
-			if gw == "" {
-				out, err := run(ctx, 30*time.Minute, nil, "./hack/build-versitygw.sh")
-				if err != nil {
-					return fmt.Errorf("building versitygw: %w\n%s", err, tail(out))
-				}
-				lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-				gw = lines[len(lines)-1]
+			gw, err := versitygw()
+			if err != nil {
+				return err
 			}
 			env := []string{"DROVER_VERSITYGW=" + gw}
 			if err := r.goBench(ctx, 20*time.Minute, "", env, "test", "-run", "^$", "-bench", "^BenchmarkObjectStorageWordCount$",
@@ -254,6 +271,10 @@ func mainErr(compare bool, only string) error {
 		r.ratio(fmt.Sprintf("%sjob with a shuffle: time to result with 10%% of executors lost / without", label),
 			label+"BenchmarkScaleJob s-to-result", label+"BenchmarkScaleJob s-to-result-no-loss", "", nil)
 	}
+	r.measured("driver restart: time to result with one crash after the sort's map stage / fault-free, the kubelet's back-off taken out",
+		"BenchmarkDriverRestart crash/fault-free", "≤ 1.15", func(v float64) bool { return v <= 1.15 })
+	r.ratio("driver restart: a resubmission from zero (spark-operator's restartPolicy) / a restart in the pod",
+		"BenchmarkDriverRestart resubmit-s-to-result", "BenchmarkDriverRestart crash-s-to-result", "", nil)
 	r.slope("driver peak RSS per 1,000 executors (adaptive; least squares over N = 1,000, 5,000, 10,000)", "MiB/1000-executors",
 		"driver-peak-rss-MiB", map[float64]string{1: "", 5: "N=5000 ", 10: "N=10000 "})
 	r.ratio("driver CPU-seconds for 1,000 executors, adaptive / spark (batch 20)", "BenchmarkAllocationAdaptive driver-cpu-s",

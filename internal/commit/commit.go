@@ -65,7 +65,7 @@ func (o Options) fence(ctx context.Context) error {
 		return nil
 	}
 	if err := o.Fence(ctx); err != nil {
-		return fmt.Errorf("%w: %v", ErrSuperseded, err)
+		return fmt.Errorf("%w: %w", ErrSuperseded, err)
 	}
 	return nil
 }

@@ -202,6 +202,14 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 	}
 	sweeps := &afterStop{}
 	defer func() {
+		if errors.Is(err, master.ErrSuperseded) {
+			// A newer attempt runs the application: the executors, pods
+			// and outputs are its own, not this one's to stop or delete.
+			// This process only ends; its executors register with the
+			// newer attempt.
+			log.Warn("leaving the application to the newer attempt of the driver", "err", err)
+			return
+		}
 		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := cluster.Stop(stopCtx); err != nil {

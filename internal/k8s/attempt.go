@@ -3,7 +3,6 @@ package k8s
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -180,10 +179,13 @@ func (p attemptPod) fence(epoch int64) func(context.Context) error {
 // process, so that no restart races the deadline.
 func (p attemptPod) endApplication(ctx context.Context, pod *corev1.Pod, a master.Attempt) error {
 	msg := fmt.Sprintf("the driver failed %d times; the last attempt (%d of %d): %s", a.Of, a.Of, a.Of, a.LastCause)
-	err := errors.Join(
-		p.patch(ctx, pod, map[string]any{podspec.AnnotationFailed: msg}, map[string]any{"activeDeadlineSeconds": 1}),
-		podcontrol.New(p.cs, p.log).DeletePods(ctx, p.ns, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(
-			labels.Set{snapshot.LabelAppID: p.appID, snapshot.LabelRole: snapshot.RoleExecutor}).String()}))
+	// The executors go first: the deadline, once set, is past at once,
+	// and the kubelet stops this process.
+	err := podcontrol.New(p.cs, p.log).DeletePods(ctx, p.ns, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(
+		labels.Set{snapshot.LabelAppID: p.appID, snapshot.LabelRole: snapshot.RoleExecutor}).String()})
+	if err == nil {
+		err = p.patch(ctx, pod, map[string]any{podspec.AnnotationFailed: msg}, map[string]any{"activeDeadlineSeconds": 1})
+	}
 	if err != nil {
 		return fmt.Errorf("%s; ending the application: %w (%w)", msg, err, master.ErrNoMoreAttempts)
 	}

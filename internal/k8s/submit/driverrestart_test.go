@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drover-project/drover/internal/testenv"
 )
@@ -40,9 +43,6 @@ import (
 // cause, the pod fails for good and no executor is left.
 func TestDriverRestartCrashes(t *testing.T) {
 	env := cluster.Env(t)
-	drv, _ := binaries(t)
-	app := filepath.Join(filepath.Dir(drv), "restartapp")
-	input := wordInput(t)
 	for _, tc := range []struct {
 		name string
 		// at is the marker of the moment the driver is killed; kills how
@@ -53,115 +53,237 @@ func TestDriverRestartCrashes(t *testing.T) {
 		// rerun is what a map stage of attempt 2 may be named: "" when
 		// no map task may run.
 		rerun string
+		// committedBy is the attempt whose commit the output's _SUCCESS
+		// names (0 for the first).
+		committedBy int
 	}{
-		{name: "after the sort's map stage", at: "save-", kills: 1, env: []string{"RESTARTAPP_SAVE_DELAY=20s"}},
+		{name: "after the sort's map stage", at: "save-", kills: 1, env: []string{"RESTARTAPP_SAVE_DELAY=20s"}, committedBy: 1},
 		{name: "during the sort's map side", at: "sortmap-", kills: 1, env: []string{"RESTARTAPP_SORT_DELAY=20s"},
-			rerun: "restartapp.sortmap"},
-		{name: "after the commit", at: "saved", kills: 1, env: []string{"RESTARTAPP_EXIT_DELAY=30s"}},
+			rerun: "restartapp.sortmap", committedBy: 1},
+		{name: "after the commit", at: "saved", kills: 1, env: []string{"RESTARTAPP_EXIT_DELAY=30s"}, committedBy: 0},
 		{name: "four times", at: "save-", kills: 4, env: []string{"RESTARTAPP_SAVE_DELAY=20s", "RESTARTAPP_SLOW_ALWAYS=1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ns := restrictedNamespace(t, env)
-			store, err := testenv.StartS3(t.Context(), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Stop()
-			for _, b := range []string{"out", "events"} {
-				if err := store.CreateBucket(t.Context(), b); err != nil {
-					t.Fatal(err)
-				}
-			}
-			markers := t.TempDir()
-			if err := os.Chmod(markers, 0o777); err != nil {
-				t.Fatal(err)
-			}
-			args := clusterArgs(env, ns, "--name", "restart", "--num-executors", "4",
-				"--conf", "spark.kubernetes.driver.restartPolicy=OnFailure",
-				"--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.dir=s3://events/",
-				"--conf", "spark.eventLog.compress=false")
-			for _, kv := range append(tc.env, "RESTARTAPP_MARKER_DIR="+markers) {
-				args = append(args, "--conf", "spark.kubernetes.driverEnv."+kv, "--conf", "spark.executorEnv."+kv)
-			}
-			for _, kv := range store.Conf() {
-				args = append(args, "--conf", kv)
-			}
-			for _, kv := range store.Env() {
-				args = append(args, "--conf", "spark.executorEnv."+kv)
-			}
-			args = append(args, "local://"+app, input, "s3://out/counts")
-
-			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, drv, args...)
-			cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
-			var stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-
-			driverPod := ""
+			r := startRestartApp(t, env, tc.env...)
 			for i := range tc.kills {
-				waitFor(t, fmt.Sprintf("attempt %d to reach %s", i+1, tc.at), func() bool {
-					m, _ := filepath.Glob(filepath.Join(markers, tc.at+"*"))
-					return len(m) > 0
-				})
-				if driverPod == "" {
-					pods, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-role=driver"})
-					if err != nil || len(pods.Items) != 1 {
-						t.Fatalf("driver pods: %v, %v", pods, err)
-					}
-					driverPod = pods.Items[0].Name
-				}
-				// The next attempt's markers are its own.
-				if err := clearDir(markers); err != nil {
+				r.await(fmt.Sprintf("attempt %d", i+1), tc.at)
+				if err := env.SignalContainer(r.ns, r.driverPod(), "", syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}
-				if err := env.SignalContainer(ns, driverPod, "", syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("SIGKILLed attempt %d of the driver of pod %s", i+1, driverPod)
+				t.Logf("SIGKILLed attempt %d of the driver", i+1)
 			}
-			err = <-done
-			t.Logf("drover submit:\n%s", stderr.String())
-			creates, cerr := env.PodCreates("drover-driver/")
-			if cerr != nil {
-				t.Fatal(cerr)
-			}
-			var execs []string
-			for _, c := range creates {
-				if c.Namespace == ns && c.Code == 201 {
-					execs = append(execs, c.Name)
-				}
-			}
-			if len(execs) != 4 {
+			err := r.wait()
+			if execs := r.executorCreates(); len(execs) != 4 {
 				t.Errorf("executor pods created: %v, want the first attempt's 4 only", execs)
 			}
 			if tc.kills == 4 {
-				checkOutOfRestarts(t, env, ns, driverPod, err, stderr.String())
+				checkOutOfRestarts(t, env, r.ns, r.driverPod(), err, r.stderr.String())
 				return
 			}
 			if err != nil {
 				t.Fatalf("drover submit: %v, want exit 0", err)
 			}
-			if !strings.Contains(stderr.String(), "driver restarted (attempt 2 of 4): exit 137") {
+			if !strings.Contains(r.stderr.String(), "driver restarted (attempt 2 of 4): exit 137") {
 				t.Errorf("submit did not report the restart")
 			}
-			// The output is what a run without a crash saves.
-			if diff := compareLines(wantCounts(t, input), savedLines(t, store, "out", "counts/")); diff != "" {
-				t.Errorf("output (-want +got):\n%s", diff)
-			}
+			r.checkOutput(tc.committedBy)
 			// No map task of a stage that completed before the crash ran
 			// again.
-			for stage, tasks := range mapTasks(t, store, "events") {
+			for stage, tasks := range mapTasks(t, r.store, "events") {
 				if tc.rerun == "" || !strings.Contains(stage, tc.rerun) {
 					t.Errorf("attempt 2 ran %d tasks of map stage %q, which attempt 1 completed", tasks, stage)
 				}
 			}
 		})
+	}
+}
+
+// TestDriverRestartZombie: a driver frozen (SIGSTOP) while its save stage
+// runs, replaced, then thawed commits nothing. A kubelet never runs two
+// processes of one container, so the replacement is what a newer attempt
+// does first: it claims the next epoch on the pod (the test writes the
+// claim). Thawed, the first attempt finishes its tasks but its commit's
+// fence finds the newer epoch: it fails without making its output visible,
+// the kubelet restarts the driver, and that attempt commits. The output is
+// right and its _SUCCESS names the last attempt, not the zombie.
+func TestDriverRestartZombie(t *testing.T) {
+	env := cluster.Env(t)
+	r := startRestartApp(t, env, "RESTARTAPP_SAVE_DELAY=5s")
+	r.await("attempt 1", "save-")
+	pod := r.driverPod()
+	if err := env.SignalContainer(r.ns, pod, "", syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"1"}}}`, "drover.io/driver-epoch")
+	if _, err := env.Client.CoreV1().Pods(r.ns).Patch(t.Context(), pod, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.SignalContainer(r.ns, pod, "", syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.wait(); err != nil {
+		t.Fatalf("drover submit: %v, want exit 0", err)
+	}
+	if !strings.Contains(r.stderr.String(), "driver restarted (attempt 2 of 4): exit 1") {
+		t.Errorf("submit did not report the superseded attempt's exit")
+	}
+	r.checkOutput(2)
+	if execs := r.executorCreates(); len(execs) != 4 {
+		t.Errorf("executor pods created: %v, want the first attempt's 4 only", execs)
+	}
+}
+
+// restartRun is one run of testdata/restartapp through drover submit.
+type restartRun struct {
+	t       testing.TB
+	env     *testenv.Env
+	ns      string
+	store   *testenv.S3
+	markers string
+	input   string
+	stderr  bytes.Buffer
+	done    chan error
+	pod     string
+	start   time.Time
+}
+
+// restartOpts change how restartapp runs: Input replaces wordInput;
+// Never keeps spark's default restartPolicy, Never; AppEnv are its
+// settings (RESTARTAPP_*=…), given to the driver and the executors.
+type restartOpts struct {
+	Input  string
+	Never  bool
+	AppEnv []string
+}
+
+// startRestartApp submits restartapp with the settings appEnv
+// (RESTARTAPP_*=…, to the driver and the executors) in a new namespace,
+// saving to s3://out/counts on a server of its own, with its event logs in
+// s3://events/.
+func startRestartApp(t testing.TB, env *testenv.Env, appEnv ...string) *restartRun {
+	return startRestart(t, env, restartOpts{AppEnv: appEnv})
+}
+
+func startRestart(t testing.TB, env *testenv.Env, o restartOpts) *restartRun {
+	drv, _ := binaries(t)
+	if o.Input == "" {
+		o.Input = wordInput(t)
+	}
+	r := &restartRun{t: t, env: env, ns: restrictedNamespace(t, env), input: o.Input, markers: t.TempDir(), done: make(chan error, 1)}
+	store, err := testenv.StartS3(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Stop() })
+	r.store = store
+	for _, b := range []string{"out", "events"} {
+		if err := store.CreateBucket(t.Context(), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(r.markers, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	policy := "OnFailure"
+	if o.Never {
+		policy = "Never"
+	}
+	args := clusterArgs(env, r.ns, "--name", "restart", "--num-executors", "4",
+		"--conf", "spark.kubernetes.driver.restartPolicy="+policy,
+		"--conf", "spark.eventLog.enabled=true", "--conf", "spark.eventLog.dir=s3://events/",
+		"--conf", "spark.eventLog.compress=false")
+	for _, kv := range append(o.AppEnv, "RESTARTAPP_MARKER_DIR="+r.markers) {
+		args = append(args, "--conf", "spark.kubernetes.driverEnv."+kv, "--conf", "spark.executorEnv."+kv)
+	}
+	for _, kv := range store.Conf() {
+		args = append(args, "--conf", kv)
+	}
+	for _, kv := range store.Env() {
+		args = append(args, "--conf", "spark.executorEnv."+kv)
+	}
+	args = append(args, "local://"+filepath.Join(filepath.Dir(drv), "restartapp"), r.input, "s3://out/counts")
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, drv, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+	cmd.Stdout, cmd.Stderr = io.Discard, &r.stderr
+	r.start = time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.done <- cmd.Wait() }()
+	return r
+}
+
+// await waits for marker (a prefix) to appear, then clears the markers so
+// the next attempt's are its own.
+func (r *restartRun) await(who, marker string) {
+	r.t.Helper()
+	if !poll(2*time.Minute, 50*time.Millisecond, func() bool {
+		m, _ := filepath.Glob(filepath.Join(r.markers, marker+"*"))
+		return len(m) > 0
+	}) {
+		r.t.Fatalf("%s did not reach %s", who, marker)
+	}
+	if err := clearDir(r.markers); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// driverPod is the application's driver pod.
+func (r *restartRun) driverPod() string {
+	r.t.Helper()
+	if r.pod == "" {
+		pods, err := r.env.Client.CoreV1().Pods(r.ns).List(r.t.Context(), metav1.ListOptions{LabelSelector: "spark-role=driver"})
+		if err != nil || len(pods.Items) != 1 {
+			r.t.Fatalf("driver pods: %v, %v", pods, err)
+		}
+		r.pod = pods.Items[0].Name
+	}
+	return r.pod
+}
+
+// wait returns drover submit's end, once it exited.
+func (r *restartRun) wait() error {
+	err := <-r.done
+	r.t.Logf("drover submit:\n%s", r.stderr.String())
+	return err
+}
+
+// executorCreates are the executor pods the drivers created.
+func (r *restartRun) executorCreates() []string {
+	r.t.Helper()
+	creates, err := r.env.PodCreates("drover-driver/")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var execs []string
+	for _, c := range creates {
+		if c.Namespace == r.ns && c.Code == 201 {
+			execs = append(execs, c.Name)
+		}
+	}
+	return execs
+}
+
+// checkOutput checks the saved output is what a run without a crash saves
+// and that its _SUCCESS names the attempt (epoch) that committed it.
+func (r *restartRun) checkOutput(committedBy int) {
+	r.t.Helper()
+	if diff := compareLines(wantCounts(r.t, r.input), savedLines(r.t, r.store, "out", "counts/")); diff != "" {
+		r.t.Errorf("output (-want +got):\n%s", diff)
+	}
+	obj, err := r.store.Client().GetObject(r.t.Context(), &s3.GetObjectInput{Bucket: aws.String("out"), Key: aws.String("counts/_SUCCESS")})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer obj.Body.Close()
+	var marker struct{ Attempt int }
+	if err := json.NewDecoder(obj.Body).Decode(&marker); err != nil {
+		r.t.Fatalf("_SUCCESS: %v", err)
+	}
+	if marker.Attempt != committedBy {
+		r.t.Errorf("_SUCCESS names attempt (epoch) %d, want %d", marker.Attempt, committedBy)
 	}
 }
 
@@ -263,7 +385,7 @@ func clearDir(dir string) error {
 
 // wantCounts is "word\tcount" for each word of the file at path, sorted
 // by word: what the application saves.
-func wantCounts(t *testing.T, path string) []string {
+func wantCounts(t testing.TB, path string) []string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +405,7 @@ func wantCounts(t *testing.T, path string) []string {
 }
 
 // savedLines reads the part files under prefix of bucket, in order.
-func savedLines(t *testing.T, store *testenv.S3, bucket, prefix string) []string {
+func savedLines(t testing.TB, store *testenv.S3, bucket, prefix string) []string {
 	list, err := store.Client().ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
 	if err != nil {
 		t.Fatal(err)
@@ -316,4 +438,109 @@ func compareLines(want, got []string) string {
 		return ""
 	}
 	return fmt.Sprintf("-%s\n+%s", strings.Join(want, " | "), strings.Join(got, " | "))
+}
+
+// BenchmarkDriverRestart is the price of a driver crash with
+// spark.kubernetes.driver.restartPolicy=OnFailure: restartapp (read →
+// reduceByKey → sortByKey → save to s3://) on DROVER_RESTART_BENCH_MB
+// (default 32) MiB of text and 4 executors, run in turns fault-free and
+// with its driver SIGKILLed once the sort's map stage is done, each until
+// drover submit exits. crash/fault-free is their ratio with the back-off
+// the kubelet imposed before the restart (backoff-s, from the pod's
+// container status, to the second) taken out. For comparison, what
+// spark-operator's restartPolicy does: the same crash with
+// restartPolicy=Never, then the application submitted again from zero
+// (resubmit-s-to-result, from the first submission until the second
+// exits).
+func BenchmarkDriverRestart(b *testing.B) {
+	env := cluster.Env(b)
+	mib := 32
+	if v, err := strconv.Atoi(os.Getenv("DROVER_RESTART_BENCH_MB")); err == nil && v > 0 {
+		mib = v
+	}
+	input := textInput(b, mib<<20)
+	var faultFree, crash, backoff, resubmit time.Duration
+	runs := 0
+	for b.Loop() {
+		r := startRestart(b, env, restartOpts{Input: input})
+		if err := r.wait(); err != nil {
+			b.Fatalf("fault-free run: %v", err)
+		}
+		faultFree += time.Since(r.start)
+
+		r = startRestart(b, env, restartOpts{Input: input})
+		r.await("the crashed run", "save-")
+		if err := env.SignalContainer(r.ns, r.driverPod(), "", syscall.SIGKILL); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.wait(); err != nil {
+			b.Fatalf("run with a crash: %v", err)
+		}
+		crash += time.Since(r.start)
+		backoff += r.backoff()
+
+		r = startRestart(b, env, restartOpts{Input: input, Never: true})
+		r.await("the run resubmitted", "save-")
+		if err := env.SignalContainer(r.ns, r.driverPod(), "", syscall.SIGKILL); err != nil {
+			b.Fatal(err)
+		}
+		if err := r.wait(); err == nil {
+			b.Fatal("drover submit exited 0 for a killed driver that may not restart")
+		}
+		again := startRestart(b, env, restartOpts{Input: input, Never: true})
+		if err := again.wait(); err != nil {
+			b.Fatalf("resubmitted run: %v", err)
+		}
+		resubmit += time.Since(r.start)
+		b.Logf("run %d: fault-free %.1f s, crash %.1f s (back-off %.0f s), resubmitted %.1f s", runs,
+			faultFree.Seconds()/float64(runs+1), crash.Seconds()/float64(runs+1), backoff.Seconds()/float64(runs+1),
+			resubmit.Seconds()/float64(runs+1))
+		runs++
+	}
+	n := float64(runs)
+	b.ReportMetric(faultFree.Seconds()/n, "s-to-result")
+	b.ReportMetric(crash.Seconds()/n, "crash-s-to-result")
+	b.ReportMetric(backoff.Seconds()/n, "backoff-s")
+	b.ReportMetric((crash-backoff).Seconds()/faultFree.Seconds(), "crash/fault-free")
+	b.ReportMetric(resubmit.Seconds()/n, "resubmit-s-to-result")
+	b.ReportMetric(resubmit.Seconds()/faultFree.Seconds(), "resubmit/fault-free")
+}
+
+// backoff is how long the driver container waited between its first run's
+// end and its second run's start (second resolution, as the API has it).
+func (r *restartRun) backoff() time.Duration {
+	r.t.Helper()
+	pod, err := r.env.Client.CoreV1().Pods(r.ns).Get(r.t.Context(), r.driverPod(), metav1.GetOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, st := range pod.Status.ContainerStatuses {
+		last, now := st.LastTerminationState.Terminated, st.State.Terminated
+		if last != nil && now != nil {
+			return now.StartedAt.Sub(last.FinishedAt.Time)
+		}
+	}
+	r.t.Fatalf("driver pod %s: no restart in its container statuses", pod.Name)
+	return 0
+}
+
+// textInput writes about size bytes of text drawn from 20,000 words, the
+// same for every call with a size.
+func textInput(b testing.TB, size int) string {
+	path := filepath.Join(b.TempDir(), "text.txt")
+	var text bytes.Buffer
+	rng := rand.New(rand.NewPCG(1, uint64(size)))
+	for text.Len() < size {
+		for i := range 12 {
+			if i > 0 {
+				text.WriteByte(' ')
+			}
+			fmt.Fprintf(&text, "w%d", rng.IntN(20000))
+		}
+		text.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, text.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
 }
