@@ -45,8 +45,8 @@ func newRestarted(t *testing.T) *restarted {
 		}}
 		return r.f
 	})
-	r.adoption = NewAdoption(func() { r.skipped.Add(1) })
-	r.g = New(sched, Options{MaxStageAttempts: 4, Lineage: true, Adoption: r.adoption})
+	r.adoption = NewAdoption()
+	r.g = New(sched, Options{MaxStageAttempts: 4, Lineage: true, Adoption: r.adoption, StageSkipped: func() { r.skipped.Add(1) }})
 	return r
 }
 

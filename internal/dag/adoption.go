@@ -22,14 +22,12 @@ type Adoption struct {
 	lost map[executorid.ID]bool
 	// executors are the executors that named outputs.
 	executors map[executorid.ID]bool
-	skipped   func()
 }
 
-// NewAdoption returns an empty Adoption; skipped, if set, is called for
-// each map stage that runs no task because it took all its outputs.
-func NewAdoption(skipped func()) *Adoption {
+// NewAdoption returns an empty Adoption.
+func NewAdoption() *Adoption {
 	return &Adoption{held: map[string]map[int]*shuffle.MapStatus{}, lost: map[executorid.ID]bool{},
-		executors: map[executorid.ID]bool{}, skipped: skipped}
+		executors: map[executorid.ID]bool{}}
 }
 
 // Add records the map outputs executor exec holds at address. The outputs
@@ -117,11 +115,4 @@ func (a *Adoption) take(lineage string, outputs []*shuffle.MapStatus, unstable b
 		outputs[i] = outs[i]
 	}
 	return len(take)
-}
-
-// stageSkipped counts a map stage that took all its outputs.
-func (a *Adoption) stageSkipped() {
-	if a != nil && a.skipped != nil {
-		a.skipped()
-	}
 }

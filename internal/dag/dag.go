@@ -33,6 +33,9 @@ type Options struct {
 	// Adoption holds the outputs executors kept from earlier attempts;
 	// nil for none.
 	Adoption *Adoption
+	// StageSkipped, if set, hears of each map stage that runs no task
+	// because it took all its outputs from the adoption.
+	StageSkipped func()
 	Logger   *slog.Logger
 }
 

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -137,8 +136,7 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 	}
 	// The map outputs executors of earlier attempts still hold, which they
 	// name as they register, before the DAG exists.
-	var skipped atomic.Int64
-	adoption := dag.NewAdoption(func() { skipped.Add(1) })
+	adoption := dag.NewAdoption()
 	// 1. The bus and the event log, closed last.
 	bus := events.NewBus(opts.Clock, log)
 	evlog := startEventLog(ctx, conf, appID, attempt.Number(), log)
@@ -233,6 +231,7 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 	be := cluster.Backend()
 	gopts := graphOptions(conf, m, be, log)
 	gopts.Lineage, gopts.Adoption = attempt.Restartable, adoption
+	gopts.StageSkipped = func() { dm.Restart.StagesSkipped(1) }
 	graph := dag.New(sched, gopts)
 	start := opts.Clock.Now()
 	// 6. Start: executors, then what acts on them.
@@ -249,7 +248,6 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 		dm.Restart.ExecutorsAdopted(n)
 		log.Info("adopted the executors of the earlier attempt", "attempt", attempt.Number(), "executors", n)
 	}
-	defer func() { dm.Restart.StagesSkipped(int(skipped.Load())) }()
 	d := &Driver{appID: appID, attempt: attempt, conf: conf, log: log, sched: sched, graph: graph, backend: be, bus: bus,
 		metrics: dm.Registry, web: web, afterStop: sweeps}
 	if dyn != nil {
