@@ -36,7 +36,7 @@ type Options struct {
 	// StageSkipped, if set, hears of each map stage that runs no task
 	// because it took all its outputs from the adoption.
 	StageSkipped func()
-	Logger   *slog.Logger
+	Logger       *slog.Logger
 }
 
 // Graph holds an application's datasets and shuffles, the map outputs of
