@@ -29,7 +29,7 @@ func (c *Cluster) awaitAdoption(ctx context.Context) {
 		return
 	}
 	start := c.clock.Now()
-	ticker := c.clock.NewTicker(50 * time.Millisecond)
+	ticker := c.clock.NewTicker(20 * time.Millisecond)
 	defer ticker.Stop()
 	deadline := start.Add(c.adoptionWait())
 	for {

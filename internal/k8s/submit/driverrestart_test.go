@@ -443,7 +443,7 @@ func compareLines(want, got []string) string {
 // BenchmarkDriverRestart is the price of a driver crash with
 // spark.kubernetes.driver.restartPolicy=OnFailure: restartapp (read →
 // reduceByKey → sortByKey → save to s3://) on DROVER_RESTART_BENCH_MB
-// (default 32) MiB of text and 4 executors, run in turns fault-free and
+// (default 256) MiB of text and 4 executors, run in turns fault-free and
 // with its driver SIGKILLed once the sort's map stage is done, each until
 // drover submit exits. crash/fault-free is their ratio with the back-off
 // the kubelet imposed before the restart (backoff-s, from the pod's
@@ -451,33 +451,44 @@ func compareLines(want, got []string) string {
 // spark-operator's restartPolicy does: the same crash with
 // restartPolicy=Never, then the application submitted again from zero
 // (resubmit-s-to-result, from the first submission until the second
-// exits).
+// exits). restart-s is what the crash itself costs: the time from the kill
+// to the result, less the fault-free run's time from the same point (its
+// save stage's start) to its result.
 func BenchmarkDriverRestart(b *testing.B) {
 	env := cluster.Env(b)
-	mib := 32
+	mib := 256
 	if v, err := strconv.Atoi(os.Getenv("DROVER_RESTART_BENCH_MB")); err == nil && v > 0 {
 		mib = v
 	}
 	input := textInput(b, mib<<20)
-	var faultFree, crash, backoff, resubmit time.Duration
+	var faultFree, crash, backoff, resubmit, overhead time.Duration
 	runs := 0
 	for b.Loop() {
 		r := startRestart(b, env, restartOpts{Input: input})
+		saveStarted := r.markerTime("save-")
 		if err := r.wait(); err != nil {
 			b.Fatalf("fault-free run: %v", err)
 		}
 		faultFree += time.Since(r.start)
+		tail := time.Since(<-saveStarted) // from the point the crash run is killed at
 
 		r = startRestart(b, env, restartOpts{Input: input})
 		r.await("the crashed run", "save-")
 		if err := env.SignalContainer(r.ns, r.driverPod(), "", syscall.SIGKILL); err != nil {
 			b.Fatal(err)
 		}
+		killed := time.Now()
 		if err := r.wait(); err != nil {
 			b.Fatalf("run with a crash: %v", err)
 		}
 		crash += time.Since(r.start)
 		backoff += r.backoff()
+		overhead += time.Since(killed) - tail
+		if os.Getenv("DROVER_RESTART_BENCH_LOGS") != "" {
+			// Where the crash's time goes: the driver's log, both attempts.
+			logs, _ := env.ProcessNode.Logs(r.ns, r.driverPod())
+			b.Logf("started %s, killed %s; the driver's log:\n%s", r.start.Format(time.StampMilli), killed.Format(time.StampMilli), logs)
+		}
 
 		r = startRestart(b, env, restartOpts{Input: input, Never: true})
 		r.await("the run resubmitted", "save-")
@@ -492,18 +503,37 @@ func BenchmarkDriverRestart(b *testing.B) {
 			b.Fatalf("resubmitted run: %v", err)
 		}
 		resubmit += time.Since(r.start)
-		b.Logf("run %d: fault-free %.1f s, crash %.1f s (back-off %.0f s), resubmitted %.1f s", runs,
+		b.Logf("run %d (means so far): fault-free %.2f s, crash %.2f s (back-off %.0f s, restart %.2f s), resubmitted %.2f s", runs,
 			faultFree.Seconds()/float64(runs+1), crash.Seconds()/float64(runs+1), backoff.Seconds()/float64(runs+1),
-			resubmit.Seconds()/float64(runs+1))
+			overhead.Seconds()/float64(runs+1), resubmit.Seconds()/float64(runs+1))
 		runs++
 	}
 	n := float64(runs)
 	b.ReportMetric(faultFree.Seconds()/n, "s-to-result")
 	b.ReportMetric(crash.Seconds()/n, "crash-s-to-result")
 	b.ReportMetric(backoff.Seconds()/n, "backoff-s")
+	b.ReportMetric(overhead.Seconds()/n, "restart-s")
 	b.ReportMetric((crash-backoff).Seconds()/faultFree.Seconds(), "crash/fault-free")
 	b.ReportMetric(resubmit.Seconds()/n, "resubmit-s-to-result")
 	b.ReportMetric(resubmit.Seconds()/faultFree.Seconds(), "resubmit/fault-free")
+}
+
+// markerTime sends when a marker starting with prefix first appears (the
+// zero time if none does within the run's 5 minutes).
+func (r *restartRun) markerTime(prefix string) <-chan time.Time {
+	at := make(chan time.Time, 1)
+	go func() {
+		var t time.Time
+		poll(5*time.Minute, 10*time.Millisecond, func() bool {
+			m, _ := filepath.Glob(filepath.Join(r.markers, prefix+"*"))
+			if len(m) > 0 {
+				t = time.Now()
+			}
+			return len(m) > 0
+		})
+		at <- t
+	}()
+	return at
 }
 
 // backoff is how long the driver container waited between its first run's
