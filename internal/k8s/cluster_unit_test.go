@@ -15,8 +15,10 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -24,6 +26,7 @@ import (
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/podcontrol"
+	"github.com/drover-project/drover/internal/k8s/podsource"
 	"github.com/drover-project/drover/internal/k8s/snapshot"
 	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/master"
@@ -343,8 +346,11 @@ func startFakeClusterLogging(t *testing.T, cs *fake.Clientset, log *slog.Logger,
 		Master: master.URL{Raw: "k8s://https://127.0.0.1:1", Kind: master.Kubernetes, APIServer: "https://127.0.0.1:1"},
 		Logger: log}
 	// The pods go to the fake clientset through the typed client, so the
-	// pod watch sees them; the wire path is podcontrol's own tests.
-	_, c, err := newCluster(scheduler.Options{}, app, conf, loadOptions(t, app.ID, conf, nil), Deps{Client: cs, PodControl: &podcontrol.Fake{Client: cs}})
+	// pod watch (over the typed client too) sees them; the wire paths are
+	// podcontrol's and podsource's own tests.
+	opts := loadOptions(t, app.ID, conf, nil)
+	_, c, err := newCluster(scheduler.Options{}, app, conf, opts, Deps{Client: cs, PodControl: &podcontrol.Fake{Client: cs},
+		PodSource: fakePodSource(cs, opts.Namespace, app.ID, log)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,4 +422,40 @@ func TestGetDriverPod(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fakePods lists and watches the pods in ns through a fake clientset's
+// typed client, for the pod source: a fake clientset has no REST client for
+// the production one (podsource.NewREST), whose wire path is podsource's
+// own tests.
+type fakePods struct {
+	cs *fake.Clientset
+	ns string
+}
+
+var _ podsource.Pods = fakePods{}
+
+func (p fakePods) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	l, err := p.cs.CoreV1().Pods(p.ns).List(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (p fakePods) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return p.cs.CoreV1().Pods(p.ns).Watch(ctx, o)
+}
+
+// IsWatchListSemanticsUnSupported: a fake clientset cannot stream its
+// initial list.
+func (p fakePods) IsWatchListSemanticsUnSupported() bool {
+	return p.cs.IsWatchListSemanticsUnSupported()
+}
+
+// fakePodSource is the pod source the cluster manager of application
+// appID in ns builds (startSource), over the fake clientset cs.
+func fakePodSource(cs *fake.Clientset, ns, appID string, log *slog.Logger) *podsource.Source {
+	sel := labels.SelectorFromSet(labels.Set{snapshot.LabelAppID: appID, snapshot.LabelRole: snapshot.RoleExecutor})
+	return podsource.New(fakePods{cs: cs, ns: ns}, podsource.Options{Selector: sel, Logger: log.With("component", "pods")})
 }

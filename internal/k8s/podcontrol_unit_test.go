@@ -47,7 +47,9 @@ func TestPodsGoThroughPodControl(t *testing.T) {
 			app := master.App{ID: appID,
 				Master: master.URL{Raw: "k8s://https://127.0.0.1:1", Kind: master.Kubernetes, APIServer: "https://127.0.0.1:1"},
 				Logger: slog.New(slog.DiscardHandler)}
-			_, c, err := newCluster(scheduler.Options{}, app, conf, loadOptions(t, appID, conf, noEnv), Deps{Client: cs, PodControl: pc, Getenv: noEnv})
+			opts := loadOptions(t, appID, conf, noEnv)
+			_, c, err := newCluster(scheduler.Options{}, app, conf, opts, Deps{Client: cs, PodControl: pc, Getenv: noEnv,
+				PodSource: fakePodSource(cs, opts.Namespace, appID, app.Logger)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -41,7 +41,11 @@ func (c *Cluster) startSource(ctx context.Context) error {
 	// c.src is set only now: before Start, admit and Stop see no source.
 	src := c.podSource
 	if src == nil {
-		src = podsource.New(c.cs, podsource.Options{Namespace: c.ns, Selector: c.selector, Clock: c.clock,
+		pods, err := podsource.NewREST(c.cs, c.ns)
+		if err != nil {
+			return err
+		}
+		src = podsource.New(pods, podsource.Options{Selector: c.selector, Clock: c.clock,
 			Logger: c.log.With("component", "pods")})
 	}
 	c.src = src

@@ -323,14 +323,22 @@ func eventTypeName(typ []byte) string {
 	return string(typ)
 }
 
-// podClient is a REST client for core/v1 like cs's, on the same HTTP
-// client, rate limiter and server, that asks for protobuf and decodes
-// pods with podDecoder. It is not ok for a fake clientset, which has no
-// REST client.
-func podClient(cs kubernetes.Interface) (*rest.RESTClient, bool) {
+// restPods is the production Pods: it lists and watches the pods in ns
+// with c, asking for protobuf and decoding the pods with podDecoder.
+type restPods struct {
+	c  *rest.RESTClient
+	ns string
+}
+
+// NewREST is the Pods that lists and watches the pods in ns through a REST
+// client for core/v1 like cs's, on the same HTTP client, rate limiter and
+// server, that asks for protobuf and decodes pods with podDecoder into
+// snapshot.Pods. cs must talk to an API server: a fake clientset has no
+// REST client (its tests pass a Pods of their own to New).
+func NewREST(cs kubernetes.Interface, ns string) (Pods, error) {
 	rc, ok := cs.CoreV1().RESTClient().(*rest.RESTClient)
 	if !ok || rc == nil || rc.Client == nil {
-		return nil, false
+		return nil, fmt.Errorf("watching executor pods: the clientset (%T) has no REST client for core/v1", cs)
 	}
 	// The core client's URL without a resource: server and /api/v1.
 	base := rc.Get().URL()
@@ -341,9 +349,17 @@ func podClient(cs kubernetes.Interface) (*rest.RESTClient, bool) {
 		Negotiator:         runtime.NewClientNegotiator(newPodSerializer(), corev1.SchemeGroupVersion),
 	}, rc.GetRateLimiter(), rc.Client)
 	if err != nil {
-		return nil, false
+		return nil, fmt.Errorf("watching executor pods: %w", err)
 	}
-	return c, true
+	return &restPods{c: c, ns: ns}, nil
+}
+
+func (p *restPods) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	return listPods(ctx, p.c, p.ns, o)
+}
+
+func (p *restPods) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	return watchPods(ctx, p.c, p.ns, o)
 }
 
 // listPods and watchPods list and watch the pods in ns with c, as the

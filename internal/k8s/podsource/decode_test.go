@@ -154,10 +154,11 @@ func TestSourceDecodesTheServersPods(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			src := New(cs, Options{Namespace: ns, Selector: selector, Logger: slog.New(slog.DiscardHandler)})
-			if src.rc == nil {
-				t.Fatal("the source has no REST client of its own for a real clientset")
+			lw, err := NewREST(cs, ns)
+			if err != nil {
+				t.Fatal(err)
 			}
+			src := New(lw, Options{Selector: selector, Logger: slog.New(slog.DiscardHandler)})
 			ctx, cancel := context.WithCancel(t.Context())
 			done := make(chan struct{})
 			go func() { src.Run(ctx); close(done) }()
@@ -299,10 +300,13 @@ func BenchmarkWatchList(b *testing.B) {
 			defer cs.CoreV1().RESTClient().(*rest.RESTClient).Client.CloseIdleConnections()
 			b.ReportAllocs()
 			for b.Loop() {
-				src := New(cs, Options{Namespace: ns, Selector: selector})
-				if typed {
-					src.rc = nil
+				var pods Pods = typedPods{cs: cs, ns: ns}
+				if !typed {
+					if pods, err = NewREST(cs, ns); err != nil {
+						b.Fatal(err)
+					}
 				}
+				src := New(pods, Options{Selector: selector})
 				ctx, cancel := context.WithCancel(b.Context())
 				done := make(chan struct{})
 				go func() { src.Run(ctx); close(done) }()

@@ -11,8 +11,11 @@
 // see a pod's event before the pod (the cause of double creation that
 // Spark shares, SPARK-44609).
 //
-// With a real clientset the pods are listed and watched in protobuf and
-// decoded straight into snapshot.Pods (snapshot.DecodePod), never into a
-// corev1.Pod: a watched pod's managed fields, environment and probes, which
-// the driver does not read, cost more to decode than everything it does.
+// The source lists and watches through a Pods. NewREST's, the driver's,
+// lists and watches in protobuf and decodes straight into snapshot.Pods
+// (snapshot.DecodePod), never into a corev1.Pod: a watched pod's managed
+// fields, environment and probes, which the driver does not read, cost
+// more to decode than everything it does. It needs an API server (a fake
+// clientset has no REST client): unit tests over a fake clientset pass a
+// Pods of their own over its typed client.
 package podsource

@@ -10,6 +10,18 @@ import (
 	"k8s.io/client-go/util/watchlist"
 )
 
+// Pods lists and watches the application's pods in its namespace, with
+// the options the source's reflector gives (the application's selector
+// added): NewREST's in production. The objects are what the source keeps:
+// NewREST's decoded pods, or *corev1.Pod and *corev1.PodList (a test's
+// over a fake clientset's typed client). A Pods whose server cannot stream
+// its initial list (WatchList) says so with IsWatchListSemanticsUnSupported
+// (see watchlist.DoesClientNotSupportWatchListSemantics).
+type Pods interface {
+	List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error)
+	Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error)
+}
+
 // listWatch lists and watches the application's pods, recording the health
 // of each call.
 type listWatch struct{ s *Source }
@@ -25,13 +37,7 @@ func (l *listWatch) options(o metav1.ListOptions) metav1.ListOptions {
 }
 
 func (l *listWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-	var list runtime.Object
-	var err error
-	if l.s.rc != nil {
-		list, err = listPods(ctx, l.s.rc, l.s.o.Namespace, l.options(o))
-	} else {
-		list, err = l.s.cs.CoreV1().Pods(l.s.o.Namespace).List(ctx, l.options(o))
-	}
+	list, err := l.s.client.List(ctx, l.options(o))
 	if err != nil {
 		l.s.failed(err)
 		return nil, err
@@ -41,13 +47,7 @@ func (l *listWatch) ListWithContext(ctx context.Context, o metav1.ListOptions) (
 }
 
 func (l *listWatch) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	var w watch.Interface
-	var err error
-	if l.s.rc != nil {
-		w, err = watchPods(ctx, l.s.rc, l.s.o.Namespace, l.watchOptions(o))
-	} else {
-		w, err = l.s.cs.CoreV1().Pods(l.s.o.Namespace).Watch(ctx, l.watchOptions(o))
-	}
+	w, err := l.s.client.Watch(ctx, l.watchOptions(o))
 	if err != nil {
 		l.s.failed(err)
 		return nil, err
@@ -86,10 +86,10 @@ func (s *Source) hasSynced() bool {
 }
 
 // IsWatchListSemanticsUnSupported lets the reflector stream its initial
-// list (WatchList) only from a client that supports it: a fake clientset
-// in unit tests does not.
+// list (WatchList) unless the source's Pods says it cannot (a test's over
+// a fake clientset); NewREST's always can.
 func (l *listWatch) IsWatchListSemanticsUnSupported() bool {
-	return watchlist.DoesClientNotSupportWatchListSemantics(l.s.cs)
+	return watchlist.DoesClientNotSupportWatchListSemantics(l.s.client)
 }
 
 func (l *listWatch) List(o metav1.ListOptions) (runtime.Object, error) {

@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -24,7 +21,6 @@ import (
 
 // Options configure a Source.
 type Options struct {
-	Namespace string
 	// Selector picks the application's executor pods.
 	Selector labels.Selector
 	Clock    clock.Clock
@@ -44,13 +40,11 @@ func DefaultBackoff() wait.Backoff {
 
 // Source keeps the executor pods of one application.
 type Source struct {
-	o  Options
-	cs kubernetes.Interface
-	// rc, when not nil, lists and watches the pods, decoding them with
-	// podDecoder; a fake clientset's typed client does otherwise.
-	rc    *rest.RESTClient
-	log   *slog.Logger
-	clock clock.Clock
+	o Options
+	// client lists and watches the pods (NewREST's, or a test's).
+	client Pods
+	log    *slog.Logger
+	clock  clock.Clock
 
 	changed chan struct{}
 	synced  chan struct{}
@@ -87,8 +81,9 @@ type Health struct {
 	LastOutage time.Duration
 }
 
-// New returns a source; Run starts it.
-func New(cs kubernetes.Interface, o Options) *Source {
+// New returns a source of the pods pods lists and watches (NewREST's, in
+// production); Run starts it.
+func New(pods Pods, o Options) *Source {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -102,36 +97,36 @@ func New(cs kubernetes.Interface, o Options) *Source {
 	if o.Selector == nil {
 		o.Selector = labels.Everything()
 	}
-	s := &Source{o: o, cs: cs, log: o.Logger, clock: o.Clock,
+	return &Source{o: o, client: pods, log: o.Logger, clock: o.Clock,
 		changed: make(chan struct{}, 1), synced: make(chan struct{}),
 		pods: map[string]*snapshot.Pod{}, touched: map[executorid.ID]bool{}}
-	if rc, ok := podClient(cs); ok {
-		s.rc = rc
-	}
-	return s
 }
 
 // Run lists and watches the pods until ctx ends; after Relist, it lists
 // again.
 func (s *Source) Run(ctx context.Context) {
-	var expected runtime.Object = &corev1.Pod{}
-	if s.rc != nil {
-		expected = &podObject{}
-	}
 	for ctx.Err() == nil {
 		rctx, stop := context.WithCancel(ctx)
 		s.mu.Lock()
 		s.stopWatch = stop
 		s.mu.Unlock()
-		r := cache.NewReflectorWithOptions(&listWatch{s}, expected, (*store)(s), cache.ReflectorOptions{
-			Name:    "executor pods",
-			Clock:   s.clock,
-			Backoff: s.o.Backoff,
+		// No expected type: the store takes NewREST's decoded pods and a
+		// test's *corev1.Pod, and rejects anything else (podOf) as the
+		// reflector's type check would. The description is the one
+		// NewREST's type gave the reflector's messages.
+		r := cache.NewReflectorWithOptions(&listWatch{s}, nil, (*store)(s), cache.ReflectorOptions{
+			Name:            "executor pods",
+			TypeDescription: podObjectType,
+			Clock:           s.clock,
+			Backoff:         s.o.Backoff,
 		})
 		r.RunWithContext(rctx)
 		stop()
 	}
 }
+
+// podObjectType is the reflector's description of the objects it watches.
+var podObjectType = reflect.TypeFor[*podObject]().String()
 
 // WaitSynced waits for the first complete list: before it, an empty store
 // does not mean an empty cluster.

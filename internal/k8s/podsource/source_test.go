@@ -63,9 +63,9 @@ func startWith(t *testing.T, o Options, setup func(*fake.Clientset), objs ...run
 	}
 	var mu sync.Mutex
 	b := &strings.Builder{}
-	o.Namespace, o.Selector = ns, selector
+	o.Selector = selector
 	o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, b}, nil))
-	h := &harness{t: t, cs: cs, src: New(cs, o), log: b}
+	h := &harness{t: t, cs: cs, src: New(typedPods{cs: cs, ns: ns}, o), log: b}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { h.src.Run(ctx); close(done) }()
@@ -313,7 +313,7 @@ func TestFirstStreamedListTakesTheCache(t *testing.T) {
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			s := New(fake.NewClientset(), Options{Namespace: ns, Selector: selector})
+			s := New(typedPods{cs: fake.NewClientset(), ns: ns}, Options{Selector: selector})
 			s.didSync = tc.synced
 			if diff := cmp.Diff(tc.want, (&listWatch{s}).watchOptions(tc.in)); diff != "" {
 				t.Errorf("watch options (-want +got):\n%s", diff)
@@ -326,7 +326,7 @@ func TestFirstStreamedListTakesTheCache(t *testing.T) {
 // with it (a pod missing on either side) shows the watch lost events; an
 // older list proves nothing, as it may hold pods deleted since.
 func TestBehind(t *testing.T) {
-	src := New(fake.NewClientset(), Options{})
+	src := New(nil, Options{}) // never run
 	st := (*store)(src)
 	at := func(p *corev1.Pod, rv string) *corev1.Pod { p.ResourceVersion = rv; return p }
 	if err := st.Replace([]any{at(execPod(1, "app"), "10")}, "10"); err != nil {

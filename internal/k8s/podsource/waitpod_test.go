@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/drover-project/drover/internal/k8s/snapshot"
@@ -19,7 +18,7 @@ import (
 // leaving no waiter behind.
 func TestWaitPod(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	src := New(fake.NewClientset(), Options{Clock: clk})
+	src := New(nil, Options{Clock: clk}) // never run: the test writes its store
 	st := (*store)(src)
 	withIP := func(p *snapshot.Pod) bool { return p != nil && p.IP != "" }
 	pod := func(id int, ip string) *corev1.Pod {
