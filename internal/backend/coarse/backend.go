@@ -72,8 +72,10 @@ type Options struct {
 	// with every registration reply: executors obey no older attempt.
 	Epoch int64
 	// Adopt, when set, is given the map outputs an executor names when it
-	// registers with a restarted driver, before the executor is offered
-	// tasks or OnExecutorsChanged hears of it (dag.Adoption.Add).
+	// registers with a restarted driver, before the executor counts as
+	// registered (RegisteredIDs), is offered tasks or OnExecutorsChanged
+	// hears of it (dag.Adoption.Add). It is called with the backend's lock
+	// held: it must only record, and call nothing back.
 	Adopt func(executor executorid.ID, address string, held []shuffle.HeldOutput)
 	// OnExecutorsChanged, when set, is called after an executor registers
 	// or is removed, without the backend's lock held.

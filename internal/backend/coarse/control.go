@@ -70,13 +70,9 @@ func (b *Backend) start(stream *ctl.ServerStream, first *pb.ExecutorMessage) (*e
 		return nil, err
 	}
 	b.log.Info("executor registered", "executor", ex.ID, "address", ex.Address, "cores", ex.TotalCores, "pod", ex.PodName)
-	// Before the executor is offered tasks or announced: a restarted
-	// driver waits for its executors, then decides what to compute from
-	// what they hold.
 	if held := reg.GetOutputs(); len(held) > 0 && b.opts.Adopt != nil {
 		b.log.Info("executor holds map outputs of an earlier attempt", "executor", ex.ID, "attempt", reg.GetEpoch(),
 			"outputs", len(held))
-		b.opts.Adopt(ex.ID, ex.Address, heldOutputs(held))
 	}
 	b.changed()
 
@@ -211,6 +207,12 @@ func (b *Backend) admitAndAdd(reg *pb.Register, peer netip.Addr) (*executorData,
 	ex.registeredAt = b.opts.Clock.Now()
 	ex.acked = ex.registeredAt
 	ex.lastSeen.Store(ex.registeredAt.UnixNano())
+	// Before the executor is seen registered, offered tasks or announced:
+	// a restarted driver waits until its executors registered again, then
+	// decides what to compute from what they hold. Adopt only records.
+	if held := reg.GetOutputs(); len(held) > 0 && b.opts.Adopt != nil {
+		b.opts.Adopt(id, ex.Address, heldOutputs(held))
+	}
 	b.executors[id] = ex
 	b.totalCores += ex.TotalCores
 	b.opts.Events.Publish(&events.ExecutorAdded{Header: events.Header{Time: ex.registeredAt}, Executor: id,

@@ -45,8 +45,9 @@ func TestDriverRestartCrashes(t *testing.T) {
 	env := cluster.Env(t)
 	for _, tc := range []struct {
 		name string
-		// at is the marker of the moment the driver is killed; kills how
-		// many attempts are killed there.
+		// at is the marker of the moment the driver is killed (without
+		// its attempt and partition); kills how many attempts are killed
+		// there.
 		at    string
 		kills int
 		env   []string // the application's settings (RESTARTAPP_*)
@@ -57,16 +58,16 @@ func TestDriverRestartCrashes(t *testing.T) {
 		// names (0 for the first).
 		committedBy int
 	}{
-		{name: "after the sort's map stage", at: "save-", kills: 1, env: []string{"RESTARTAPP_SAVE_DELAY=20s"}, committedBy: 1},
-		{name: "during the sort's map side", at: "sortmap-", kills: 1, env: []string{"RESTARTAPP_SORT_DELAY=20s"},
+		{name: "after the sort's map stage", at: "save", kills: 1, env: []string{"RESTARTAPP_SAVE_DELAY=20s"}, committedBy: 1},
+		{name: "during the sort's map side", at: "sortmap", kills: 1, env: []string{"RESTARTAPP_SORT_DELAY=20s"},
 			rerun: "restartapp.sortmap", committedBy: 1},
 		{name: "after the commit", at: "saved", kills: 1, env: []string{"RESTARTAPP_EXIT_DELAY=30s"}, committedBy: 0},
-		{name: "four times", at: "save-", kills: 4, env: []string{"RESTARTAPP_SAVE_DELAY=20s", "RESTARTAPP_SLOW_ALWAYS=1"}},
+		{name: "four times", at: "save", kills: 4, env: []string{"RESTARTAPP_SAVE_DELAY=20s", "RESTARTAPP_SLOW_ALWAYS=1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := startRestartApp(t, env, tc.env...)
 			for i := range tc.kills {
-				r.await(fmt.Sprintf("attempt %d", i+1), tc.at)
+				r.await(i+1, tc.at)
 				if err := env.SignalContainer(r.ns, r.driverPod(), "", syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}
@@ -109,7 +110,7 @@ func TestDriverRestartCrashes(t *testing.T) {
 func TestDriverRestartZombie(t *testing.T) {
 	env := cluster.Env(t)
 	r := startRestartApp(t, env, "RESTARTAPP_SAVE_DELAY=5s")
-	r.await("attempt 1", "save-")
+	r.await(1, "save")
 	pod := r.driverPod()
 	if err := env.SignalContainer(r.ns, pod, "", syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -215,18 +216,19 @@ func startRestart(t testing.TB, env *testenv.Env, o restartOpts) *restartRun {
 	return r
 }
 
-// await waits for marker (a prefix) to appear, then clears the markers so
-// the next attempt's are its own.
-func (r *restartRun) await(who, marker string) {
+// await waits until attempt of the driver reaches marker ("save",
+// "sortmap", "saved": restartapp's markers, which name the attempt).
+func (r *restartRun) await(attempt int, marker string) {
 	r.t.Helper()
+	pattern := filepath.Join(r.markers, fmt.Sprintf("%s-%d", marker, attempt))
+	if marker != "saved" {
+		pattern += "-*"
+	}
 	if !poll(2*time.Minute, 50*time.Millisecond, func() bool {
-		m, _ := filepath.Glob(filepath.Join(r.markers, marker+"*"))
+		m, _ := filepath.Glob(pattern)
 		return len(m) > 0
 	}) {
-		r.t.Fatalf("%s did not reach %s", who, marker)
-	}
-	if err := clearDir(r.markers); err != nil {
-		r.t.Fatal(err)
+		r.t.Fatalf("attempt %d did not reach %s", attempt, marker)
 	}
 }
 
@@ -369,20 +371,6 @@ func mapTasks(t *testing.T, store *testenv.S3, bucket string) map[string]int {
 	return out
 }
 
-// clearDir removes what dir holds.
-func clearDir(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // wantCounts is "word\tcount" for each word of the file at path, sorted
 // by word: what the application saves.
 func wantCounts(t testing.TB, path string) []string {
@@ -465,7 +453,7 @@ func BenchmarkDriverRestart(b *testing.B) {
 	runs := 0
 	for b.Loop() {
 		r := startRestart(b, env, restartOpts{Input: input})
-		saveStarted := r.markerTime("save-")
+		saveStarted := r.markerTime("save-1-")
 		if err := r.wait(); err != nil {
 			b.Fatalf("fault-free run: %v", err)
 		}
@@ -473,7 +461,7 @@ func BenchmarkDriverRestart(b *testing.B) {
 		tail := time.Since(<-saveStarted) // from the point the crash run is killed at
 
 		r = startRestart(b, env, restartOpts{Input: input})
-		r.await("the crashed run", "save-")
+		r.await(1, "save")
 		if err := env.SignalContainer(r.ns, r.driverPod(), "", syscall.SIGKILL); err != nil {
 			b.Fatal(err)
 		}
@@ -491,7 +479,7 @@ func BenchmarkDriverRestart(b *testing.B) {
 		}
 
 		r = startRestart(b, env, restartOpts{Input: input, Never: true})
-		r.await("the run resubmitted", "save-")
+		r.await(1, "save")
 		if err := env.SignalContainer(r.ns, r.driverPod(), "", syscall.SIGKILL); err != nil {
 			b.Fatal(err)
 		}

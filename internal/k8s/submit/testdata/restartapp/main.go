@@ -4,11 +4,13 @@
 // "word\tcount" lines to <output> (a local directory or s3:// prefix).
 //
 // Its functions tell the test where the job is: each task of the sort's
-// map side creates "sortmap-<partition>" in $RESTARTAPP_MARKER_DIR (when
-// set) as it starts and waits $RESTARTAPP_SORT_DELAY; each task of the
-// save stage creates "save-<partition>" and waits $RESTARTAPP_SAVE_DELAY.
-// After the save it creates "saved" and waits $RESTARTAPP_EXIT_DELAY
-// before it exits. Delays are Go durations, none by default, and apply to
+// map side creates "sortmap-<attempt>-<partition>" in
+// $RESTARTAPP_MARKER_DIR (when set) as it starts and waits
+// $RESTARTAPP_SORT_DELAY; each task of the save stage creates
+// "save-<attempt>-<partition>" and waits $RESTARTAPP_SAVE_DELAY. After the
+// save the driver creates "saved-<attempt>" and waits
+// $RESTARTAPP_EXIT_DELAY before it exits. <attempt> is the driver's
+// attempt that ran the task: attempt n numbers its tasks from (n-1)<<40. Delays are Go durations, none by default, and apply to
 // the driver's first attempt only, so a restarted driver runs at full
 // speed: the exit delay where drover.Context.AttemptID is "1", the tasks'
 // where their id is below 1<<40 (attempt n numbers its tasks from
@@ -37,11 +39,12 @@ var words = drover.RegisterFlatMap("restartapp.words", func(line string, emit fu
 
 var sum = drover.RegisterReduce("restartapp.sum", func(a, b int) int { return a + b })
 
-// pace marks the task's start as name-<partition> and waits the delay of
-// $env, unless the task is cancelled.
+// pace marks the task's start as name-<attempt>-<partition> and waits the
+// delay of $env, unless the task is cancelled.
 func pace(tc *drover.TaskContext, name, env string) error {
 	if dir := os.Getenv("RESTARTAPP_MARKER_DIR"); dir != "" {
-		if f, err := os.Create(filepath.Join(dir, name+"-"+strconv.Itoa(tc.Partition()))); err == nil {
+		marker := fmt.Sprintf("%s-%d-%d", name, tc.TaskID()>>40+1, tc.Partition())
+		if f, err := os.Create(filepath.Join(dir, marker)); err == nil {
 			f.Close()
 		}
 	}
@@ -90,11 +93,11 @@ func main() {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "restartapp: saved %s (attempt %q)\n", ctx.Args()[1], ctx.AttemptID())
-		if dir := os.Getenv("RESTARTAPP_MARKER_DIR"); dir != "" && ctx.AttemptID() == "1" {
-			if f, err := os.Create(filepath.Join(dir, "saved")); err == nil {
+		if dir := os.Getenv("RESTARTAPP_MARKER_DIR"); dir != "" {
+			if f, err := os.Create(filepath.Join(dir, "saved-"+ctx.AttemptID())); err == nil {
 				f.Close()
 			}
-			if d, err := time.ParseDuration(os.Getenv("RESTARTAPP_EXIT_DELAY")); err == nil {
+			if d, err := time.ParseDuration(os.Getenv("RESTARTAPP_EXIT_DELAY")); err == nil && ctx.AttemptID() == "1" {
 				time.Sleep(d)
 			}
 		}
