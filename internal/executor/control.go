@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"time"
@@ -20,12 +21,27 @@ import (
 	"github.com/drover-project/drover/internal/shuffle"
 )
 
+// Registration retries back off from 50 ms to firstBackoff while the
+// driver starts, and to reconnectBackoff, with jitter, once it was lost:
+// a driver restarted in its pod is back within a second or so, and every
+// executor waiting the whole of a long back-off past that point delays
+// the whole restarted application. The jitter keeps executors that lost
+// the driver at one moment from knocking at one moment.
+const (
+	firstBackoff     = 2 * time.Second
+	reconnectBackoff = 250 * time.Millisecond
+)
+
 // register opens the control stream and waits for the driver's reply,
 // retrying until spark.network.timeout: a driver that is still starting is
 // not a failure. A SIGTERM (ctx) before registration ends the attempt.
-func (e *Executor) register(ctx context.Context, addr string) (*ctl.ClientStream, error) {
+// again says the executor lost the driver it was registered with.
+func (e *Executor) register(ctx context.Context, addr string, again bool) (*ctl.ClientStream, error) {
 	deadline := e.opts.Clock.Now().Add(e.networkTimeout)
-	backoff := 50 * time.Millisecond
+	backoff, maxBackoff := 50*time.Millisecond, firstBackoff
+	if again {
+		maxBackoff = reconnectBackoff
+	}
 	for {
 		stream, err := e.tryRegister(deadline, addr)
 		if err == nil {
@@ -39,12 +55,13 @@ func (e *Executor) register(ctx context.Context, addr string) (*ctl.ClientStream
 			return nil, fmt.Errorf("registering with driver %s: %w", e.opts.DriverURL, err)
 		}
 		e.log.Debug("driver not reachable yet", "err", err)
+		var wait time.Duration
+		wait, backoff = retryWait(backoff, maxBackoff, again)
 		select {
-		case <-e.opts.Clock.After(backoff):
+		case <-e.opts.Clock.After(wait):
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		backoff = min(2*backoff, 2*time.Second)
 	}
 }
 
@@ -318,4 +335,15 @@ func heartbeatDue(last, now time.Time, busy bool, interval, networkTimeout time.
 // driverUnreachable decides whether the executor should give up on its driver.
 func driverUnreachable(lastContact, now time.Time, timeout time.Duration) bool {
 	return now.Sub(lastContact) > timeout
+}
+
+// retryWait is how long to wait before the next registration attempt, and
+// the back-off after it: backoff doubling up to maxBackoff, spread over
+// [backoff/2, 3·backoff/2) when the executor lost its driver (again).
+func retryWait(backoff, maxBackoff time.Duration, again bool) (wait, next time.Duration) {
+	wait = backoff
+	if again {
+		wait = backoff/2 + rand.N(backoff)
+	}
+	return wait, min(2*backoff, maxBackoff)
 }

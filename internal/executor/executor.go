@@ -184,8 +184,8 @@ func (e *Executor) run(ctx context.Context) error {
 	defer srv.Stop()
 
 	addr := lis.Addr().String()
-	for {
-		stream, err := e.register(ctx, addr)
+	for again := false; ; again = true {
+		stream, err := e.register(ctx, addr, again)
 		if err != nil {
 			return err
 		}

@@ -175,3 +175,34 @@ func TestExecutorWithoutReconnectEndsWithItsDriver(t *testing.T) {
 		t.Fatalf("executor ended with %v, want ErrDriverLost", err)
 	}
 }
+
+// TestReconnectBackOff: an executor that lost its driver retries every
+// quarter second at the most, spread so that executors that lost it
+// together do not knock together; a first registration backs off to 2 s.
+func TestReconnectBackOff(t *testing.T) {
+	for _, tc := range []struct {
+		again bool
+		limit time.Duration
+	}{{false, firstBackoff}, {true, reconnectBackoff}} {
+		backoff := 50 * time.Millisecond
+		spread := false
+		for range 20 {
+			prev := backoff
+			var wait time.Duration
+			wait, backoff = retryWait(backoff, tc.limit, tc.again)
+			if wait < prev/2 || wait >= prev*3/2 || !tc.again && wait != prev {
+				t.Errorf("again=%v: waited %s after a back-off of %s", tc.again, wait, prev)
+			}
+			spread = spread || wait != prev
+			if backoff > tc.limit {
+				t.Errorf("again=%v: back-off %s past %s", tc.again, backoff, tc.limit)
+			}
+		}
+		if backoff != tc.limit {
+			t.Errorf("again=%v: back-off ends at %s, want %s", tc.again, backoff, tc.limit)
+		}
+		if spread != tc.again {
+			t.Errorf("again=%v: waits spread: %v", tc.again, spread)
+		}
+	}
+}
