@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/drover-project/drover/internal/authconf"
 	"github.com/drover-project/drover/internal/backend"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
@@ -288,5 +289,9 @@ func newSecurity(appID string, conf *config.Conf, m master.URL, a master.Attempt
 	if !a.Credentials.IsZero() {
 		return master.LoadSecurity(appID, a.Credentials, log)
 	}
-	return master.NewSecurity(appID, conf, m, now, log)
+	o, err := authconf.Security(conf, m)
+	if err != nil {
+		return master.Security{}, err
+	}
+	return master.NewSecurity(appID, o, m, now, log)
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/drover-project/drover/internal/authconf"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/executor"
@@ -138,7 +139,11 @@ func TestRegistrationBoundToPod(t *testing.T) {
 	app := master.App{ID: appID, Logger: log,
 		Master: master.URL{Kind: master.Kubernetes, APIServer: env.URL},
 		Fail:   func(err error) { t.Errorf("the application failed: %v", err) }}
-	if app.Security, err = master.NewSecurity(app.ID, conf, app.Master, time.Now(), log); err != nil {
+	so, err := authconf.Security(conf, app.Master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.Security, err = master.NewSecurity(app.ID, so, app.Master, time.Now(), log); err != nil {
 		t.Fatal(err)
 	}
 	sched, cl, err := newCluster(scheduler.Options{MaxFailures: 4, Logger: log}, app, conf, loadOptions(t, appID, conf, nil), Deps{})

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/drover-project/drover/internal/appstate"
+	"github.com/drover-project/drover/internal/authconf"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/envvar"
@@ -496,8 +497,11 @@ func driverMain(raw string) error {
 		}}
 	// Authentication as a driver has it by default (mutual TLS), unless
 	// DROVER_SCALE_CONF turns it off for comparison.
-	var err error
-	if app.Security, err = master.NewSecurity(app.ID, conf, app.Master, time.Now(), log); err != nil {
+	so, err := authconf.Security(conf, app.Master)
+	if err != nil {
+		return err
+	}
+	if app.Security, err = master.NewSecurity(app.ID, so, app.Master, time.Now(), log); err != nil {
 		return err
 	}
 	// DROVER_SCALE_OBSERVE=1 gives the driver what drive() gives it by

@@ -24,7 +24,6 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/logging/logtest"
 	"github.com/drover-project/drover/internal/master"
@@ -39,8 +38,7 @@ import (
 // session the driver prepared for them to resume.
 func tlsSecurity(t testing.TB, app string, log *slog.Logger) master.Security {
 	t.Helper()
-	conf := config.New().Set(config.Authenticate.Key(), "true").Set(config.NetworkCryptoEnabled.Key(), "true")
-	sec, err := master.NewSecurity(app, conf, master.URL{Kind: master.LocalCluster}, time.Now(), log)
+	sec, err := master.NewSecurity(app, master.SecurityOptions{Authenticate: true, Crypto: true}, master.URL{Kind: master.LocalCluster}, time.Now(), log)
 	if err != nil {
 		t.Fatal(err)
 	}

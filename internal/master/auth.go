@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/mtls"
 )
@@ -18,50 +17,44 @@ type Security struct {
 	Driver, Executors rpc.Auth
 }
 
-// NewSecurity decides from spark.authenticate and
-// spark.network.crypto.enabled how the application's processes
-// authenticate, and makes their credentials (NewCredentials, then
-// LoadSecurity).
-func NewSecurity(appID string, conf *config.Conf, m URL, now time.Time, log *slog.Logger) (Security, error) {
-	c, err := NewCredentials(appID, conf, m, now, log)
+// SecurityOptions say how an application's processes authenticate:
+// settings.Security reads them from spark.authenticate,
+// spark.network.crypto.enabled and spark.authenticate.secret, with their
+// defaults for the master.
+type SecurityOptions struct {
+	// Authenticate: executors prove they belong to the application, and
+	// the driver proves it to them. Crypto: with certificates (mutual
+	// TLS), else with a shared secret.
+	Authenticate, Crypto bool
+	// Secret is the shared secret; "" makes one.
+	Secret string
+}
+
+// NewSecurity makes the credentials of the application's processes
+// (NewCredentials, then LoadSecurity).
+func NewSecurity(appID string, o SecurityOptions, m URL, now time.Time, log *slog.Logger) (Security, error) {
+	c, err := NewCredentials(appID, o, m, now, log)
 	if err != nil {
 		return Security{}, err
 	}
 	return LoadSecurity(appID, c, log)
 }
 
-// NewCredentials decides from spark.authenticate and
-// spark.network.crypto.enabled how the application's processes
-// authenticate, and makes their credentials: none, a shared secret, or
-// certificates. Both are on by default where executors are separate
-// processes reachable over a network (Kubernetes); under local-cluster
-// authentication is on and encryption off, since loopback traffic is
-// readable only by root. With encryption it creates the application's
+// NewCredentials makes the credentials o asks for: none, a shared secret,
+// or certificates. With certificates it creates the application's
 // certificate authority, issues the driver's certificate and the
 // executors', and drops the authority: no CA key outlives this call.
 // drover submit calls it for a driver that may restart, whose attempts
 // all read the same credentials.
-func NewCredentials(appID string, conf *config.Conf, m URL, now time.Time, log *slog.Logger) (StoredCredentials, error) {
-	distributed := m.Kind == Kubernetes || m.Kind == LocalCluster
-	authenticate, set := config.Authenticate.Lookup(conf)
-	if !set {
-		authenticate = distributed
-	}
-	crypto, cryptoSet := config.NetworkCryptoEnabled.Lookup(conf)
-	if !cryptoSet {
-		crypto = authenticate && m.Kind == Kubernetes
-	}
+func NewCredentials(appID string, o SecurityOptions, m URL, now time.Time, log *slog.Logger) (StoredCredentials, error) {
 	switch {
-	case !authenticate && cryptoSet && crypto:
-		return StoredCredentials{}, config.Invalid(fmt.Errorf("%s=true needs %s=true (the certificates are how processes authenticate)",
-			config.NetworkCryptoEnabled.Key(), config.Authenticate.Key()))
-	case !authenticate:
-		if distributed {
+	case !o.Authenticate:
+		if m.Kind == Kubernetes || m.Kind == LocalCluster {
 			log.Warn("authentication is off: anyone who can reach the driver's port can register as an executor",
-				"key", config.Authenticate.Key())
+				"key", "spark.authenticate")
 		}
 		return StoredCredentials{}, nil
-	case crypto:
+	case o.Crypto:
 		ca, err := mtls.NewAuthority(appID, now)
 		if err != nil {
 			return StoredCredentials{}, fmt.Errorf("creating the application's certificate authority: %w", err)
@@ -79,7 +72,7 @@ func NewCredentials(appID string, conf *config.Conf, m URL, now time.Time, log *
 		}
 		return c, nil
 	}
-	secret := config.AuthenticateSecret.Get(conf)
+	secret := o.Secret
 	if secret == "" {
 		secret = rpc.NewSecret()
 	}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/drover-project/drover/internal/authconf"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/k8sconf"
@@ -169,7 +170,11 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 // (k8sconf.ReadCredentials); the certificate authority's key is dropped
 // here, before anything is created.
 func restartCredentials(conf *config.Conf, appID string, m master.URL, secrets map[string]string, files map[string][]byte) error {
-	c, err := master.NewCredentials(appID, conf, m, time.Now(), slog.New(slog.DiscardHandler))
+	o, err := authconf.Security(conf, m)
+	if err != nil {
+		return err
+	}
+	c, err := master.NewCredentials(appID, o, m, time.Now(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
