@@ -103,9 +103,9 @@ func claimAttempt(ctx context.Context, p attemptPod) (master.Attempt, error) {
 		}
 		a := master.Attempt{Epoch: epoch, Restartable: true, Of: maxRestarts + 1, LastCause: lastCause(st)}
 		if epoch > int64(maxRestarts) {
-			return a, p.endApplication(ctx, pod, a)
+			return a, p.endApplication(ctx, a)
 		}
-		err = p.patch(ctx, pod, map[string]any{podspec.AnnotationEpoch: strconv.FormatInt(epoch, 10)}, nil)
+		err = p.patch(ctx, pod.ResourceVersion, map[string]any{podspec.AnnotationEpoch: strconv.FormatInt(epoch, 10)}, nil)
 		if apierrors.IsConflict(err) && tries < 5 {
 			continue // the pod changed meanwhile (its status): decide again
 		}
@@ -177,14 +177,17 @@ func (p attemptPod) fence(epoch int64) func(context.Context) error {
 // active deadline, past which the kubelet fails the pod for good (a
 // restartPolicy cannot change). It waits for the kubelet to stop this
 // process, so that no restart races the deadline.
-func (p attemptPod) endApplication(ctx context.Context, pod *corev1.Pod, a master.Attempt) error {
+func (p attemptPod) endApplication(ctx context.Context, a master.Attempt) error {
 	msg := fmt.Sprintf("the driver failed %d times; the last attempt (%d of %d): %s", a.Of, a.Of, a.Of, a.LastCause)
 	// The executors go first: the deadline, once set, is past at once,
 	// and the kubelet stops this process.
 	err := podcontrol.New(p.cs, p.log).DeletePods(ctx, p.ns, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(
 		labels.Set{snapshot.LabelAppID: p.appID, snapshot.LabelRole: snapshot.RoleExecutor}).String()})
 	if err == nil {
-		err = p.patch(ctx, pod, map[string]any{podspec.AnnotationFailed: msg}, map[string]any{"activeDeadlineSeconds": 1})
+		// No precondition: the kubelet and the scheduler change the pod's
+		// status meanwhile, and these fields are the same whoever writes
+		// them.
+		err = p.patch(ctx, "", map[string]any{podspec.AnnotationFailed: msg}, map[string]any{"activeDeadlineSeconds": 1})
 	}
 	if err != nil {
 		return fmt.Errorf("%s; ending the application: %w (%w)", msg, err, master.ErrNoMoreAttempts)
@@ -197,10 +200,14 @@ func (p attemptPod) endApplication(ctx context.Context, pod *corev1.Pod, a maste
 	return fmt.Errorf("%s: %w", msg, master.ErrNoMoreAttempts)
 }
 
-// patch merges annotations and spec into the pod, on the condition that it
-// did not change since it was read.
-func (p attemptPod) patch(ctx context.Context, pod *corev1.Pod, annotations, spec map[string]any) error {
-	body := map[string]any{"metadata": map[string]any{"resourceVersion": pod.ResourceVersion, "annotations": annotations}}
+// patch merges annotations and spec into the pod; with rv, on the
+// condition that the pod is still at that resourceVersion.
+func (p attemptPod) patch(ctx context.Context, rv string, annotations, spec map[string]any) error {
+	meta := map[string]any{"annotations": annotations}
+	if rv != "" {
+		meta["resourceVersion"] = rv
+	}
+	body := map[string]any{"metadata": meta}
 	if spec != nil {
 		body["spec"] = spec
 	}
