@@ -9,10 +9,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/drover-project/drover/internal/authconf"
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/rpc"
-	"github.com/drover-project/drover/internal/authconf"
 )
 
 // mode names how an Auth proves the application: "tls", "token" or
