@@ -17,6 +17,11 @@
 // own authority, which only the API server holds, on its client and peer
 // ports alike: another local user cannot reach the cluster's data.
 //
+// Options.APIServers runs several kube-apiservers over the one etcd, each on
+// its own loopback port (Env.URLs) with the same certificates, tokens and
+// service-account keys; Env.Kill and Env.Restart take each by its
+// APIServerName, so tests can fail one over to another.
+//
 // Tests use New (skips locally when the binaries are missing, fails under
 // CI=true) or share one environment per package with Shared.
 //

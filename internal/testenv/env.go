@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,27 @@ type Options struct {
 	// pod create request it receives (see [Env.PodCreates]): the count of
 	// POSTs a driver sent, told by the server, not the client.
 	AuditPodCreates bool
+	// APIServers is how many kube-apiservers run over the one etcd; default
+	// 1. Each listens on its own 127.0.0.1 port (Env.URLs) with the same
+	// serving certificate, client CA, tokens, service-account keys and audit
+	// policy; Kill and Restart take each by its APIServerName. The other
+	// components (scheduler, controller manager, kwok, process nodes, Kueue)
+	// talk to the first one only.
+	APIServers int
+}
+
+// APIServerName is the component name of the i-th API server (from 0), for
+// Env.Kill and Env.Restart: KubeAPIServer for the first, then
+// "kube-apiserver-2", "kube-apiserver-3", …
+func APIServerName(i int) string {
+	if i == 0 {
+		return KubeAPIServer
+	}
+	return KubeAPIServer + "-" + strconv.Itoa(i+1)
+}
+
+func isAPIServer(name string) bool {
+	return name == KubeAPIServer || strings.HasPrefix(name, KubeAPIServer+"-")
 }
 
 // Env is a running control plane. Stop it with Stop.
@@ -76,8 +98,13 @@ type Env struct {
 	// Dir holds every file of the environment: data, certificates, component
 	// logs (<component>.log), process node pod logs. Stop removes it.
 	Dir string
-	// URL of the API server: https://127.0.0.1:<port>.
+	// URL of the (first) API server: https://127.0.0.1:<port>.
 	URL string
+	// URLs of every API server (Options.APIServers), URL first.
+	URLs []string
+	// Kubeconfigs has a kubeconfig file per API server, with Kubeconfig's
+	// credentials; Kubeconfigs[0] is Kubeconfig.
+	Kubeconfigs []string
 	// EtcdURL and EtcdPeerURL are etcd's client and peer listeners
 	// (https://127.0.0.1:<port>). Both require a client certificate from
 	// etcd's own authority, which only the API server holds: a local user
@@ -132,6 +159,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	if opts.Dir == "" {
 		opts.Dir = os.TempDir()
+	}
+	if opts.APIServers <= 0 {
+		opts.APIServers = 1
 	}
 	bin, err := binDirPath()
 	if err != nil {
@@ -188,12 +218,17 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 
-	ports, err := freePorts(5)
+	ports, err := freePorts(4 + opts.APIServers)
 	if err != nil {
 		return nil, err
 	}
-	etcdPort, peerPort, apiPort, schedPort, cmPort := ports[0], ports[1], ports[2], ports[3], ports[4]
-	e.URL = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	etcdPort, peerPort, schedPort, cmPort := ports[0], ports[1], ports[2], ports[3]
+	apiPorts := ports[4:]
+	apiPort := apiPorts[0]
+	for _, p := range apiPorts {
+		e.URLs = append(e.URLs, "https://127.0.0.1:"+strconv.Itoa(p))
+	}
+	e.URL = e.URLs[0]
 
 	files, err := writePKI(dir)
 	if err != nil {
@@ -237,14 +272,13 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 	}
 	opts.Logf("testenv: etcd ready after %s", time.Since(began).Round(time.Millisecond))
 
-	// kube-apiserver
+	// kube-apiserver: every one the same but for its port, its scratch
+	// directory and its audit log.
 	apiArgs := []string{
 		"--etcd-servers=" + etcdURL,
 		"--etcd-cafile=" + files.etcd.caCert,
 		"--etcd-certfile=" + files.etcd.clientCert, "--etcd-keyfile=" + files.etcd.clientKey,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(apiPort),
-		"--cert-dir=" + filepath.Join(dir, "apiserver"),
 		"--tls-cert-file=" + files.serverCert, "--tls-private-key-file=" + files.serverKey,
 		"--client-ca-file=" + files.caCert,
 		"--token-auth-file=" + files.tokens,
@@ -271,23 +305,38 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
 			return nil, fmt.Errorf("writing the audit policy: %w", err)
 		}
-		apiArgs = append(apiArgs, "--audit-policy-file="+policy, "--audit-log-path="+e.auditLogPath(),
-			"--audit-log-mode=blocking", "--audit-log-format=json")
+		apiArgs = append(apiArgs, "--audit-policy-file="+policy, "--audit-log-mode=blocking", "--audit-log-format=json")
 	}
 	if !opts.ControllerManager {
 		// Without the service account controller no namespace gets its
 		// "default" service account, and this plugin would reject every pod.
 		apiArgs = append(apiArgs, "--disable-admission-plugins=ServiceAccount")
 	}
-	apiserver, err := e.launch(dir, KubeAPIServer, apiArgs, childEnv)
-	if err != nil {
-		return nil, err
-	}
 	ca := x509.NewCertPool()
 	ca.AppendCertsFromPEM(files.caPEM)
 	secure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca}}}
-	apiserver.ready = func(ctx context.Context) error {
-		return httpOK(ctx, secure, e.URL+"/readyz", files.adminToken, "")
+	launchAPIServer := func(i int) (*component, error) {
+		name := APIServerName(i)
+		args := append(slices.Clone(apiArgs),
+			"--secure-port="+strconv.Itoa(apiPorts[i]),
+			"--cert-dir="+filepath.Join(dir, strings.Replace(name, "kube-", "", 1)))
+		if opts.AuditPodCreates {
+			args = append(args, "--audit-log-path="+e.auditLogPath(i))
+		}
+		c, err := startComponent(dir, name, filepath.Join(bin, KubeAPIServer), args, childEnv)
+		if err != nil {
+			return nil, err
+		}
+		e.comps = append(e.comps, c)
+		url := e.URLs[i]
+		c.ready = func(ctx context.Context) error {
+			return httpOK(ctx, secure, url+"/readyz", files.adminToken, "")
+		}
+		return c, nil
+	}
+	apiserver, err := launchAPIServer(0)
+	if err != nil {
+		return nil, err
 	}
 	if err := waitReady(ctx, apiserver, apiserver.ready); err != nil {
 		return nil, err
@@ -308,6 +357,14 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 	if err := writeKubeconfig(e.Kubeconfig, e.URL, files.caPEM, "admin", files.adminToken); err != nil {
 		return nil, err
 	}
+	e.Kubeconfigs = []string{e.Kubeconfig}
+	for i := 1; i < len(e.URLs); i++ {
+		kc := filepath.Join(dir, "kubeconfig-"+strconv.Itoa(i+1))
+		if err := writeKubeconfig(kc, e.URLs[i], files.caPEM, "admin", files.adminToken); err != nil {
+			return nil, err
+		}
+		e.Kubeconfigs = append(e.Kubeconfigs, kc)
+	}
 
 	// The other components start together; the slow part is each one's
 	// own initialisation, which overlaps on two cores well enough.
@@ -321,6 +378,15 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 		return func(ctx context.Context) error {
 			return httpOK(ctx, insecure, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz", "", "")
 		}
+	}
+	// The other API servers start once the first has set up the cluster's
+	// bootstrap objects, alongside the other components.
+	for i := 1; i < opts.APIServers; i++ {
+		c, err := launchAPIServer(i)
+		if err != nil {
+			return nil, err
+		}
+		waits = append(waits, readiness{c, c.ready})
 	}
 	if opts.Scheduler {
 		kc := filepath.Join(dir, "kube-scheduler.kubeconfig")
@@ -407,6 +473,14 @@ func (e *Env) launch(dir, name string, args, env []string) (*component, error) {
 	return c, nil
 }
 
+// APIServerConfig is Config aimed at the i-th API server (from 0, see
+// URLs) only: a copy, which the caller may change.
+func (e *Env) APIServerConfig(i int) *rest.Config {
+	c := rest.CopyConfig(e.Config)
+	c.Host = e.URLs[i]
+	return c
+}
+
 // PIDs returns the process IDs of the running components (not of pods).
 func (e *Env) PIDs() []int {
 	var pids []int
@@ -433,7 +507,7 @@ func (e *Env) Stop() error {
 		var wg sync.WaitGroup
 		var last []*component
 		for _, c := range e.comps {
-			if c.name == KubeAPIServer || c.name == Etcd {
+			if isAPIServer(c.name) || c.name == Etcd {
 				last = append(last, c)
 				continue
 			}

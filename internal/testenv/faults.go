@@ -3,9 +3,13 @@ package testenv
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -14,8 +18,9 @@ import (
 // Faults and what the API server saw: killing and restarting components,
 // and the audit log of pod creates.
 
-// Kill SIGKILLs the component called name (Etcd, KubeAPIServer, …) and
-// waits until it has exited, as a crash would end it.
+// Kill SIGKILLs the component called name (Etcd, KubeAPIServer,
+// APIServerName(1), …) and waits until it has exited, as a crash would end
+// it. A killed API server's port refuses connections until Restart.
 func (e *Env) Kill(name string) error {
 	c := e.component(name)
 	if c == nil {
@@ -27,7 +32,8 @@ func (e *Env) Kill(name string) error {
 }
 
 // Restart starts a killed component again with the same flags and data
-// and waits until it is ready; it returns when it was.
+// (an API server on the same port) and waits until it is ready (an API
+// server: until it answers /readyz); it returns when it was.
 func (e *Env) Restart(ctx context.Context, name string) (time.Time, error) {
 	old := e.component(name)
 	if old == nil {
@@ -76,7 +82,13 @@ rules:
 - level: None
 `
 
-func (e *Env) auditLogPath() string { return filepath.Join(e.Dir, "audit.log") }
+// auditLogPath is the audit log of the i-th API server (from 0).
+func (e *Env) auditLogPath(i int) string {
+	if i == 0 {
+		return filepath.Join(e.Dir, "audit.log")
+	}
+	return filepath.Join(e.Dir, "audit-"+strconv.Itoa(i+1)+".log")
+}
 
 // PodCreate is one pod create request the API server received.
 type PodCreate struct {
@@ -86,14 +98,30 @@ type PodCreate struct {
 	Received time.Time
 }
 
-// PodCreates returns the pod create requests the API server has audited
-// whose user agent starts with agentPrefix (Options.AuditPodCreates).
+// PodCreates returns the pod create requests the API servers have audited
+// whose user agent starts with agentPrefix (Options.AuditPodCreates), every
+// API server's.
 func (e *Env) PodCreates(agentPrefix string) ([]PodCreate, error) {
-	b, err := os.ReadFile(e.auditLogPath())
-	if err != nil {
-		return nil, fmt.Errorf("reading the audit log (Options.AuditPodCreates): %w", err)
-	}
 	var out []PodCreate
+	for i := range max(len(e.URLs), 1) {
+		b, err := os.ReadFile(e.auditLogPath(i))
+		if err != nil {
+			if i > 0 && errors.Is(err, fs.ErrNotExist) {
+				continue // this server has not started yet
+			}
+			return nil, fmt.Errorf("reading the audit log (Options.AuditPodCreates): %w", err)
+		}
+		out = appendPodCreates(out, b, agentPrefix)
+	}
+	if len(e.URLs) > 1 {
+		// One server's log is in the order responses completed; several
+		// are merged by the time each request was received.
+		slices.SortStableFunc(out, func(a, b PodCreate) int { return a.Received.Compare(b.Received) })
+	}
+	return out, nil
+}
+
+func appendPodCreates(out []PodCreate, b []byte, agentPrefix string) []PodCreate {
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if line == "" {
 			continue
@@ -116,7 +144,7 @@ func (e *Env) PodCreates(agentPrefix string) ([]PodCreate, error) {
 				UserAgent: ev.UserAgent, Code: ev.ResponseStatus.Code, Received: ev.RequestReceivedTimestamp})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // SignalContainer sends sig to container of pod namespace/name running on
