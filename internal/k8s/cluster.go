@@ -20,7 +20,6 @@ import (
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/k8s/allocator"
-	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/k8sconf"
 	"github.com/drover-project/drover/internal/k8s/lifecycle"
 	"github.com/drover-project/drover/internal/k8s/podcontrol"
@@ -161,9 +160,7 @@ func New(app master.App, opts k8sconf.Options, deps Deps) (*Cluster, error) {
 	}
 	c.cs = deps.Client
 	if c.cs == nil {
-		co := opts.Client
-		co.APIServer, co.UserAgent, co.WrapTransport = app.Master.APIServer, "drover-driver/"+app.ID, deps.WrapTransport
-		cs, _, err := client.New(co)
+		cs, err := newClient(app.ID, app.Master, opts, deps.WrapTransport)
 		if err != nil {
 			return nil, err
 		}
