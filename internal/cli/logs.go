@@ -30,6 +30,7 @@ kubeconfig's.`,
 			if err != nil {
 				return err
 			}
+			defer cs.Close()
 			return submit.Logs(cmd.Context(), cs, id, o, cmd.OutOrStdout())
 		},
 	}

@@ -87,6 +87,7 @@ too (--pod-security enforces a Pod Security Standard there). Submit with
 			if err != nil {
 				return err
 			}
+			defer cs.Close()
 			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 			defer cancel()
 			done, err := submit.ApplyRBAC(ctx, cs, o, ns)

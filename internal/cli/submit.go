@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/submit"
 	"github.com/drover-project/drover/internal/master"
 )
@@ -244,6 +245,7 @@ func runCluster(ctx context.Context, conf *config.Conf, resource string, args []
 	if err != nil {
 		return err
 	}
+	defer cs.Close()
 	createCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	pod, err := plan.Create(createCtx, cs)
 	cancel()
@@ -294,7 +296,7 @@ func follow(ctx context.Context, cs kubernetes.Interface, ns, pod, appID, contai
 	return &ExitError{Code: max(1, res.ExitCode), Err: errors.New(msg)}
 }
 
-func idClient(conf *config.Conf, raw string) (kubernetes.Interface, submit.ID, error) {
+func idClient(conf *config.Conf, raw string) (*client.Client, submit.ID, error) {
 	id, err := submit.ParseID(raw, config.KubernetesNamespace.Get(conf))
 	if err != nil {
 		return nil, id, err
@@ -304,7 +306,7 @@ func idClient(conf *config.Conf, raw string) (kubernetes.Interface, submit.ID, e
 }
 
 // kubeClient is a client of --master's API server, else the kubeconfig's.
-func kubeClient(conf *config.Conf) (kubernetes.Interface, error) {
+func kubeClient(conf *config.Conf) (*client.Client, error) {
 	var m master.URL
 	if s := config.Master.Get(conf); s != "" {
 		var err error
@@ -323,6 +325,7 @@ func runSubmissionStatus(ctx context.Context, conf *config.Conf, raw string, out
 	if err != nil {
 		return err
 	}
+	defer cs.Close()
 	return printStatus(ctx, cs, id, time.Now(), out)
 }
 
@@ -352,6 +355,7 @@ func runKill(ctx context.Context, conf *config.Conf, raw string, out io.Writer) 
 	if err != nil {
 		return err
 	}
+	defer cs.Close()
 	var grace *int64
 	if config.KubernetesAppKillPodDeletionGracePeriod.IsSet(conf) {
 		g := int64(config.KubernetesAppKillPodDeletionGracePeriod.Get(conf) / time.Second)

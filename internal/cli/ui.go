@@ -53,10 +53,11 @@ Authorization: Bearer <the application's token>. Others on this machine get 401.
 					return config.Invalid(fmt.Errorf("--master %s: expected a Kubernetes API server, k8s://https://host:port", s))
 				}
 			}
-			cs, cfg, err := submit.NewClientConfig(conf, m)
+			cs, err := submit.NewClient(conf, m)
 			if err != nil {
 				return err
 			}
+			defer cs.Close()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			o.Ready = func(url, login string) {
@@ -68,7 +69,7 @@ Authorization: Bearer <the application's token>. Others on this machine get 401.
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Spark UI of %s at %s (forwarded through the API server; Ctrl-C ends)\n", id, url)
 			}
-			return submit.ForwardUI(ctx, cfg, cs, id, o, cmd.ErrOrStderr())
+			return submit.ForwardUI(ctx, cs.Config, cs, id, o, cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()

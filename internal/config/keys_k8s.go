@@ -24,7 +24,18 @@ var (
 		Optional())
 
 	KubernetesDriverMaster = String("spark.kubernetes.driver.master", "https://kubernetes.default.svc",
-		"API server URL a cluster-mode driver uses to manage its executor pods.")
+		"API server URL a cluster-mode driver uses to manage its executor pods. When the API servers are listed "+
+			"(`spark.kubernetes.apiserver.host`, or a list in the master URL), the driver gets the list after this URL.")
+
+	KubernetesAPIServerHost = String("spark.kubernetes.apiserver.host", "",
+		"The cluster's API servers: one URL, or a comma-separated list of the instances of one control plane "+
+			"over one etcd, `https://k8s-api-1:6443,https://k8s-api-2:6443` (from drover's design documents; "+
+			"not a Spark key). Every client drover makes, the CLI's and the driver's, sends to the first healthy "+
+			"one and moves to the next within a second when it fails (refused, reset, timeout, 5xx), probing a "+
+			"failed one in the background and taking it back when ready. Every instance must accept the same CA "+
+			"and credentials. The master URL may carry the list instead (`k8s://https://a:6443,https://b:6443`); "+
+			"when both are set they must name the same servers in the same order.",
+		Optional())
 
 	KubernetesContainerImage = String("spark.kubernetes.container.image", "",
 		"Container image of the driver and executor pods: the application binary on a minimal non-root base. "+

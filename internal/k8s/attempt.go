@@ -40,7 +40,7 @@ func driverAttempt(ctx context.Context, appID string, conf *config.Conf, m maste
 	if config.KubernetesDriverRestartPolicy.Get(conf) != string(corev1.RestartPolicyOnFailure) {
 		return master.Attempt{}, nil
 	}
-	opts, err := k8sconf.Load(conf, appID, os.Getenv)
+	opts, err := load(conf, m, appID)
 	if err != nil {
 		return master.Attempt{}, err
 	}
@@ -48,10 +48,11 @@ func driverAttempt(ctx context.Context, appID string, conf *config.Conf, m maste
 		return master.Attempt{}, fmt.Errorf("%s=OnFailure: the driver does not know its pod (%s)",
 			config.KubernetesDriverRestartPolicy.Key(), config.KubernetesDriverPodName.Key())
 	}
-	cs, err := newClient(appID, m, opts, nil)
+	cs, err := newClient(appID, m, opts, nil, log)
 	if err != nil {
 		return master.Attempt{}, err
 	}
+	defer cs.Close()
 	stored, err := k8sconf.ReadCredentials(os.Getenv)
 	if err != nil {
 		return master.Attempt{}, err
@@ -257,12 +258,27 @@ func lastCause(st corev1.ContainerStatus) string {
 	return s
 }
 
+// load is k8sconf.Load with the API servers the driver's clients use:
+// spark.kubernetes.apiserver.host's, else the master URL's.
+func load(conf *config.Conf, m master.URL, appID string) (k8sconf.Options, error) {
+	opts, err := k8sconf.Load(conf, appID, os.Getenv)
+	if err != nil {
+		return k8sconf.Options{}, err
+	}
+	if opts.Client.APIServers, err = k8sconf.APIServers(conf, m); err != nil {
+		return k8sconf.Options{}, err
+	}
+	return opts, nil
+}
+
 // newClient builds the API client of application appID's driver from the
-// master URL and the Kubernetes options; wrap, if set, wraps its
-// transport.
-func newClient(appID string, m master.URL, opts k8sconf.Options, wrap func(http.RoundTripper) http.RoundTripper) (kubernetes.Interface, error) {
+// Kubernetes options' API servers, else the master URL's; wrap, if set,
+// wraps its transport. The caller closes it.
+func newClient(appID string, m master.URL, opts k8sconf.Options, wrap func(http.RoundTripper) http.RoundTripper, log *slog.Logger) (*client.Client, error) {
 	co := opts.Client
-	co.APIServer, co.UserAgent, co.WrapTransport = m.APIServer, "drover-driver/"+appID, wrap
-	cs, _, err := client.New(co)
-	return cs, err
+	if len(co.APIServers) == 0 {
+		co.APIServers = m.Endpoints()
+	}
+	co.UserAgent, co.WrapTransport, co.Logger = "drover-driver/"+appID, wrap, log
+	return client.New(co)
 }

@@ -45,14 +45,16 @@ type Cluster struct {
 	log   *slog.Logger
 	clock clock.WithTicker
 
-	cs       kubernetes.Interface
-	pods     podcontrol.PodControl
-	getenv   func(string) string
-	ns       string
-	selector labels.Selector
-	backend  *coarse.Backend
-	alloc    *allocator.Allocator
-	execConf *podspec.ExecutorConf
+	cs kubernetes.Interface
+	// closeClient ends the client New built (Stop calls it).
+	closeClient func() error
+	pods        podcontrol.PodControl
+	getenv      func(string) string
+	ns          string
+	selector    labels.Selector
+	backend     *coarse.Backend
+	alloc       *allocator.Allocator
+	execConf    *podspec.ExecutorConf
 	// classifier takes the pod snapshots, reusing unchanged pods' entries.
 	classifier *snapshot.Classifier
 	driverPod  *corev1.Pod
@@ -97,7 +99,7 @@ var (
 // application's configuration (conf, read here alone), and the production
 // dependencies.
 func fromApp(app master.App, conf *config.Conf) (master.Cluster, error) {
-	opts, err := k8sconf.Load(conf, app.ID, os.Getenv)
+	opts, err := load(conf, app.Master, app.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -160,11 +162,11 @@ func New(app master.App, opts k8sconf.Options, deps Deps) (*Cluster, error) {
 	}
 	c.cs = deps.Client
 	if c.cs == nil {
-		cs, err := newClient(app.ID, app.Master, opts, deps.WrapTransport)
+		cs, err := newClient(app.ID, app.Master, opts, deps.WrapTransport, c.log)
 		if err != nil {
 			return nil, err
 		}
-		c.cs = cs
+		c.cs, c.closeClient = cs, cs.Close
 	}
 	c.pods = deps.PodControl
 	if c.pods == nil {

@@ -488,7 +488,7 @@ func driverMain(raw string) error {
 	}}
 	failed := make(chan error, 1)
 	app := master.App{ID: "drover-scale-" + p.Policy, Logger: log,
-		Master: master.URL{Kind: master.Kubernetes, APIServer: p.APIServer},
+		Master: mustParseMaster("k8s://" + p.APIServer),
 		Fail: func(err error) {
 			select {
 			case failed <- err:
@@ -1068,4 +1068,14 @@ func observe(appID string, conf *config.Conf, log *slog.Logger) (*events.Bus, fu
 		_ = w.Close()
 		_ = os.RemoveAll(dir)
 	}, nil
+}
+
+// mustParseMaster parses a master URL the test made: with a list of API
+// servers, the driver's client fails over between them.
+func mustParseMaster(s string) master.URL {
+	m, err := master.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return m
 }

@@ -46,6 +46,9 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		}
 		wg.Wait()
 		errs = append(errs, deleted...)
+		if c.closeClient != nil {
+			_ = c.closeClient() // stops probing failed API servers; never fails
+		}
 	})
 	return errors.Join(errs...)
 }

@@ -53,10 +53,27 @@ type URL struct {
 	Executors, CoresPerExecutor, MemoryMiB int
 	// APIServer is the Kubernetes API server URL of "k8s://…", with https
 	// when the URL has no scheme: "k8s://host:6443" → "https://host:6443".
+	// With a list, "k8s://https://a:6443,https://b:6443", it is the first.
 	APIServer string
+	// APIServers are all the API servers of the URL, in order of
+	// preference: several instances of one control plane, over one etcd.
+	APIServers []string
 }
 
 func (u URL) String() string { return u.Raw }
+
+// Endpoints are the API servers to use, in order of preference:
+// APIServers, else APIServer alone (a URL built without Parse); nil for a
+// master that names none.
+func (u URL) Endpoints() []string {
+	if len(u.APIServers) > 0 {
+		return u.APIServers
+	}
+	if u.APIServer != "" {
+		return []string{u.APIServer}
+	}
+	return nil
+}
 
 // ParseError reports a master URL that drover cannot use.
 type ParseError struct {
@@ -142,11 +159,11 @@ func ParseWithCPUs(s string, cpus int) (URL, error) {
 		return u, nil
 
 	case strings.HasPrefix(t, "k8s://"):
-		api, err := apiServer(strings.TrimPrefix(t, "k8s://"))
+		apis, err := ParseAPIServers(strings.TrimPrefix(t, "k8s://"))
 		if err != nil {
 			return fail("%s", err)
 		}
-		u.Kind, u.APIServer = Kubernetes, api
+		u.Kind, u.APIServer, u.APIServers = Kubernetes, apis[0], apis
 		return u, nil
 
 	case strings.HasPrefix(t, "spark://"):
@@ -207,6 +224,48 @@ func positive(s string) (int, error) {
 // apiServer resolves the part of a k8s:// URL after the prefix as Spark's
 // Utils.checkAndGetK8sMasterUrl does: no scheme means https; http is kept;
 // other schemes are rejected.
+// ParseAPIServers parses the API servers of a Kubernetes master URL (what
+// follows "k8s://"), or of spark.kubernetes.apiserver.host: one address,
+// or a comma-separated list of instances of one control plane. A list
+// takes scheme://host[:port] entries: one scheme for all (the same CA and
+// credentials serve every instance), no path, no entry twice.
+func ParseAPIServers(s string) ([]string, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) == 1 {
+		api, err := apiServer(strings.TrimSpace(s))
+		if err != nil {
+			return nil, err
+		}
+		return []string{api}, nil
+	}
+	var out []string
+	seen := map[string]int{}
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return nil, fmt.Errorf("API server %d of the list is empty", i+1)
+		}
+		api, err := apiServer(p)
+		if err != nil {
+			return nil, fmt.Errorf("API server %d of the list (%s): %w", i+1, p, err)
+		}
+		u, _ := url.Parse(api) // apiServer parsed it
+		if u.Path != "" && u.Path != "/" {
+			return nil, fmt.Errorf("API server %d of the list (%s) has a path: a list takes scheme://host:port entries", i+1, p)
+		}
+		api = u.Scheme + "://" + strings.ToLower(u.Host)
+		if j, dup := seen[api]; dup {
+			return nil, fmt.Errorf("API server %d of the list (%s) repeats API server %d", i+1, p, j)
+		}
+		seen[api] = i + 1
+		if len(out) > 0 && u.Scheme != strings.SplitN(out[0], ":", 2)[0] {
+			return nil, fmt.Errorf("the list mixes http and https (%s, %s): every API server of one control plane takes the same scheme", out[0], api)
+		}
+		out = append(out, api)
+	}
+	return out, nil
+}
+
 func apiServer(rest string) (string, error) {
 	if rest == "" {
 		return "", fmt.Errorf("the Kubernetes API server address is missing")

@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+const forms = "local, local[N], local[*], local[N,F], local-cluster[N,C,M] or k8s://https://host:port"
+
 func TestParse(t *testing.T) {
 	testCases := map[string]struct {
 		in      string
@@ -44,27 +46,52 @@ func TestParse(t *testing.T) {
 		},
 		"k8s with https": {
 			in:   "k8s://https://10.0.0.1:6443",
-			want: URL{Raw: "k8s://https://10.0.0.1:6443", Kind: Kubernetes, APIServer: "https://10.0.0.1:6443"},
+			want: URL{Raw: "k8s://https://10.0.0.1:6443", Kind: Kubernetes, APIServer: "https://10.0.0.1:6443", APIServers: []string{"https://10.0.0.1:6443"}},
 		},
 		"k8s without scheme means https": {
 			in:   "k8s://kubernetes.default.svc",
-			want: URL{Raw: "k8s://kubernetes.default.svc", Kind: Kubernetes, APIServer: "https://kubernetes.default.svc"},
+			want: URL{Raw: "k8s://kubernetes.default.svc", Kind: Kubernetes, APIServer: "https://kubernetes.default.svc", APIServers: []string{"https://kubernetes.default.svc"}},
 		},
 		"k8s host and port without scheme": {
 			in:   "k8s://10.0.0.1:6443",
-			want: URL{Raw: "k8s://10.0.0.1:6443", Kind: Kubernetes, APIServer: "https://10.0.0.1:6443"},
+			want: URL{Raw: "k8s://10.0.0.1:6443", Kind: Kubernetes, APIServer: "https://10.0.0.1:6443", APIServers: []string{"https://10.0.0.1:6443"}},
 		},
 		"k8s with http is kept": {
 			in:   "k8s://http://127.0.0.1:8080",
-			want: URL{Raw: "k8s://http://127.0.0.1:8080", Kind: Kubernetes, APIServer: "http://127.0.0.1:8080"},
+			want: URL{Raw: "k8s://http://127.0.0.1:8080", Kind: Kubernetes, APIServer: "http://127.0.0.1:8080", APIServers: []string{"http://127.0.0.1:8080"}},
 		},
 		"k8s with a path and upper-case scheme": {
 			in:   "k8s://HTTPS://rancher.example.com/k8s/clusters/c-1",
-			want: URL{Raw: "k8s://HTTPS://rancher.example.com/k8s/clusters/c-1", Kind: Kubernetes, APIServer: "https://rancher.example.com/k8s/clusters/c-1"},
+			want: URL{Raw: "k8s://HTTPS://rancher.example.com/k8s/clusters/c-1", Kind: Kubernetes, APIServer: "https://rancher.example.com/k8s/clusters/c-1", APIServers: []string{"https://rancher.example.com/k8s/clusters/c-1"}},
+		},
+		"k8s with several API servers": {
+			in: "k8s://https://a:6443, b:6443 ,https://C:6443",
+			want: URL{Raw: "k8s://https://a:6443, b:6443 ,https://C:6443", Kind: Kubernetes, APIServer: "https://a:6443",
+				APIServers: []string{"https://a:6443", "https://b:6443", "https://c:6443"}},
+		},
+		"k8s list with an empty entry": {
+			in:      "k8s://https://a:6443,",
+			wantErr: `invalid master URL "k8s://https://a:6443,": API server 2 of the list is empty; expected ` + forms,
+		},
+		"k8s list with a duplicate": {
+			in:      "k8s://https://a:6443,https://b:6443,a:6443",
+			wantErr: `invalid master URL "k8s://https://a:6443,https://b:6443,a:6443": API server 3 of the list (a:6443) repeats API server 1; expected ` + forms,
+		},
+		"k8s list mixing schemes": {
+			in:      "k8s://https://a:6443,http://b:8080",
+			wantErr: `invalid master URL "k8s://https://a:6443,http://b:8080": the list mixes http and https (https://a:6443, http://b:8080): every API server of one control plane takes the same scheme; expected ` + forms,
+		},
+		"k8s list with a bad scheme": {
+			in:      "k8s://https://a:6443,ftp://b:21",
+			wantErr: `invalid master URL "k8s://https://a:6443,ftp://b:21": API server 2 of the list (ftp://b:21): the Kubernetes API server scheme "ftp" is not http or https; expected ` + forms,
+		},
+		"k8s list with a path": {
+			in:      "k8s://https://a:6443,https://b:6443/k8s",
+			wantErr: `invalid master URL "k8s://https://a:6443,https://b:6443/k8s": API server 2 of the list (https://b:6443/k8s) has a path: a list takes scheme://host:port entries; expected ` + forms,
 		},
 		"k8s with IPv6": {
 			in:   "k8s://[::1]:6443",
-			want: URL{Raw: "k8s://[::1]:6443", Kind: Kubernetes, APIServer: "https://[::1]:6443"},
+			want: URL{Raw: "k8s://[::1]:6443", Kind: Kubernetes, APIServer: "https://[::1]:6443", APIServers: []string{"https://[::1]:6443"}},
 		},
 
 		"empty": {

@@ -25,7 +25,7 @@ var (
 
 // RegisterKubernetes exports the Kubernetes client's request metrics on r.
 func RegisterKubernetes(r prometheus.Registerer) {
-	for _, c := range []prometheus.Collector{apiRequests, apiLatency, apiThrottled} {
+	for _, c := range []prometheus.Collector{apiRequests, apiLatency, apiThrottled, apiServer, apiFailovers} {
 		registerShared(r, c)
 	}
 }
@@ -58,3 +58,26 @@ func registerShared(r prometheus.Registerer, c prometheus.Collector) {
 		}
 	}
 }
+
+// The API servers of a client with several (spark.kubernetes.apiserver.host).
+var (
+	apiServer = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drover_kubernetes_api_server",
+		Help: "1 for the Kubernetes API server this process's requests go to, 0 for the other listed ones " +
+			"(only with several API servers)."}, []string{"endpoint"})
+	apiFailovers = prometheus.NewCounter(prometheus.CounterOpts{Name: "drover_kubernetes_api_failovers_total",
+		Help: "Times this process's requests left a failed Kubernetes API server for the next listed one."})
+)
+
+// KubeAPIServer records that requests go to current of endpoints.
+func KubeAPIServer(endpoints []string, current string) {
+	for _, e := range endpoints {
+		v := 0.0
+		if e == current {
+			v = 1
+		}
+		apiServer.WithLabelValues(e).Set(v)
+	}
+}
+
+// KubeAPIFailover counts requests leaving a failed API server.
+func KubeAPIFailover() { apiFailovers.Inc() }

@@ -2,13 +2,19 @@ package client
 
 import (
 	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/drover-project/drover/internal/metrics"
 )
 
 // InClusterHost is the API server of a pod's own cluster.
@@ -16,9 +22,11 @@ const InClusterHost = "https://kubernetes.default.svc"
 
 // Options chooses where the client connects and how it authenticates.
 type Options struct {
-	// APIServer is the master URL's API server (k8s://<this>); empty uses
-	// the kubeconfig's.
-	APIServer string
+	// APIServers are the master URL's API servers (k8s://<these>, or
+	// spark.kubernetes.apiserver.host) in order of preference; empty uses
+	// the kubeconfig's. With more than one, requests fail over between
+	// them (see Failover).
+	APIServers []string
 	// Context is spark.kubernetes.context.
 	Context string
 	// Credentials override the kubeconfig's or the service account's.
@@ -31,23 +39,32 @@ type Options struct {
 	// WrapTransport, when set, wraps the client's transport (request
 	// accounting in benchmarks).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Logger gets a line when requests leave an API server and when they
+	// return to it; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+// apiServer is the first of the API servers, "" for none.
+func (o Options) apiServer() string {
+	if len(o.APIServers) == 0 {
+		return ""
+	}
+	return o.APIServers[0]
 }
 
 // RESTConfig resolves the client configuration.
 func RESTConfig(o Options) (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
-	if useInCluster(o.APIServer) {
+	if useInCluster(o.apiServer()) {
 		cfg, err = inClusterConfig()
 		if err != nil {
-			return nil, fmt.Errorf("loading the in-cluster Kubernetes configuration for %s: %w", o.APIServer, err)
+			return nil, fmt.Errorf("loading the in-cluster Kubernetes configuration for %s: %w", o.apiServer(), err)
 		}
 	} else {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context}
-		if o.APIServer != "" {
-			overrides.ClusterInfo.Server = o.APIServer
-		}
+		overrides.ClusterInfo.Server = o.apiServer()
 		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 		if err != nil {
 			return nil, fmt.Errorf("loading the Kubernetes client configuration (KUBECONFIG or ~/.kube/config%s): %w",
@@ -75,17 +92,106 @@ func RESTConfig(o Options) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// New returns a clientset for o.
-func New(o Options) (kubernetes.Interface, *rest.Config, error) {
+// Client is a clientset with its REST configuration.
+type Client struct {
+	kubernetes.Interface
+	// Config is the configuration of the first API server, for requests
+	// the clientset does not make (port forwarding); ForHost gives it for
+	// the API server in use.
+	Config   *rest.Config
+	failover *Failover
+}
+
+// Host is the API server requests go to now.
+func (c *Client) Host() string {
+	if c.failover == nil {
+		return c.Config.Host
+	}
+	return c.failover.Current()
+}
+
+// ForHost is Config for the API server in use.
+func (c *Client) ForHost() *rest.Config {
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Host = c.Host()
+	return cfg
+}
+
+// Close stops probing failed API servers; a client of one API server has
+// nothing to stop.
+func (c *Client) Close() error {
+	if c.failover == nil {
+		return nil
+	}
+	return c.failover.Close()
+}
+
+// failoverDialTimeout bounds the TCP connect to one API server of a list,
+// so a silent one (packets dropped) costs at most this before the next is
+// tried, within the second the failover promises.
+const failoverDialTimeout = 900 * time.Millisecond
+
+// New returns a client for o: with several API servers, one whose every
+// request goes to the first healthy one (see Failover). The caller closes
+// it.
+func New(o Options) (*Client, error) {
 	cfg, err := RESTConfig(o)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	// A pod's driver reaches the first through the in-cluster address
+	// (cfg.Host, from the pod's environment); the list follows.
+	endpoints := []string{cfg.Host}
+	for _, e := range o.APIServers[min(1, len(o.APIServers)):] {
+		if !slices.Contains(endpoints, e) {
+			endpoints = append(endpoints, e)
+		}
+	}
+	c := &Client{Config: cfg}
+	if len(endpoints) == 1 {
+		if c.Interface, err = kubernetes.NewForConfig(cfg); err != nil {
+			return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+		}
+		return c, nil
+	}
+	fcfg := rest.CopyConfig(cfg)
+	fcfg.Dial = (&net.Dialer{Timeout: failoverDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	// The failover sits outside client-go's whole chain (credentials,
+	// user agent, the wrappers above): it only points each attempt at
+	// an API server, and the chain below serves them all.
+	rt, err := rest.TransportFor(fcfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+		return nil, fmt.Errorf("creating the Kubernetes client's transport: %w", err)
 	}
-	return cs, cfg, nil
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	metrics.KubeAPIServer(endpoints, endpoints[0])
+	c.failover, err = NewFailover(FailoverOptions{Endpoints: endpoints, Transport: rt, OnSwitch: announce(log, endpoints)})
+	if err != nil {
+		return nil, err
+	}
+	c.Interface, err = kubernetes.NewForConfigAndClient(cfg, &http.Client{Transport: c.failover, Timeout: cfg.Timeout})
+	if err != nil {
+		_ = c.failover.Close()
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	return c, nil
+}
+
+// announce is the failover's hook: a line when requests leave an API
+// server and one when they return, and the metrics.
+func announce(log *slog.Logger, endpoints []string) func(from, to string, err error) {
+	return func(from, to string, err error) {
+		metrics.KubeAPIServer(endpoints, to)
+		if err != nil {
+			metrics.KubeAPIFailover()
+			log.Warn("leaving Kubernetes API server", "endpoint", from, "next", to, "error", err)
+			return
+		}
+		log.Info("Kubernetes API server back in use", "endpoint", to, "leaving", from)
+	}
 }
 
 // useInCluster reports whether the service account applies: the master is

@@ -26,7 +26,7 @@ func TestWrongScheme(t *testing.T) {
 		{"https://" + plainHost, "speaks plain HTTP, not TLS: use k8s://http://" + plainHost},
 	} {
 		t.Setenv("KUBECONFIG", t.TempDir()+"/none")
-		cs, _, err := New(Options{APIServer: tc.server})
+		cs, err := New(Options{APIServers: []string{tc.server}})
 		if err != nil {
 			t.Fatal(err)
 		}

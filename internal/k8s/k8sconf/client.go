@@ -1,12 +1,16 @@
 package k8sconf
 
 import (
+	"fmt"
 	"net"
+	"slices"
+	"strings"
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/podspec"
+	"github.com/drover-project/drover/internal/master"
 )
 
 // Where the driver listens, and the API client's credentials.
@@ -99,4 +103,28 @@ func outboundIP() string {
 	}
 	defer conn.Close()
 	return conn.LocalAddr().(*net.UDPAddr).IP.String()
+}
+
+// APIServers are the API servers the clients of conf use, in order of
+// preference: spark.kubernetes.apiserver.host, else the master URL's
+// (k8s://a,b); nil leaves the choice to the kubeconfig or the pod's
+// service account. When both are set they must name the same list: a
+// client that silently preferred one would reach a cluster the user did
+// not mean.
+func APIServers(conf *config.Conf, m master.URL) ([]string, error) {
+	fromMaster := m.Endpoints()
+	key := config.KubernetesAPIServerHost
+	s := key.Get(conf)
+	if strings.TrimSpace(s) == "" {
+		return fromMaster, nil
+	}
+	listed, err := master.ParseAPIServers(s)
+	if err != nil {
+		return nil, config.Invalid(fmt.Errorf("%s=%s: %w; expected https://host:port or a comma-separated list of them", key.Key(), s, err))
+	}
+	if fromMaster != nil && !slices.Equal(fromMaster, listed) {
+		return nil, config.Invalid(fmt.Errorf("%s=%s contradicts the master URL %s (API servers %s): name the API servers in one place, or the same list in both",
+			key.Key(), s, m.Raw, strings.Join(fromMaster, ",")))
+	}
+	return listed, nil
 }

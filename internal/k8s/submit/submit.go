@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/drover-project/drover/internal/authconf"
 	"github.com/drover-project/drover/internal/config"
@@ -91,6 +90,8 @@ func Resource(res string) (string, error) {
 var keysNotForDriver = []string{
 	"spark.kubernetes.authenticate.submission.", "spark.kubernetes.authenticate.oauth", "spark.kubernetes.authenticate.client",
 	"spark.kubernetes.authenticate.caCertFile", config.KubernetesContext.Key(), config.DriverHost.Key(),
+	// The driver gets the list in its master URL (driverMaster).
+	config.KubernetesAPIServerHost.Key(),
 }
 
 // Prepare checks a cluster-mode submission of resource (see [Resource])
@@ -108,6 +109,15 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 	}
 	if m.Kind != master.Kubernetes {
 		return nil, fmt.Errorf("cluster mode needs a Kubernetes master (--master k8s://https://host:port), not %s", m.Raw)
+	}
+	apis, err := k8sconf.APIServers(conf, m)
+	if err != nil {
+		return nil, err
+	}
+	m.APIServer, m.APIServers = apis[0], apis
+	driverMaster, err := driverMasterURL(conf, apis)
+	if err != nil {
+		return nil, err
 	}
 	if !config.AppName.IsSet(conf) {
 		// The binary's name, not drover's.
@@ -130,7 +140,7 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 	var props, secrets map[string]string
 	var secretFiles map[string][]byte
 	if err == nil {
-		props, secrets = driverProperties(conf, dc)
+		props, secrets = driverProperties(conf, dc, driverMaster)
 		secretFiles, err = credentialFiles(conf, props)
 	}
 	if err == nil && dc.RestartPolicy == corev1.RestartPolicyOnFailure {
@@ -208,11 +218,38 @@ func credentialFiles(conf *config.Conf, props map[string]string) (map[string][]b
 	return files, errors.Join(errs...)
 }
 
+// driverMasterURL is the cluster-mode driver's master URL:
+// spark.kubernetes.driver.master (the kubernetes Service, which spreads
+// across the API servers), followed, when the user listed several API
+// servers, by that list, so that the driver fails over without the
+// Service too.
+func driverMasterURL(conf *config.Conf, apis []string) (string, error) {
+	key := config.KubernetesDriverMaster
+	list := []string{key.Get(conf)}
+	if len(apis) > 1 {
+		first, err := master.ParseAPIServers(list[0])
+		if err != nil {
+			return "", config.Invalid(fmt.Errorf("%s=%s: %w", key.Key(), list[0], err))
+		}
+		list = first
+		for _, a := range apis {
+			if !slices.Contains(list, a) {
+				list = append(list, a)
+			}
+		}
+	}
+	u := "k8s://" + strings.Join(list, ",")
+	if _, err := master.Parse(u); err != nil {
+		return "", config.Invalid(fmt.Errorf("%s=%s with the API servers %s: %w", key.Key(), key.Get(conf), strings.Join(apis, ","), err))
+	}
+	return u, nil
+}
+
 // driverProperties is the driver's configuration: what was set, without
 // the submitter's own settings, with what drover submit decided; split
 // into what goes into the config map and the sensitive rest (see
 // Plan.DriverSecrets).
-func driverProperties(conf *config.Conf, dc *podspec.DriverConf) (props, secrets map[string]string) {
+func driverProperties(conf *config.Conf, dc *podspec.DriverConf, driverMaster string) (props, secrets map[string]string) {
 	props = conf.Explicit()
 	for k := range props {
 		for _, drop := range keysNotForDriver {
@@ -224,7 +261,7 @@ func driverProperties(conf *config.Conf, dc *podspec.DriverConf) (props, secrets
 	maps.Copy(props, map[string]string{
 		config.AppID.Key():                   dc.AppID,
 		config.AppName.Key():                 config.AppName.Get(conf),
-		config.Master.Key():                  "k8s://" + config.KubernetesDriverMaster.Get(conf),
+		config.Master.Key():                  driverMaster,
 		config.DeployMode.Key():              "cluster",
 		config.KubernetesNamespace.Key():     dc.Namespace,
 		config.KubernetesDriverPodName.Key(): dc.PodName,
@@ -245,18 +282,17 @@ func driverProperties(conf *config.Conf, dc *podspec.DriverConf) (props, secrets
 	return props, secrets
 }
 
-// NewClient is the submission client: the master's API server with the
-// kubeconfig's credentials, or spark.kubernetes.authenticate.submission.*.
-func NewClient(conf *config.Conf, m master.URL) (kubernetes.Interface, error) {
-	cs, _, err := NewClientConfig(conf, m)
-	return cs, err
-}
-
-// NewClientConfig is NewClient with its REST configuration, for requests
-// a clientset does not make (port-forwarding).
-func NewClientConfig(conf *config.Conf, m master.URL) (kubernetes.Interface, *rest.Config, error) {
+// NewClient is the submission client: the API servers of
+// spark.kubernetes.apiserver.host or the master URL (else the
+// kubeconfig's), with the kubeconfig's credentials or
+// spark.kubernetes.authenticate.submission.*. The caller closes it.
+func NewClient(conf *config.Conf, m master.URL) (*client.Client, error) {
 	o := k8sconf.ClientOptions(conf, config.KubernetesSubmissionAuth, nil)
-	o.APIServer, o.UserAgent = m.APIServer, "drover-submit"
+	apis, err := k8sconf.APIServers(conf, m)
+	if err != nil {
+		return nil, err
+	}
+	o.APIServers, o.UserAgent = apis, "drover-submit"
 	return client.New(o)
 }
 

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/transport/spdy"
 
 	"github.com/drover-project/drover/internal/config"
+	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/ui"
 )
@@ -66,6 +67,11 @@ func ForwardUI(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, i
 		// The forward's end is the proxy's: on loopback, and of no use
 		// without the token.
 		fwAddress, fwPort = "127.0.0.1", 0
+	}
+	if c, ok := cs.(*client.Client); ok {
+		// The API server the lookups above reached: with several, the
+		// first may be the one that failed.
+		cfg = c.ForHost()
 	}
 	fw, err := forwardPort(ctx, cfg, cs, pod, fwAddress, fwPort, port, errOut)
 	if err != nil || fw == nil {
@@ -132,6 +138,9 @@ func forwardPort(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface,
 		return nil, fmt.Errorf("port-forward to %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	url := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("portforward").URL()
+	if host, err := neturl.Parse(cfg.Host); err == nil && host.Host != "" {
+		url.Scheme, url.Host = host.Scheme, host.Host
+	}
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, url)
 	stopCh, ready := make(chan struct{}), make(chan struct{})
 	fw, err := portforward.NewOnAddresses(dialer, []string{address}, []string{fmt.Sprintf("%d:%d", localPort, port)}, stopCh, ready, io.Discard, errOut)
