@@ -119,21 +119,6 @@ func TestBadInputCreatesNothing(t *testing.T) {
 	}
 	base := []string{"--conf", "spark.kubernetes.namespace=" + ns, "--conf", "spark.kubernetes.container.image=drover-test:latest",
 		"--conf", "drover.log.level=warn"}
-	run := func(t *testing.T, bin string, args ...string) (int, string) {
-		t.Helper()
-		ctx := t.Context()
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
-		cmd.WaitDelay = 10 * time.Second
-		out, err := cmd.CombinedOutput()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("running %s: %v", bin, err)
-		}
-		return code, string(out)
-	}
 	for _, tc := range testCases {
 		t.Run(tc.name, func(t *testing.T) {
 			var confArgs []string
@@ -152,7 +137,7 @@ func TestBadInputCreatesNothing(t *testing.T) {
 				ways["local-cluster"] = append([]string{app, "--master", "local-cluster[1,1,256]"}, confArgs...)
 			}
 			for way, argv := range ways {
-				code, out := run(t, argv[0], argv[1:]...)
+				code, out := runBinary(t, env, argv[0], argv[1:]...)
 				if code != config.ExitInvalid {
 					t.Errorf("%s: exit code %d, want %d; output:\n%s", way, code, config.ExitInvalid, out)
 				}
@@ -168,6 +153,23 @@ func TestBadInputCreatesNothing(t *testing.T) {
 			assertEmptyNamespace(t, env, ns)
 		})
 	}
+}
+
+// runBinary runs bin with args against env and returns its exit code and
+// output.
+func runBinary(t *testing.T, env *testenv.Env, bin string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig)
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running %s: %v", bin, err)
+	}
+	return code, string(out)
 }
 
 // assertEmptyNamespace fails t when ns holds a pod, service, config map
