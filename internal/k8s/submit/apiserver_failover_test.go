@@ -123,7 +123,7 @@ func TestAPIServerFailoverBadInput(t *testing.T) {
 	other := closedPort(t)
 	for _, tc := range []struct {
 		name, master, key string // key: spark.kubernetes.apiserver.host, "" unset
-		want                   string
+		want              string
 	}{
 		{"duplicate in the master URL", "k8s://" + env.URL + "," + env.URL, "", "repeats API server 1"},
 		{"mixed schemes in the master URL", "k8s://" + env.URL + ",http://127.0.0.1:1", "", "mixes http and https"},
