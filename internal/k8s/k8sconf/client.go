@@ -94,15 +94,30 @@ func driverAddress(c *config.Conf, getenv func(string) string) (host, bind strin
 	return host, bind
 }
 
-// outboundIP is the address this machine uses to reach other hosts; it
-// sends no packet.
+// outboundIP is this machine's address for other hosts: the first IPv4
+// address of an interface that is up and not loopback (else loopback).
+// It reads the interfaces rather than asking the routing table with a
+// UDP "connection" to some outside address, which a sandbox may forbid.
 func outboundIP() string {
-	conn, err := net.Dial("udp", "10.255.255.255:9")
+	ifaces, err := net.Interfaces()
 	if err != nil {
 		return "127.0.0.1"
 	}
-	defer conn.Close()
-	return conn.LocalAddr().(*net.UDPAddr).IP.String()
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
+				return n.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
 }
 
 // APIServers are the API servers the clients of conf use, in order of
