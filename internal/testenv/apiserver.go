@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/rest"
 )
 
 // apiServerArgs are the flags every kube-apiserver of the environment
@@ -50,4 +54,47 @@ func apiServerArgs(opts Options, dir, etcdURL string, files *pkiFiles) ([]string
 		apiArgs = append(apiArgs, "--disable-admission-plugins=ServiceAccount")
 	}
 	return apiArgs, nil
+}
+
+// APIServerName is the component name of the i-th API server (from 0), for
+// Env.Kill and Env.Restart: KubeAPIServer for the first, then
+// "kube-apiserver-2", "kube-apiserver-3", …
+func APIServerName(i int) string {
+	if i == 0 {
+		return KubeAPIServer
+	}
+	return KubeAPIServer + "-" + strconv.Itoa(i+1)
+}
+
+func isAPIServer(name string) bool {
+	return name == KubeAPIServer || strings.HasPrefix(name, KubeAPIServer+"-")
+}
+
+// APIServerConfig is Config aimed at the i-th API server (from 0, see
+// URLs) only, bypassing the front: a copy, which the caller may change.
+func (e *Env) APIServerConfig(i int) *rest.Config {
+	c := rest.CopyConfig(e.Config)
+	c.Host = e.URLs[i]
+	return c
+}
+
+// writeKubeconfigs writes Kubeconfig, for URL, and Kubeconfigs, one per
+// API server; with one server (no front) they are the same file.
+func (e *Env) writeKubeconfigs(files *pkiFiles) error {
+	e.Kubeconfig = filepath.Join(e.Dir, "kubeconfig")
+	if err := writeKubeconfig(e.Kubeconfig, e.URL, files.caPEM, "admin", files.adminToken); err != nil {
+		return err
+	}
+	if e.front == nil {
+		e.Kubeconfigs = []string{e.Kubeconfig}
+		return nil
+	}
+	for i, url := range e.URLs {
+		kc := filepath.Join(e.Dir, "kubeconfig-"+strconv.Itoa(i+1))
+		if err := writeKubeconfig(kc, url, files.caPEM, "admin", files.adminToken); err != nil {
+			return err
+		}
+		e.Kubeconfigs = append(e.Kubeconfigs, kc)
+	}
+	return nil
 }

@@ -4,7 +4,9 @@ package testenv_test
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/drover-project/drover/internal/testenv"
 )
@@ -23,15 +26,37 @@ import (
 // an object created through one is read through the other; the first,
 // killed, refuses connections while the second still serves the object;
 // restarted, it serves again on its port with the second's later writes.
+// In front of them Env.URL and Env.Kubeconfig reach whichever lives, and so
+// do the scheduler and kwok: with either server killed, clients of the front
+// keep working and pods keep being scheduled and run.
 func TestAPIServerFailoverEnvHasTwoServers(t *testing.T) {
-	e := testenv.New(t, testenv.Options{APIServers: 2})
+	e := testenv.New(t, testenv.Options{APIServers: 2, Scheduler: true, KwokNodes: 1})
 	ctx := t.Context()
-	if len(e.URLs) != 2 || e.URLs[0] != e.URL || e.URLs[0] == e.URLs[1] {
-		t.Fatalf("URLs %v, URL %s: want two distinct URLs, URL first", e.URLs, e.URL)
+	if len(e.URLs) != 2 || e.URLs[0] == e.URLs[1] || slices.Contains(e.URLs, e.URL) {
+		t.Fatalf("URLs %v, URL %s: want two distinct servers' URLs, and URL, the front, apart", e.URLs, e.URL)
 	}
-	if len(e.Kubeconfigs) != 2 || e.Kubeconfigs[0] != e.Kubeconfig {
-		t.Fatalf("Kubeconfigs %v, Kubeconfig %s: want two, Kubeconfig first", e.Kubeconfigs, e.Kubeconfig)
+	if len(e.Kubeconfigs) != 2 || e.Kubeconfigs[0] == e.Kubeconfigs[1] || slices.Contains(e.Kubeconfigs, e.Kubeconfig) {
+		t.Fatalf("Kubeconfigs %v, Kubeconfig %s: want two, one per server, and Kubeconfig, the front's, apart", e.Kubeconfigs, e.Kubeconfig)
 	}
+	for i, kc := range e.Kubeconfigs {
+		if host := kubeconfigHost(t, kc); host != e.URLs[i] {
+			t.Errorf("Kubeconfigs[%d] reaches %s; want %s, server %d", i, host, e.URLs[i], i)
+		}
+	}
+	if host := kubeconfigHost(t, e.Kubeconfig); host != e.URL || e.Config.Host != e.URL {
+		t.Errorf("Kubeconfig reaches %s, Config %s; want URL, %s", host, e.Config.Host, e.URL)
+	}
+	frontCfg, err := clientcmd.BuildConfigFromFlags("", e.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front, err := kubernetes.NewForConfig(frontCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Connected through the front before any kill, so that a kill breaks
+	// its connection.
+	throughFront(t, front, e, "both servers up", 0)
 	clients := make([]kubernetes.Interface, 2)
 	for i := range clients {
 		c, err := kubernetes.NewForConfig(e.APIServerConfig(i))
@@ -73,6 +98,7 @@ func TestAPIServerFailoverEnvHasTwoServers(t *testing.T) {
 	if _, err := clients[0].CoreV1().ConfigMaps("default").Get(ctx, "failover", metav1.GetOptions{}); err == nil {
 		t.Fatal("server 1 killed, yet its client still reads")
 	}
+	throughFront(t, front, e, "server 1 killed", 1)
 	got, err = clients[1].CoreV1().ConfigMaps("default").Get(ctx, "failover", metav1.GetOptions{})
 	if err != nil || got.UID != created.UID {
 		t.Fatalf("server 1 killed: reading through server 2: %v", err)
@@ -121,6 +147,7 @@ func TestAPIServerFailoverEnvHasTwoServers(t *testing.T) {
 	if _, err := clients[0].CoreV1().ConfigMaps("default").Get(ctx, "failover", metav1.GetOptions{}); err != nil {
 		t.Fatalf("server 2 killed: reading through server 1: %v", err)
 	}
+	throughFront(t, front, e, "server 1 restarted, server 2 killed", 2)
 	if _, err := e.Restart(ctx, testenv.APIServerName(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +157,72 @@ func TestAPIServerFailoverEnvHasTwoServers(t *testing.T) {
 	if err := e.Kill("kube-apiserver-3"); err == nil {
 		t.Error("Kill of a third API server that does not exist succeeded")
 	}
+}
+
+// frontDeadline is how soon after a kill a client of the front must work
+// again: its broken connection is redialled through the front to the live
+// server at once.
+const frontDeadline = 3 * time.Second
+
+// throughFront checks that client, of the front, lists pods and creates a
+// ConfigMap within frontDeadline, and that the scheduler and kwok, which
+// also reach the API through the front, schedule and run a new pod.
+func throughFront(t *testing.T, client kubernetes.Interface, e *testenv.Env, when string, step int) {
+	t.Helper()
+	ctx := t.Context()
+	began := time.Now()
+	var last error
+	for {
+		_, last = client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if last == nil {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("front-%d", step), Namespace: "default"}}
+			_, last = client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+		}
+		if last == nil {
+			break
+		}
+		if time.Since(began) > frontDeadline {
+			t.Fatalf("%s: the front's client still fails after %s: %v", when, frontDeadline, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("%s: the front's client listed pods and created a ConfigMap in %s", when, time.Since(began).Round(time.Millisecond))
+
+	began = time.Now()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("front-%d", step), Namespace: "default"},
+		Spec: corev1.PodSpec{
+			Tolerations: []corev1.Toleration{testenv.KwokToleration},
+			Containers:  []corev1.Container{{Name: "c", Image: "none"}},
+		},
+	}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("%s: creating pod %s: %v", when, pod.Name, err)
+	}
+	deadline := began.Add(30 * time.Second)
+	for {
+		p, err := client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil && p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("on node %q in phase %s", p.Spec.NodeName, p.Status.Phase)
+			}
+			t.Fatalf("%s: pod %s not scheduled and running by the scheduler and kwok (through the front) in 30s: %v", when, pod.Name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("%s: the scheduler and kwok ran pod %s in %s", when, pod.Name, time.Since(began).Round(time.Millisecond))
+}
+
+func kubeconfigHost(t *testing.T, path string) string {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatalf("loading %s: %v", path, err)
+	}
+	return cfg.Host
 }
 
 func resourceVersion(t *testing.T, rv string) uint64 {

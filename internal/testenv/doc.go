@@ -20,7 +20,11 @@
 // Options.APIServers runs several kube-apiservers over the one etcd, each on
 // its own loopback port (Env.URLs) with the same certificates, tokens and
 // service-account keys; Env.Kill and Env.Restart take each by its
-// APIServerName, so tests can fail one over to another.
+// APIServerName, so tests can fail one over to another. In front of them, as
+// a load balancer is in production, a loopback TCP front (Env.URL) forwards
+// each connection, TLS and all, to the first server that is up; the test's
+// clients (Env.Config, Env.Kubeconfig) and every component reach the API
+// through it, so the cluster keeps working while any one server lives.
 //
 // Tests use New (skips locally when the binaries are missing, fails under
 // CI=true) or share one environment per package with Shared.

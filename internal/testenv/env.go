@@ -66,44 +66,38 @@ type Options struct {
 	// APIServers is how many kube-apiservers run over the one etcd; default
 	// 1. Each listens on its own 127.0.0.1 port (Env.URLs) with the same
 	// serving certificate, client CA, tokens, service-account keys and audit
-	// policy; Kill and Restart take each by its APIServerName. The other
-	// components (scheduler, controller manager, kwok, process nodes, Kueue)
-	// talk to the first one only.
+	// policy; Kill and Restart take each by its APIServerName. With more
+	// than one, Env.URL is a loopback front that forwards each connection to
+	// the first live server, as a load balancer would, and every component
+	// (scheduler, controller manager, kwok, process nodes and their pods,
+	// Kueue) reaches the API through it: the cluster keeps working while
+	// any one server lives.
 	APIServers int
-}
-
-// APIServerName is the component name of the i-th API server (from 0), for
-// Env.Kill and Env.Restart: KubeAPIServer for the first, then
-// "kube-apiserver-2", "kube-apiserver-3", …
-func APIServerName(i int) string {
-	if i == 0 {
-		return KubeAPIServer
-	}
-	return KubeAPIServer + "-" + strconv.Itoa(i+1)
-}
-
-func isAPIServer(name string) bool {
-	return name == KubeAPIServer || strings.HasPrefix(name, KubeAPIServer+"-")
 }
 
 // Env is a running control plane. Stop it with Stop.
 type Env struct {
-	// Config is an admin (system:masters) client configuration, without
-	// client-side rate limits.
+	// Config is an admin (system:masters) client configuration for URL,
+	// without client-side rate limits.
 	Config *rest.Config
-	// Kubeconfig is the path of a kubeconfig file with the same credentials.
+	// Kubeconfig is the path of a kubeconfig file with the same credentials
+	// and URL.
 	Kubeconfig string
 	// Client is a clientset built from Config.
 	Client kubernetes.Interface
 	// Dir holds every file of the environment: data, certificates, component
 	// logs (<component>.log), process node pod logs. Stop removes it.
 	Dir string
-	// URL of the (first) API server: https://127.0.0.1:<port>.
+	// URL is where clients and components reach the API,
+	// https://127.0.0.1:<port>: the API server when there is one
+	// (URLs[0]); with Options.APIServers > 1 the front (front.go), which
+	// forwards each connection to the first API server that is up.
 	URL string
-	// URLs of every API server (Options.APIServers), URL first.
+	// URLs of each API server, server i at i: never the front.
 	URLs []string
-	// Kubeconfigs has a kubeconfig file per API server, with Kubeconfig's
-	// credentials; Kubeconfigs[0] is Kubeconfig.
+	// Kubeconfigs has a kubeconfig file per API server, server i at i, with
+	// Kubeconfig's credentials: Kubeconfigs[0] is Kubeconfig only when there
+	// is one server (no front).
 	Kubeconfigs []string
 	// EtcdURL and EtcdPeerURL are etcd's client and peer listeners
 	// (https://127.0.0.1:<port>). Both require a client certificate from
@@ -125,6 +119,7 @@ type Env struct {
 
 	opts      Options
 	comps     []*component
+	front     *front // nil with one API server
 	agentStop context.CancelFunc
 	agentDone chan struct{}
 	agentLog  *os.File
@@ -224,11 +219,17 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 	}
 	etcdPort, peerPort, schedPort, cmPort := ports[0], ports[1], ports[2], ports[3]
 	apiPorts := ports[4:]
-	apiPort := apiPorts[0]
 	for _, p := range apiPorts {
 		e.URLs = append(e.URLs, "https://127.0.0.1:"+strconv.Itoa(p))
 	}
 	e.URL = e.URLs[0]
+	if opts.APIServers > 1 {
+		if e.front, err = startFront(e.URLs, filepath.Join(dir, "front.log")); err != nil {
+			return nil, err
+		}
+		e.URL = e.front.url()
+		opts.Logf("testenv: front of the %d API servers at %s (log %s)", opts.APIServers, e.URL, filepath.Join(dir, "front.log"))
+	}
 
 	files, err := writePKI(dir)
 	if err != nil {
@@ -296,7 +297,11 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 		e.comps = append(e.comps, c)
 		url := e.URLs[i]
 		c.ready = func(ctx context.Context) error {
-			return httpOK(ctx, secure, url+"/readyz", files.adminToken, "")
+			err := httpOK(ctx, secure, url+"/readyz", files.adminToken, "")
+			if err == nil && e.front != nil {
+				e.front.setServing(name, true) // ready at start or after Restart
+			}
+			return err
 		}
 		return c, nil
 	}
@@ -319,17 +324,8 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 	if e.Client, err = kubernetes.NewForConfig(e.Config); err != nil {
 		return nil, fmt.Errorf("creating the admin client: %w", err)
 	}
-	e.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := writeKubeconfig(e.Kubeconfig, e.URL, files.caPEM, "admin", files.adminToken); err != nil {
+	if err := e.writeKubeconfigs(files); err != nil {
 		return nil, err
-	}
-	e.Kubeconfigs = []string{e.Kubeconfig}
-	for i := 1; i < len(e.URLs); i++ {
-		kc := filepath.Join(dir, "kubeconfig-"+strconv.Itoa(i+1))
-		if err := writeKubeconfig(kc, e.URLs[i], files.caPEM, "admin", files.adminToken); err != nil {
-			return nil, err
-		}
-		e.Kubeconfigs = append(e.Kubeconfigs, kc)
 	}
 
 	// The other components start together; the slow part is each one's
@@ -399,7 +395,7 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 		waits = append(waits, readiness{c, e.kwokNodesReady})
 	}
 	if opts.ProcessNodes > 0 {
-		if err := e.startProcessNodes(files, apiPort); err != nil {
+		if err := e.startProcessNodes(files, strings.TrimPrefix(e.URL, "https://")); err != nil {
 			return nil, err
 		}
 	}
@@ -439,14 +435,6 @@ func (e *Env) launch(dir, name string, args, env []string) (*component, error) {
 	return c, nil
 }
 
-// APIServerConfig is Config aimed at the i-th API server (from 0, see
-// URLs) only: a copy, which the caller may change.
-func (e *Env) APIServerConfig(i int) *rest.Config {
-	c := rest.CopyConfig(e.Config)
-	c.Host = e.URLs[i]
-	return c
-}
-
 // PIDs returns the process IDs of the running components (not of pods).
 func (e *Env) PIDs() []int {
 	var pids []int
@@ -480,6 +468,9 @@ func (e *Env) Stop() error {
 			wg.Go(func() { c.stop(5 * time.Second) })
 		}
 		wg.Wait()
+		if e.front != nil {
+			e.front.close() // its clients are gone; its goroutines must go too
+		}
 		for i := len(last) - 1; i >= 0; i-- {
 			last[i].stop(10 * time.Second)
 		}

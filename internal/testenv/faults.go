@@ -20,11 +20,16 @@ import (
 
 // Kill SIGKILLs the component called name (Etcd, KubeAPIServer,
 // APIServerName(1), …) and waits until it has exited, as a crash would end
-// it. A killed API server's port refuses connections until Restart.
+// it. A killed API server's port refuses connections until Restart, and the
+// front (Options.APIServers > 1) sends new connections to another until
+// Restart has found it ready.
 func (e *Env) Kill(name string) error {
 	c := e.component(name)
 	if c == nil {
 		return fmt.Errorf("no component %s", name)
+	}
+	if e.front != nil {
+		e.front.setServing(name, false)
 	}
 	_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
 	<-c.done

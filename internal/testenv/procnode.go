@@ -17,7 +17,9 @@ import (
 	"github.com/drover-project/drover/internal/testenv/procnode"
 )
 
-func (e *Env) startProcessNodes(files *pkiFiles, apiPort int) error {
+// startProcessNodes starts the process node agent; its pods reach the API at
+// apiServer (host:port: the front when there is one).
+func (e *Env) startProcessNodes(files *pkiFiles, apiServer string) error {
 	cfg := rest.CopyConfig(e.Config)
 	cfg.BearerToken = files.procnodeToken
 	client, err := kubernetes.NewForConfig(cfg)
@@ -44,7 +46,7 @@ func (e *Env) startProcessNodes(files *pkiFiles, apiPort int) error {
 		NodeNames: e.ProcessNodeNames,
 		Dir:       filepath.Join(e.Dir, "procnode"),
 		PodCIDR:   cidr,
-		APIServer: "127.0.0.1:" + strconv.Itoa(apiPort),
+		APIServer: apiServer,
 		ClientCAs: ca,
 		// Zero, the kubelet's back-off, unless a test shortens it.
 		InitialBackoff: e.opts.ProcessNodeBackoff,
