@@ -692,8 +692,15 @@ type allocation struct {
 	relists bool
 	// job, if set, is run by the driver once every executor registered:
 	// the executors then run in child processes, every tenth in one of its
-	// own, killed (and their pods deleted) when the driver says "lose".
+	// own, killed (and their pods deleted) when the driver says "lose"
+	// (not with job.CleanOnly, whose executors share hosts).
 	job *scaleJobParams
+	// apiServers, if set, is the driver's master URL after k8s:// (a
+	// comma-separated list fails over); else env.URL.
+	apiServers string
+	// timeout, if set, bounds the driver process; else driverTimeout
+	// plus five minutes.
+	timeout time.Duration
 }
 
 // allocationRun starts a driver process for policy and, for each of its
@@ -703,12 +710,20 @@ type allocation struct {
 func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 	policy, n, hold := a.policy, a.n, a.hold
 	ns := env.NewNamespace(b)
-	params, err := json.Marshal(driverParams{Namespace: ns, Policy: policy, APIServer: env.URL,
+	apiServer := env.URL
+	if a.apiServers != "" {
+		apiServer = a.apiServers
+	}
+	params, err := json.Marshal(driverParams{Namespace: ns, Policy: policy, APIServer: apiServer,
 		Template: kwokTemplate(b), N: n, Hold: hold, LogInfo: a.fault != nil, Job: a.job})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), driverTimeout(a.job != nil)+5*time.Minute)
+	timeout := driverTimeout(a.job != nil) + 5*time.Minute
+	if a.timeout > 0 {
+		timeout = a.timeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), driverEnv+"="+string(params), "KUBECONFIG="+env.Kubeconfig)
@@ -750,6 +765,9 @@ func allocationRun(b testing.TB, env *testenv.Env, a allocation) scaleRun {
 					hl := hostLayout{perHost: executorsPerHost}
 					if a.job != nil {
 						hl = jobHostLayout(n, b.TempDir())
+						if a.job.CleanOnly {
+							hl.victimEvery = 0
+						}
 					}
 					hosts.Store(startExecutorHosts(b, n, hp, hl))
 				}
