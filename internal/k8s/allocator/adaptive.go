@@ -59,7 +59,7 @@ func (s *State) adaptiveRound(in Input, c Counts, r roundResult, o Options, p *P
 	}
 
 	if wait := s.notBefore.Sub(in.Now); wait > 0 {
-		p.NextRound = max(p.NextRound, wait)
+		p.NextRound, p.Resume = max(p.NextRound, wait), wait
 		return 0
 	}
 	// Executors the scheduler backend knows run, whatever the cache says.

@@ -221,7 +221,17 @@ func (a *Allocator) Run(ctx context.Context) error {
 		}
 		last = a.clock.Now()
 		next = last.Add(max(plan.NextRound, a.opts.BatchDelay))
+		if plan.Resume > 0 {
+			next = minTime(next, last.Add(max(plan.Resume, gap)))
+		}
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // round decides under the lock and applies the plan outside it, so the

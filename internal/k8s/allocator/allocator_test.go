@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -387,4 +388,44 @@ func TestLoopInvalidOptions(t *testing.T) {
 	if err := a.Run(t.Context()); err == nil {
 		t.Error("Run() with batch size 0 = nil, want an error")
 	}
+}
+
+// TestLoopBackoffEndsOnTime: a round woken during adaptive's back-off (a
+// pod changed) does not push the retry a batch delay past the back-off's
+// end: after an API server failed every create of a round, the next
+// creates go when the back-off ends.
+func TestLoopBackoffEndsOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var refuse atomic.Bool
+		refuse.Store(true)
+		pods := &fakePods{err: func(executorid.ID) error {
+			if refuse.Load() {
+				return errRefused
+			}
+			return nil
+		}}
+		l := startLoop(t, adaptiveOptions(4, 100), pods)
+		l.a.SetTarget(4)
+		l.snap() // t=0: the creates are refused (the round stops at the first)
+		synctest.Wait()
+		n := len(l.created())
+		if n == 0 {
+			t.Fatal("the first round attempted no create")
+		}
+		l.step(time.Second) // t=1s: the failures seen, back off until 2s
+		l.step(700 * time.Millisecond)
+		l.snap() // t=1.7s: a wake-up within the back-off runs an empty round
+		synctest.Wait()
+		if got := len(l.created()); got != n {
+			t.Fatalf("a round within the back-off attempted creates: %d in all, want %d", got, n)
+		}
+		refuse.Store(false)
+		l.step(300 * time.Millisecond) // t=2s: the back-off ends
+		if got := len(l.created()); got <= n {
+			t.Errorf("no create when the back-off ended (%d attempted in all): the wake-up at 1.7s pushed the retry to 2.7s", got)
+		}
+		if err := l.stop(); err != nil {
+			t.Error(err)
+		}
+	})
 }

@@ -72,6 +72,11 @@ type Plan struct {
 	Report string
 	// NextRound is when to run again at the latest.
 	NextRound time.Duration
+	// Resume, when > 0, is when a back-off that held this round's creates
+	// ends: the loop runs a round then even if that is sooner than
+	// BatchDelay, as a round woken during the back-off must not push the
+	// retry a whole batch delay past it.
+	Resume time.Duration
 	// Limit says what holds executors back from the target, if anything
 	// does: the user sees it, and the driver stops waiting for them.
 	Limit Limit
