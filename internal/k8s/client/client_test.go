@@ -11,7 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drover-project/drover/internal/metrics"
 )
 
 // TestAPIServerFailoverClient: New with a list whose first API server
@@ -52,6 +55,27 @@ func TestAPIServerFailoverClient(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "endpoint="+dead) || !strings.Contains(log.String(), "next="+b.URL) {
 		t.Errorf("the line names neither the API server left nor the next:\n%s", log.String())
+	}
+	// The metrics say which API server is in use, and count the move.
+	reg := prometheus.NewRegistry()
+	metrics.RegisterKubernetes(reg)
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "," + l.GetValue()
+			}
+			got[name] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	if got["drover_kubernetes_api_server,"+b.URL] != 1 || got["drover_kubernetes_api_server,"+dead] != 0 ||
+		got["drover_kubernetes_api_failovers_total"] < 1 {
+		t.Errorf("metrics after the failover: %v", got)
 	}
 }
 
