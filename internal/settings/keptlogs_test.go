@@ -18,7 +18,7 @@ func TestKeptLogsSettings(t *testing.T) {
 		want    KeptLogs
 		wantErr string
 	}{
-		"off by default": {},
+		"off by default":          {},
 		"dir alone keeps nothing": {pairs: map[string]string{"spark.driver.log.dfsDir": "/logs"}},
 		"on, executors follow the driver": {pairs: map[string]string{"spark.driver.log.persistToDfs.enabled": "true", "spark.driver.log.dfsDir": "s3a://bkt/logs"},
 			want: KeptLogs{DriverDir: "s3a://bkt/logs", ExecutorDir: "s3a://bkt/logs", MaxBytes: 1 << 30}},
