@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/executor"
 	"github.com/drover-project/drover/internal/funcs"
+	"github.com/drover-project/drover/internal/keptlog"
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/objstore"
@@ -162,7 +164,9 @@ func Run(args []string, stderr io.Writer, run func(ctx *Context) error) int {
 }
 
 func runExecutor() int {
-	log, err := logging.New(os.Stderr, os.Getenv(envvar.LogLevel), os.Getenv(envvar.LogFormat))
+	keeper, stderr := executor.KeepLog(os.Getenv, os.Stderr)
+	defer closeKeptLog(keeper)
+	log, err := logging.New(stderr, os.Getenv(envvar.LogLevel), os.Getenv(envvar.LogFormat))
 	if err != nil {
 		log = slog.Default()
 	}
@@ -173,6 +177,7 @@ func runExecutor() int {
 	}
 	opts.Logger = log
 	opts.StoreRetries = objstore.TakeRetries
+	opts.StoreReady = executor.StartKeptLog(keeper, opts, os.Getenv, log)
 	// The Go counterpart of -Xmx and --cores: near its memory setting the
 	// collector works harder instead of the pod being OOM-killed.
 	if opts.MemoryBytes > 0 {
@@ -188,6 +193,16 @@ func runExecutor() int {
 		return 1
 	}
 	return 0
+}
+
+// closeKeptLog ships the rest of the process's kept log before it exits
+// (at the end of its work, or on SIGTERM), within the pod's usual grace.
+func closeKeptLog(k *keptlog.Keeper) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := k.Close(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "drover: the end of this process's kept log was not shipped: %v\n", err)
+	}
 }
 
 type pairs []string
@@ -242,6 +257,12 @@ func runDriver(args []string, stderr io.Writer, run func(*Context) error) int {
 		fmt.Fprintf(stderr, "drover: %v\n", err)
 		return config.ExitInvalid
 	}
+	keeper, stderr, err := driver.KeepLog(conf, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "drover: %v\n", err)
+		return config.ExitInvalid
+	}
+	defer closeKeptLog(keeper)
 	log, err := logging.New(stderr, config.LogLevel.Get(conf), config.LogFormat.Get(conf))
 	if err != nil {
 		fmt.Fprintf(stderr, "drover: %v\n", err)
@@ -257,7 +278,7 @@ func runDriver(args []string, stderr io.Writer, run func(*Context) error) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := drive(ctx, conf, m, df.args, log, stderr, run); err != nil {
+	if err := drive(ctx, driver.Options{Conf: conf, Master: m, Logger: log, Console: stderr, KeptLog: keeper}, df.args, run); err != nil {
 		fmt.Fprintf(stderr, "drover: %v\n", err)
 		if errors.Is(err, config.ErrInvalid) {
 			return config.ExitInvalid
@@ -276,8 +297,8 @@ func masterOrDefault(c *config.Conf) string {
 }
 
 // drive runs the application as the driver assembled from conf.
-func drive(ctx context.Context, conf *config.Conf, m master.URL, args []string, log *slog.Logger, console io.Writer, run func(*Context) error) error {
-	return driver.Run(ctx, driver.Options{Conf: conf, Master: m, Logger: log, Console: console},
+func drive(ctx context.Context, opts driver.Options, args []string, run func(*Context) error) error {
+	return driver.Run(ctx, opts,
 		func(ctx context.Context, d *driver.Driver) error { return run(newContext(ctx, d, args)) })
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -467,8 +468,13 @@ func LocalDirs(c *Conf) []string {
 // of c to executor processes, which log before they receive the driver's
 // configuration; the names are envvar.LogLevel and envvar.LogFormat.
 func LogEnv(c *Conf) []string {
-	return []string{
+	env := []string{
 		LogLevel.opts.env[0] + "=" + LogLevel.Get(c),
 		LogFormat.opts.env[0] + "=" + LogFormat.Get(c),
 	}
+	if _, dir := KeptLogDirs(c); dir != "" {
+		env = append(env, envvar.KeptLogDir+"="+dir,
+			envvar.KeptLogMaxBytes+"="+strconv.FormatInt(LogPersistMaxBytes.Get(c), 10))
+	}
+	return env
 }

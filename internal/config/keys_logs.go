@@ -1,5 +1,7 @@
 package config
 
+import "strings"
+
 // Kept logs: every process's log written to a directory or an object store
 // while it runs, so it outlives the pod (internal/keptlog).
 var (
@@ -30,3 +32,25 @@ var (
 			"stay, and `drover logs` starts with a line saying how much was cut.",
 		AtLeast(int64(MiB)))
 )
+
+// NoExecutorLogs is drover.executor.log.dfsDir's value that keeps only the
+// driver's log.
+const NoExecutorLogs = "none"
+
+// KeptLogDirs are where the driver and the executors keep their logs, as
+// c says (unchecked: settings.ReadKeptLogs checks them); empty when not
+// kept.
+func KeptLogDirs(c *Conf) (driver, executors string) {
+	if !DriverLogPersistToDfs.Get(c) {
+		return "", ""
+	}
+	driver = strings.TrimSpace(DriverLogDfsDir.Get(c))
+	switch e := strings.TrimSpace(ExecutorLogDfsDir.Get(c)); {
+	case e == "":
+		executors = driver
+	case strings.EqualFold(e, NoExecutorLogs):
+	default:
+		executors = e
+	}
+	return driver, executors
+}

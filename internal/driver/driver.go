@@ -18,6 +18,7 @@ import (
 	"github.com/drover-project/drover/internal/dag"
 	"github.com/drover-project/drover/internal/events"
 	"github.com/drover-project/drover/internal/k8s/k8sconf"
+	"github.com/drover-project/drover/internal/keptlog"
 	"github.com/drover-project/drover/internal/master"
 	"github.com/drover-project/drover/internal/metrics"
 	"github.com/drover-project/drover/internal/objstore"
@@ -40,6 +41,9 @@ type Options struct {
 	// Clock dates the events, the certificates and start-up; the real clock
 	// when nil.
 	Clock clock.Clock
+	// KeptLog, when set, keeps the process's output (KeepLog); Run starts
+	// shipping it once the application's attempt is known.
+	KeptLog *keptlog.Keeper
 }
 
 // Driver is an assembled, running driver: what the application's actions
@@ -131,6 +135,7 @@ func Run(parent context.Context, opts Options, app App) (err error) {
 	if err != nil {
 		return err
 	}
+	startKeptLog(ctx, opts.KeptLog, conf, appID, attempt, log)
 	security, err := newSecurity(appID, conf, m, attempt, opts.Clock.Now(), log)
 	if err != nil {
 		return err

@@ -45,6 +45,12 @@ const (
 	// which log before they receive its configuration (internal/logging).
 	LogLevel  = "DROVER_LOG_LEVEL"
 	LogFormat = "DROVER_LOG_FORMAT"
+	// KeptLogDir and KeptLogMaxBytes tell an executor where to keep its
+	// log (drover.executor.log.dfsDir) and its cap, so that it holds its
+	// output from the first byte; the object store's settings follow at
+	// registration.
+	KeptLogDir      = "DROVER_KEPT_LOG_DIR"
+	KeptLogMaxBytes = "DROVER_KEPT_LOG_MAX_BYTES"
 )
 
 // Configuration directories, read by internal/config: the directory of

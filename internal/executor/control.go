@@ -206,7 +206,11 @@ func (e *Executor) applyConf(kv map[string]string) {
 	if e.shuffles != nil {
 		e.shuffles.SetPeerLimits(config.ShuffleMaxPeerConnections.Get(c), e.networkTimeout)
 	}
-	e.store.Store(objstore.New(settings.ObjectStore(c)))
+	cfg := settings.ObjectStore(c)
+	e.store.Store(objstore.New(cfg))
+	if e.opts.StoreReady != nil {
+		e.opts.StoreReady(cfg)
+	}
 }
 
 func (e *Executor) receive(stream *ctl.ClientStream) error {

@@ -51,6 +51,10 @@ type Options struct {
 	// carries them to the driver's counter. Unset for an executor that
 	// shares the driver's process, whose counter already has them.
 	StoreRetries func() map[string]int64
+	// StoreReady, when set, is called with the object store's settings
+	// each time the driver's arrive (at registration): the process's kept
+	// log (internal/keptlog) starts shipping then.
+	StoreReady func(objstore.Config)
 	// Reconnect is set when the driver may come back: its pod restarts it
 	// in place (spark.kubernetes.driver.restartPolicy=OnFailure). A lost
 	// driver is then registered with again, within spark.network.timeout,

@@ -2,7 +2,6 @@ package settings
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/keptlog"
@@ -17,36 +16,27 @@ type KeptLogs struct {
 	MaxBytes int64
 }
 
-// noExecutorLogs is drover.executor.log.dfsDir's value that keeps only the
-// driver's log.
-const noExecutorLogs = "none"
-
 // ReadKeptLogs reads and checks the kept-log settings: with persistence
 // on, a directory is required, and every directory must be a local path,
 // file://, s3:// or s3a:// (nothing is touched yet). The error names the
 // key, for exit code 2 before anything starts.
 func ReadKeptLogs(c *config.Conf) (KeptLogs, error) {
+	driver, executors := config.KeptLogDirs(c)
 	if !config.DriverLogPersistToDfs.Get(c) {
 		return KeptLogs{}, nil
 	}
-	k := KeptLogs{DriverDir: strings.TrimSpace(config.DriverLogDfsDir.Get(c)), MaxBytes: config.LogPersistMaxBytes.Get(c)}
-	if k.DriverDir == "" {
+	if driver == "" {
 		return KeptLogs{}, config.Invalid(fmt.Errorf("%s=true needs %s: a local directory, file:///dir or s3://bucket/prefix",
 			config.DriverLogPersistToDfs.Key(), config.DriverLogDfsDir.Key()))
 	}
-	if _, err := keptlog.OpenSink(k.DriverDir, ObjectStore(c)); err != nil {
-		return KeptLogs{}, config.Invalid(fmt.Errorf("%s=%s: %w", config.DriverLogDfsDir.Key(), k.DriverDir, err))
+	if _, err := keptlog.OpenSink(driver, ObjectStore(c)); err != nil {
+		return KeptLogs{}, config.Invalid(fmt.Errorf("%s=%s: %w", config.DriverLogDfsDir.Key(), driver, err))
 	}
-	switch e := strings.TrimSpace(config.ExecutorLogDfsDir.Get(c)); {
-	case e == "":
-		k.ExecutorDir = k.DriverDir
-	case strings.EqualFold(e, noExecutorLogs):
-	default:
-		if _, err := keptlog.OpenSink(e, ObjectStore(c)); err != nil {
+	if executors != "" && executors != driver {
+		if _, err := keptlog.OpenSink(executors, ObjectStore(c)); err != nil {
 			return KeptLogs{}, config.Invalid(fmt.Errorf("%s=%s: %w (or %s to keep only the driver's log)",
-				config.ExecutorLogDfsDir.Key(), e, err, noExecutorLogs))
+				config.ExecutorLogDfsDir.Key(), executors, err, config.NoExecutorLogs))
 		}
-		k.ExecutorDir = e
 	}
-	return k, nil
+	return KeptLogs{DriverDir: driver, ExecutorDir: executors, MaxBytes: config.LogPersistMaxBytes.Get(c)}, nil
 }

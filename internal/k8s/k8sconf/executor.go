@@ -23,6 +23,7 @@ var reservedLabels = []string{snapshot.LabelAppID, snapshot.LabelRole, snapshot.
 var reservedEnv = []string{
 	envvar.Role, envvar.DriverURL, envvar.AppID, envvar.ExecutorID, envvar.Cores,
 	envvar.Memory, envvar.PodIP, envvar.PodName, envvar.AuthSecret, envvar.TLS, envvar.Reconnect,
+	envvar.KeptLogDir, envvar.KeptLogMaxBytes,
 }
 
 // ExecutorConf resolves and checks the executor pod configuration of
