@@ -111,6 +111,13 @@ func mainErr(compare bool, only string) error {
 			return r.python(ctx, 15*time.Minute, "hack/bench/dask_wordcount.py", []string{words},
 				map[string]string{"seconds": "Dask bag word count, 2 processes × 1 thread s/op"}, "s/op")
 		}},
+		{"kept logs", func() error {
+			// The word count without and with the logs kept
+			// (spark.driver.log.persistToDfs.enabled to a local
+			// directory), one run of each, in turns, as issue 41 asks.
+			return r.goBench(ctx, 20*time.Minute, "", nil, "test", "-run", "^$", "-bench", "^BenchmarkKeptLogsWordCount$",
+				"-benchtime", "1x", "-timeout", "20m", "./examples/wordcount")
+		}},
 		{"observability", func() error {
 			// The web UI, metrics and event log on and off, in turn (150
 			// pairs of driver processes of 100,000 no-op tasks: pairs vary
@@ -297,6 +304,9 @@ func mainErr(compare bool, only string) error {
 		"BenchmarkObservabilityOverhead on/off", "≥ 0.97", func(v float64) bool { return v >= 0.97 })
 	r.ratio("driver peak RSS over 100,000 tasks, web UI + metrics + event log on / off", "BenchmarkObservabilityDriverRSS on-MiB",
 		"BenchmarkObservabilityDriverRSS off-MiB", "≤ 1.10", func(v float64) bool { return v <= 1.10 })
+	// One run of each side, timed whole (BenchmarkKeptLogsWordCount).
+	r.measured("kept logs: 1 GiB word count with persistence / without", "BenchmarkKeptLogsWordCount on/off",
+		"≤ 1.03", func(v float64) bool { return v <= 1.03 })
 	r.ratio("allocation of 1,000 executors, web UI store + metrics + event log on / off", "observed BenchmarkAllocationAdaptive s/op",
 		"BenchmarkAllocationAdaptive s/op", "≤ 1.03", func(v float64) bool { return v <= 1.03 })
 	r.ratio("word count 1 GiB, from S3 (versitygw on loopback) / from local disk", "BenchmarkObjectStorageWordCount s3-s/op",
