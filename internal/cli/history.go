@@ -40,6 +40,11 @@ at the start.
 DIR may be an s3:// prefix, reached with the spark.hadoop.fs.s3a.* settings of --conf or
 --properties-file (or the AWS SDK's defaults). It serves until interrupted.
 
+An application that kept its logs (spark.driver.log.persistToDfs.enabled) links each executor's log and the
+driver's on its Executors page and in its REST API's executorLogs, and the server reads them from where the
+application kept them (spark.driver.log.dfsDir, drover.executor.log.dfsDir): an s3:// directory with the same
+settings as an s3:// DIR.
+
 It listens on 127.0.0.1 unless --host says otherwise: its pages carry no authentication and show every
 application's jobs, executors, errors and (redacted) configuration, so reaching it from other machines is a
 choice (--host 0.0.0.0 for every interface, as Spark's history server listens).`,
@@ -52,14 +57,16 @@ choice (--host 0.0.0.0 for every interface, as Spark's history server listens).`
 			if err != nil {
 				return err
 			}
-			opts := history.Options{Dir: dir, Version: version(), Logger: log}
+			// The store's endpoint and keys, as applications give them: for
+			// an s3:// DIR, and for the kept logs on s3://.
+			conf, err := f.load(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			storeConf := settings.ObjectStore(conf)
+			opts := history.Options{Dir: dir, Version: version(), Logger: log, KeptLogStore: &storeConf}
 			if objstore.HasScheme(dir) {
-				// The store's endpoint and keys, as applications give them.
-				conf, err := f.load(cmd.ErrOrStderr())
-				if err != nil {
-					return err
-				}
-				opts.Store = objstore.New(settings.ObjectStore(conf))
+				opts.Store = objstore.New(storeConf)
 			}
 			s, err := history.New(opts)
 			if err != nil {
@@ -91,7 +98,7 @@ choice (--host 0.0.0.0 for every interface, as Spark's history server listens).`
 	fl.StringVar(&dir, "dir", config.EventLogDir.Default(config.New()), "event log `directory` (spark.eventLog.dir): local, or s3://bucket/prefix")
 	fl.IntVar(&port, "port", 18080, "`port` to serve on (spark.history.ui.port); 0 picks a free one")
 	fl.StringVar(&host, "host", "127.0.0.1", "`address` to listen on: this machine only unless set (0.0.0.0 or empty for every interface, as Spark's history server)")
-	fl.StringArrayVar(&f.conf, "conf", nil, "configuration property `key=value` (repeatable): spark.hadoop.fs.s3a.* for an s3:// directory")
+	fl.StringArrayVar(&f.conf, "conf", nil, "configuration property `key=value` (repeatable): spark.hadoop.fs.s3a.* for an s3:// directory and kept logs")
 	fl.StringVar(&f.propertiesFile, "properties-file", "", "`file` of configuration properties (spark-defaults.conf format)")
 	return cmd
 }

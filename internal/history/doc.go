@@ -13,6 +13,13 @@
 // the newest attempt answers. The log of a driver that cannot restart has
 // no attempt id and is served as before.
 //
+// An application's kept logs (spark.driver.log.dfsDir) are linked and
+// served by its UI under its pages' path, as
+// /history/<appId>/<attemptId>/logs/executor/<id>, and read with
+// Options.KeptLogStore (drover history's own object-store settings). What
+// is not HTML, such as a log, passes through as it comes instead of being
+// held to rewrite its links.
+//
 // Logs that change (applications still running) or appear are read again
 // when asked for, at most once per update interval; a request for an
 // unknown application reads the directory again sooner, but never within

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"html"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -40,6 +39,11 @@ type Options struct {
 	// URI, or an s3:// prefix read with Store.
 	Dir   string
 	Store *objstore.Store
+	// KeptLogStore is what the applications' kept logs on s3://
+	// (spark.driver.log.dfsDir) are read with: drover history's own
+	// settings, as Store. Nil: each application's settings without its
+	// credentials (the AWS SDK's default chain).
+	KeptLogStore *objstore.Config
 	// UpdateInterval is DefaultUpdateInterval when 0.
 	UpdateInterval time.Duration
 	// Version is drover's, shown by the pages and the API.
@@ -223,10 +227,15 @@ func (s *Server) load(l eventlog.Log) *app {
 	case st.Truncated && !l.InProgress:
 		s.opts.Logger.Warn("history: a finished event log is cut short", "path", l.Path)
 	}
+	// The REST API's links (executorLogs) lead to the attempt's pages.
+	base := "/history/" + url.PathEscape(a.id)
+	if a.attempt != "" {
+		base += "/" + url.PathEscape(a.attempt)
+	}
 	// Durations of an application that never ended run to its log's
 	// last write, not to now: its driver may be long gone.
 	a.ui = ui.New(store, ui.Options{Clock: frozenClock(l.Modified), Version: s.opts.Version, Logger: s.opts.Logger,
-		Refresh: s.opts.UpdateInterval, AttemptID: a.attempt})
+		Refresh: s.opts.UpdateInterval, AttemptID: a.attempt, ObjectStore: s.opts.KeptLogStore, BasePath: base})
 	return a
 }
 
@@ -294,51 +303,6 @@ func (s *Server) apiApp(w http.ResponseWriter, r *http.Request) {
 	default:
 		a.ui.ServeHTTP(w, r)
 	}
-}
-
-// appPage serves an application's pages under /history/<appId>/, its
-// newest attempt's, and an attempt's under /history/<appId>/<attemptId>/,
-// as Spark's history server does. The UI links its pages from the root of
-// its server, so the links in its HTML and its redirects get the prefix.
-func (s *Server) appPage(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("appId")
-	p := s.find(id)
-	if p == nil {
-		unknownApp(w, id)
-		return
-	}
-	a, rest, chosen := p.pick(strings.TrimPrefix(r.URL.Path, "/history/"+id))
-	// The ids passed CheckAppID; escaped all the same, for the path and
-	// for the HTML the prefix goes into, as html/template escapes the UI's
-	// own.
-	prefix := "/history/" + url.PathEscape(id)
-	if chosen {
-		prefix += "/" + url.PathEscape(a.attempt)
-		if rest == "" {
-			rest = "/"
-		}
-	}
-	htmlPrefix := html.EscapeString(prefix)
-	inner := r.Clone(r.Context())
-	inner.URL.Path = rest
-	inner.URL.RawPath = ""
-	rec := &recorder{header: http.Header{}, code: http.StatusOK}
-	a.ui.ServeHTTP(rec, inner)
-	if loc := rec.header.Get("Location"); strings.HasPrefix(loc, "/") {
-		rec.header.Set("Location", prefix+loc)
-	}
-	body := rec.body.Bytes()
-	if strings.HasPrefix(rec.header.Get("Content-Type"), "text/html") {
-		for _, attr := range []string{`href="/`, `src="/`} {
-			body = bytes.ReplaceAll(body, []byte(attr), []byte(attr[:len(attr)-1]+htmlPrefix+"/"))
-		}
-		rec.header.Del("Content-Length")
-	}
-	for k, v := range rec.header {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(rec.code)
-	w.Write(body)
 }
 
 // unknownApp answers a request for an application not served. It names

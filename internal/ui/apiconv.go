@@ -87,8 +87,11 @@ func distributionJSON(id, attempt int, dist appstate.Distribution) (*taskMetricD
 	return out, nil
 }
 
+// executorLogs is Spark's executorLogs of x: {"log": url}, the name Spark
+// gives one link that is not per file (ExecutorLogUrlHandler), for the
+// custom link or the kept log (stdout and stderr together).
 func executorLogs(links logLinks, x appstate.Executor) map[string]string {
-	if url := links.url(x); url != "" {
+	if url := links.apiLink(x); url != "" {
 		return map[string]string{"log": url}
 	}
 	return map[string]string{}

@@ -10,6 +10,11 @@
 // ports when it is busy); callers mount more handlers, such as /metrics,
 // with UI.Handle.
 //
+// When the application keeps its processes' logs (internal/keptlog,
+// spark.driver.log.persistToDfs.enabled), the Executors page and the API's
+// executorLogs link each one to KeptLogPath, where the UI reads it back
+// from its directory or object store (keptlogs.go).
+//
 // [Auth] guards a handler with a token: a request passes with
 // `Authorization: Bearer <token>` or the cookie (HttpOnly, SameSite=Strict)
 // that a one-time [Auth.LoginLink] sets; tokens are compared in constant

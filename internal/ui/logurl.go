@@ -16,17 +16,21 @@ const attributePrefix = "spark.executorEnv.SPARK_EXECUTOR_ATTRIBUTE_"
 
 var placeholder = regexp.MustCompile(`\{\{([A-Za-z0-9_\-]+)\}\}`)
 
-// logLinks fills spark.ui.custom.executor.log.url for each executor.
+// logLinks fills spark.ui.custom.executor.log.url for each executor, and
+// else links its kept log.
 type logLinks struct {
 	template string
 	// common are the attributes every executor shares.
 	common map[string]string
+	kept   keptLogs
+	// base is Options.BasePath, for the links of the REST API.
+	base string
 }
 
 // logLinks reads the template and the shared attributes from the
 // application's configuration, so a history server builds the same links.
 func (u *UI) logLinks() logLinks {
-	l := logLinks{common: map[string]string{}}
+	l := logLinks{common: map[string]string{}, kept: u.keptLogs(), base: u.opts.BasePath}
 	l.template, _ = u.store.ConfValue(config.UICustomExecutorLogURL.Key())
 	if l.template == "" {
 		return l
@@ -85,4 +89,25 @@ func (l logLinks) url(x appstate.Executor) string {
 		return ""
 	}
 	return out
+}
+
+// link is x's log link on the pages: the custom one when it resolves
+// (spark.ui.custom.executor.log.url takes precedence, as it does in Spark),
+// else its kept log's, from the UI's root; empty when it has neither.
+func (l logLinks) link(x appstate.Executor) string {
+	if url := l.url(x); url != "" {
+		return url
+	}
+	return l.kept.path(x)
+}
+
+// apiLink is link for the REST API: a kept log's under Options.BasePath.
+func (l logLinks) apiLink(x appstate.Executor) string {
+	if url := l.url(x); url != "" {
+		return url
+	}
+	if p := l.kept.path(x); p != "" {
+		return l.base + p
+	}
+	return ""
 }

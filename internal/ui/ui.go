@@ -9,12 +9,17 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
 
 	"github.com/drover-project/drover/internal/appstate"
+	"github.com/drover-project/drover/internal/executorid"
+	"github.com/drover-project/drover/internal/keptlog"
+	"github.com/drover-project/drover/internal/objstore"
 )
 
 //go:embed templates/*.html static/*
@@ -33,7 +38,17 @@ type Options struct {
 	// the API reports as its attempt's attemptId; "" for a driver that
 	// cannot restart, whose attempt has none, as in Spark.
 	AttemptID string
-	Logger    *slog.Logger
+	// ObjectStore is what kept logs on s3:// (spark.driver.log.dfsDir) are
+	// read with: the driver's own settings, or drover history's --conf.
+	// Nil: the application's configuration without its credentials, which
+	// it carries redacted (the AWS SDK's default chain then).
+	ObjectStore *objstore.Config
+	// BasePath is where a server that mounts the UI serves its pages (the
+	// history server: /history/<appId>/<attemptId>), for the links the
+	// REST API gives (executorLogs). Links in pages are from the root: the
+	// server that mounts the UI rewrites them.
+	BasePath string
+	Logger   *slog.Logger
 }
 
 // UI is the web UI and REST API of one application's Store.
@@ -42,6 +57,9 @@ type UI struct {
 	opts  Options
 	mux   *http.ServeMux
 	pages map[string]*template.Template
+	// sinks are the kept logs' directories opened, by directory.
+	sinksMu sync.Mutex
+	sinks   map[string]keptlog.Sink
 }
 
 // The pages, each a template beside layout.html.
@@ -80,6 +98,7 @@ func New(store *appstate.Store, opts Options) *UI {
 	u.mux.HandleFunc("GET /executors/{$}", u.executorsPage)
 	u.mux.HandleFunc("GET /allocation/{$}", u.allocationPage)
 	u.mux.HandleFunc("GET /environment/{$}", u.environmentPage)
+	u.mux.HandleFunc("GET "+KeptLogPath+"{id}", u.keptLogPage)
 	u.routeAPI()
 	return u
 }
@@ -336,14 +355,20 @@ type executorsData struct {
 	// Summary is Active, Pending, Dead and Total.
 	Summary     []executorTotals
 	LogTemplate string
+	// KeptDirs are where the processes keep their logs, when they do.
+	KeptDirs []string
 }
 
 func (u *UI) executorsPage(w http.ResponseWriter, _ *http.Request) {
 	links := u.logLinks()
 	d := executorsData{LogTemplate: links.template,
 		Summary: []executorTotals{{Name: appstate.ExecutorActive}, {Name: appstate.ExecutorPending}, {Name: appstate.ExecutorDead}, {Name: "Total"}}}
+	if k := links.kept; k.dir(executorid.Driver) != "" {
+		d.KeptDirs = slices.Compact([]string{k.dirs.DriverDir, k.dirs.ExecutorDir})
+		d.KeptDirs = slices.DeleteFunc(d.KeptDirs, func(s string) bool { return s == "" })
+	}
 	for _, x := range u.store.Executors() {
-		d.Rows = append(d.Rows, executorRow{Executor: x, LogURL: links.url(x)})
+		d.Rows = append(d.Rows, executorRow{Executor: x, LogURL: links.link(x)})
 		for i := range d.Summary[:3] {
 			if d.Summary[i].Name == x.State {
 				d.Summary[i].add(x)
