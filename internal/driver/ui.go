@@ -61,7 +61,8 @@ func startUI(conf *config.Conf, m master.URL, log *slog.Logger) *webUI {
 	}
 	w := &webUI{store: appstate.New(settings.UIStore(conf)), log: log, mux: http.NewServeMux()}
 	w.feed = w.store.HandleAll
-	w.ui = ui.New(w.store, ui.Options{Version: droverVersion(), Logger: log})
+	store := settings.ObjectStore(conf) // the driver's own credentials read its kept logs
+	w.ui = ui.New(w.store, ui.Options{Version: droverVersion(), Logger: log, ObjectStore: &store})
 	w.url = "http://" + net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	w.auth, w.generated = uiAuth(conf, m, w.url, log)
 	var pages http.Handler = w.ui
