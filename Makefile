@@ -34,6 +34,13 @@ versitygw:
 kueue:
 	@./hack/build-kueue.sh
 
+## realnodebin: what the real-node tests run beside the control plane (issue 42): kubelet, in the Kubernetes
+## binaries' pinned module, and containerd, its runc shim and ctr from containerd's Go module, built side by side
+## when missing (about 2.5 min cold on two cores; cached in ~/.cache/drover). make test's binaries don't include them.
+.PHONY: realnodebin
+realnodebin:
+	@./hack/build-realnode.sh >/dev/null
+
 ## testbins: the Kubernetes binaries, versitygw and Kueue, built side by side (each only when missing)
 testbins:
 	@echo "drover: making sure the test binaries are built (minutes the first time, cached in ~/.cache/drover)"

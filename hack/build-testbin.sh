@@ -3,9 +3,10 @@
 # kube-apiserver, kube-scheduler, kube-controller-manager, kubectl and kwok —
 # from their Go modules into ~/.cache/drover/k8s/<version>/. With arguments,
 # only the named ones (make demo needs neither kwok nor kubectl); without,
-# all of them, which make test needs. Each binary is built only when
-# missing, so a warm rerun costs nothing. The last line of the output is the
-# directory.
+# all of them, which make test needs. kubelet, which only the real-node
+# tests run (hack/build-realnode.sh), is built only when named. Each binary
+# is built only when missing, so a warm rerun costs nothing. The last line
+# of the output is the directory.
 set -euo pipefail
 
 K8S_VERSION=v1.36.3
@@ -33,9 +34,9 @@ for name in "${wanted[@]}"; do
 	[[ -x "$out/$name" ]] && continue
 	case "$name" in
 	etcd) pkgs+=(./etcd) ;;
-	kube-apiserver | kube-scheduler | kube-controller-manager | kubectl) pkgs+=("k8s.io/kubernetes/cmd/$name") ;;
+	kube-apiserver | kube-scheduler | kube-controller-manager | kubectl | kubelet) pkgs+=("k8s.io/kubernetes/cmd/$name") ;;
 	kwok) kwok=yes; continue ;;
-	*) echo "drover: build-testbin.sh: unknown binary $name (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl or kwok)" >&2; exit 2 ;;
+	*) echo "drover: build-testbin.sh: unknown binary $name (want etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl, kubelet or kwok)" >&2; exit 2 ;;
 	esac
 	names+=("$name")
 done
