@@ -36,6 +36,7 @@ func binaries(t testing.TB) (drover, wordcount string) {
 			"github.com/drover-project/drover/internal/k8s/submit/testdata/chaosapp",
 			"github.com/drover-project/drover/internal/k8s/submit/testdata/uiapp",
 			"github.com/drover-project/drover/internal/k8s/submit/testdata/envapp",
+			"github.com/drover-project/drover/internal/k8s/submit/testdata/logapp",
 			"github.com/drover-project/drover/internal/k8s/submit/testdata/restartapp").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
