@@ -41,6 +41,17 @@ kueue:
 realnodebin:
 	@./hack/build-realnode.sh >/dev/null
 
+## realnode: the real-node tests alone (TestRealNode*, verbose), inside a network namespace made for the run
+## (hack/realnode-netns.sh: lo, a private node address, the pods' CNI bridge; nothing reaches outside), on a real
+## kubelet with containerd and runc; DROVER_REALNODE=1 makes a missing prerequisite fail them, not skip
+.PHONY: realnode
+realnode: realnodebin testbin testpackages
+	@bin="$$(mktemp -d)/testenv.test"; \
+		CGO_ENABLED=0 $(GO) test -c -tags integration -o "$$bin" ./internal/testenv && \
+		cd internal/testenv && DROVER_REALNODE=1 DROVER_TESTBIN="$$(../../hack/build-testbin.sh | tail -1)" \
+		../../hack/realnode-netns.sh "$$bin" -test.run 'RealNode' -test.count=1 -test.timeout=15m -test.v; \
+		rc=$$?; rm -rf "$$(dirname "$$bin")"; exit $$rc
+
 ## testbins: the Kubernetes binaries, versitygw and Kueue, built side by side (each only when missing)
 testbins:
 	@echo "drover: making sure the test binaries are built (minutes the first time, cached in ~/.cache/drover)"
