@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/drover-project/drover/internal/logging"
 )
 
 // ErrNoLog is wrapped by Open's error when nothing is kept of a process.
@@ -216,7 +218,7 @@ func (r *Reader) tail(n int) error {
 		}
 		// More than n: the first line may have begun in an earlier file.
 		if k == 0 || countLines(r.pending) > n {
-			r.pending = lastLines(r.pending, n)
+			r.pending = logging.LastLines(r.pending, n)
 			return nil
 		}
 	}
@@ -229,25 +231,6 @@ func countLines(b []byte) int {
 		n++
 	}
 	return n
-}
-
-// lastLines is the last n lines of b.
-func lastLines(b []byte, n int) []byte {
-	if n <= 0 {
-		return nil
-	}
-	end := len(b)
-	if end > 0 && b[end-1] == '\n' {
-		end--
-	}
-	for i := end - 1; i >= 0; i-- {
-		if b[i] == '\n' {
-			if n--; n == 0 {
-				return b[i+1:]
-			}
-		}
-	}
-	return b
 }
 
 // Read implements io.Reader. Following, it waits for more until the

@@ -33,12 +33,20 @@ func TailFile(path string, n int) string {
 	return string(tailLines(b, n))
 }
 
-func tailLines(b []byte, n int) []byte {
-	b = bytes.TrimRight(b, "\n")
+// tailLines is the last n lines of b without its final newlines.
+func tailLines(b []byte, n int) []byte { return LastLines(bytes.TrimRight(b, "\n"), n) }
+
+// LastLines is the last n lines of b, as tail -n prints them: the last
+// line's newline, if any, included; nothing for n ≤ 0.
+func LastLines(b []byte, n int) []byte {
 	if n <= 0 {
 		return nil
 	}
-	for i := len(b) - 1; i >= 0; i-- {
+	end := len(b)
+	if end > 0 && b[end-1] == '\n' {
+		end--
+	}
+	for i := end - 1; i >= 0; i-- {
 		if b[i] == '\n' {
 			if n--; n == 0 {
 				return b[i+1:]

@@ -18,6 +18,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/drover-project/drover/internal/logging"
 )
 
 // Logs returns what the first container of the newest pod namespace/name to
@@ -122,7 +124,7 @@ func (a *Agent) serveLogs(rw http.ResponseWriter, r *http.Request) {
 	offset := int64(len(data)) // where following goes on
 	data = run(data, from, to)
 	if n, err := strconv.Atoi(q.Get("tailLines")); err == nil && n >= 0 {
-		data = tailLines(data, n)
+		data = logging.LastLines(data, n)
 	}
 	rw.Header().Set("Content-Type", "text/plain")
 	sent := int64(0)
@@ -181,25 +183,6 @@ func run(data []byte, from, to int64) []byte {
 		to = int64(len(data))
 	}
 	return data[min(from, to):to]
-}
-
-func tailLines(b []byte, n int) []byte {
-	if n <= 0 {
-		return nil
-	}
-	end := len(b)
-	if end > 0 && b[end-1] == '\n' {
-		end--
-	}
-	for i := end - 1; i >= 0; i-- {
-		if b[i] == '\n' {
-			n--
-			if n == 0 {
-				return b[i+1:]
-			}
-		}
-	}
-	return b
 }
 
 func readFrom(p string, off int64) ([]byte, int64, error) {

@@ -3,6 +3,8 @@ package procnode
 import (
 	"strings"
 	"testing"
+
+	"github.com/drover-project/drover/internal/logging"
 )
 
 func TestTailLines(t *testing.T) {
@@ -17,8 +19,8 @@ func TestTailLines(t *testing.T) {
 		{"a\nb\n", 0, ""},
 		{"", 3, ""},
 	} {
-		if got := string(tailLines([]byte(tc.in), tc.n)); got != tc.want {
-			t.Errorf("tailLines(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		if got := string(logging.LastLines([]byte(tc.in), tc.n)); got != tc.want {
+			t.Errorf("LastLines(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
 	}
 }
