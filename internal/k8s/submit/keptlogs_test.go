@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drover-project/drover/internal/executorid"
@@ -52,14 +53,19 @@ const keptLogBucket = "drover"
 // after. The kill comes when the victim holds the most unshipped output: an
 // executor ships its log every 5 s from its registration (the "registered
 // with driver" line's time), and it dies 9.5 s after it, half a second
-// before its second shipment, so that 4.5 s of its output are lost. The application succeeds with the right counts and its
-// executor pods are deleted at the end (deleteOnTermination, the
-// default). Then, from the store alone: the driver pod's name leads to the
-// application; every executor ever created has a kept log; the driver's and
-// every executor's but the killed one's are what the process wrote, byte
-// for byte, and end with the end mark (the deleted one's through SIGTERM);
-// the killed one's is a prefix of what it wrote, holding every marker
-// printed up to 5 s before the kill.
+// before its second shipment, so that 4.5 s of its output are lost.
+//
+// The application succeeds with the right counts and its executor pods
+// are deleted at the end (deleteOnTermination, the default). Then, from
+// the store alone: the driver pod's name leads to the application; every
+// executor ever created has a kept log; the driver's and every
+// executor's but the killed one's are what the process wrote, byte for
+// byte, and end with the end mark (the deleted one's through SIGTERM); the
+// killed one's is a prefix of what it wrote, holding every marker printed
+// up to 5 s before the kill. drover history links every process's kept
+// log (REST API and Executors page) and serves its bytes; drover logs
+// prints the killed and the deleted executors' kept logs, then, once the
+// driver pod is deleted too, the driver's, saying the pod is gone.
 func TestKeptLogsClusterWordCount(t *testing.T) {
 	env := cluster.Env(t)
 	store := startKeptLogStore(t)
@@ -138,8 +144,8 @@ func TestKeptLogsClusterWordCount(t *testing.T) {
 		t.Errorf("the kept log of SIGKILLed %s ends with the end mark, which only Close writes", p)
 	}
 
-	r.checkDroverLogs(sink, appID, execs[victim], kept)
 	r.checkHistoryLinks(sink, appID, execs)
+	r.checkDroverLogs(sink, appID, execs, victim, deleted)
 }
 
 // TestKeptLogsStoreOutage: the store that keeps the logs is down for 10 s
@@ -695,9 +701,62 @@ func localPartLines(t *testing.T, dir string) []string {
 	return lines
 }
 
-// checkDroverLogs reads the kept logs through drover logs; a no-op
-// until drover logs reads them.
-func (r *logRun) checkDroverLogs(sink keptlog.Sink, appID string, victim executorid.ID, victimKept []byte) {
+// checkDroverLogs checks drover logs on the application once it ended:
+// --executor N of an executor whose pod is gone prints its kept log (the
+// killed one's, and the deleted one's), whole and --tail; then, the driver
+// pod deleted too (a namespace cleaned), the driver's kept log, by the
+// driver pod's name and by the application id, with -f as well (which
+// must end: the process has). Each time a line on stderr says the pod is
+// gone and where the log is read from, and stdout is the kept bytes.
+func (r *logRun) checkDroverLogs(sink keptlog.Sink, appID string, execs map[string]executorid.ID, victim, deleted string) {
+	r.t.Helper()
+	id := r.ns + ":" + r.driverPod()
+	where := " from s3://" + keptLogBucket + "/logs"
+	logs := func(args ...string) result {
+		r.t.Helper()
+		args = append([]string{"logs", "--dir", "s3://" + keptLogBucket + "/logs"}, args...)
+		for _, kv := range r.store.Conf() {
+			args = append(args, "--conf", kv)
+		}
+		return drover(r.t, r.env.Kubeconfig, time.Minute, args...)
+	}
+	check := func(what string, res result, want []byte, notice string) {
+		r.t.Helper()
+		if res.code != 0 || res.stdout != string(want) || !strings.HasPrefix(res.stderr, notice) ||
+			!strings.Contains(res.stderr, where) || strings.Count(res.stderr, "\n") != 1 {
+			r.t.Errorf("drover logs, %s: exit %d, stdout of %d bytes (want the %d kept, the same from byte %d), stderr %q (want %q…%s…, one line)",
+				what, res.code, len(res.stdout), len(want), samePrefixLen([]byte(res.stdout), want), res.stderr, notice, where)
+		}
+	}
+	for _, pod := range []string{victim, deleted} {
+		p := keptlog.Process{AppID: appID, Executor: execs[pod], Attempt: 1}
+		kept := r.readKept(sink, p, false)
+		n := execs[pod].String()
+		notice := "drover: the pod of executor " + n + " of " + id + " is gone; "
+		check("--executor "+n+" (pod "+pod+")", logs("--executor", n, id), kept, notice)
+		lines := strings.SplitAfter(string(kept), "\n")
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		check("--executor "+n+" --tail 3", logs("--executor", n, "--tail", "3", id), []byte(strings.Join(lines[len(lines)-3:], "")), notice)
+	}
+
+	driver := keptlog.Process{AppID: appID, Executor: executorid.Driver, Attempt: 1}
+	kept := r.readKept(sink, driver, false)
+	if err := r.env.Client.CoreV1().Pods(r.ns).Delete(r.t.Context(), r.driverPod(), metav1.DeleteOptions{}); err != nil {
+		r.t.Fatal(err)
+	}
+	if !poll(time.Minute, 200*time.Millisecond, func() bool {
+		_, err := r.env.Client.CoreV1().Pods(r.ns).Get(r.t.Context(), r.driverPod(), metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}) {
+		r.t.Fatalf("driver pod %s not gone a minute after its deletion", r.driverPod())
+	}
+	gone := "drover: pod " + r.ns + "/" + r.driverPod() + " is gone; "
+	check("the driver, its pod gone", logs(id), kept, gone)
+	check("the driver, its pod gone, -f", logs("-f", id), kept, gone)
+	check("the driver by application id", logs(r.ns+":"+appID), kept, "drover: no pod of application "+appID+" is left in namespace "+r.ns+"; ")
+	r.t.Logf("drover logs printed the kept logs of the driver (%d bytes) and executors %s and %s", len(kept), execs[victim], execs[deleted])
 }
 
 // checkHistoryLinks runs drover history on the application's event log
@@ -735,10 +794,11 @@ func (r *logRun) checkHistoryLinks(sink keptlog.Sink, appID string, execs map[st
 	}
 	go func() { _, _ = io.Copy(io.Discard, out) }()
 	base := strings.Fields(strings.TrimPrefix(line, "History server at "))[0]
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}} // no idle connection outlives the test
 	get := func(path string) []byte {
 		r.t.Helper()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := hc.Do(req)
 		if err != nil {
 			r.t.Fatal(err)
 		}
