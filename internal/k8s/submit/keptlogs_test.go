@@ -107,7 +107,7 @@ func TestKeptLogsClusterWordCount(t *testing.T) {
 
 	driver := keptlog.Process{AppID: appID, Executor: executorid.Driver, Attempt: 1}
 	r.checkWhole(sink, driver, r.driverPod())
-	if kept, wrote := r.readKept(sink, driver, false), r.podLog(r.driverPod()); !bytes.Contains(kept, []byte("logapp: job took")) {
+	if kept, wrote := r.readKept(sink, driver), r.podLog(r.driverPod()); !bytes.Contains(kept, []byte("logapp: job took")) {
 		t.Errorf("the driver's kept log lacks what it printed on stdout (logapp: job took …); it wrote %d bytes, %d kept", len(wrote), len(kept))
 	}
 	for pod, id := range execs {
@@ -121,7 +121,7 @@ func TestKeptLogsClusterWordCount(t *testing.T) {
 	// The killed executor: what was kept is what it wrote, up to at
 	// most 5 s before it died.
 	p := keptlog.Process{AppID: appID, Executor: execs[victim], Attempt: 1}
-	kept, wrote := r.readKept(sink, p, false), r.podLog(victim)
+	kept, wrote := r.readKept(sink, p), r.podLog(victim)
 	if !bytes.HasPrefix(wrote, kept) {
 		t.Errorf("the kept log of killed %s (%d bytes) is not a prefix of what it wrote (%d bytes); they differ from byte %d",
 			p, len(kept), len(wrote), samePrefixLen(kept, wrote))
@@ -151,9 +151,10 @@ func TestKeptLogsClusterWordCount(t *testing.T) {
 // TestKeptLogsStoreOutage: the store that keeps the logs is down for 10 s
 // while the job's map tasks run (a proxy in front of the S3 server refuses
 // connections and cuts those open, as a stopped server would). It goes down
-// once an executor has printed markers for 5.5 s, so that every process has
-// shipped a chunk (at 5 s) and holds some output when it goes, and comes
-// back before the map stage (18 tasks of 3 s on 3 executors) ends. Every
+// once an executor has printed markers for 5.5 s, so that the executors
+// (which register together) have shipped their first chunk, 5 s after
+// registering, and hold what they printed since; it comes back before the
+// map stage (18 tasks of 3 s on 3 executors) ends. Every
 // executor notices (its log says shipping failed, then that it ships again)
 // and nothing is lost: every process's kept log is what it wrote, byte for
 // byte, and in particular holds every marker printed before the outage. The
@@ -227,7 +228,7 @@ func TestKeptLogsStoreOutage(t *testing.T) {
 	}
 	before := 0
 	for p, pod := range procs {
-		kept, wrote := r.readKept(sink, p, false), r.podLog(pod)
+		kept, wrote := r.readKept(sink, p), r.podLog(pod)
 		// An executor has output to ship throughout the outage; the
 		// driver, quiet while its job runs, may have none.
 		for _, want := range []string{"kept log: shipping failed", "kept log: shipping again"} {
@@ -560,11 +561,11 @@ func (r *logRun) checkProcesses(sink keptlog.Sink, appID string, execs map[strin
 }
 
 // readKept reads p's kept log whole.
-func (r *logRun) readKept(sink keptlog.Sink, p keptlog.Process, follow bool) []byte {
+func (r *logRun) readKept(sink keptlog.Sink, p keptlog.Process) []byte {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(r.t.Context(), 30*time.Second)
 	defer cancel()
-	rd, err := keptlog.Open(ctx, sink, p, keptlog.ReadOptions{Tail: keptlog.AllLines, Follow: follow})
+	rd, err := keptlog.Open(ctx, sink, p, keptlog.ReadOptions{Tail: keptlog.AllLines})
 	if err != nil {
 		r.t.Fatalf("opening the kept log of %s: %v", p, err)
 	}
@@ -603,7 +604,7 @@ func (r *logRun) closedMark(sink keptlog.Sink, p keptlog.Process) bool {
 // can hold it.
 func (r *logRun) checkWhole(sink keptlog.Sink, p keptlog.Process, pod string) {
 	r.t.Helper()
-	kept, wrote := r.readKept(sink, p, false), r.podLog(pod)
+	kept, wrote := r.readKept(sink, p), r.podLog(pod)
 	if !bytes.HasPrefix(wrote, kept) {
 		i := samePrefixLen(kept, wrote)
 		r.t.Errorf("the kept log of %s (pod %s, %d bytes) is not what it wrote (%d bytes): they differ from byte %d:\nkept:  %q\nwrote: %q",
@@ -730,7 +731,7 @@ func (r *logRun) checkDroverLogs(sink keptlog.Sink, appID string, execs map[stri
 	}
 	for _, pod := range []string{victim, deleted} {
 		p := keptlog.Process{AppID: appID, Executor: execs[pod], Attempt: 1}
-		kept := r.readKept(sink, p, false)
+		kept := r.readKept(sink, p)
 		n := execs[pod].String()
 		notice := "drover: the pod of executor " + n + " of " + id + " is gone; "
 		check("--executor "+n+" (pod "+pod+")", logs("--executor", n, id), kept, notice)
@@ -742,7 +743,7 @@ func (r *logRun) checkDroverLogs(sink keptlog.Sink, appID string, execs map[stri
 	}
 
 	driver := keptlog.Process{AppID: appID, Executor: executorid.Driver, Attempt: 1}
-	kept := r.readKept(sink, driver, false)
+	kept := r.readKept(sink, driver)
 	if err := r.env.Client.CoreV1().Pods(r.ns).Delete(r.t.Context(), r.driverPod(), metav1.DeleteOptions{}); err != nil {
 		r.t.Fatal(err)
 	}
@@ -841,7 +842,7 @@ func (r *logRun) checkHistoryLinks(sink keptlog.Sink, appID string, execs map[st
 			r.t.Errorf("drover history: the Executors page lacks executor %s's link %s", id, a)
 		}
 		p := keptlog.Process{AppID: appID, Executor: id, Attempt: 1}
-		if got, kept := get(link), r.readKept(sink, p, false); !bytes.Equal(got, kept) {
+		if got, kept := get(link), r.readKept(sink, p); !bytes.Equal(got, kept) {
 			r.t.Errorf("drover history: GET %s: %d bytes, not the %d bytes kept of %s (from byte %d)", link, len(got), len(kept), p, samePrefixLen(got, kept))
 		}
 	}
