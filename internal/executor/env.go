@@ -12,6 +12,7 @@ import (
 	"github.com/drover-project/drover/internal/executorid"
 	"github.com/drover-project/drover/internal/rpc"
 	"github.com/drover-project/drover/internal/rpc/mtls"
+	"github.com/drover-project/drover/internal/settings"
 )
 
 // Env returns the environment that starts the binary as this executor.
@@ -98,6 +99,8 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 	// whole configuration with the registration.
 	o.NetworkTimeout = config.NetworkTimeout.Get(conf)
 	o.HeartbeatInterval = config.ExecutorHeartbeatInterval.Get(conf)
+	store := settings.ObjectStore(conf)
+	o.InitialStore = &store
 	return o, nil
 }
 

@@ -55,6 +55,10 @@ type Options struct {
 	// each time the driver's arrive (at registration): the process's kept
 	// log (internal/keptlog) starts shipping then.
 	StoreReady func(objstore.Config)
+	// InitialStore is the object store's settings from the configuration
+	// the driver wrote for its executors (OptionsFromEnv), known before
+	// registration; nil without one.
+	InitialStore *objstore.Config
 	// Reconnect is set when the driver may come back: its pod restarts it
 	// in place (spark.kubernetes.driver.restartPolicy=OnFailure). A lost
 	// driver is then registered with again, within spark.network.timeout,

@@ -4,6 +4,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/drover-project/drover/internal/envvar"
@@ -22,17 +23,20 @@ func KeepLog(getenv func(string) string, stderr io.Writer) (*keptlog.Keeper, io.
 	return keptlog.NewKeeper(stderr)
 }
 
-// StartKeptLog is Options.StoreReady for k: at the first registration,
-// with the object store's settings the driver sent, the kept log of
-// executor o.ExecutorID (attempt 1: an executor is never restarted in
-// place) starts shipping to envvar.KeptLogDir. A directory it cannot use
-// is logged, and the log is not kept: the job goes on.
+// StartKeptLog starts shipping the kept log of executor o.ExecutorID
+// (attempt 1: an executor is never restarted in place) to
+// envvar.KeptLogDir as soon as it can: now, for a local directory or with
+// the object store's settings of the executors' configuration
+// (Options.InitialStore), so that an executor that never registers keeps
+// its log too; else with those the driver sends at registration, through
+// the hook it returns for Options.StoreReady. A directory it cannot use is
+// logged, and the log is not kept: the job goes on.
 func StartKeptLog(k *keptlog.Keeper, o Options, getenv func(string) string, log *slog.Logger) func(objstore.Config) {
 	if k == nil {
 		return nil
 	}
 	var once sync.Once
-	return func(cfg objstore.Config) {
+	start := func(cfg objstore.Config) {
 		once.Do(func() {
 			dir := getenv(envvar.KeptLogDir)
 			maxBytes, _ := strconv.ParseInt(getenv(envvar.KeptLogMaxBytes), 10, 64)
@@ -47,4 +51,11 @@ func StartKeptLog(k *keptlog.Keeper, o Options, getenv func(string) string, log 
 			}
 		})
 	}
+	switch {
+	case o.InitialStore != nil:
+		start(*o.InitialStore)
+	case !objstore.HasScheme(getenv(envvar.KeptLogDir)) || strings.HasPrefix(getenv(envvar.KeptLogDir), "file:"):
+		start(objstore.Config{}) // a local directory needs no store
+	}
+	return start
 }
