@@ -105,6 +105,11 @@ func TestBadInputCreatesNothing(t *testing.T) {
 		{"unknown drover key", []string{"drover.log.levle=info"}, "drover.log.level", everywhere},
 		{"log level", []string{"drover.log.level=loud"}, "drover.log.level", everywhere},
 		{"empty key", []string{"=3"}, `"=3"`, everywhere},
+		{"kept logs without a directory", []string{"spark.driver.log.persistToDfs.enabled=true"}, "spark.driver.log.dfsDir", everywhere},
+		{"kept log directory of an unknown scheme", []string{"spark.driver.log.persistToDfs.enabled=true", "spark.driver.log.dfsDir=hdfs://nn/logs"},
+			"spark.driver.log.dfsDir", everywhere},
+		{"executors' kept log directory", []string{"spark.driver.log.persistToDfs.enabled=true", "spark.driver.log.dfsDir=/tmp/logs",
+			"drover.executor.log.dfsDir=gs://bucket/logs"}, "drover.executor.log.dfsDir", everywhere},
 		{"UI token too short", []string{"drover.ui.token=short"}, "drover.ui.token", everywhere},
 		{"sensitive variable no Secret key can name", []string{"spark.executorEnv.DB:PASSWORD=x"}, "spark.executorEnv.DB:PASSWORD", viaSubmit | viaClient},
 		// The driver pod's settings (cluster mode).

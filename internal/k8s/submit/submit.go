@@ -30,6 +30,7 @@ import (
 	"github.com/drover-project/drover/internal/k8s/podspec"
 	"github.com/drover-project/drover/internal/k8s/queueapi"
 	"github.com/drover-project/drover/internal/master"
+	"github.com/drover-project/drover/internal/settings"
 	"github.com/drover-project/drover/internal/ui"
 )
 
@@ -112,6 +113,9 @@ func Prepare(conf *config.Conf, resource string, args []string, newAppID func() 
 	}
 	apis, err := k8sconf.APIServers(conf, m)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := settings.ReadKeptLogs(conf); err != nil {
 		return nil, err
 	}
 	m.APIServer, m.APIServers = apis[0], apis
