@@ -49,7 +49,7 @@ realnode: realnodebin testbin testpackages
 	@bin="$$(mktemp -d)/testenv.test"; \
 		CGO_ENABLED=0 $(GO) test -c -tags integration -o "$$bin" ./internal/testenv && \
 		cd internal/testenv && DROVER_REALNODE=1 DROVER_TESTBIN="$$(../../hack/build-testbin.sh | tail -1)" \
-		../../hack/realnode-netns.sh "$$bin" -test.run 'RealNode' -test.count=1 -test.timeout=15m -test.v; \
+		../../hack/realnode-netns.sh "$$bin" -test.run "$${RUN:-RealNode}" -test.count=1 -test.timeout=15m -test.v; \
 		rc=$$?; rm -rf "$$(dirname "$$bin")"; exit $$rc
 
 ## testbins: the Kubernetes binaries, versitygw and Kueue, built side by side (each only when missing)

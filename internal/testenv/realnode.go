@@ -86,7 +86,7 @@ var ErrNoRunNetNS = errors.New("not inside a network namespace made for the run"
 // RunNetNSAddr checks that this process runs inside a network namespace
 // made for the run by hack/realnode-netns.sh — loopback,
 // RealNodeIface and, once pods ran, the CNI bridge and its veths, nothing
-// else — and returns RealNodeIface's IPv4 address. Every real-node test
+// else — and returns RealNodeIface's first IPv4 address. Every real-node test
 // needs it: nothing they start may reach an address outside.
 func RunNetNSAddr() (string, error) {
 	ifaces, err := net.Interfaces()
@@ -100,7 +100,9 @@ func RunNetNSAddr() (string, error) {
 		case ifc.Name == RealNodeIface:
 			addrs, _ := ifc.Addrs()
 			for _, a := range addrs {
-				if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+				// The first: the node's; 10.0.0.1, the kubernetes
+				// Service's, follows it.
+				if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && addr == "" {
 					addr = ipn.IP.String()
 				}
 			}

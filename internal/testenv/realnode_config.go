@@ -168,6 +168,9 @@ func kubeletConfig(dir, nodeIP, socket, caFile, certFile, keyFile string, port, 
 		"rotateCertificates":            false,
 		"serverTLSBootstrap":            false,
 		"localStorageCapacityIsolation": true,
+		// emptyDir usage is measured this often (default 1m): sizeLimit
+		// evictions come within seconds, not a minute.
+		"volumeStatsAggPeriod": "5s",
 	}
 	return json.MarshalIndent(cfg, "", "  ")
 }
