@@ -122,7 +122,8 @@ func RunNetNSAddr() (string, error) {
 // once the node is Ready. It needs the kubelet and containerd built
 // (hack/build-realnode.sh), Debian's runc and CNI plugins
 // (hack/install-test-packages.sh), root, and the run's network namespace
-// (RunNetNSAddr). On failure nothing is left running.
+// (RunNetNSAddr). On failure nothing is left running. What real nodes of
+// dead test processes left is cleaned up first (cleanStaleRealNodes).
 func (e *Env) StartRealNode(ctx context.Context, name string, images ...string) (_ *RealNode, err error) {
 	ip, err := RunNetNSAddr()
 	if err != nil {
@@ -149,9 +150,14 @@ func (e *Env) StartRealNode(ctx context.Context, name string, images ...string) 
 	if _, err := os.Stat(filepath.Join(cniBin, "bridge")); err != nil {
 		return nil, fmt.Errorf("%w: no CNI bridge plugin in %s (Debian's containernetworking-plugins: hack/install-test-packages.sh)", ErrMissingBinaries, cniBin)
 	}
+	cleanStaleRealNodes()
 	// Short: containerd's socket path must fit a sockaddr_un.
-	dir, err := os.MkdirTemp("", "drover-realnode-")
+	dir, err := os.MkdirTemp("", realNodePrefix)
 	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	n := &RealNode{Name: name, IP: ip, Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), containerd: cdir}
@@ -325,7 +331,8 @@ func (n *RealNode) Logs(component string, lines int) string {
 
 // Stop stops the kubelet, kills every container (ctr), stops containerd
 // and the shims it started, unmounts what the kubelet and containerd
-// mounted under Dir and removes it. It may be called more than once.
+// mounted under Dir and removes it, and the kubelet's kubepods cgroups when
+// no other real node lives. It may be called more than once.
 func (n *RealNode) Stop() error {
 	n.stopOnce.Do(func() {
 		for _, c := range slices.Backward(n.comps) {
@@ -346,6 +353,9 @@ func (n *RealNode) Stop() error {
 		killShims(n.Socket)
 		unmountUnder(n.Dir)
 		removeLinksInto("/var/log/containers", n.Dir)
+		if !otherRealNodeAlive(n.Dir) {
+			removeKubepodsCgroups()
+		}
 		if err := os.RemoveAll(n.Dir); err != nil {
 			n.stopErr = fmt.Errorf("removing %s: %w", n.Dir, err)
 		}
