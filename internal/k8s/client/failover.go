@@ -49,6 +49,9 @@ type Failover struct {
 	mu       sync.Mutex
 	healthy  []bool
 	current  int
+	// failures counts each endpoint's failures: a request that started
+	// before the last one says nothing of the endpoint's health since.
+	failures []uint64
 
 	ticker clock.Ticker
 	cancel context.CancelFunc
@@ -97,6 +100,7 @@ func NewFailover(o FailoverOptions) (*Failover, error) {
 		probeTimeout:  o.ProbeTimeout,
 		onSwitch:      o.OnSwitch,
 		healthy:       make([]bool, len(o.Endpoints)),
+		failures:      make([]uint64, len(o.Endpoints)),
 		done:          make(chan struct{}),
 	}
 	if f.next == nil {
@@ -179,6 +183,7 @@ func (f *Failover) RoundTrip(req *http.Request) (*http.Response, error) {
 	i := f.pick(tried)
 	for attempt := 0; ; attempt++ {
 		tried[i] = true
+		before := f.failureCount(i)
 		resp, o := f.send(req, i, attempt)
 		if req.Context().Err() != nil {
 			// The caller gave up: that says nothing about the endpoint.
@@ -186,7 +191,12 @@ func (f *Failover) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		v := decide(o)
 		if v == deliver {
-			f.setHealthy(i)
+			// An answer to a request sent before the endpoint last
+			// failed does not bring it back: a server shutting down
+			// finishes what it had; /readyz decides.
+			if f.failureCount(i) == before {
+				f.setHealthy(i)
+			}
 			return resp, o.Err
 		}
 		cause := o.Err
@@ -276,11 +286,20 @@ func (f *Failover) setHealthy(i int) {
 	}
 }
 
+func (f *Failover) failureCount(i int) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failures[i]
+}
+
 func (f *Failover) update(i int, healthy bool, cause error) {
 	f.switchMu.Lock()
 	defer f.switchMu.Unlock()
 	f.mu.Lock()
 	f.healthy[i] = healthy
+	if !healthy {
+		f.failures[i]++
+	}
 	from := f.current
 	for j, ok := range f.healthy {
 		if ok {

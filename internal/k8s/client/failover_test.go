@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -531,5 +532,49 @@ func TestAPIServerFailoverClientset(t *testing.T) {
 	}
 	if got := f.Current(); got != b.URL {
 		t.Errorf("Current() = %s, want %s", got, b.URL)
+	}
+}
+
+// TestAPIServerFailoverLateAnswer: an answer to a request sent before the
+// endpoint failed (a server shutting down finishes what it had) does not
+// bring the endpoint back; only its /readyz does.
+func TestAPIServerFailoverLateAnswer(t *testing.T) {
+	leakCheck(t)
+	release := make(chan struct{})
+	a := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			<-release
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	b := newAPIServer(t, ok)
+	h := newHarness(t, a.URL, b.URL)
+	slow := make(chan error, 1)
+	go func() {
+		resp, err := h.do(t, "GET", "")
+		if err == nil {
+			resp.Body.Close()
+		}
+		slow <- err
+	}()
+	for a.hits.Load() == 0 { // the GET reached a
+		runtime.Gosched()
+	}
+	if resp, err := h.do(t, "POST", `{"kind":"Pod"}`); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	close(release)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Current(); got != b.URL {
+		t.Errorf("Current() = %s after a late answer from the failed endpoint, want %s", got, b.URL)
+	}
+	if diff := cmp.Diff([]switchEvent{{a.URL, b.URL, true}}, h.switches()); diff != "" {
+		t.Errorf("switches (-want +got):\n%s", diff)
 	}
 }
