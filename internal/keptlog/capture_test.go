@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"strings"
 	"sync"
@@ -73,17 +74,22 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 // the descriptors.
 func TestKeptLogsCaptureStdio(t *testing.T) {
 	var kept lockedBuffer
-	stop, err := CaptureStdio(&kept)
+	direct, stop, err := CaptureStdio(&kept)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := CaptureStdio(&kept); err == nil {
+		t.Error("a second capture started while one runs")
+	}
 	fmt.Fprintln(os.Stderr, "kept-log test: to stderr")
 	fmt.Fprintln(os.Stdout, "kept-log test: to stdout")
-	stop()
-	stop() // twice is harmless
+	fmt.Fprintln(direct, "kept-log test: direct")
+	log.Print("kept-log test: the log package")
+	stop(context.Background())
+	stop(context.Background()) // twice is harmless
 	fmt.Fprintln(os.Stderr, "kept-log test: after stop")
 	got := kept.b.String()
-	for _, want := range []string{"kept-log test: to stderr\n", "kept-log test: to stdout\n"} {
+	for _, want := range []string{"kept-log test: to stderr\n", "kept-log test: to stdout\n", "kept-log test: direct\n", "kept-log test: the log package\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("kept %q, want it to hold %q", got, want)
 		}

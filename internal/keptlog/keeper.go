@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 )
 
 // Keeper keeps one process's output from its first byte: it captures the
@@ -15,22 +16,23 @@ import (
 // that keeps no log calls them all the same.
 type Keeper struct {
 	pending *Pending
-	stop    func() // ends the capture; nil when teeing
+	stop    func(context.Context) // ends the capture; nil when teeing
 
 	mu sync.Mutex
 	w  *Writer
 }
 
 // NewKeeper starts keeping the output of this process, which logs to
-// stderr. It returns the writer to log to from now on: stderr itself when
-// the descriptors are captured (everything written to them is kept),
-// else stderr teed into the kept log.
+// stderr. It returns the writer to log to from now on: when the
+// descriptors are captured (everything written to them is kept), one that
+// writes to the former standard error and the kept log at once, so the
+// log never waits in a pipe; else stderr teed into the kept log.
 func NewKeeper(stderr io.Writer) (*Keeper, io.Writer) {
 	k := &Keeper{pending: NewPending(0)}
 	if f, ok := stderr.(*os.File); ok && f == os.Stderr && !isTerminal(f) {
-		if stop, err := CaptureStdio(k.pending); err == nil {
+		if direct, stop, err := CaptureStdio(k.pending); err == nil {
 			k.stop = stop
-			return k, stderr
+			return k, direct
 		}
 	}
 	return k, io.MultiWriter(stderr, k.pending)
@@ -73,7 +75,11 @@ func (k *Keeper) Close(ctx context.Context) error {
 		return nil
 	}
 	if k.stop != nil {
-		k.stop()
+		// A child that inherited a descriptor may keep the pipe open:
+		// wait a little for the last bytes, not for the child.
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		k.stop(sctx)
+		cancel()
 	}
 	k.mu.Lock()
 	w := k.w
