@@ -6,6 +6,7 @@ import (
 	"net"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,7 +65,8 @@ choice (--host 0.0.0.0 for every interface, as Spark's history server listens).`
 				return err
 			}
 			storeConf := settings.ObjectStore(conf)
-			opts := history.Options{Dir: dir, Version: version(), Logger: log, KeptLogStore: &storeConf}
+			opts := history.Options{Dir: dir, Version: version(), Logger: log, KeptLogStore: &storeConf,
+				KeptLogDirs: keptLogDirs(conf)}
 			if objstore.HasScheme(dir) {
 				opts.Store = objstore.New(storeConf)
 			}
@@ -136,4 +138,17 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "(devel)"
+}
+
+// keptLogDirs are the directories drover history reads kept logs from:
+// its own spark.driver.log.dfsDir and drover.executor.log.dfsDir, never
+// one an event log names alone.
+func keptLogDirs(conf *config.Conf) []string {
+	var dirs []string
+	for _, d := range []string{config.DriverLogDfsDir.Get(conf), config.ExecutorLogDfsDir.Get(conf)} {
+		if d = strings.TrimSpace(d); d != "" && !strings.EqualFold(d, config.NoExecutorLogs) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
 }

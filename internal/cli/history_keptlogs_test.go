@@ -83,7 +83,8 @@ func TestKeptLogsHistoryOnS3(t *testing.T) {
 
 	pr, pw := io.Pipe()
 	cmd := newHistoryCommand()
-	args := []string{"--dir", dir, "--port", "0"}
+	// The server reads kept logs only from the directories it is given.
+	args := []string{"--dir", dir, "--port", "0", "--conf", "spark.driver.log.dfsDir=s3a://logs/kept"}
 	for _, kv := range s3.Conf() {
 		args = append(args, "--conf", kv)
 	}

@@ -50,10 +50,14 @@ func startKeptLog(ctx context.Context, k *keptlog.Keeper, conf *config.Conf, app
 	if pod == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := keptlog.PutPod(ctx, sink, config.KubernetesNamespace.Get(conf), pod, appID); err != nil {
-		log.Warn("drover logs will not find the kept logs by the driver pod's name, only by the application's id",
-			"pod", pod, "err", err)
-	}
+	// In the background: a store that is slow to answer must not hold
+	// the application's start.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := keptlog.PutPod(ctx, sink, config.KubernetesNamespace.Get(conf), pod, appID); err != nil {
+			log.Warn("drover logs will not find the kept logs by the driver pod's name, only by the application's id",
+				"pod", pod, "err", err)
+		}
+	}()
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -38,6 +39,13 @@ func keep(t *testing.T, dir string, p keptlog.Process, text string) {
 // executor 1's, a log larger than a page that ends with a marker line.
 func keptHistory(t *testing.T) (srv *httptest.Server, exec1 string) {
 	t.Helper()
+	return keptHistoryReading(t, nil)
+}
+
+// keptHistoryReading is keptHistory with a server that reads kept logs
+// from allow, or from the application's directory when allow is nil.
+func keptHistoryReading(t *testing.T, allow []string) (srv *httptest.Server, exec1 string) {
+	t.Helper()
 	logs, kept := t.TempDir(), t.TempDir()
 	for _, attempt := range []struct {
 		id    string
@@ -58,7 +66,10 @@ func keptHistory(t *testing.T) (srv *httptest.Server, exec1 string) {
 	keep(t, kept, keptlog.Process{AppID: "drover-1", Executor: executorid.Driver, Attempt: 1}, "driver attempt 1\n")
 	keep(t, kept, keptlog.Process{AppID: "drover-1", Executor: executorid.Driver, Attempt: 2}, "driver attempt 2\n")
 
-	s, err := New(Options{Dir: logs, Version: "test", Clock: clocktesting.NewFakeClock(t0)})
+	if allow == nil {
+		allow = []string{kept}
+	}
+	s, err := New(Options{Dir: logs, Version: "test", Clock: clocktesting.NewFakeClock(t0), KeptLogDirs: allow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,5 +138,27 @@ func TestKeptLogsInTheHistoryServer(t *testing.T) {
 	got := string(get(t, srv, "/history/drover-1/logs/executor/7", http.StatusNotFound))
 	if want := "no log of executor 7 is kept in "; !strings.HasPrefix(got, want) || strings.Count(got, "\n") != 1 {
 		t.Errorf("GET an executor that kept nothing: %q, want %q… on one line", got, want)
+	}
+}
+
+// TestKeptLogsHistoryReadsOnlyItsDirs: an event log names its
+// application's kept-log directory, but the history server reads only the
+// directories it was given: whoever can write event logs cannot point the
+// server's credentials at another path.
+func TestKeptLogsHistoryReadsOnlyItsDirs(t *testing.T) {
+	for name, allow := range map[string][]string{"none given": {}, "another": {t.TempDir()}} {
+		t.Run(name, func(t *testing.T) {
+			srv, _ := keptHistoryReading(t, allow)
+			resp, err := http.Get(srv.URL + "/history/drover-1/logs/executor/1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "spark.driver.log.dfsDir") ||
+				strings.Contains(string(body), "MARKER") {
+				t.Errorf("%d %q: want a 404 that says which directories the server reads", resp.StatusCode, body)
+			}
+		})
 	}
 }

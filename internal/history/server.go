@@ -44,6 +44,9 @@ type Options struct {
 	// settings, as Store. Nil: each application's settings without its
 	// credentials (the AWS SDK's default chain).
 	KeptLogStore *objstore.Config
+	// KeptLogDirs are the only directories the applications' kept logs
+	// are read from (ui.Options.KeptLogDirs); none when empty.
+	KeptLogDirs []string
 	// UpdateInterval is DefaultUpdateInterval when 0.
 	UpdateInterval time.Duration
 	// Version is drover's, shown by the pages and the API.
@@ -235,7 +238,7 @@ func (s *Server) load(l eventlog.Log) *app {
 	// Durations of an application that never ended run to its log's
 	// last write, not to now: its driver may be long gone.
 	a.ui = ui.New(store, ui.Options{Clock: frozenClock(l.Modified), Version: s.opts.Version, Logger: s.opts.Logger,
-		Refresh: s.opts.UpdateInterval, AttemptID: a.attempt, ObjectStore: s.opts.KeptLogStore, BasePath: base})
+		Refresh: s.opts.UpdateInterval, AttemptID: a.attempt, ObjectStore: s.opts.KeptLogStore, KeptLogDirs: keptLogDirs(s.opts.KeptLogDirs), BasePath: base})
 	return a
 }
 
@@ -427,4 +430,13 @@ func (a *app) row() appRow {
 		r.Problem = "its end was cut short"
 	}
 	return r
+}
+
+// keptLogDirs is never nil: the history server reads kept logs only from
+// the directories it was given, none when it was given none.
+func keptLogDirs(dirs []string) []string {
+	if dirs == nil {
+		return []string{}
+	}
+	return dirs
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,7 +46,48 @@ func (u *UI) keptLogs() keptLogs {
 		k.conf.Set(p.Key, p.Value)
 	}
 	k.dirs, k.err = settings.ReadKeptLogs(k.conf)
+	if k.err == nil && u.opts.KeptLogDirs != nil {
+		k.err = allowed(u.opts.KeptLogDirs, k.dirs.DriverDir, k.dirs.ExecutorDir)
+	}
 	return k
+}
+
+// allowed checks that every directory in dirs lies in one of allow.
+func allowed(allow []string, dirs ...string) error {
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if len(allow) == 0 {
+			return fmt.Errorf("this server reads no kept logs: give it their directory, %s, with --conf %s=%s",
+				d, config.DriverLogDfsDir.Key(), d)
+		}
+		if !slices.ContainsFunc(allow, func(a string) bool { return within(d, a) }) {
+			return fmt.Errorf("its directory %s is not one this server reads kept logs from (%s; set with --conf %s=DIR)",
+				d, strings.Join(allow, ", "), config.DriverLogDfsDir.Key())
+		}
+	}
+	return nil
+}
+
+// within reports whether dir is base or lies under it; s3a:// and s3://
+// name the same buckets, file:// and a bare path the same directories.
+func within(dir, base string) bool {
+	norm := func(s string) string {
+		s = strings.TrimSpace(s)
+		if rest, ok := strings.CutPrefix(s, "s3a://"); ok {
+			s = "s3://" + rest
+		}
+		if rest, ok := strings.CutPrefix(s, "file://"); ok {
+			s = rest
+		}
+		if !strings.Contains(s, "://") {
+			s = path.Clean(s)
+		}
+		return strings.TrimRight(s, "/")
+	}
+	d, b := norm(dir), norm(base)
+	return b != "" && (d == b || strings.HasPrefix(d, b+"/"))
 }
 
 // dir is where the process id keeps its log; empty when it keeps none.

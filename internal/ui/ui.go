@@ -43,6 +43,11 @@ type Options struct {
 	// Nil: the application's configuration without its credentials, which
 	// it carries redacted (the AWS SDK's default chain then).
 	ObjectStore *objstore.Config
+	// KeptLogDirs, when not nil (the history server), are the only
+	// directories kept logs are read from: an event log names its
+	// application's directory, and whoever can write event logs must not
+	// point the server's credentials at another bucket or path.
+	KeptLogDirs []string
 	// BasePath is where a server that mounts the UI serves its pages (the
 	// history server: /history/<appId>/<attemptId>), for the links the
 	// REST API gives (executorLogs). Links in pages are from the root: the

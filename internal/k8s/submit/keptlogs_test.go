@@ -768,7 +768,8 @@ func (r *logRun) checkDroverLogs(sink keptlog.Sink, appID string, execs map[stri
 func (r *logRun) checkHistoryLinks(sink keptlog.Sink, appID string, execs map[string]executorid.ID) {
 	r.t.Helper()
 	drv, _ := binaries(r.t)
-	args := []string{"history", "--dir", "s3://events/", "--port", "0"}
+	// The server reads kept logs only from the directories it is given.
+	args := []string{"history", "--dir", "s3://events/", "--port", "0", "--conf", "spark.driver.log.dfsDir=s3://" + keptLogBucket + "/logs"}
 	for _, kv := range r.store.Conf() {
 		args = append(args, "--conf", kv)
 	}
