@@ -114,9 +114,12 @@ func mainErr(compare bool, only string) error {
 		{"kept logs", func() error {
 			// The word count without and with the logs kept
 			// (spark.driver.log.persistToDfs.enabled to a local
-			// directory), one run of each, in turns, as issue 41 asks.
+			// directory), in turns. Issue 41 asks for one run of
+			// each side; on this machine one pair of 8 s runs varies
+			// by ±15 % (0.56 to 1.14 measured), so four pairs, two in
+			// each order.
 			return r.goBench(ctx, 20*time.Minute, "", nil, "test", "-run", "^$", "-bench", "^BenchmarkKeptLogsWordCount$",
-				"-benchtime", "1x", "-timeout", "20m", "./examples/wordcount")
+				"-benchtime", "4x", "-timeout", "20m", "./examples/wordcount")
 		}},
 		{"observability", func() error {
 			// The web UI, metrics and event log on and off, in turn (150
@@ -304,9 +307,11 @@ func mainErr(compare bool, only string) error {
 		"BenchmarkObservabilityOverhead on/off", "≥ 0.97", func(v float64) bool { return v >= 0.97 })
 	r.ratio("driver peak RSS over 100,000 tasks, web UI + metrics + event log on / off", "BenchmarkObservabilityDriverRSS on-MiB",
 		"BenchmarkObservabilityDriverRSS off-MiB", "≤ 1.10", func(v float64) bool { return v <= 1.10 })
-	// One run of each side, timed whole (BenchmarkKeptLogsWordCount).
+	// Four runs of each side in turns, timed whole (BenchmarkKeptLogsWordCount).
 	r.measured("kept logs: 1 GiB word count with persistence / without", "BenchmarkKeptLogsWordCount on/off",
 		"≤ 1.03", func(v float64) bool { return v <= 1.03 })
+	r.measured("kept logs: CPU time of the driver and its executors, with persistence / without", "BenchmarkKeptLogsWordCount cpu-on/off",
+		"", nil)
 	r.ratio("allocation of 1,000 executors, web UI store + metrics + event log on / off", "observed BenchmarkAllocationAdaptive s/op",
 		"BenchmarkAllocationAdaptive s/op", "≤ 1.03", func(v float64) bool { return v <= 1.03 })
 	r.ratio("word count 1 GiB, from S3 (versitygw on loopback) / from local disk", "BenchmarkObjectStorageWordCount s3-s/op",

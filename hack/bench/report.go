@@ -103,7 +103,11 @@ func (r *Report) measured(name, of, target string, met func(float64) bool) {
 	if !ok {
 		return
 	}
-	r.Ratios = append(r.Ratios, Ratio{Name: name, Of: of, Value: a.Value, Target: target, Met: met(a.Value)})
+	x := Ratio{Name: name, Of: of, Value: a.Value, Target: target}
+	if met != nil {
+		x.Met = met(a.Value)
+	}
+	r.Ratios = append(r.Ratios, x)
 }
 
 var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)
