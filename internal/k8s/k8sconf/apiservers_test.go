@@ -32,6 +32,7 @@ func TestAPIServerFailoverList(t *testing.T) {
 		"master alone":             {master: "k8s://https://a:6443,https://b:6443", want: []string{"https://a:6443", "https://b:6443"}},
 		"key alone":                {key: "https://a:6443, https://b:6443", want: []string{"https://a:6443", "https://b:6443"}},
 		"both, the same":           {master: "k8s://a:6443,b:6443", key: "https://a:6443,https://b:6443", want: []string{"https://a:6443", "https://b:6443"}},
+		"both, spelt differently":  {master: "k8s://https://A.example:6443/", key: "https://a.example:6443", want: []string{"https://a.example:6443"}},
 		"key with a duplicate":     {key: "https://a:6443,https://a:6443", wantErr: "spark.kubernetes.apiserver.host=https://a:6443,https://a:6443: API server 2 of the list (https://a:6443) repeats API server 1"},
 		"key with a bad scheme":    {key: "https://a:6443,ftp://b", wantErr: `spark.kubernetes.apiserver.host=https://a:6443,ftp://b: API server 2 of the list (ftp://b): the Kubernetes API server scheme "ftp" is not http or https`},
 		"key mixing schemes":       {key: "http://a:8080,https://b:6443", wantErr: "spark.kubernetes.apiserver.host=http://a:8080,https://b:6443: the list mixes http and https"},

@@ -3,6 +3,7 @@ package k8sconf
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -137,9 +138,23 @@ func APIServers(conf *config.Conf, m master.URL) ([]string, error) {
 	if err != nil {
 		return nil, config.Invalid(fmt.Errorf("%s=%s: %w; expected https://host:port or a comma-separated list of them", key.Key(), s, err))
 	}
-	if fromMaster != nil && !slices.Equal(fromMaster, listed) {
+	if fromMaster != nil && !slices.Equal(canonical(fromMaster), canonical(listed)) {
 		return nil, config.Invalid(fmt.Errorf("%s=%s contradicts the master URL %s (API servers %s): name the API servers in one place, or the same list in both",
 			key.Key(), s, m.Raw, strings.Join(fromMaster, ",")))
 	}
 	return listed, nil
+}
+
+// canonical spells API server URLs one way for comparison: host in lower
+// case, no trailing slash.
+func canonical(urls []string) []string {
+	out := make([]string, len(urls))
+	for i, s := range urls {
+		if u, err := url.Parse(s); err == nil {
+			u.Host, u.Path = strings.ToLower(u.Host), strings.TrimRight(u.Path, "/")
+			s = u.String()
+		}
+		out[i] = s
+	}
+	return out
 }
