@@ -50,12 +50,7 @@ func TestKeptLogsHistoryOnS3(t *testing.T) {
 	}
 	logs := map[executorid.ID]string{executorid.Driver: "driver starts\ndriver ends\n", 1: "executor 1\nMARKER before the SIGKILL\n"}
 	for id, text := range logs {
-		w, err := keptlog.New(keptlog.Options{Sink: sink, Process: keptlog.Process{AppID: "app-s3", Executor: id, Attempt: 1}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte(text))
-		if err := w.Close(ctx); err != nil {
+		if err := keptlog.WriteAll(ctx, sink, keptlog.Process{AppID: "app-s3", Executor: id, Attempt: 1}, []byte(text)); err != nil {
 			t.Fatal(err)
 		}
 	}

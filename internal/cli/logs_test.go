@@ -77,12 +77,7 @@ func TestKeptLogsFromConfiguration(t *testing.T) {
 	const appID = "drover-00000000000000ab"
 	sink := keptlog.LocalSink(dir)
 	for _, p := range []keptlog.Process{{AppID: appID, Attempt: 1}, {AppID: appID, Executor: 4, Attempt: 1}} {
-		w, err := keptlog.New(keptlog.Options{Sink: sink, Process: p})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte(p.Role() + " line 1\n" + p.Role() + " line 2\n"))
-		if err := w.Close(t.Context()); err != nil {
+		if err := keptlog.WriteAll(t.Context(), sink, p, []byte(p.Role()+" line 1\n"+p.Role()+" line 2\n")); err != nil {
 			t.Fatal(err)
 		}
 	}

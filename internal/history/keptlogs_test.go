@@ -22,14 +22,7 @@ import (
 // keep writes text as the kept log of p in dir, as the process does.
 func keep(t *testing.T, dir string, p keptlog.Process, text string) {
 	t.Helper()
-	w, err := keptlog.New(keptlog.Options{Sink: keptlog.LocalSink(dir), Process: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write([]byte(text)); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(context.Background()); err != nil {
+	if err := keptlog.WriteAll(context.Background(), keptlog.LocalSink(dir), p, []byte(text)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -360,3 +360,15 @@ func (w *Writer) Stats() Stats {
 	defer w.mu.Unlock()
 	return w.stats
 }
+
+// WriteAll keeps data as the whole log of process p in sink, as a process
+// that wrote data and exited leaves it: for tools, and for tests of what
+// reads kept logs.
+func WriteAll(ctx context.Context, sink Sink, p Process, data []byte) error {
+	w, err := New(Options{Sink: sink, Process: p})
+	if err != nil {
+		return err
+	}
+	_, _ = w.Write(data) // never fails
+	return w.Close(ctx)
+}

@@ -236,13 +236,19 @@ func (r *restartRun) await(attempt int, marker string) {
 func (r *restartRun) driverPod() string {
 	r.t.Helper()
 	if r.pod == "" {
-		pods, err := r.env.Client.CoreV1().Pods(r.ns).List(r.t.Context(), metav1.ListOptions{LabelSelector: "spark-role=driver"})
-		if err != nil || len(pods.Items) != 1 {
-			r.t.Fatalf("driver pods: %v, %v", pods, err)
-		}
-		r.pod = pods.Items[0].Name
+		r.pod = onlyDriverPod(r.t, r.env, r.ns)
 	}
 	return r.pod
+}
+
+// onlyDriverPod is the name of the one driver pod in ns.
+func onlyDriverPod(t testing.TB, env *testenv.Env, ns string) string {
+	t.Helper()
+	pods, err := env.Client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "spark-role=driver"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("driver pods: %v, %v", pods, err)
+	}
+	return pods.Items[0].Name
 }
 
 // wait returns drover submit's end, once it exited.

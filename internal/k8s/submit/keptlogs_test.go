@@ -393,11 +393,7 @@ func (r *logRun) jobTime() time.Duration {
 func (r *logRun) driverPod() string {
 	r.t.Helper()
 	if r.pod == "" {
-		pods, err := r.env.Client.CoreV1().Pods(r.ns).List(r.t.Context(), metav1.ListOptions{LabelSelector: "spark-role=driver"})
-		if err != nil || len(pods.Items) != 1 {
-			r.t.Fatalf("driver pods: %v, %v", pods, err)
-		}
-		r.pod = pods.Items[0].Name
+		r.pod = onlyDriverPod(r.t, r.env, r.ns)
 	}
 	return r.pod
 }

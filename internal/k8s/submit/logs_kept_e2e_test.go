@@ -33,12 +33,7 @@ func keptApplication(t *testing.T, sink keptlog.Sink, ns, pod string) string {
 		{AppID: appID, Executor: 2, Attempt: 1}: "executor 2 \xff\x00 bytes\r\nexecutor 2 last line, unended",
 	}
 	for p, data := range logs {
-		w, err := keptlog.New(keptlog.Options{Sink: sink, Process: p})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte(data))
-		if err := w.Close(t.Context()); err != nil {
+		if err := keptlog.WriteAll(t.Context(), sink, p, []byte(data)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,16 +21,10 @@ import (
 
 const keptApp = "drover-00000000000000dd"
 
-// keepLog writes data as the kept log of p in sink, as a process does
-// (keptlog.New, Write, Close).
+// keepLog writes data as the kept log of p in sink, as a process does.
 func keepLog(t *testing.T, sink keptlog.Sink, p keptlog.Process, data string) {
 	t.Helper()
-	w, err := keptlog.New(keptlog.Options{Sink: sink, Process: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Write([]byte(data))
-	if err := w.Close(t.Context()); err != nil {
+	if err := keptlog.WriteAll(t.Context(), sink, p, []byte(data)); err != nil {
 		t.Fatal(err)
 	}
 }
