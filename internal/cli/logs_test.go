@@ -17,7 +17,7 @@ import (
 
 // keptLogsOf runs drover logs with args against an API server that fails
 // every request and counts them; KUBECONFIG names no file.
-func keptLogsOf(t *testing.T, args ...string) (stdout, stderr string, err error, requests int64) {
+func keptLogsOf(t *testing.T, args ...string) (stdout, stderr string, requests int64, err error) {
 	t.Helper()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -36,7 +36,7 @@ func keptLogsOf(t *testing.T, args ...string) (stdout, stderr string, err error,
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
 	err = cmd.ExecuteContext(t.Context())
-	return out.String(), errOut.String(), err, n.Load()
+	return out.String(), errOut.String(), n.Load(), err
 }
 
 // A directory drover cannot read, from --dir or the configuration, and a
@@ -59,7 +59,7 @@ func TestKeptLogsBadInput(t *testing.T) {
 	}
 	for name, tc := range testCases {
 		t.Run(name, func(t *testing.T) {
-			stdout, _, err, requests := keptLogsOf(t, tc.args...)
+			stdout, _, requests, err := keptLogsOf(t, tc.args...)
 			if ExitCode(err) != config.ExitInvalid || err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("exit code %d, error %v; want %d, %q", ExitCode(err), err, config.ExitInvalid, tc.wantErr)
 			}
