@@ -120,4 +120,10 @@ const (
 	// manifest that queue tests run (make test sets it from
 	// hack/build-kueue.sh).
 	Kueue = "DROVER_KUEUE"
+	// Containerd is the directory of containerd, its runc shim and ctr
+	// that real-node tests run (hack/build-realnode.sh).
+	Containerd = "DROVER_CONTAINERD"
+	// RealNode, when true, makes a missing prerequisite of the real-node
+	// tests fail them rather than skip (make realnode sets it).
+	RealNode = "DROVER_REALNODE"
 )

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/logging"
 )
 
@@ -65,7 +66,7 @@ type RealNode struct {
 // ContainerdDir returns the directory of containerd, its runc shim and ctr:
 // $DROVER_CONTAINERD, else ~/.cache/drover/containerd/<version>.
 func ContainerdDir() (string, error) {
-	if d := os.Getenv("DROVER_CONTAINERD"); d != "" {
+	if d := os.Getenv(envvar.Containerd); d != "" {
 		return filepath.Abs(d)
 	}
 	k8s, err := binDirPath()

@@ -7,13 +7,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/drover-project/drover/internal/envvar"
 )
 
 // RealNodeRequired reports whether $DROVER_REALNODE says real-node tests
 // must run (make realnode sets it, inside the run's network namespace):
 // then a missing prerequisite fails them, as CI=true does elsewhere.
 func RealNodeRequired() bool {
-	v, _ := strconv.ParseBool(os.Getenv("DROVER_REALNODE"))
+	v, _ := strconv.ParseBool(os.Getenv(envvar.RealNode))
 	return v
 }
 

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/drover-project/drover"
+	"github.com/drover-project/drover/internal/envvar"
 )
 
 var seq atomic.Int64
@@ -42,7 +43,7 @@ func env(name string, def time.Duration) time.Duration {
 
 var words = drover.RegisterMapPartitions("logapp.words", func(tc *drover.TaskContext, lines iter.Seq[string], emit func(drover.KV[string, int])) error {
 	every, total := env("LOGAPP_MARKER_EVERY", 100*time.Millisecond), env("LOGAPP_TASK_TIME", 3*time.Second)
-	id := os.Getenv("DROVER_EXECUTOR_ID")
+	id := os.Getenv(envvar.ExecutorID)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	end := time.After(total)
