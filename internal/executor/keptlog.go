@@ -4,7 +4,6 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/drover-project/drover/internal/envvar"
@@ -54,7 +53,7 @@ func StartKeptLog(k *keptlog.Keeper, o Options, getenv func(string) string, log 
 	switch {
 	case o.InitialStore != nil:
 		start(*o.InitialStore)
-	case !objstore.HasScheme(getenv(envvar.KeptLogDir)) || strings.HasPrefix(getenv(envvar.KeptLogDir), "file:"):
+	case keptlog.IsLocal(getenv(envvar.KeptLogDir)):
 		start(objstore.Config{}) // a local directory needs no store
 	}
 	return start

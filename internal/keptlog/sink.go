@@ -73,6 +73,13 @@ func OpenSink(dir string, cfg objstore.Config) (Sink, error) {
 
 // localPath is dir as a local path when it is one: a plain path, or a
 // file: URI as Spark writes its directories.
+// IsLocal reports whether dir is a local directory (a path or file:),
+// which OpenSink serves without an object store.
+func IsLocal(dir string) bool {
+	_, ok := localPath(dir)
+	return ok
+}
+
 func localPath(dir string) (string, bool) {
 	if rest, ok := strings.CutPrefix(dir, "file:"); ok {
 		if after, ok := strings.CutPrefix(rest, "//"); ok {
