@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -73,6 +72,14 @@ type Options struct {
 	// Kueue) reaches the API through it: the cluster keeps working while
 	// any one server lives.
 	APIServers int
+	// RealNode runs a real node as well (StartRealNode: containerd, runc
+	// and a kubelet), named RealNodeName, with RealNodeImages imported,
+	// once the rest is ready; Env.RealNode is it. The kubernetes
+	// Service's address (10.0.0.1:443) forwards to the API servers, as
+	// kube-proxy would, for drivers in its pods. It needs the run's
+	// network namespace (hack/realnode-netns.sh) and root.
+	RealNode       bool
+	RealNodeImages []string
 }
 
 // Env is a running control plane. Stop it with Stop.
@@ -111,6 +118,8 @@ type Env struct {
 	ProcessNode *procnode.Agent
 	// Kueue is the queue controller; nil unless Options.Kueue.
 	Kueue *Kueue
+	// RealNode is the real node; nil unless Options.RealNode.
+	RealNode *RealNode
 	// ProcessNodeNames and KwokNodeNames name the nodes.
 	ProcessNodeNames []string
 	KwokNodeNames    []string
@@ -120,6 +129,7 @@ type Env struct {
 	opts      Options
 	comps     []*component
 	front     *front // nil with one API server
+	service   *front // the kubernetes Service's address; nil without a real node
 	agentStop context.CancelFunc
 	agentDone chan struct{}
 	agentLog  *os.File
@@ -127,17 +137,6 @@ type Env struct {
 	stopped   atomic.Bool
 	stopErr   error
 }
-
-// Kwok nodes carry KwokTaint; pods meant for them tolerate it with
-// KwokToleration (kwok's own convention), so that pods meant to run as
-// processes never land on a simulated node.
-var (
-	KwokTaint      = corev1.Taint{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}
-	KwokToleration = corev1.Toleration{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpEqual, Value: "fake", Effect: corev1.TaintEffectNoSchedule}
-)
-
-// KwokNodeLabel is "true" on kwok nodes; procnode.NodeLabel marks process nodes.
-const KwokNodeLabel = "drover.dev/kwok-node"
 
 // Start starts the control plane opts describes and returns once every
 // component is ready and every node is Ready. On failure nothing is left
@@ -224,7 +223,7 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 	}
 	e.URL = e.URLs[0]
 	if opts.APIServers > 1 {
-		if e.front, err = startFront(e.URLs, filepath.Join(dir, "front.log")); err != nil {
+		if e.front, err = startFront("127.0.0.1:0", e.URLs, filepath.Join(dir, "front.log")); err != nil {
 			return nil, err
 		}
 		e.URL = e.front.url()
@@ -298,8 +297,8 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 		url := e.URLs[i]
 		c.ready = func(ctx context.Context) error {
 			err := httpOK(ctx, secure, url+"/readyz", files.adminToken, "")
-			if err == nil && e.front != nil {
-				e.front.setServing(name, true) // ready at start or after Restart
+			if err == nil {
+				e.setServing(name, true) // ready at start or after Restart
 			}
 			return err
 		}
@@ -421,6 +420,11 @@ func start(ctx context.Context, opts Options, bin string) (_ *Env, err error) {
 		}
 		opts.Logf("testenv: %d process node(s) ready after %s", opts.ProcessNodes, time.Since(began).Round(time.Millisecond))
 	}
+	if opts.RealNode {
+		if err := e.startRealNode(ctx, began); err != nil {
+			return nil, err
+		}
+	}
 	e.StartDuration = time.Since(began)
 	opts.Logf("testenv: control plane at %s ready in %s (dir %s)", e.URL, e.StartDuration.Round(time.Millisecond), dir)
 	return e, nil
@@ -450,6 +454,9 @@ func (e *Env) PIDs() []int {
 func (e *Env) Stop() error {
 	e.stopOnce.Do(func() {
 		e.stopped.Store(true)
+		if e.RealNode != nil {
+			e.stopErr = e.RealNode.Stop()
+		}
 		if e.agentStop != nil {
 			e.agentStop()
 			<-e.agentDone
@@ -468,14 +475,14 @@ func (e *Env) Stop() error {
 			wg.Go(func() { c.stop(5 * time.Second) })
 		}
 		wg.Wait()
-		if e.front != nil {
-			e.front.close() // its clients are gone; its goroutines must go too
+		for _, f := range e.fronts() {
+			f.close() // its clients are gone; its goroutines must go too
 		}
 		for i := len(last) - 1; i >= 0; i-- {
 			last[i].stop(10 * time.Second)
 		}
 		if e.Dir != "" {
-			if err := os.RemoveAll(e.Dir); err != nil {
+			if err := os.RemoveAll(e.Dir); err != nil && e.stopErr == nil {
 				e.stopErr = fmt.Errorf("removing %s: %w", e.Dir, err)
 			}
 		}

@@ -28,9 +28,7 @@ func (e *Env) Kill(name string) error {
 	if c == nil {
 		return fmt.Errorf("no component %s", name)
 	}
-	if e.front != nil {
-		e.front.setServing(name, false)
-	}
+	e.setServing(name, false)
 	_ = syscall.Kill(-c.pid(), syscall.SIGKILL)
 	<-c.done
 	return nil

@@ -7,7 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +28,7 @@ import (
 type front struct {
 	ln       net.Listener
 	backends []string // host:port of each API server, server i at i
+	names    []string // what the log calls each backend
 	log      *os.File
 	// ctx ends with close, and with it the dials in progress.
 	ctx    context.Context
@@ -48,22 +49,36 @@ type front struct {
 // answers in microseconds, a dead one refuses at once.
 const frontDialTimeout = 200 * time.Millisecond
 
-// startFront listens on a free loopback port and forwards to the API servers
-// at urls (https://127.0.0.1:<port>), logging each connection to logPath.
-func startFront(urls []string, logPath string) (*front, error) {
+// startFront listens on listen (host:port, port 0 for a free one) and
+// forwards to the API servers at urls (https://127.0.0.1:<port>), logging
+// each connection to logPath. Each server takes connections once
+// setServing says it is ready.
+func startFront(listen string, urls []string, logPath string) (*front, error) {
+	var backends, names []string
+	for i, u := range urls {
+		backends = append(backends, strings.TrimPrefix(u, "https://"))
+		names = append(names, APIServerName(i))
+	}
+	return newFront(listen, backends, names, make([]bool, len(urls)), logPath)
+}
+
+// startForward listens on listen and forwards each connection to the TCP
+// address backend, which is taken as ready.
+func startForward(listen, backend, logPath string) (*front, error) {
+	return newFront(listen, []string{backend}, []string{backend}, []bool{true}, logPath)
+}
+
+func newFront(listen string, backends, names []string, serving []bool, logPath string) (*front, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("creating the front's log: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		_ = log.Close()
-		return nil, fmt.Errorf("listening for the API servers' front: %w", err)
+		return nil, fmt.Errorf("listening on %s to forward to %s: %w", listen, strings.Join(names, ", "), err)
 	}
-	f := &front{ln: ln, log: log, conns: map[net.Conn]struct{}{}, serving: make([]bool, len(urls))}
-	for _, u := range urls {
-		f.backends = append(f.backends, strings.TrimPrefix(u, "https://"))
-	}
+	f := &front{ln: ln, log: log, conns: map[net.Conn]struct{}{}, backends: backends, names: names, serving: serving}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	f.wg.Go(f.serve)
 	return f, nil
@@ -109,9 +124,9 @@ func (f *front) forward(client net.Conn) {
 	}
 	defer f.untrack(backend)
 	if len(skipped) > 0 {
-		f.logf("%s → %s, skipping %s", client.RemoteAddr(), APIServerName(i), strings.Join(skipped, "; "))
+		f.logf("%s → %s, skipping %s", client.RemoteAddr(), f.names[i], strings.Join(skipped, "; "))
 	} else {
-		f.logf("%s → %s", client.RemoteAddr(), APIServerName(i))
+		f.logf("%s → %s", client.RemoteAddr(), f.names[i])
 	}
 	f.wg.Go(func() {
 		_, _ = io.Copy(backend, client)
@@ -131,14 +146,14 @@ func (f *front) dial() (net.Conn, int, []string) {
 		serving := f.serving[i]
 		f.mu.Unlock()
 		if !serving {
-			skipped = append(skipped, APIServerName(i)+": not ready")
+			skipped = append(skipped, f.names[i]+": not ready")
 			continue
 		}
 		c, err := d.DialContext(f.ctx, "tcp", addr)
 		if err == nil {
 			return c, i, skipped
 		}
-		skipped = append(skipped, fmt.Sprintf("%s: %v", APIServerName(i), err))
+		skipped = append(skipped, fmt.Sprintf("%s: %v", f.names[i], err))
 	}
 	return nil, 0, skipped
 }
@@ -163,11 +178,11 @@ func (f *front) untrack(c net.Conn) {
 	f.mu.Unlock()
 }
 
-// setServing marks the API server called name as ready for new
-// connections, or not; other names are ignored.
+// setServing marks the backend called name as ready for new connections,
+// or not; other names are ignored.
 func (f *front) setServing(name string, ok bool) {
-	i, isServer := apiServerIndex(name)
-	if !isServer || i >= len(f.serving) {
+	i := slices.Index(f.names, name)
+	if i < 0 {
 		return
 	}
 	f.mu.Lock()
@@ -197,16 +212,4 @@ func (f *front) close() {
 	}
 	f.wg.Wait()
 	_ = f.log.Close()
-}
-
-// apiServerIndex is APIServerName's inverse.
-func apiServerIndex(name string) (int, bool) {
-	if name == KubeAPIServer {
-		return 0, true
-	}
-	n, err := strconv.Atoi(strings.TrimPrefix(name, KubeAPIServer+"-"))
-	if err != nil || n < 2 || !strings.HasPrefix(name, KubeAPIServer+"-") {
-		return 0, false
-	}
-	return n - 1, true
 }

@@ -88,7 +88,7 @@ func via(t *testing.T, f *front) (net.Conn, *bufio.Reader, string) {
 func TestFront(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	a, b := newEchoServer(t, "a"), newEchoServer(t, "b")
-	f, err := startFront([]string{a.url(), b.url()}, filepath.Join(t.TempDir(), "front.log"))
+	f, err := startFront("127.0.0.1:0", []string{a.url(), b.url()}, filepath.Join(t.TempDir(), "front.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestFront(t *testing.T) {
 func TestFrontCloseEndsConnections(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	a := newEchoServer(t, "a")
-	f, err := startFront([]string{a.url()}, filepath.Join(t.TempDir(), "front.log"))
+	f, err := startFront("127.0.0.1:0", []string{a.url()}, filepath.Join(t.TempDir(), "front.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,17 +159,4 @@ func TestFrontCloseEndsConnections(t *testing.T) {
 		t.Fatal("front closed, yet it accepts")
 	}
 	a.kill()
-}
-
-func TestAPIServerIndex(t *testing.T) {
-	for i := range 12 {
-		if got, ok := apiServerIndex(APIServerName(i)); !ok || got != i {
-			t.Errorf("apiServerIndex(%q) = %d, %v; want %d", APIServerName(i), got, ok, i)
-		}
-	}
-	for _, name := range []string{"kube-apiserver-1", "kube-apiserver-0", "kube-apiserver-x", "kube-scheduler", "etcd", "kube-apiserver-"} {
-		if i, ok := apiServerIndex(name); ok {
-			t.Errorf("apiServerIndex(%q) = %d, true; want false", name, i)
-		}
-	}
 }

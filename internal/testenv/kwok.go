@@ -17,6 +17,17 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
+// Kwok nodes carry KwokTaint; pods meant for them tolerate it with
+// KwokToleration (kwok's own convention), so that pods meant to run as
+// processes never land on a simulated node.
+var (
+	KwokTaint      = corev1.Taint{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}
+	KwokToleration = corev1.Toleration{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpEqual, Value: "fake", Effect: corev1.TaintEffectNoSchedule}
+)
+
+// KwokNodeLabel is "true" on kwok nodes; procnode.NodeLabel marks process nodes.
+const KwokNodeLabel = "drover.dev/kwok-node"
+
 // kwokAnnotation marks the nodes kwok manages (its
 // --manage-nodes-with-annotation-selector), so kwok never touches process
 // nodes.

@@ -61,6 +61,9 @@ type RealNode struct {
 	comps      []*component
 	stopOnce   sync.Once
 	stopErr    error
+
+	mu       sync.Mutex
+	forwards []*front // Expose's
 }
 
 // ContainerdDir returns the directory of containerd, its runc shim and ctr:
@@ -192,10 +195,8 @@ func (e *Env) StartRealNode(ctx context.Context, name string, images ...string) 
 		return nil, err
 	}
 	e.opts.Logf("testenv: containerd ready after %s", time.Since(began).Round(time.Millisecond))
-	for _, img := range images {
-		if out, err := n.Ctr(ctx, "images", "import", "--local", img); err != nil {
-			return nil, fmt.Errorf("importing %s: %w\n%s", img, err, out)
-		}
+	if err := n.Import(ctx, images...); err != nil {
+		return nil, err
 	}
 	e.opts.Logf("testenv: %d image archive(s) imported after %s", len(images), time.Since(began).Round(time.Millisecond))
 
@@ -336,6 +337,12 @@ func (n *RealNode) Logs(component string, lines int) string {
 // no other real node lives. It may be called more than once.
 func (n *RealNode) Stop() error {
 	n.stopOnce.Do(func() {
+		n.mu.Lock()
+		for _, f := range n.forwards {
+			f.close()
+		}
+		n.forwards = nil
+		n.mu.Unlock()
 		for _, c := range slices.Backward(n.comps) {
 			if c.name == Kubelet {
 				c.stop(10 * time.Second)

@@ -46,8 +46,8 @@ func Unavailable(t testing.TB, err error) {
 
 func unavailable(t testing.TB, what string, err error) {
 	t.Helper()
-	if InCI() {
-		t.Fatalf("%s unavailable (CI=true: failing instead of skipping): %v", what, err)
+	if InCI() || RealNodeRequired() {
+		t.Fatalf("%s unavailable (CI=true or DROVER_REALNODE=1: failing instead of skipping): %v", what, err)
 	}
 	t.Skipf("%s unavailable, skipping (set CI=true to fail instead): %v", what, err)
 }
