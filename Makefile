@@ -4,11 +4,20 @@ GO ?= go
 TOOLS := $(GO) tool -modfile=hack/tools/go.mod
 K8S_BIN = $(shell ./hack/build-testbin.sh 2>/dev/null | tail -1)
 
-.PHONY: fuzz getting-started demo test unit integration testbin testbins testpackages versitygw kueue lint proto docs bench bench-compare bench-k8s bench-scale build clean chaos
+.PHONY: fuzz getting-started demo test unit integration testbin testbins testpackages versitygw kueue lint proto docs bench bench-compare bench-k8s bench-scale build clean chaos image
 
 ## build: the drover CLI into bin/
 build:
 	$(GO) build -o bin/drover ./cmd/drover
+
+## image: the application image of APP (default ./examples/wordcount) without Docker, into bin/<name>-image.tar
+## tagged TAG (default drover.invalid/<name>:dev): the binary built as the Dockerfile builds it, on the same base
+## (hack/image, internal/appimage). `ctr -n k8s.io images import FILE` puts it on a node (or `docker load -i FILE`);
+## pods then use imagePullPolicy Never or IfNotPresent
+image: APP ?= ./examples/wordcount
+image: TAG ?= drover.invalid/$(notdir $(APP)):dev
+image:
+	$(GO) run ./hack/image --app $(APP) --tag $(TAG) -o bin/$(notdir $(APP))-image.tar
 
 ## demo: examples/wordcount in cluster mode on the dev cluster (a real control plane on loopback and an S3 store;
 ## builds the Kubernetes binaries and versitygw side by side the first time, several minutes), from and to its

@@ -65,32 +65,31 @@ func imageTree(t *testing.T, img v1.Image) tree {
 	}
 }
 
-// dirEntry is the entry of the file at p on this machine.
-func dirEntry(t *testing.T, p string) entry {
-	t.Helper()
+// fileEntry is the entry of the file at p on this machine.
+func fileEntry(p string) (entry, error) {
 	fi, err := os.Lstat(p)
 	if err != nil {
-		t.Fatal(err)
+		return entry{}, err
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	e := entry{Mode: fi.Mode().String(), UID: int(st.Uid), GID: int(st.Gid)}
 	if fi.Mode().IsRegular() {
 		f, err := os.Open(p)
 		if err != nil {
-			t.Fatal(err)
+			return entry{}, err
 		}
 		defer f.Close()
 		if e.SHA256, err = sum(f); err != nil {
-			t.Fatal(err)
+			return entry{}, err
 		}
 	}
-	return e
+	return e, nil
 }
 
-// dirTree is the file system under dir (dir itself left out), at prefix.
-func dirTree(t *testing.T, dir, prefix string, into tree) {
-	t.Helper()
-	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+// readDir adds the file system under dir (dir itself left out) to into, at
+// prefix.
+func readDir(dir, prefix string, into tree) error {
+	return filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil || p == dir {
 			return err
 		}
@@ -98,12 +97,9 @@ func dirTree(t *testing.T, dir, prefix string, into tree) {
 		if err != nil {
 			return err
 		}
-		into[path.Join(prefix, filepath.ToSlash(rel))] = dirEntry(t, p)
-		return nil
+		into[path.Join(prefix, filepath.ToSlash(rel))], err = fileEntry(p)
+		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func hashOf(s string) string {
@@ -198,7 +194,9 @@ func TestWriteRootFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := tree{}
-	dirTree(t, root, "", got)
+	if err := readDir(root, "", got); err != nil {
+		t.Fatal(err)
+	}
 	if diff := cmp.Diff(imageTree(t, img), got); diff != "" {
 		t.Errorf("root file system (-image +directory):\n%s", diff)
 	}
