@@ -1,19 +1,17 @@
 package testenv
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
-	"os/exec"
+	"path"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/drover-project/drover/internal/appimage"
 )
 
 // The real node's tiny image: one static binary, hack/realnode/probe, under
@@ -27,10 +25,89 @@ const (
 	SandboxImage = "drover.invalid/pause:1"
 )
 
+// BuildAppImage builds the application image of the Go main package pkg
+// (relative to the repository root, such as "./examples/wordcount") as
+// `make image` does: the binary built as the Dockerfile builds it, at
+// /app/<last element of pkg>, on internal/appimage's base, written to path
+// as a docker-archive tarball tagged tag, for StartRealNode to import.
+func BuildAppImage(ctx context.Context, path, pkg, tag string) error {
+	name := baseName(pkg)
+	if err := appimage.CheckName(name); err != nil {
+		return err
+	}
+	if err := appimage.CheckTag(tag); err != nil {
+		return err
+	}
+	certs, err := appimage.ReadCACerts(appimage.DefaultCACerts)
+	if err != nil {
+		return err
+	}
+	root, err := appimage.ModuleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	data, err := buildBinary(ctx, root, pkg, filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	spec, err := appimage.App(name, data, certs)
+	if err != nil {
+		return err
+	}
+	return writeImage(path, spec, tag)
+}
+
+// BuildProbeImage builds hack/realnode/probe as GoBuild does (static, from
+// the module this test runs in) and writes it as a docker-archive tarball
+// at path, tagged ProbeImage and SandboxImage: appimage's base without CA
+// certificates (root and nonroot 65532 in /etc/passwd, /tmp 1777) and
+// /probe, the entry point.
+func BuildProbeImage(ctx context.Context, path string) error {
+	data, err := buildBinary(ctx, "", "github.com/drover-project/drover/hack/realnode/probe", filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	return writeImage(path, appimage.Spec{
+		Layers: []appimage.Layer{appimage.Base(nil), {{Path: "probe", Mode: 0o755, Data: data}}},
+		Config: v1.Config{Entrypoint: []string{"/probe"}, Env: []string{"PATH=/"}, WorkingDir: "/"},
+	}, ProbeImage, SandboxImage)
+}
+
+// buildBinary is the bytes of pkg built by appimage.GoBuild in dir,
+// without reaching the network, in a temporary directory under near.
+func buildBinary(ctx context.Context, dir, pkg, near string) ([]byte, error) {
+	tmp, err := os.MkdirTemp(near, ".build-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, baseName(pkg))
+	if err := appimage.GoBuild(ctx, dir, pkg, bin, "GOFLAGS=-mod=readonly", "GOPROXY=off"); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, fmt.Errorf("built binary: %w", err)
+	}
+	return data, nil
+}
+
+// baseName is the last element of a package path, the name go build gives
+// its binary.
+func baseName(pkg string) string { return path.Base(filepath.ToSlash(pkg)) }
+
+func writeImage(path string, spec appimage.Spec, tags ...string) error {
+	img, err := spec.Image()
+	if err != nil {
+		return err
+	}
+	return appimage.WriteTarball(path, img, tags...)
+}
+
 // ImageFile is one regular file or directory (Dir) of an image layer.
 type ImageFile struct {
 	Path string // relative, without a leading slash
-	Mode int64
+	Mode int64  // Unix permissions, with the sticky bit 0o1000
 	Dir  bool
 	Data []byte
 }
@@ -45,107 +122,23 @@ type ImageSpec struct {
 	Env        []string
 }
 
-// WriteDockerArchive writes spec as a docker-archive tarball (manifest.json,
-// the image configuration, one uncompressed layer), the format `docker
-// save` writes and `ctr images import` reads, without Docker: every
-// timestamp is zero, so the same spec gives the same bytes.
+// WriteDockerArchive writes spec as a docker-archive tarball through
+// internal/appimage. BuildAppImage supersedes it; it stays while
+// internal/k8s/submit's temporary realnode_tmpimage_test.go calls it.
 func WriteDockerArchive(path string, spec ImageSpec) error {
-	var layer bytes.Buffer
-	lw := tar.NewWriter(&layer)
-	for _, f := range spec.Files {
-		h := &tar.Header{Name: f.Path, Mode: f.Mode, Typeflag: tar.TypeReg, Size: int64(len(f.Data)), Format: tar.FormatPAX}
+	layer := make(appimage.Layer, len(spec.Files))
+	for i, f := range spec.Files {
+		mode := fs.FileMode(f.Mode).Perm()
+		if f.Mode&0o1000 != 0 {
+			mode |= fs.ModeSticky
+		}
 		if f.Dir {
-			h = &tar.Header{Name: strings.TrimSuffix(f.Path, "/") + "/", Mode: f.Mode, Typeflag: tar.TypeDir, Format: tar.FormatPAX}
+			mode |= fs.ModeDir
 		}
-		if err := lw.WriteHeader(h); err != nil {
-			return fmt.Errorf("image layer: %w", err)
-		}
-		if !f.Dir {
-			if _, err := lw.Write(f.Data); err != nil {
-				return fmt.Errorf("image layer: %w", err)
-			}
-		}
+		layer[i] = appimage.File{Path: strings.TrimSuffix(f.Path, "/"), Mode: mode, Data: f.Data}
 	}
-	if err := lw.Close(); err != nil {
-		return fmt.Errorf("image layer: %w", err)
-	}
-	layerSum := sha256.Sum256(layer.Bytes())
-	layerHex := hex.EncodeToString(layerSum[:])
-
-	cfg := map[string]any{
-		"architecture": runtime.GOARCH,
-		"os":           "linux",
-		"created":      time.Unix(0, 0).UTC().Format(time.RFC3339),
-		"config": map[string]any{
-			"Entrypoint": spec.Entrypoint,
-			"User":       spec.User,
-			"Env":        spec.Env,
-			"WorkingDir": "/",
-		},
-		"rootfs":  map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + layerHex}},
-		"history": []map[string]any{{"created_by": "drover testenv.WriteDockerArchive"}},
-	}
-	cfgJSON, err := json.Marshal(cfg)
-	if err != nil {
-		return err
-	}
-	cfgSum := sha256.Sum256(cfgJSON)
-	cfgName := hex.EncodeToString(cfgSum[:]) + ".json"
-	manifest, err := json.Marshal([]map[string]any{{
-		"Config":   cfgName,
-		"RepoTags": spec.Tags,
-		"Layers":   []string{layerHex + "/layer.tar"},
-	}})
-	if err != nil {
-		return err
-	}
-
-	var out bytes.Buffer
-	w := tar.NewWriter(&out)
-	for _, e := range []struct {
-		name string
-		data []byte
-	}{{cfgName, cfgJSON}, {layerHex + "/layer.tar", layer.Bytes()}, {"manifest.json", manifest}} {
-		if err := w.WriteHeader(&tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.data)), Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		if _, err := w.Write(e.data); err != nil {
-			return err
-		}
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	return os.WriteFile(path, out.Bytes(), 0o644)
-}
-
-// BuildProbeImage builds hack/realnode/probe as a static binary (go build,
-// CGO_ENABLED=0, from the module this test runs in) and writes it as a
-// docker-archive tarball at path, tagged ProbeImage and SandboxImage: a
-// root file system of /probe, /tmp (1777) and /etc/passwd and /etc/group
-// with root and nonroot (65532), entry point /probe.
-func BuildProbeImage(ctx context.Context, path string) error {
-	bin := filepath.Join(filepath.Dir(path), "probe")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin,
-		"github.com/drover-project/drover/hack/realnode/probe")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly", "GOPROXY=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the probe binary: %w\n%s", err, out)
-	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		return err
-	}
-	return WriteDockerArchive(path, ImageSpec{
-		Tags: []string{ProbeImage, SandboxImage},
-		Files: []ImageFile{
-			{Path: "etc", Mode: 0o755, Dir: true},
-			{Path: "etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n")},
-			{Path: "etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnonroot:x:65532:\n")},
-			{Path: "tmp", Mode: 0o1777, Dir: true},
-			{Path: "probe", Mode: 0o755, Data: data},
-		},
-		Entrypoint: []string{"/probe"},
-		Env:        []string{"PATH=/"},
-	})
+	return writeImage(path, appimage.Spec{
+		Layers: []appimage.Layer{layer},
+		Config: v1.Config{Entrypoint: spec.Entrypoint, User: spec.User, Env: spec.Env, WorkingDir: "/"},
+	}, spec.Tags...)
 }

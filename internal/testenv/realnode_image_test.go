@@ -2,112 +2,111 @@ package testenv
 
 import (
 	"archive/tar"
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// TestWriteDockerArchive reads back what WriteDockerArchive wrote: the
-// manifest names the tags, the configuration by its digest and the layer,
-// whose digest is the configuration's diff ID, and the layer holds the
-// files with their modes. The same spec gives the same bytes.
-func TestWriteDockerArchive(t *testing.T) {
-	dir := t.TempDir()
-	spec := ImageSpec{
-		Tags: []string{"drover.invalid/a:1", "drover.invalid/b:1"},
-		Files: []ImageFile{
-			{Path: "tmp", Mode: 0o1777, Dir: true},
-			{Path: "bin", Mode: 0o755, Data: []byte("#!binary")},
-		},
-		Entrypoint: []string{"/bin"},
-		User:       "65532",
-	}
-	a, b := filepath.Join(dir, "a.tar"), filepath.Join(dir, "b.tar")
-	if err := WriteDockerArchive(a, spec); err != nil {
+// imageFiles is the image's tagged config and its files ("path mode") from
+// the tarball at file, read with go-containerregistry as ctr reads it.
+func imageFiles(t *testing.T, file, tag string) (v1.Config, []string) {
+	t.Helper()
+	ref, err := name.NewTag(tag)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteDockerArchive(b, spec); err != nil {
+	img, err := tarball.ImageFromPath(file, &ref)
+	if err != nil {
+		t.Fatalf("image %s in %s: %v", tag, file, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
 		t.Fatal(err)
 	}
-	ab, _ := os.ReadFile(a)
-	bb, _ := os.ReadFile(b)
-	if !bytes.Equal(ab, bb) {
-		t.Error("two archives of the same spec differ")
-	}
-
-	files := map[string][]byte{}
-	tr := tar.NewReader(bytes.NewReader(ab))
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	var files []string
+	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
-			break
+		if errors.Is(err, io.EOF) {
+			return cf.Config, files
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		files[h.Name], _ = io.ReadAll(tr)
-	}
-	var manifest []struct {
-		Config   string
-		RepoTags []string
-		Layers   []string
-	}
-	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil || len(manifest) != 1 {
-		t.Fatalf("manifest.json: %v %s", err, files["manifest.json"])
-	}
-	m := manifest[0]
-	if strings.Join(m.RepoTags, ",") != "drover.invalid/a:1,drover.invalid/b:1" || len(m.Layers) != 1 {
-		t.Fatalf("manifest: %+v", m)
-	}
-	cfgSum := sha256.Sum256(files[m.Config])
-	if m.Config != hex.EncodeToString(cfgSum[:])+".json" {
-		t.Errorf("config %s is not named by its digest", m.Config)
-	}
-	var cfg struct {
-		OS     string `json:"os"`
-		Config struct {
-			Entrypoint []string
-			User       string
-		} `json:"config"`
-		RootFS struct {
-			DiffIDs []string `json:"diff_ids"`
-		} `json:"rootfs"`
-	}
-	if err := json.Unmarshal(files[m.Config], &cfg); err != nil {
-		t.Fatal(err)
-	}
-	layer := files[m.Layers[0]]
-	layerSum := sha256.Sum256(layer)
-	if len(cfg.RootFS.DiffIDs) != 1 || cfg.RootFS.DiffIDs[0] != "sha256:"+hex.EncodeToString(layerSum[:]) {
-		t.Errorf("diff IDs %v, layer digest %x", cfg.RootFS.DiffIDs, layerSum)
-	}
-	if cfg.OS != "linux" || cfg.Config.User != "65532" || strings.Join(cfg.Config.Entrypoint, " ") != "/bin" {
-		t.Errorf("config: %+v", cfg)
-	}
-
-	lr := tar.NewReader(bytes.NewReader(layer))
-	var got []string
-	for {
-		h, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, h.Name+" "+os.FileMode(h.Mode).String())
-	}
-	if want := "tmp/ -rwxrwxrwx,bin -rwxr-xr-x"; strings.Join(got, ",") != want {
-		t.Errorf("layer: %q, want %q", strings.Join(got, ","), want)
+		files = append(files, strings.TrimSuffix(h.Name, "/")+" "+h.FileInfo().Mode().String())
 	}
 }
+
+// TestImages reads back, as ctr would, the images the real-node tests
+// import: each tag names the image, with its configuration and files.
+func TestImages(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"etc drwxr-xr-x", "etc/group -rw-r--r--", "etc/nsswitch.conf -rw-r--r--", "etc/passwd -rw-r--r--",
+		"home drwxr-xr-x", "home/nonroot drwx------", "tmp dtrwxrwxrwx"}
+	certs := []string{"etc/ssl drwxr-xr-x", "etc/ssl/certs drwxr-xr-x", "etc/ssl/certs/ca-certificates.crt -rw-r--r--"}
+	for _, tc := range []struct {
+		name   string
+		build  func(path string) error
+		tags   []string
+		config v1.Config
+		files  []string
+	}{{
+		name:   "probe",
+		build:  func(p string) error { return BuildProbeImage(t.Context(), p) },
+		tags:   []string{ProbeImage, SandboxImage},
+		config: v1.Config{Entrypoint: []string{"/probe"}, Env: []string{"PATH=/"}, WorkingDir: "/"},
+		files:  append([]string{"probe -rwxr-xr-x"}, base...),
+	}, {
+		name:   "application",
+		build:  func(p string) error { return BuildAppImage(t.Context(), p, "./examples/pi", "drover.invalid/pi:test") },
+		tags:   []string{"drover.invalid/pi:test"},
+		config: v1.Config{User: "65532:65532", WorkingDir: "/home/nonroot", Env: []string{"PATH=/app"}},
+		files:  append(append([]string{"app drwxr-xr-x", "app/pi -rwxr-xr-x"}, base...), certs...),
+	}, {
+		name: "WriteDockerArchive",
+		build: func(p string) error {
+			return WriteDockerArchive(p, ImageSpec{
+				Tags:       []string{"drover.invalid/a:1"},
+				Files:      []ImageFile{{Path: "tmp", Mode: 0o1777, Dir: true}, {Path: "bin", Mode: 0o755, Data: []byte("#!binary")}},
+				Entrypoint: []string{"/bin"},
+				User:       "65532",
+			})
+		},
+		tags:   []string{"drover.invalid/a:1"},
+		config: v1.Config{Entrypoint: []string{"/bin"}, User: "65532", WorkingDir: "/"},
+		files:  []string{"bin -rwxr-xr-x", "tmp dtrwxrwxrwx"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, tc.name+".tar")
+			if err := tc.build(file); err != nil {
+				t.Fatal(err)
+			}
+			for _, tag := range tc.tags {
+				config, files := imageFiles(t, file, tag)
+				if diff := cmp.Diff(tc.config, config); diff != "" {
+					t.Errorf("%s: configuration (-want +got):\n%s", tag, diff)
+				}
+				if diff := cmp.Diff(tc.files, files, cmpSorted); diff != "" {
+					t.Errorf("%s: files (-want +got):\n%s", tag, diff)
+				}
+			}
+		})
+	}
+}
+
+var cmpSorted = cmpopts.SortSlices(func(a, b string) bool { return a < b })
 
 // TestRunNetNSAddrRefusesTheMachinesNetwork: outside a namespace made for
 // the run (any interface but loopback, drover0 and the CNI bridge), the
