@@ -21,6 +21,7 @@ import (
 	"github.com/drover-project/drover/internal/k8s/client"
 	"github.com/drover-project/drover/internal/k8s/submit"
 	"github.com/drover-project/drover/internal/master"
+	"github.com/drover-project/drover/internal/operator/api/v1alpha1"
 )
 
 func init() {
@@ -99,7 +100,8 @@ type submitOptions struct {
 	confFlags
 	numExecutors, executorCores, executorMemory, driverCores, driverMemory string
 	kill, status                                                           string
-	verbose                                                                bool
+	verbose, asObject                                                      bool
+	stdout                                                                 io.Writer
 }
 
 func newSubmitCommand() *cobra.Command {
@@ -116,7 +118,11 @@ code. With --conf spark.kubernetes.submission.waitAppCompletion=false it prints 
 (namespace:driver-pod) and returns. The application is local:///path/of/the/binary/in/the/image.
 
 In client mode (the default) it runs the local application binary with these flags: the driver
-runs here and creates its executor pods itself.`,
+runs here and creates its executor pods itself.
+
+With --as-object it checks the submission as in cluster mode, then prints it as a DroverApplication
+(drover.io/v1alpha1, see docs/operator.md) for kubectl apply or a Git repository, and creates
+nothing; --master may then be left out.`,
 		Example: `  drover submit --master k8s://https://kube.example:6443 --deploy-mode cluster \
     --conf spark.kubernetes.container.image=registry.example/wordcount:1.0 \
     --conf spark.kubernetes.authenticate.driver.serviceAccountName=drover-driver \
@@ -137,6 +143,7 @@ runs here and creates its executor pods itself.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.stdout = cmd.OutOrStdout()
 			return o.run(cmd.Context(), cmd.ErrOrStderr(), args)
 		},
 	}
@@ -154,6 +161,7 @@ runs here and creates its executor pods itself.`,
 	fl.StringVar(&o.status, "status", "", "print the status of submission `ID` (namespace:driver-pod or namespace:app-id, a trailing * is a glob)")
 	fl.StringVar(&o.kill, "kill", "", "kill submission `ID` (namespace:driver-pod or namespace:app-id, a trailing * is a glob)")
 	fl.BoolVar(&o.verbose, "verbose", false, "print the resolved configuration and what is created")
+	fl.BoolVar(&o.asObject, "as-object", false, "check the submission, then print it as a DroverApplication (YAML) instead of creating anything, for kubectl apply or GitOps")
 	return cmd
 }
 
@@ -184,6 +192,9 @@ func (o *submitOptions) run(ctx context.Context, stderr io.Writer, args []string
 		for _, k := range slices.Sorted(maps.Keys(red)) {
 			fmt.Fprintf(stderr, "  %s=%s\n", k, red[k])
 		}
+	}
+	if o.asObject {
+		return printObject(conf, args[0], args[1:], o.stdout, stderr)
 	}
 	if config.DeployMode.Get(conf) != "cluster" {
 		return o.runClient(ctx, args)
@@ -218,6 +229,33 @@ func (o *submitOptions) runClient(ctx context.Context, args []string) error {
 		return fmt.Errorf("running the application %s in client mode: %w", bin, err)
 	}
 	return nil
+}
+
+// printObject prints the DroverApplication of a cluster-mode submission
+// after submit's own checks, so a bad object fails here as submit would.
+// The operator's controller decides the master, so none is needed: the
+// checks use the in-cluster API server's address.
+func printObject(conf *config.Conf, resource string, args []string, out, stderr io.Writer) error {
+	check := conf.Clone().Set(config.DeployMode.Key(), "cluster")
+	if !config.Master.IsSet(conf) {
+		check.Set(config.Master.Key(), "k8s://"+config.KubernetesDriverMaster.Get(conf))
+	}
+	if _, err := submit.Prepare(check, resource, args, master.NewAppID); err != nil {
+		return config.Invalid(err)
+	}
+	app, dropped, err := v1alpha1.FromSubmit(conf, resource, args, os.ReadFile)
+	if err != nil {
+		return config.Invalid(fmt.Errorf("--as-object: %w", err))
+	}
+	for _, k := range dropped {
+		fmt.Fprintf(stderr, "drover: warning: %s is left out of the object: the operator's controller sets it\n", k)
+	}
+	y, err := v1alpha1.YAML(app)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(y)
+	return err
 }
 
 // runCluster creates the driver and, with waitAppCompletion, follows it.

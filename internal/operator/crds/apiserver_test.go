@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/operator/api/v1alpha1"
 	"github.com/drover-project/drover/internal/testenv"
@@ -158,8 +160,10 @@ func TestOperatorBadObjects(t *testing.T) {
 			want: []string{"spec.dynamicAllocation.initialExecutors", "initialExecutors must be ≥ minExecutors"}},
 		{name: "an s3 application", changes: []change{{"spec.mainApplicationFile", "s3://bucket/wordcount"}},
 			want: []string{"spec.mainApplicationFile", "drover uploads no files"}},
-		{name: "no image", changes: []change{{"spec.image", nil}},
-			want: []string{"spec.image", "Required value"}},
+		{name: "empty image", changes: []change{{"spec.image", ""}},
+			want: []string{"spec.image", "at least 1 chars long"}},
+		{name: "no application", changes: []change{{"spec.mainApplicationFile", nil}},
+			want: []string{"spec.mainApplicationFile", "Required value"}},
 		{name: "unknown pull policy", changes: []change{{"spec.imagePullPolicy", "Sometimes"}},
 			want: []string{"spec.imagePullPolicy", "supported values"}},
 		{name: "queue that is no label value", changes: []change{{"spec.queue", "night queue"}},
@@ -249,6 +253,10 @@ func TestOperatorGoodObjects(t *testing.T) {
 		"weekdays every five minutes": {v1alpha1.ResourceScheduledApplications,
 			set(goodScheduled(), "spec.schedule", "*/5 9-17 * JAN-DEC MON-FRI")},
 	}
+	tests["drover submit --as-object's"] = struct {
+		resource string
+		obj      map[string]any
+	}{v1alpha1.ResourceApplications, asObject(t)}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			if err := create(t, env, tt.resource, tt.obj); err != nil {
@@ -256,6 +264,32 @@ func TestOperatorGoodObjects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// asObject is what drover submit --as-object prints for a typical command
+// line, decoded.
+func asObject(t *testing.T) map[string]any {
+	t.Helper()
+	conf, _, err := config.Load(config.Sources{Env: func(string) string { return "" }, Pairs: []string{
+		"spark.kubernetes.container.image=registry.example/wordcount:1.0", "spark.executor.instances=4",
+		"spark.executor.memory=2g", "spark.driver.cores=2", "spark.dynamicAllocation.enabled=false",
+		"spark.kubernetes.namespace=default", "spark.master=k8s://https://kube.example:6443", "spark.app.name=Word Count"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, _, err := v1alpha1.FromSubmit(conf, "local:///app/wordcount", []string{"/data/books", "20"}, os.ReadFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := v1alpha1.YAML(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obj map[string]any
+	if err := yaml.Unmarshal(y, &obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }
 
 // TestOperatorConfMirror: for every sparkConf key the CRD checks, the API

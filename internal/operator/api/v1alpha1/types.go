@@ -65,9 +65,12 @@ type DroverApplicationList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.sparkConf) || !('drover.kubernetes.queue' in self.sparkConf) || (size(self.sparkConf['drover.kubernetes.queue']) <= 63 && self.sparkConf['drover.kubernetes.queue'].matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",fieldPath=".sparkConf['drover.kubernetes.queue']"
 type DroverApplicationSpec struct {
 	// Image of the driver and executor pods (spark.kubernetes.container.image).
+	// Unset, sparkConf's spark.kubernetes.{driver,executor}.container.image
+	// or the pod templates' containers name the images.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
-	Image string `json:"image"`
+	Image string `json:"image,omitempty"`
 
 	// ImagePullPolicy of both (spark.kubernetes.container.image.pullPolicy).
 	// +optional
