@@ -50,23 +50,34 @@ kueue:
 realnodebin:
 	@./hack/build-realnode.sh >/dev/null
 
-## realnode: the real-node tests alone (TestRealNode*, verbose), inside a network namespace made for the run
-## (hack/realnode-netns.sh: lo, a private node address, the pods' CNI bridge; nothing reaches outside), on a real
-## kubelet with containerd and runc; DROVER_REALNODE=1 makes a missing prerequisite fail them, not skip.
-## Their build tag, realnode, keeps them out of make test until it runs them in their namespace (issue 42)
+## realnode: the real-node tests (TestRealNode*, verbose): the kubelet's own cases (internal/testenv) and drover's
+## (internal/k8s/submit: the image make image builds, word count from S3 in a restricted namespace, OOMKilled, eviction,
+## SIGTERM then SIGKILL, the driver restarted in place), each package inside a network namespace made for the run
+## (hack/realnode-netns.sh: lo, a private node address, the pods' CNI bridge; nothing reaches outside), on a real kubelet
+## with containerd and runc. DROVER_REALNODE=1 makes a missing prerequisite fail them, not skip. Their build tag,
+## realnode, keeps them out of the main go test run, which cannot be in their namespace; make test runs this after it
 .PHONY: realnode
-realnode: realnodebin testbin testpackages
-	@bin="$$(mktemp -d)/testenv.test"; \
-		CGO_ENABLED=0 $(GO) test -c -tags integration,realnode -o "$$bin" ./internal/testenv && \
-		cd internal/testenv && DROVER_REALNODE=1 DROVER_TESTBIN="$$(../../hack/build-testbin.sh | tail -1)" \
-		../../hack/realnode-netns.sh "$$bin" -test.run "$${RUN:-RealNode}" -test.count=1 -test.timeout=15m -test.v; \
-		rc=$$?; rm -rf "$$(dirname "$$bin")"; exit $$rc
+realnode: realnodebin testbin versitygw testpackages
+	@dir="$$(mktemp -d)"; rc=0; \
+	for pkg in internal/testenv internal/k8s/submit; do \
+		CGO_ENABLED=0 $(GO) test -c -tags integration,realnode -o "$$dir/$$(basename $$pkg).test" ./$$pkg || { rc=1; break; }; \
+	done; \
+	if [ $$rc -eq 0 ]; then for pkg in internal/testenv internal/k8s/submit; do \
+		echo "drover: real-node tests of ./$$pkg"; \
+		(cd $$pkg && DROVER_REALNODE=1 DROVER_TESTBIN="$$($(CURDIR)/hack/build-testbin.sh | tail -1)" \
+			DROVER_VERSITYGW="$$($(CURDIR)/hack/build-versitygw.sh | tail -1)" \
+			$(CURDIR)/hack/realnode-netns.sh "$$dir/$$(basename $$pkg).test" -test.run "$${RUN:-RealNode}" -test.count=1 \
+			-test.timeout=15m -test.v) || rc=1; \
+	done; fi; \
+	rm -rf "$$dir"; exit $$rc
 
-## testbins: the Kubernetes binaries, versitygw and Kueue, built side by side (each only when missing)
+## testbins: the Kubernetes binaries, versitygw, Kueue and the real node's kubelet and containerd, built side by side
+## (each only when missing)
 testbins:
 	@echo "drover: making sure the test binaries are built (minutes the first time, cached in ~/.cache/drover)"
 	@./hack/build-testbin.sh >/dev/null & k=$$!; ./hack/build-versitygw.sh >/dev/null & v=$$!; ./hack/build-kueue.sh >/dev/null & q=$$!; \
-		wait $$k; kr=$$?; wait $$v; vr=$$?; wait $$q; qr=$$?; test $$kr -eq 0 -a $$vr -eq 0 -a $$qr -eq 0
+		./hack/build-realnode.sh >/dev/null & r=$$!; \
+		wait $$k; kr=$$?; wait $$v; vr=$$?; wait $$q; qr=$$?; wait $$r; rr=$$?; test $$kr -eq 0 -a $$vr -eq 0 -a $$qr -eq 0 -a $$rr -eq 0
 
 ## testpackages: the Debian packages tests drive (chromium, prometheus), installed when missing under CI=true or as
 ## root; otherwise it says how to install them and those tests skip
@@ -82,6 +93,9 @@ test: lint testbins testpackages
 		DROVER_KUEUE="$$(./hack/build-kueue.sh | tail -1)" $(GO) test -count=1 -tags integration -timeout 25m ./...
 	@echo "drover: race detector on every unit test"
 	$(GO) test -count=1 -race -timeout 20m ./...
+	@if [ "$${CI:-}" = true ] || [ "$$(id -u)" = 0 ]; then echo "drover: the real-node tests, in their network namespace"; \
+		$(MAKE) --no-print-directory realnode; \
+	else echo "drover: SKIPPED the real-node tests: they need root (containerd, runc, cgroups, a network namespace); CI runs them"; fi
 	@echo "drover: docs/getting-started.md, followed verbatim"
 	./hack/getting-started.sh
 
@@ -111,10 +125,10 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
-	$(GO) vet -tags integration,realnode ./internal/testenv/
+	$(GO) vet -tags integration,realnode ./internal/testenv/ ./internal/k8s/submit/
 	$(TOOLS) staticcheck ./...
 	$(TOOLS) staticcheck -tags integration ./...
-	$(TOOLS) staticcheck -tags integration,realnode ./internal/testenv/
+	$(TOOLS) staticcheck -tags integration,realnode ./internal/testenv/ ./internal/k8s/submit/
 
 ## proto: regenerate the gRPC code (needs protoc; committed output)
 proto:

@@ -192,8 +192,20 @@ func runExecutor() int {
 		log.Error("executor exiting", "err", err)
 		return 1
 	}
+	if ctx.Err() != nil {
+		// Stopped by SIGTERM, after decommissioning: exit as a process the
+		// signal ended. With 0 the kubelet reports an evicted pod as
+		// Succeeded, without the eviction's reason, and the driver could
+		// not name it (seen on a real kubelet, issue 42).
+		log.Info("executor stopped by SIGTERM", "exitCode", exitSIGTERM)
+		return exitSIGTERM
+	}
 	return 0
 }
+
+// exitSIGTERM is the exit code of a process SIGTERM ended (128+15), as a
+// JVM executor's is.
+const exitSIGTERM = 143
 
 // closeKeptLog ships the rest of the process's kept log before it exits
 // (at the end of its work, or on SIGTERM), within the pod's usual grace.

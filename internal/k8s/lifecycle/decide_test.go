@@ -110,13 +110,13 @@ func TestDecideStates(t *testing.T) {
 			pod:   failed(137, "OOMKilled"),
 			cause: scheduler.CauseOOMKilled,
 			want:  []Action{remove(1, 137, true), del(1)},
-			texts: []string{"pod app-exec-1 failed before its executor registered: executor container was OOM-killed (memory limit 2Gi); raise spark.executor.memoryOverhead or spark.executor.memory (exit code 137)"},
+			texts: []string{"pod app-exec-1 failed before its executor registered: executor container was OOMKilled by the kernel (memory limit 2Gi); raise spark.executor.memoryOverhead or spark.executor.memory (exit code 137)"},
 		},
 		"OOM-killed, no limit": {
 			pod:   failed(137, "OOMKilled").noMemoryLimit(),
 			cause: scheduler.CauseOOMKilled,
 			want:  []Action{remove(1, 137, true), del(1)},
-			texts: []string{"OOM-killed (no memory limit: the node ran out of memory)"},
+			texts: []string{"OOMKilled by the kernel (no memory limit: the node ran out of memory)"},
 		},
 		"exit 137": {
 			pod:   failed(137, "Error"),
@@ -206,7 +206,7 @@ func TestDecideStates(t *testing.T) {
 			pod:   failed(143, "Error").terminated("proxy", 137, "OOMKilled"),
 			cause: scheduler.CauseOOMKilled,
 			want:  []Action{remove(1, 137, true), del(1)},
-			texts: []string{"container proxy was OOM-killed", "container executor terminated: Error, exit code 143"},
+			texts: []string{"container proxy was OOMKilled by the kernel", "container executor terminated: Error, exit code 143"},
 		},
 		"terminated while being deleted": {
 			pod:   pod(1).running().deleting().terminated(container, 143, "Error"),
@@ -218,7 +218,7 @@ func TestDecideStates(t *testing.T) {
 			pod:   pod(1).running().deleting().terminated(container, 137, "OOMKilled"),
 			cause: scheduler.CauseOOMKilled,
 			want:  []Action{remove(1, 137, true)},
-			texts: []string{"OOM-killed"},
+			texts: []string{"OOMKilled by the kernel"},
 		},
 		"failed, killed by the driver": {
 			pod:    failed(143, "Error"),
@@ -448,7 +448,7 @@ func TestDecideFailureAccounting(t *testing.T) {
 	clk.Step(time.Minute)
 	got := fail(4)
 	check(t, got, []Action{remove(4, 137, true), del(4), FailApplication{}},
-		"exceeded spark.executor.maxNumFailures (2): last failure: pod app-exec-4 failed before its executor registered: executor container was OOM-killed (memory limit 2Gi)")
+		"exceeded spark.executor.maxNumFailures (2): last failure: pod app-exec-4 failed before its executor registered: executor container was OOMKilled by the kernel (memory limit 2Gi)")
 	if err := got[len(got)-1].(FailApplication).Err; !errors.Is(err, ErrTooManyFailures) {
 		t.Errorf("error %v is not ErrTooManyFailures", err)
 	}

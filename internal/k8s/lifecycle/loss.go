@@ -275,7 +275,7 @@ func endedReason(p *snapshot.Pod, failed bool, container string, when registrati
 		switch t.Reason {
 		case containerOOMKilled:
 			r.Cause = scheduler.CauseOOMKilled
-			fmt.Fprintf(&b, "%s was OOM-killed", who)
+			fmt.Fprintf(&b, "%s was OOMKilled by the kernel", who)
 			if limit := memoryLimit(p, primary.Name); limit != "" {
 				fmt.Fprintf(&b, " (memory limit %s)", limit)
 			} else {

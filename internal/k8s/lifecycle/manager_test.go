@@ -150,7 +150,7 @@ func TestManagerKeepsFinalStates(t *testing.T) {
 		h.m.OnSnapshot(snap(h.clk.Now()), false)
 		h.expect(h.tick(),
 			"delete app-exec-1",
-			"remove 1 (app true): pod app-exec-1 failed before its executor registered: executor container was OOM-killed (memory limit 2Gi)",
+			"remove 1 (app true): pod app-exec-1 failed before its executor registered: executor container was OOMKilled by the kernel (memory limit 2Gi)",
 			"remove 2 (app false): pod app-exec-2 was deleted by a user or the cluster (not the driver) before its executor registered")
 	})
 }
