@@ -64,6 +64,7 @@ type RealNode struct {
 
 	mu       sync.Mutex
 	forwards []*front // Expose's
+	lock     *os.File // lockRealNode's, held until Stop
 }
 
 // ContainerdDir returns the directory of containerd, its runc shim and ctr:
@@ -154,17 +155,23 @@ func (e *Env) StartRealNode(ctx context.Context, name string, images ...string) 
 	if _, err := os.Stat(filepath.Join(cniBin, "bridge")); err != nil {
 		return nil, fmt.Errorf("%w: no CNI bridge plugin in %s (Debian's containernetworking-plugins: hack/install-test-packages.sh)", ErrMissingBinaries, cniBin)
 	}
+	lock, err := lockRealNode(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cleanStaleRealNodes()
 	// Short: containerd's socket path must fit a sockaddr_un.
 	dir, err := os.MkdirTemp("", realNodePrefix)
 	if err != nil {
+		_ = lock.Close()
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
 		_ = os.RemoveAll(dir)
+		_ = lock.Close()
 		return nil, err
 	}
-	n := &RealNode{Name: name, IP: ip, Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), containerd: cdir}
+	n := &RealNode{Name: name, IP: ip, Dir: dir, Socket: filepath.Join(dir, "containerd.sock"), containerd: cdir, lock: lock}
 	defer func() {
 		if err != nil {
 			_ = n.Stop()
@@ -367,6 +374,7 @@ func (n *RealNode) Stop() error {
 		if err := os.RemoveAll(n.Dir); err != nil {
 			n.stopErr = fmt.Errorf("removing %s: %w", n.Dir, err)
 		}
+		_ = n.lock.Close()
 	})
 	return n.stopErr
 }

@@ -1,6 +1,9 @@
 package testenv
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -110,6 +113,39 @@ func removeKubepodsCgroups() {
 		})
 		for _, d := range slices.Backward(dirs) {
 			_ = syscall.Rmdir(d)
+		}
+	}
+}
+
+// realNodeLock is the file whose lock a real node holds while it lives.
+var realNodeLock = filepath.Join(os.TempDir(), "drover-realnode.lock")
+
+// lockRealNode waits, as long as ctx allows, for the machine-wide real
+// node lock and returns it held. One real node runs at a time on a
+// machine: the kubelet's device-plugin socket
+// (/var/lib/kubelet/device-plugins) and the kubepods cgroups are the
+// machine's, whatever its --root-dir, so a second kubelet would take them
+// from the first. The lock ends with its process, so a killed test never
+// leaves it held.
+func lockRealNode(ctx context.Context) (*os.File, error) {
+	f, err := os.OpenFile(realNodeLock, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the real-node lock: %w", err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			_ = f.Close()
+			return nil, fmt.Errorf("locking %s: %w", realNodeLock, err)
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			return nil, fmt.Errorf("another real node runs on this machine (lock %s), and one runs at a time: the kubelet's device-plugin socket and the kubepods cgroups are machine-wide: %w", realNodeLock, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
