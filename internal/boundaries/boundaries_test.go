@@ -61,10 +61,13 @@ var rules = []rule{
 	{
 		// The Kubernetes client stays in the rooms that talk to the API server; the
 		// driver's assembly and the engine reach it only through internal/k8s, and
-		// cmd/ and hack/ only through those packages.
-		name: "only internal/k8s/..., internal/cli and internal/testenv/... import k8s.io/client-go",
-		from: not(anyOf(under(module+"/internal/k8s"), is(module+"/internal/cli"), under(module+"/internal/testenv"))),
-		to:   under("k8s.io/client-go"),
+		// cmd/ and hack/ only through those packages. The operator's controller
+		// and installer are API clients by nature (controller-runtime is built
+		// on client-go); its API types stay free of it.
+		name: "only internal/k8s/..., internal/cli, internal/operator/{controller,install} and internal/testenv/... import k8s.io/client-go",
+		from: not(anyOf(under(module+"/internal/k8s"), is(module+"/internal/cli"), under(module+"/internal/testenv"),
+			under(module+"/internal/operator/controller"), under(module+"/internal/operator/install"))),
+		to: under("k8s.io/client-go"),
 		// Tests too: a test importing client-go means the package's own code has
 		// Kubernetes objects to check, which belongs in internal/k8s.
 		tests: true,
