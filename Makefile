@@ -60,7 +60,7 @@ realnodebin:
 realnode: realnodebin testbin versitygw testpackages
 	@dir="$$(mktemp -d)"; rc=0; \
 	for pkg in internal/testenv internal/k8s/submit; do \
-		CGO_ENABLED=0 $(GO) test -c -tags integration,realnode -o "$$dir/$$(basename $$pkg).test" ./$$pkg || { rc=1; break; }; \
+		$(GO) test -c -tags integration,realnode -o "$$dir/$$(basename $$pkg).test" ./$$pkg || { rc=1; break; }; \
 	done; \
 	if [ $$rc -eq 0 ]; then for pkg in internal/testenv internal/k8s/submit; do \
 		echo "drover: real-node tests of ./$$pkg"; \

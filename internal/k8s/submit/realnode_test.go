@@ -67,16 +67,28 @@ func realEnv(t *testing.T) *testenv.Env {
 		defer os.RemoveAll(dir)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
+		// Built side by side: the links of three large static binaries
+		// are most of it.
+		errs := make(chan error, len(realApps))
+		var tars []string
 		for name, pkg := range realApps {
 			tar := filepath.Join(dir, name+".tar")
-			if err := testenv.BuildAppImage(ctx, tar, pkg, realImage(name)); err != nil {
-				realImagesErr = fmt.Errorf("building the image of %s: %w", pkg, err)
-				return
-			}
-			if err := env.RealNode.Import(ctx, tar); err != nil {
+			tars = append(tars, tar)
+			go func() {
+				if err := testenv.BuildAppImage(ctx, tar, pkg, realImage(name)); err != nil {
+					errs <- fmt.Errorf("building the image of %s: %w", pkg, err)
+					return
+				}
+				errs <- nil
+			}()
+		}
+		for range realApps {
+			if err := <-errs; err != nil && realImagesErr == nil {
 				realImagesErr = err
-				return
 			}
+		}
+		if realImagesErr == nil {
+			realImagesErr = env.RealNode.Import(ctx, tars...)
 		}
 	})
 	if realImagesErr != nil {
