@@ -21,7 +21,6 @@ import (
 
 	"github.com/drover-project/drover/internal/envvar"
 	"github.com/drover-project/drover/internal/logging"
-	"github.com/drover-project/drover/internal/testenv"
 )
 
 func init() {
@@ -53,6 +52,8 @@ type devClusterState struct {
 	StartSeconds  float64   `json:"startSeconds"`
 	// S3 is the object store (nil from a drover without one).
 	S3 *devS3State `json:"s3,omitempty"`
+	// RealNode is up --real-node's node, nil without.
+	RealNode *devRealNodeState `json:"realNode,omitempty"`
 }
 
 type devClusterOptions struct {
@@ -64,6 +65,7 @@ type devClusterOptions struct {
 	kwokNodes        int
 	kwokStages       string
 	build            bool
+	realNode         bool
 	timeout          time.Duration
 	ttl              time.Duration
 }
@@ -150,7 +152,12 @@ kube-controller-manager) with one process node, which runs each pod's command as
 its own 127.x.y.z pod IP, and optionally kwok nodes that simulate pods, and an S3-compatible object store
 (versitygw) with a bucket named drover, whose keys every namespace gets as the Secret drover-s3. It is for
 trying drover's Kubernetes mode without a cluster. The binaries come from ` + "`make testbin`" + ` and
-` + "`make versitygw`" + ` (cached in ~/.cache/drover).`,
+` + "`make versitygw`" + ` (cached in ~/.cache/drover).
+
+up --real-node (as root, inside a drover checkout) adds a real node: a kubelet with containerd and runc
+(hack/build-realnode.sh) in a network namespace of its own, whose pods run as containers of images loaded with
+` + "`drover dev-cluster image import`" + ` (` + "`make image`" + ` builds them); kubectl and drover reach the cluster on loopback
+as before.`,
 	}
 	cmd.PersistentFlags().StringVar(&o.stateDir, "state-dir", "", "directory for the cluster's kubeconfig, logs and data (default $XDG_STATE_HOME/drover/dev-cluster or ~/.cache/drover/dev-cluster)")
 	run := func(f func(*cobra.Command, *devClusterOptions) error) func(*cobra.Command, []string) error {
@@ -183,8 +190,9 @@ trying drover's Kubernetes mode without a cluster. The binaries come from ` + "`
 		c.Flags().StringVar(&o.kwokStages, "kwok-stages", "fast", "kwok pod behaviour: fast or general (start-up latency like real nodes)")
 		c.Flags().DurationVar(&o.ttl, "ttl", 0, "stop the cluster by itself after this long (0: never)")
 		_ = c.Flags().MarkHidden("ttl") // for tests, so a killed test can't leave a cluster running
+		c.Flags().BoolVar(&o.realNode, "real-node", false, "also run a real node (kubelet, containerd, runc; as root, in a network namespace of its own) whose pods run images imported with `image import`; built by hack/build-realnode.sh")
 	}
-	up.Flags().BoolVar(&o.build, "build", false, "build missing Kubernetes binaries and versitygw first with hack/build-testbin.sh and hack/build-versitygw.sh (inside a drover checkout; takes minutes)")
+	up.Flags().BoolVar(&o.build, "build", false, "build missing Kubernetes binaries and versitygw first with hack/build-testbin.sh and hack/build-versitygw.sh, and with --real-node the kubelet and containerd with hack/build-realnode.sh (inside a drover checkout; takes minutes)")
 	up.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the cluster to be ready")
 
 	cmd.AddCommand(up, serve,
@@ -192,7 +200,7 @@ trying drover's Kubernetes mode without a cluster. The binaries come from ` + "`
 		&cobra.Command{Use: "status", Short: "Say whether the dev cluster is up, and where", Args: cobra.NoArgs, RunE: run(runStatus)},
 		&cobra.Command{Use: "env", Short: "Print the shell commands that point kubectl (KUBECONFIG) and drover submit (DROVER_DEV_MASTER) at the dev cluster, and its object store (DROVER_DEV_S3_*)", Args: cobra.NoArgs, RunE: run(runEnv),
 			Example: `  eval "$(drover dev-cluster env)"`},
-		newPutCommand(o, run), newCatCommand(run),
+		newPutCommand(o, run), newCatCommand(run), newImageCommand(run),
 	)
 	return cmd
 }
@@ -231,35 +239,27 @@ func runUp(cmd *cobra.Command, o *devClusterOptions) error {
 		if err != nil {
 			return fmt.Errorf("the dev cluster in %s is starting or broken (no state yet); see %s or run drover dev-cluster down%s: %w", o.stateDir, o.path(daemonLog), o.stateDirFlag(), err)
 		}
+		if o.realNode && st.RealNode == nil {
+			return fmt.Errorf("the dev cluster in %s is up without a real node: run drover dev-cluster down%s first", o.stateDir, o.stateDirFlag())
+		}
 		fmt.Fprintf(out, "drover dev-cluster is already up (pid %d).\n\n", st.PID)
 		o.printUsage(out, st)
 		return nil
 	}
-	need := []string{testenv.Etcd, testenv.KubeAPIServer, testenv.KubeScheduler, testenv.KubeControllerManager}
-	if o.kwokNodes > 0 {
-		need = append(need, testenv.Kwok)
-	}
-	if _, err := testenv.FindBinaries(need...); err != nil {
-		if !o.build {
-			return fmt.Errorf("%w\n(or run `drover dev-cluster up --build` inside a drover checkout)", err)
-		}
-		if err := buildScript(cmd.Context(), cmd.ErrOrStderr(), "build-testbin.sh", "the Kubernetes binaries"); err != nil {
+	var checkout string
+	if o.realNode {
+		var err error
+		if checkout, err = checkRealNode(cmd, o); err != nil {
 			return err
 		}
-		if _, err := testenv.FindBinaries(need...); err != nil {
-			return err
+		// The lock of the machine's one real node may have to wait, and the
+		// node's start alone takes minutes on a busy machine.
+		if !cmd.Flags().Changed("timeout") {
+			o.timeout = 10 * time.Minute
 		}
 	}
-	if _, err := testenv.VersityGWBinary(); err != nil {
-		if !o.build {
-			return fmt.Errorf("%w\n(or run `drover dev-cluster up --build` inside a drover checkout)", err)
-		}
-		if err := buildScript(cmd.Context(), cmd.ErrOrStderr(), "build-versitygw.sh", "versitygw"); err != nil {
-			return err
-		}
-		if _, err := testenv.VersityGWBinary(); err != nil {
-			return err
-		}
+	if err := checkBinaries(cmd, o); err != nil {
+		return err
 	}
 	// Whatever a dead daemon left is stale.
 	if err := removeState(o); err != nil {
@@ -290,11 +290,19 @@ func runUp(cmd *cobra.Command, o *devClusterOptions) error {
 	daemon.Env = append(os.Environ(), envvar.DevClusterReadyFD+"=3")
 	// Its own session: the daemon outlives this command and the terminal.
 	daemon.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := daemon.Start(); err != nil {
-		readyW.Close()
+	closeListeners := func() {}
+	if o.realNode {
+		if closeListeners, err = realNodeDaemon(daemon, checkout); err != nil {
+			readyW.Close()
+			return err
+		}
+	}
+	err = daemon.Start()
+	readyW.Close()
+	closeListeners()
+	if err != nil {
 		return fmt.Errorf("starting the dev cluster daemon: %w", err)
 	}
-	readyW.Close()
 	fmt.Fprintf(cmd.ErrOrStderr(), "drover: starting the dev cluster (log: %s)...\n", o.path(daemonLog))
 
 	// The daemon writes one line when it is ready or has failed; EOF means
@@ -331,6 +339,9 @@ func runUp(cmd *cobra.Command, o *devClusterOptions) error {
 	if len(st.KwokNodes) > 0 {
 		fmt.Fprintf(out, ", %d kwok nodes", len(st.KwokNodes))
 	}
+	if st.RealNode != nil {
+		fmt.Fprintf(out, ", real node %s", st.RealNode.Name)
+	}
 	fmt.Fprint(out, ".\n\n")
 	o.printUsage(out, st)
 	return nil
@@ -352,6 +363,7 @@ func (o *devClusterOptions) printUsage(out io.Writer, st *devClusterState) {
 		fmt.Fprintf(out, "  and --conf spark.hadoop.fs.s3a.endpoint=%s --conf spark.hadoop.fs.s3a.path.style.access=true\n", s.Endpoint)
 		fmt.Fprintf(out, "  drover dev-cluster put FILE s3://%s/PREFIX/; drover dev-cluster cat s3://%s/PATH\n\n", s.Bucket, s.Bucket)
 	}
+	printRealNodeUsage(out, st)
 	fmt.Fprint(out, "Pods run as processes on this machine: a container's command must name a program here (images are\n"+
 		"ignored); each pod gets its own 127.x.y.z address. drover logs and kubectl logs work.\n")
 	fmt.Fprintf(out, "Stop it with: drover dev-cluster down%s\n", o.stateDirFlag())
@@ -400,7 +412,7 @@ func runDown(cmd *cobra.Command, o *devClusterOptions) error {
 // removeState removes the files a dev cluster keeps in its state directory,
 // and only those: --state-dir may name a directory that holds other things.
 func removeState(o *devClusterOptions) error {
-	for _, f := range []string{clusterDir, s3Dir, kubeconfigOut, stateFile, pidFile, daemonLog, lockFile} {
+	for _, f := range []string{clusterDir, s3Dir, kubeconfigOut, stateFile, pidFile, daemonLog, lockFile, realNodePodTemplate} {
 		if err := os.RemoveAll(o.path(f)); err != nil {
 			return fmt.Errorf("removing the dev cluster's files: %w", err)
 		}
@@ -443,6 +455,9 @@ func runStatus(cmd *cobra.Command, o *devClusterOptions) error {
 	if len(st.KwokNodes) > 0 {
 		fmt.Fprintf(out, " and %d kwok nodes", len(st.KwokNodes))
 	}
+	if st.RealNode != nil {
+		fmt.Fprintf(out, ", real node %s (%s)", st.RealNode.Name, st.RealNode.IP)
+	}
 	fmt.Fprintln(out)
 	return nil
 }
@@ -474,6 +489,9 @@ func runEnv(cmd *cobra.Command, o *devClusterOptions) error {
 		fmt.Fprintf(out, "export DROVER_DEV_S3_ENDPOINT=%s\nexport DROVER_DEV_S3_BUCKET=%s\nexport DROVER_DEV_S3_SECRET=%s\n"+
 			"export DROVER_DEV_S3_ACCESS_KEY=%s\nexport DROVER_DEV_S3_SECRET_KEY=%s\n",
 			s.Endpoint, s.Bucket, s.Secret, s.AccessKey, s.SecretKey)
+		if s.RealNodeEndpoint != "" {
+			fmt.Fprintf(out, "export DROVER_DEV_S3_REALNODE_ENDPOINT=%s\n", s.RealNodeEndpoint)
+		}
 	}
 	return nil
 }

@@ -46,6 +46,9 @@ type devS3State struct {
 	AccessKey string `json:"accessKey"`
 	SecretKey string `json:"secretKey"`
 	Secret    string `json:"secret"`
+	// RealNodeEndpoint is where the real node's pods reach the store (at
+	// the node's address); empty without a real node.
+	RealNodeEndpoint string `json:"realNodeEndpoint,omitempty"`
 }
 
 // startS3 starts the store and creates its bucket; the caller stops it.

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -33,26 +35,68 @@ import (
 // buildScript runs hack/<script> of the drover checkout around the working
 // directory, which builds what.
 func buildScript(ctx context.Context, progress io.Writer, script, what string) error {
+	root, err := checkoutRoot()
+	if err != nil {
+		return fmt.Errorf("--build needs a drover checkout: run it inside one (hack/%s is not shipped with the binary): %w", script, err)
+	}
+	path := filepath.Join(root, "hack", script)
+	fmt.Fprintf(progress, "drover: building %s with %s (minutes, once)...\n", what, path)
+	c := exec.CommandContext(ctx, "bash", path)
+	c.Stdout, c.Stderr = progress, progress
+	if err := c.Run(); err != nil {
+		return fmt.Errorf("building %s: %w", what, err)
+	}
+	return nil
+}
+
+// checkBinaries checks that the control plane's binaries and versitygw
+// are built, building them with --build.
+func checkBinaries(cmd *cobra.Command, o *devClusterOptions) error {
+	need := []string{testenv.Etcd, testenv.KubeAPIServer, testenv.KubeScheduler, testenv.KubeControllerManager}
+	if o.kwokNodes > 0 {
+		need = append(need, testenv.Kwok)
+	}
+	if _, err := testenv.FindBinaries(need...); err != nil {
+		if !o.build {
+			return fmt.Errorf("%w\n(or run `drover dev-cluster up --build` inside a drover checkout)", err)
+		}
+		if err := buildScript(cmd.Context(), cmd.ErrOrStderr(), "build-testbin.sh", "the Kubernetes binaries"); err != nil {
+			return err
+		}
+		if _, err := testenv.FindBinaries(need...); err != nil {
+			return err
+		}
+	}
+	if _, err := testenv.VersityGWBinary(); err != nil {
+		if !o.build {
+			return fmt.Errorf("%w\n(or run `drover dev-cluster up --build` inside a drover checkout)", err)
+		}
+		if err := buildScript(cmd.Context(), cmd.ErrOrStderr(), "build-versitygw.sh", "versitygw"); err != nil {
+			return err
+		}
+		if _, err := testenv.VersityGWBinary(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkoutRoot is the root of the drover checkout around the working
+// directory.
+func checkoutRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		return err
+		return "", err
 	}
 	for {
-		path := filepath.Join(dir, "hack", script)
 		if gomod, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(gomod), "module github.com/drover-project/drover\n") {
-			if _, err := os.Stat(path); err == nil {
-				fmt.Fprintf(progress, "drover: building %s with %s (minutes, once)...\n", what, path)
-				c := exec.CommandContext(ctx, "bash", path)
-				c.Stdout, c.Stderr = progress, progress
-				if err := c.Run(); err != nil {
-					return fmt.Errorf("building %s: %w", what, err)
-				}
-				return nil
+			if _, err := os.Stat(filepath.Join(dir, "hack")); err == nil {
+				return dir, nil
 			}
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return fmt.Errorf("--build needs a drover checkout: run it inside one (hack/%s is not shipped with the binary)", script)
+			return "", errors.New("the working directory is not inside a drover checkout")
 		}
 		dir = parent
 	}
@@ -101,7 +145,7 @@ func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, repor
 	// Whatever stops the daemon, it takes its files with it; down removes
 	// the rest (this log, the lock).
 	defer func() {
-		for _, f := range []string{kubeconfigOut, stateFile, pidFile, clusterDir, s3Dir} {
+		for _, f := range []string{kubeconfigOut, stateFile, pidFile, clusterDir, s3Dir, realNodePodTemplate} {
 			_ = os.RemoveAll(o.path(f))
 		}
 	}()
@@ -113,6 +157,15 @@ func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, repor
 		ctx, cancel = context.WithTimeout(ctx, o.ttl)
 		defer cancel()
 	}
+	var apiLn, s3Ln net.Listener
+	if o.realNode {
+		if apiLn, s3Ln, err = realNodeListeners(ctx); err != nil {
+			return err
+		}
+		// The forwarders take them over; until then, these close them.
+		defer apiLn.Close()
+		defer s3Ln.Close()
+	}
 	env, err := testenv.Start(ctx, testenv.Options{
 		Scheduler:         true,
 		ControllerManager: true,
@@ -121,6 +174,7 @@ func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, repor
 		KwokStages:        o.kwokStages,
 		Dir:               o.path(clusterDir),
 		PodCIDR:           netip.MustParsePrefix("127.1.0.0/16"),
+		RealNode:          o.realNode,
 		Logf:              func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) },
 	})
 	if err != nil {
@@ -144,19 +198,32 @@ func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, repor
 			logger.Error("stopping the object store", "err", err)
 		}
 	}()
+	url, kubeconfig := env.URL, []byte(nil)
+	var realNode *devRealNodeState
+	if o.realNode {
+		var stopForwards func()
+		if url, realNode, stopForwards, err = exposeRealNode(o, env, srv, s3st, apiLn, s3Ln); err != nil {
+			return err
+		}
+		defer stopForwards()
+	}
 	if err := publishS3Secret(ctx, env.Client, s3st, logger); err != nil {
 		return err
 	}
-	kubeconfig, err := os.ReadFile(env.Kubeconfig)
-	if err != nil {
+	if kubeconfig, err = os.ReadFile(env.Kubeconfig); err != nil {
 		return fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	if url != env.URL {
+		if kubeconfig, err = pointKubeconfig(kubeconfig, url); err != nil {
+			return err
+		}
 	}
 	if err := os.WriteFile(o.path(kubeconfigOut), kubeconfig, 0o600); err != nil {
 		return fmt.Errorf("writing the kubeconfig: %w", err)
 	}
 	st := devClusterState{
 		PID:           os.Getpid(),
-		URL:           env.URL,
+		URL:           url,
 		Kubeconfig:    o.path(kubeconfigOut),
 		Kubectl:       kubectlPath(env.BinDir),
 		ProcessNodes:  env.ProcessNodeNames,
@@ -165,6 +232,7 @@ func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, repor
 		Started:       time.Now(),
 		StartSeconds:  env.StartDuration.Seconds(),
 		S3:            s3st,
+		RealNode:      realNode,
 	}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
@@ -174,7 +242,7 @@ func serve(ctx context.Context, o *devClusterOptions, logger *slog.Logger, repor
 	if err := os.WriteFile(o.path(stateFile), b, 0o600); err != nil {
 		return fmt.Errorf("writing the state file: %w", err)
 	}
-	logger.Info("dev cluster ready", "url", env.URL, "kubeconfig", st.Kubeconfig, "s3", s3st.Endpoint)
+	logger.Info("dev cluster ready", "url", url, "kubeconfig", st.Kubeconfig, "s3", s3st.Endpoint)
 	report("ready")
 	<-ctx.Done()
 	return nil
