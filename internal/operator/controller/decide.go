@@ -59,14 +59,7 @@ func Decide(o Observed) Decision {
 	switch st.State {
 	case v1alpha1.StateSucceeded, v1alpha1.StateFailed:
 		st.Executors, st.UIAddress = v1alpha1.ExecutorCounts{}, ""
-		if ttl := app.Spec.TimeToLiveSeconds; ttl != nil && st.EndTime != nil {
-			due := st.EndTime.Add(time.Duration(*ttl) * time.Second)
-			if o.Now.Before(due) {
-				d.After = due.Sub(o.Now)
-			} else {
-				d.Action = ActDeleteApp
-			}
-		}
+		d.Action, d.After = expiry(app, &st, o.Now)
 	case "", v1alpha1.StateRetrying:
 		if suspend {
 			suspended(app, &st, o.Now)
@@ -96,9 +89,26 @@ func Decide(o Observed) Decision {
 			suspended(app, &st, o.Now)
 			d.Action, d.After = ActDeleteDriver, 0
 		}
+		if st.State.Final() {
+			d.Action, d.After = expiry(app, &st, o.Now)
+		}
 	}
 	d.Status = st
 	return d
+}
+
+// expiry is what timeToLiveSeconds asks of an ended application: its
+// deletion, or a look when it is due.
+func expiry(app *v1alpha1.DroverApplication, st *v1alpha1.DroverApplicationStatus, now time.Time) (Action, time.Duration) {
+	ttl := app.Spec.TimeToLiveSeconds
+	if ttl == nil || st.EndTime == nil {
+		return ActNone, 0
+	}
+	due := st.EndTime.Add(time.Duration(*ttl) * time.Second)
+	if now.Before(due) {
+		return ActNone, due.Sub(now)
+	}
+	return ActDeleteApp, 0
 }
 
 // follow moves an attempt's status along its driver pod, and returns when
@@ -175,6 +185,10 @@ func Submitted(app *v1alpha1.DroverApplication, status *v1alpha1.DroverApplicati
 	default:
 		st.AppID, st.DriverPod, st.UIAddress = s.AppID, "", ""
 		d.After = failed(app, &st, v1alpha1.ReasonSubmissionFailed, s.Err.Error(), true, t)
+	}
+	if st.State.Final() {
+		// Deleted at the earliest on the next look.
+		_, d.After = expiry(app, &st, t)
 	}
 	d.Status = st
 	return d

@@ -58,6 +58,9 @@ type Options struct {
 	Logger    *slog.Logger
 	// Clock is the controller's time; default the real one.
 	Clock clock.PassiveClock
+	// Controllers are more controllers to run in the same manager (the
+	// ScheduledDroverApplication controller): each adds itself.
+	Controllers []func(manager.Manager) error
 }
 
 // Defaults sized for a thousand and more submissions a minute: each takes
@@ -179,6 +182,11 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		Complete(r)
 	if err != nil {
 		return nil, fmt.Errorf("building the DroverApplication controller: %w", err)
+	}
+	for _, add := range o.Controllers {
+		if err := add(mgr); err != nil {
+			return nil, err
+		}
 	}
 	return mgr, nil
 }
