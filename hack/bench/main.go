@@ -139,6 +139,11 @@ func mainErr(compare bool, only string) error {
 		{"sort", func() error {
 			return r.goBench(ctx, 20*time.Minute, "", nil, "test", "-run", "^$", "-bench", "Sort", "-benchtime", "1x", "-timeout", "20m", "./examples/sort")
 		}},
+		{"operator", func() error {
+			// 2,000 DroverApplications created at once, drivers on kwok
+			// nodes, one operator replica in a process of its own.
+			return k8sBench(20*time.Minute, "", "./internal/operator/controller/", "^BenchmarkOperatorSubmissions$", "1x")
+		}},
 		{"kubernetes allocation", func() error {
 			return k8sBench(25*time.Minute, "", "./internal/k8s/", "Allocation", "1x")
 		}},
@@ -282,6 +287,13 @@ func mainErr(compare bool, only string) error {
 		r.ratio(fmt.Sprintf("%sjob with a shuffle: time to result with 10%% of executors lost / without", label),
 			label+"BenchmarkScaleJob s-to-result", label+"BenchmarkScaleJob s-to-result-no-loss", "", nil)
 	}
+	r.measured("operator submissions/min: 2,000 DroverApplications created at once to their driver pods (kwok), one replica",
+		"BenchmarkOperatorSubmissions submissions/min", "≥ 1000", func(v float64) bool { return v >= 1000 })
+	r.measured("operator: p99 latency from a DroverApplication's create to its driver pod, ms", "BenchmarkOperatorSubmissions p99-ms", "", nil)
+	r.measured("operator: controller CPU per application, ms", "BenchmarkOperatorSubmissions operator-cpu-ms/app",
+		"≤ 20", func(v float64) bool { return v <= 20 })
+	r.measured("operator: API server requests per application (all clients, the application's own create included)",
+		"BenchmarkOperatorSubmissions api-requests/app", "", nil)
 	r.measured("driver restart: time to result with one crash after the sort's map stage / fault-free, the kubelet's back-off taken out",
 		"BenchmarkDriverRestart crash/fault-free", "≤ 1.15", func(v float64) bool { return v <= 1.15 })
 	r.ratio("driver restart: a resubmission from zero (spark-operator's restartPolicy) / a restart in the pod",
