@@ -75,8 +75,9 @@ realnode: realnodebin testbin versitygw testpackages
 ## (each only when missing)
 testbins:
 	@echo "drover: making sure the test binaries are built (minutes the first time, cached in ~/.cache/drover)"
-	@./hack/build-testbin.sh >/dev/null & k=$$!; ./hack/build-versitygw.sh >/dev/null & v=$$!; ./hack/build-kueue.sh >/dev/null & q=$$!; \
-		./hack/build-realnode.sh >/dev/null & r=$$!; \
+	@./hack/build-testbin.sh etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok kubelet >/dev/null & k=$$!; \
+		./hack/build-versitygw.sh >/dev/null & v=$$!; ./hack/build-kueue.sh >/dev/null & q=$$!; \
+		./hack/build-realnode.sh --containerd-only >/dev/null & r=$$!; \
 		wait $$k; kr=$$?; wait $$v; vr=$$?; wait $$q; qr=$$?; wait $$r; rr=$$?; test $$kr -eq 0 -a $$vr -eq 0 -a $$qr -eq 0 -a $$rr -eq 0
 
 ## testpackages: the Debian packages tests drive (chromium, prometheus), installed when missing under CI=true or as

@@ -9,7 +9,17 @@
 # make test's own binaries never wait for these. runc and the CNI plugins
 # come from Debian (hack/install-test-packages.sh). The last two lines of
 # the output are the Kubernetes directory, then containerd's.
+#
+# --containerd-only leaves kubelet to a build-testbin.sh run going on beside
+# (make testbins names it there: one go build of the Kubernetes module then
+# compiles the packages kubelet shares with the other binaries once).
 set -euo pipefail
+with_kubelet=yes
+case "${1:-}" in
+"") ;;
+--containerd-only) with_kubelet="" ;;
+*) echo "usage: hack/build-realnode.sh [--containerd-only]" >&2; exit 2 ;;
+esac
 
 CONTAINERD_VERSION=v2.4.2
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -48,14 +58,17 @@ build_containerd() {
 
 kdir_file="$(mktemp)"
 trap 'rm -f "$kdir_file"' EXIT
-"$here/build-testbin.sh" kubelet >"$kdir_file" & k=$!
+k=""
+if [[ -n "$with_kubelet" ]]; then
+	"$here/build-testbin.sh" kubelet >"$kdir_file" & k=$!
+fi
 build_containerd & c=$!
 failed=0
-wait "$k" || failed=1
+if [[ -n "$k" ]]; then wait "$k" || failed=1; fi
 wait "$c" || failed=1
 if [[ $failed -ne 0 ]]; then
 	echo "drover: building the real-node binaries failed (see above)" >&2
 	exit 1
 fi
-tail -1 "$kdir_file"
+if [[ -n "$with_kubelet" ]]; then tail -1 "$kdir_file"; fi
 echo "$cout"
