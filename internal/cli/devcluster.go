@@ -252,11 +252,6 @@ func runUp(cmd *cobra.Command, o *devClusterOptions) error {
 		if checkout, err = checkRealNode(cmd, o); err != nil {
 			return err
 		}
-		// The lock of the machine's one real node may have to wait, and the
-		// node's start alone takes minutes on a busy machine.
-		if !cmd.Flags().Changed("timeout") {
-			o.timeout = 10 * time.Minute
-		}
 	}
 	if err := checkBinaries(cmd, o); err != nil {
 		return err
@@ -364,7 +359,11 @@ func (o *devClusterOptions) printUsage(out io.Writer, st *devClusterState) {
 		fmt.Fprintf(out, "  drover dev-cluster put FILE s3://%s/PREFIX/; drover dev-cluster cat s3://%s/PATH\n\n", s.Bucket, s.Bucket)
 	}
 	printRealNodeUsage(out, st)
-	fmt.Fprint(out, "Pods run as processes on this machine: a container's command must name a program here (images are\n"+
+	pods := "Pods"
+	if st.RealNode != nil {
+		pods = "Other pods"
+	}
+	fmt.Fprint(out, pods+" run as processes on this machine: a container's command must name a program here (images are\n"+
 		"ignored); each pod gets its own 127.x.y.z address. drover logs and kubectl logs work.\n")
 	fmt.Fprintf(out, "Stop it with: drover dev-cluster down%s\n", o.stateDirFlag())
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
@@ -60,7 +61,7 @@ type devRealNodeState struct {
 
 // checkRealNode checks, before anything starts, what up --real-node needs,
 // building the kubelet and containerd with --build, and returns the drover
-// checkout the daemon must run in.
+// checkout the daemon must run in. It lengthens up's default --timeout.
 func checkRealNode(cmd *cobra.Command, o *devClusterOptions) (string, error) {
 	if os.Geteuid() != 0 {
 		return "", usageError(errors.New("--real-node needs root (containerd, runc, the kubelet's cgroups and mounts, a network namespace of its own): run it with sudo, or without --real-node"))
@@ -82,6 +83,11 @@ func checkRealNode(cmd *cobra.Command, o *devClusterOptions) (string, error) {
 		if err := testenv.CheckRealNodeBuilt(); err != nil {
 			return "", err
 		}
+	}
+	// The lock of the machine's one real node may have to wait, and the
+	// node's start alone takes minutes on a busy machine.
+	if !cmd.Flags().Changed("timeout") {
+		o.timeout = 10 * time.Minute
 	}
 	return root, nil
 }
