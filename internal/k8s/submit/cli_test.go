@@ -57,24 +57,42 @@ type result struct {
 // drover runs the CLI with KUBECONFIG kubeconfig, bounded by timeout.
 func drover(t testing.TB, kubeconfig string, timeout time.Duration, args ...string) result {
 	t.Helper()
-	bin, _ := binaries(t)
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		t.Fatalf("drover %s did not end within %s; stderr:\n%s", strings.Join(args, " "), timeout, stderr.String())
-	}
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running drover: %v", err)
+	r := <-startDrover(t, kubeconfig, timeout, args...)
+	if r.code == -1 {
+		t.Fatalf("drover %s: %s", strings.Join(args, " "), r.stderr)
 	}
 	return r
+}
+
+// startDrover runs the CLI as drover does, in the background: the result
+// comes once it ended, with code -1 if it did not within timeout or could
+// not run (stderr then says so at its end). Only the test's goroutine may
+// end a test, so this one never does.
+func startDrover(t testing.TB, kubeconfig string, timeout time.Duration, args ...string) <-chan result {
+	t.Helper()
+	bin, _ := binaries(t)
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), timeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		r := result{stdout: stdout.String(), stderr: stderr.String()}
+		ee, exited := err.(*exec.ExitError)
+		switch {
+		case ctx.Err() != nil:
+			r.code, r.stderr = -1, fmt.Sprintf("did not end within %s; stderr:\n%s", timeout, r.stderr)
+		case exited:
+			r.code = ee.ExitCode()
+		case err != nil:
+			r.code, r.stderr = -1, fmt.Sprintf("running it: %v; stderr:\n%s", err, r.stderr)
+		}
+		done <- r
+	}()
+	return done
 }
 
 // TestClientMode runs the local binary with submit's flags: the driver

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -264,34 +263,6 @@ func TestRealNodeWordCount(t *testing.T) {
 	if roles["driver"] != 1 || roles["executor"] != 2 {
 		t.Errorf("pods by role: %v, want 1 driver and 2 executors", roles)
 	}
-}
-
-// startDrover runs the CLI as drover does, in the background: the result
-// comes once it ended, with code -1 if it did not within timeout. Only
-// the test's goroutine may end a test, so this one never does.
-func startDrover(t *testing.T, kubeconfig string, timeout time.Duration, args ...string) <-chan result {
-	t.Helper()
-	bin, _ := binaries(t)
-	done := make(chan result, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(t.Context(), timeout)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		r := result{code: -1, stdout: stdout.String(), stderr: stderr.String()}
-		if ee, ok := err.(*exec.ExitError); ok && ctx.Err() == nil {
-			r.code = ee.ExitCode()
-		} else if err == nil {
-			r.code = 0
-		} else {
-			r.stderr += fmt.Sprintf("\n[test: drover did not end within %s: %v]", timeout, err)
-		}
-		done <- r
-	}()
-	return done
 }
 
 // runNodeApp submits nodeapp with NODEAPP_FAULT=fault in its executors,
