@@ -42,6 +42,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// Each test's manager has its own logger; this is for the shared
+	// informers' lines, which would otherwise warn that none was set.
+	ctrl.SetLogger(logr.Discard())
 	code := m.Run()
 	if err := cluster.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
@@ -340,8 +343,15 @@ func TestScheduledReplace(t *testing.T) {
 		t.Errorf("active %v, last run %s; want [%s]", st.Active, st.LastRunName, second)
 	}
 
-	// An ended run is history, not replaced.
+	// An ended run is history, not replaced (once the controller has seen
+	// it end: a tick on a cache still showing it running would replace it).
 	h.setState(second, v1alpha1.StateFailed)
+	h.eventually("the run ended", func() error {
+		if st := h.parent().Status; len(st.Active) > 0 || !cmp.Equal(st.PastFailedRunNames, []string{second}) {
+			return fmt.Errorf("active %v, failed %v", st.Active, st.PastFailedRunNames)
+		}
+		return nil
+	})
 	h.waitRuns(second, h.name(h.step()))
 }
 

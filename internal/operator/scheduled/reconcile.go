@@ -197,9 +197,13 @@ func (r *reconciler) apply(ctx context.Context, log *slog.Logger, parent *v1alph
 		r.events.Eventf(parent, c, corev1.EventTypeNormal, d.Reason, "Delete", "Deleted run %s %s", d.Name, d.Detail)
 	}
 	if plan.Missed > 0 {
-		due := plan.LastScheduleTime.Format(time.RFC3339)
+		count := fmt.Sprint(plan.Missed)
+		if plan.Missed >= walkLimit-1 {
+			count += " or more" // latest stops counting there
+		}
 		r.events.Eventf(parent, nil, corev1.EventTypeWarning, ReasonMissedSchedules, "Schedule",
-			"%d earlier due times passed with no run (controller down, or suspended); only the most recent, %s, counts", plan.Missed, due)
+			"%s earlier due times passed with no run (controller down, or suspended); only the most recent, %s, counts",
+			count, plan.LastScheduleTime.Format(time.RFC3339))
 	}
 	if s := plan.Skipped; s != nil {
 		log.Info("skipped run", "run", s.Name, "due", s.Scheduled)
