@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,8 @@ type recorder interface {
 // due time.
 type reconciler struct {
 	client client.Client
+	// reader reads the API server itself, past the cache.
+	reader client.Reader
 	clock  clock.WithTicker
 	log    *slog.Logger
 	events recorder
@@ -72,6 +75,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	r := &reconciler{
 		client: mgr.GetClient(),
+		reader: mgr.GetAPIReader(),
 		clock:  opts.Clock,
 		log:    opts.Logger,
 		events: mgr.GetEventRecorder(ControllerName),
@@ -117,7 +121,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.wake.at(ctx, req.NamespacedName, time.Time{})
 		return ctrl.Result{}, nil
 	}
-	children, err := r.children(ctx, &parent)
+	children, err := r.children(ctx, r.client, &parent)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -131,10 +135,17 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if t := parent.Status.LastScheduleTime; t != nil {
 		in.LastScheduleTime = t.Time
 	}
-	for _, c := range children {
-		in.Runs = append(in.Runs, runOf(c))
-	}
+	in.Runs = runsOf(children)
 	plan := Decide(in)
+	if slices.ContainsFunc(plan.Delete, func(d Deletion) bool { return d.Reason == ReasonReplaced }) {
+		// Deleting a running run cannot be undone: decide again on what the
+		// API server holds, not on a cache that may not have seen it end.
+		if children, err = r.children(ctx, r.reader, &parent); err != nil {
+			return ctrl.Result{}, err
+		}
+		in.Runs = runsOf(children)
+		plan = Decide(in)
+	}
 	log := r.log.With("namespace", parent.Namespace, "name", parent.Name)
 	if err := r.apply(ctx, log, &parent, children, plan); err != nil {
 		return ctrl.Result{}, err
@@ -147,9 +158,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // children are the DroverApplications parent controls.
-func (r *reconciler) children(ctx context.Context, parent *v1alpha1.ScheduledDroverApplication) (map[string]*v1alpha1.DroverApplication, error) {
+func (r *reconciler) children(ctx context.Context, from client.Reader, parent *v1alpha1.ScheduledDroverApplication) (map[string]*v1alpha1.DroverApplication, error) {
 	var list v1alpha1.DroverApplicationList
-	if err := r.client.List(ctx, &list, client.InNamespace(parent.Namespace)); err != nil {
+	if err := from.List(ctx, &list, client.InNamespace(parent.Namespace)); err != nil {
 		return nil, fmt.Errorf("list runs of %s/%s: %w", parent.Namespace, parent.Name, err)
 	}
 	out := map[string]*v1alpha1.DroverApplication{}
@@ -160,6 +171,14 @@ func (r *reconciler) children(ctx context.Context, parent *v1alpha1.ScheduledDro
 		}
 	}
 	return out, nil
+}
+
+func runsOf(children map[string]*v1alpha1.DroverApplication) []Run {
+	var runs []Run
+	for _, c := range children {
+		runs = append(runs, runOf(c))
+	}
+	return runs
 }
 
 // runOf reads a child: when it was due from its annotation (its creation
