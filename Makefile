@@ -50,7 +50,8 @@ kueue:
 realnodebin:
 	@./hack/build-realnode.sh >/dev/null
 
-## realnode: the real-node tests (TestRealNode*, verbose): the kubelet's own cases (internal/testenv) and drover's
+## realnode: the real-node tests (TestRealNode*, verbose): the kubelet's own cases (internal/testenv), drover dev-cluster up
+## --real-node (internal/cli, which makes its own namespace) and drover's
 ## (internal/k8s/submit: the image make image builds, word count from S3 in a restricted namespace, OOMKilled, eviction,
 ## SIGTERM then SIGKILL, the driver restarted in place), each package inside a network namespace made for the run
 ## (hack/realnode-netns.sh: lo, a private node address, the pods' CNI bridge; nothing reaches outside), on a real kubelet
@@ -69,6 +70,10 @@ realnode: realnodebin testbin versitygw testpackages
 			$(CURDIR)/hack/realnode-netns.sh "$$dir/$$(basename $$pkg).test" -test.run "$${RUN:-RealNode}" -test.count=1 \
 			-test.timeout=15m -test.v) || rc=1; \
 	done; fi; \
+	if [ $$rc -eq 0 ]; then echo "drover: real-node tests of ./internal/cli, in the host's namespace (dev-cluster up --real-node makes its own)"; \
+		DROVER_REALNODE=1 DROVER_TESTBIN="$$($(CURDIR)/hack/build-testbin.sh | tail -1)" \
+		DROVER_VERSITYGW="$$($(CURDIR)/hack/build-versitygw.sh | tail -1)" \
+		$(GO) test -tags integration,realnode -run "$${RUN:-RealNode}" -count=1 -timeout 15m -v ./internal/cli || rc=1; fi; \
 	rm -rf "$$dir"; exit $$rc
 
 ## testbins: the Kubernetes binaries, versitygw, Kueue and the real node's kubelet and containerd, built side by side

@@ -137,24 +137,21 @@ func (e *Env) StartRealNode(ctx context.Context, name string, images ...string) 
 	if os.Geteuid() != 0 {
 		return nil, errors.New("a real node needs root (containerd, runc, the kubelet's cgroups and mounts)")
 	}
+	if err := CheckRealNodeBuilt(); err != nil {
+		return nil, err
+	}
+	if err := CheckRealNodePackages(); err != nil {
+		return nil, err
+	}
 	cdir, err := ContainerdDir()
 	if err != nil {
 		return nil, err
 	}
-	if err := requireBinaries(e.BinDir, Kubelet); err != nil {
-		return nil, fmt.Errorf("%w (the real node's: build with hack/build-realnode.sh)", err)
-	}
-	if err := requireBinaries(cdir, "containerd", "containerd-shim-runc-v2", "ctr"); err != nil {
-		return nil, fmt.Errorf("%w (containerd: build with hack/build-realnode.sh)", err)
-	}
 	runc, err := exec.LookPath("runc")
 	if err != nil {
-		return nil, fmt.Errorf("%w: runc not found (Debian's runc: hack/install-test-packages.sh)", ErrMissingBinaries)
+		return nil, err
 	}
-	cniBin := "/usr/lib/cni"
-	if _, err := os.Stat(filepath.Join(cniBin, "bridge")); err != nil {
-		return nil, fmt.Errorf("%w: no CNI bridge plugin in %s (Debian's containernetworking-plugins: hack/install-test-packages.sh)", ErrMissingBinaries, cniBin)
-	}
+	cniBin := realNodeCNIBin
 	lock, err := lockRealNode(ctx)
 	if err != nil {
 		return nil, err
