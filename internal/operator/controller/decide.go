@@ -154,6 +154,9 @@ type Submission struct {
 	Invalid bool
 }
 
+// followUp is when a submitted application is looked at again.
+const followUp = time.Second
+
 // Submitted is the status after a submission.
 func Submitted(app *v1alpha1.DroverApplication, status *v1alpha1.DroverApplicationStatus, s Submission, t time.Time) Decision {
 	st := *status.DeepCopy()
@@ -176,6 +179,9 @@ func Submitted(app *v1alpha1.DroverApplication, status *v1alpha1.DroverApplicati
 		st.AppID, st.DriverPod, st.UIAddress = s.AppID, s.DriverPod, s.UIAddress
 		setCond(&st, gen, v1alpha1.ConditionSubmitted, true, v1alpha1.ReasonSubmitted, st.Message, now)
 		setCond(&st, gen, v1alpha1.ConditionRunning, false, v1alpha1.ReasonSubmitted, "the driver does not run yet", now)
+		// A look at the pod soon: one adopted from an interrupted try may
+		// have ended already, and then no event of it will come.
+		d.After = followUp
 	case s.Invalid:
 		// No retry mends a spec: final at once, whatever the policy.
 		st.State, st.Reason, st.Message = v1alpha1.StateFailed, v1alpha1.ReasonInvalidSpec, s.Err.Error()

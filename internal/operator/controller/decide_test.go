@@ -117,7 +117,7 @@ func TestOperatorSubmitted(t *testing.T) {
 		s      Submission
 		want   summary
 	}{
-		"created":            {s: Submission{Attempt: 1, DriverPod: "p"}, want: summary{State: v1alpha1.StateSubmitted, Reason: v1alpha1.ReasonSubmitted, Attempts: 1}},
+		"created":            {s: Submission{Attempt: 1, DriverPod: "p"}, want: summary{State: v1alpha1.StateSubmitted, Reason: v1alpha1.ReasonSubmitted, Attempts: 1, After: followUp}},
 		"invalid spec":       {policy: retry, s: Submission{Attempt: 1, Err: errors.New("bad"), Invalid: true}, want: summary{State: v1alpha1.StateFailed, Reason: v1alpha1.ReasonInvalidSpec, Attempts: 1, Ended: true}},
 		"refused, retry":     {policy: retry, s: Submission{Attempt: 1, Err: errors.New("quota")}, want: summary{State: v1alpha1.StateRetrying, Reason: v1alpha1.ReasonSubmissionFailed, Attempts: 1, After: 5 * time.Second}},
 		"refused, no retry":  {policy: retry, s: Submission{Attempt: 2, Err: errors.New("quota")}, want: summary{State: v1alpha1.StateFailed, Reason: v1alpha1.ReasonRetriesExhausted, Attempts: 2, Ended: true}},
