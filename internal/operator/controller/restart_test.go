@@ -4,55 +4,21 @@ package controller_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"os/signal"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-project/drover/internal/operator/api/v1alpha1"
-	"github.com/drover-project/drover/internal/operator/controller"
 	"github.com/drover-project/drover/internal/testenv"
 )
-
-// restartKubeconfig and restartNamespace make this test binary, started by
-// TestOperatorControllerRestarts, run the operator on that namespace until
-// killed, instead of running tests.
-const (
-	restartKubeconfig = "DROVER_OPERATOR_TEST_KUBECONFIG"
-	restartNamespace  = "DROVER_OPERATOR_TEST_NAMESPACE"
-)
-
-func init() {
-	kubeconfig := os.Getenv(restartKubeconfig)
-	if kubeconfig == "" {
-		return
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	err = controller.Run(ctx, cfg, controller.Options{Namespace: os.Getenv(restartNamespace), Logger: log})
-	if err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Exit(0)
-}
 
 // TestOperatorControllerRestarts submits 100 applications (drivers on a
 // kwok node, which the test ends with exit code 0) to an operator in a
@@ -63,8 +29,9 @@ func TestOperatorControllerRestarts(t *testing.T) {
 	env, ns, c := setup(t)
 	const n, kills = 100, 10
 	start := func() *exec.Cmd {
+		// The benchmark's operator process (bench_test.go), on every namespace.
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), restartKubeconfig+"="+env.Kubeconfig, restartNamespace+"="+ns)
+		cmd.Env = append(os.Environ(), benchOperatorEnv+"="+env.Kubeconfig)
 		cmd.Stderr = os.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
