@@ -10,11 +10,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/drover-project/drover/internal/config"
 	"github.com/drover-project/drover/internal/logging"
 	"github.com/drover-project/drover/internal/operator/controller"
 	"github.com/drover-project/drover/internal/operator/install"
+	"github.com/drover-project/drover/internal/operator/scheduled"
 )
 
 func init() {
@@ -27,10 +29,12 @@ func newOperatorCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "operator",
 		Short: "Run the operator: the controller of DroverApplications (see docs/operator.md)",
-		Long: `operator runs the controller of DroverApplications (drover.io/v1alpha1): it submits each with
+		Long: `operator runs the controllers of DroverApplications and ScheduledDroverApplications
+(drover.io/v1alpha1). It submits each DroverApplication with
 drover submit's own code, in this process, follows its driver pod into the object's status, records
 an event at each transition, retries per spec.restartPolicy, honours spec.suspend and deletes ended
-objects after spec.timeToLiveSeconds. Several replicas elect a leader (a Lease) with --leader-elect.
+objects after spec.timeToLiveSeconds; it creates a ScheduledDroverApplication's runs on its cron
+schedule, per its concurrencyPolicy and history limits. Several replicas elect a leader (a Lease) with --leader-elect.
 The API server is the kubeconfig's (--kubeconfig, $KUBECONFIG, ~/.kube/config), else the cluster's
 it runs in. drover operator install prints or applies the CRDs, its rights and its Deployment.`,
 		Args: cobra.NoArgs,
@@ -46,6 +50,11 @@ it runs in. drover operator install prints or applies the CRDs, its rights and i
 			// controller-runtime's packages log through its global logger too.
 			ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 			o.Logger = log
+			// ScheduledDroverApplications create DroverApplications on
+			// their schedules, in the same manager (one cache, one leader).
+			o.Controllers = append(o.Controllers, func(m manager.Manager) error {
+				return scheduled.SetupWithManager(m, scheduled.Options{Logger: log})
+			})
 			log.Info("drover operator starting", "apiServer", cfg.Host, "namespace", o.Namespace, "leaderElection", o.LeaderElection)
 			return controller.Run(cmd.Context(), cfg, o)
 		},

@@ -91,10 +91,18 @@ func rights(ns string) []any {
 		&rbacv1.ClusterRole{TypeMeta: typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"), ObjectMeta: cluster,
 			Rules: []rbacv1.PolicyRule{
 				// One informer on the applications; delete: timeToLiveSeconds.
+				// create: a ScheduledDroverApplication's runs.
 				{APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.ResourceApplications},
-					Verbs: []string{"get", "list", "watch", "delete"}},
+					Verbs: []string{"get", "list", "watch", "create", "delete"}},
 				{APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.ResourceApplications + "/status"},
 					Verbs: []string{"get", "update"}},
+				{APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.ResourceScheduledApplications},
+					Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.ResourceScheduledApplications + "/status"},
+					Verbs: []string{"get", "update", "patch"}},
+				// Runs block their schedule's deletion (blockOwnerDeletion).
+				{APIGroups: []string{v1alpha1.Group}, Resources: []string{v1alpha1.ResourceScheduledApplications + "/finalizers"},
+					Verbs: []string{"update"}},
 				// One informer on drover's pods; create: drivers; get: a
 				// driver not yet in the cache; delete: suspend.
 				{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
