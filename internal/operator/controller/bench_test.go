@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/drover-project/drover/internal/k8s/submit"
-	"github.com/drover-project/drover/internal/operator/api/v1alpha1"
 	"github.com/drover-project/drover/internal/operator/controller"
 	"github.com/drover-project/drover/internal/testenv"
 )
@@ -157,7 +156,7 @@ func benchOperatorRound(b *testing.B, env *testenv.Env, c client.Client, self, n
 			}
 		}
 	}()
-	if err := c.Create(ctx, benchApp(ns, "probe")); err != nil {
+	if err := c.Create(ctx, kwokDriverApp(ns, "probe")); err != nil {
 		b.Fatal(err)
 	}
 	select {
@@ -179,7 +178,7 @@ func benchOperatorRound(b *testing.B, env *testenv.Env, c client.Client, self, n
 	for range 32 {
 		wg.Go(func() {
 			for i := range next {
-				if err := c.Create(ctx, benchApp(ns, fmt.Sprintf("app-%05d", i))); err != nil {
+				if err := c.Create(ctx, kwokDriverApp(ns, fmt.Sprintf("app-%05d", i))); err != nil {
 					b.Errorf("creating app-%05d: %v", i, err)
 				}
 				created[i] = time.Now()
@@ -244,23 +243,6 @@ func benchOperatorRound(b *testing.B, env *testenv.Env, c client.Client, self, n
 		n, perMin, wall.Round(time.Millisecond), createdAll.Round(time.Millisecond), lat[len(lat)/2].Round(time.Millisecond),
 		lat[len(lat)*99/100].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), cpu.Round(time.Millisecond),
 		cpu.Seconds()*1000/float64(n), total/float64(n), strings.Join(kinds, ", "))
-}
-
-// benchApp is a DroverApplication whose driver lands on a kwok node: its
-// pod goes Running at once and runs nothing.
-func benchApp(ns, name string) *v1alpha1.DroverApplication {
-	tol := testenv.KwokToleration
-	return &v1alpha1.DroverApplication{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1alpha1.DroverApplicationSpec{
-			Image:               "drover-test:latest",
-			MainApplicationFile: "local:///app/wordcount",
-			Arguments:           []string{"/data/words.txt"},
-			Driver: v1alpha1.DriverSpec{RoleSpec: v1alpha1.RoleSpec{Memory: "256m", ServiceAccount: submit.DefaultServiceAccount,
-				PodTemplate: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{tol}}}}},
-			SparkConf: map[string]string{"spark.kubernetes.node.selector." + testenv.KwokNodeLabel: "true"},
-		},
-	}
 }
 
 // processCPU is the user and system CPU time process pid has used.
