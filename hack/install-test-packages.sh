@@ -2,7 +2,8 @@
 # Installs the Debian packages that tests drive as real programs, when missing:
 # chromium (the web UI's browser test), prometheus (the metrics scrape test),
 # and runc and the CNI plugins (containernetworking-plugins, in
-# /usr/lib/cni), which the real node's containerd runs (issue 42).
+# /usr/lib/cni), which the real node's containerd runs (issue 42), with
+# iproute2's ip and util-linux's unshare, which make its network namespace.
 # make test calls it under CI=true or as root; elsewhere it prints the command.
 set -euo pipefail
 need=()
@@ -10,6 +11,8 @@ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v runc >/dev/null 2>&1 || need+=(runc)
 [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 if [ ${#need[@]} -eq 0 ]; then
 	exit 0
 fi
