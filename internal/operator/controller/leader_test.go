@@ -5,6 +5,7 @@ package controller_test
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,27 +23,25 @@ import (
 func TestOperatorLeaderElection(t *testing.T) {
 	env, ns, c := setup(t)
 	const lease = "drover-operator-test"
-	type replica struct {
-		cancel context.CancelFunc
-		done   chan error
-		log    *logtest.Buffer
-	}
-	start := func() *replica {
+	// start runs a replica until the returned stop, or t's end; stop
+	// returns what Run returned.
+	start := func() (stop func() error) {
 		ctx, cancel := context.WithCancel(context.Background())
-		r := &replica{cancel: cancel, done: make(chan error, 1), log: &logtest.Buffer{}}
+		log := &logtest.Buffer{}
+		done := make(chan error, 1)
 		go func() {
-			r.done <- controller.Run(ctx, env.Config, controller.Options{Namespace: ns, LeaderElection: true,
+			done <- controller.Run(ctx, env.Config, controller.Options{Namespace: ns, LeaderElection: true,
 				LeaderElectionID: lease, LeaderElectionNamespace: ns,
-				Logger: slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+				Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		}()
+		stop = sync.OnceValue(func() error { cancel(); return <-done })
 		t.Cleanup(func() {
-			cancel()
-			<-r.done
+			_ = stop()
 			if t.Failed() {
-				t.Logf("replica's log:\n%s", r.log.String())
+				t.Logf("replica's log:\n%s", log.String())
 			}
 		})
-		return r
+		return stop
 	}
 	holder := func() string {
 		l, err := env.Client.CoordinationV1().Leases(ns).Get(t.Context(), lease, metav1.GetOptions{})
@@ -65,7 +64,7 @@ func TestOperatorLeaderElection(t *testing.T) {
 	}
 	running := func(a *v1alpha1.DroverApplication) bool { return a.Status.State == v1alpha1.StateRunning }
 
-	first := start()
+	stopFirst := start()
 	leader := awaitHolder("")
 	start()
 	app := kwokDriverApp(ns, "first")
@@ -78,11 +77,9 @@ func TestOperatorLeaderElection(t *testing.T) {
 	}
 
 	began := time.Now()
-	first.cancel()
-	if err := <-first.done; err != nil {
+	if err := stopFirst(); err != nil {
 		t.Errorf("the first replica: %v", err)
 	}
-	first.done <- nil // for its cleanup
 	next := awaitHolder(leader)
 	t.Logf("the Lease went from %s to %s %s after the leader stopped", leader, next, time.Since(began).Round(time.Millisecond))
 	second := kwokDriverApp(ns, "second")
